@@ -1,0 +1,28 @@
+//! JSON as ToolStorm 0.2.0 sees it: the value model, strict parsing with the reference's
+//! limits, canonical encoding (the bytes every digest and cassette depends on), Python float
+//! formatting, and the `json.dumps` layouts the command line prints.
+
+mod encode;
+pub mod float;
+mod parse;
+mod text;
+mod value;
+
+pub use encode::{canonical, fingerprint, one_line, pretty, quote, sha256_hex, write_canonical};
+pub use parse::{
+    MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INT_DIGITS, ParseError, ParseErrorKind, parse,
+    parse_at_depth,
+};
+pub use text::Text;
+pub use value::{Int, Object, Value};
+
+/// Builds a [`Value::Object`] from `key => value` pairs, keeping their order.
+#[macro_export]
+macro_rules! obj {
+    () => { $crate::json::Value::Object($crate::json::Object::new()) };
+    ($($k:expr => $v:expr),+ $(,)?) => {{
+        let mut o = $crate::json::Object::new();
+        $( o.push($k, $crate::json::Value::from($v)); )+
+        $crate::json::Value::Object(o)
+    }};
+}

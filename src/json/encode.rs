@@ -1,0 +1,222 @@
+//! Writing JSON the way the reference writes it: canonical form (sorted keys, compact,
+//! ASCII escapes, Python float `repr`) for files and digests, and Python `json.dumps` layouts
+//! (indent 2, or one line with `", "`/`": "`) for command output. All output is pure ASCII.
+
+use sha2::{Digest, Sha256};
+
+use super::float::py_repr;
+use super::{Int, Text, Value};
+
+/// The canonical text of a value: keys sorted by code point, `,`/`:` separators, ASCII only.
+pub fn canonical(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+/// Lowercase hex SHA-256 of the canonical text.
+pub fn fingerprint(value: &Value) -> String {
+    sha256_hex(canonical(value).as_bytes())
+}
+
+/// Lowercase hex SHA-256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in digest.iter() {
+        s.push(hex_digit(b >> 4));
+        s.push(hex_digit(b & 0x0f));
+    }
+    s
+}
+
+fn hex_digit(n: u8) -> char {
+    char::from(b"0123456789abcdef"[usize::from(n & 0x0f)])
+}
+
+/// Appends the canonical text of `value`.
+pub fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(obj) => {
+            out.push('{');
+            for (i, (k, v)) in obj.sorted().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_text(k, out);
+                out.push(':');
+                write_canonical(v, out);
+            }
+            out.push('}');
+        }
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+fn write_scalar(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Int(Int::Small(v)) => out.push_str(&v.to_string()),
+        Value::Int(Int::Big(s)) => out.push_str(s),
+        Value::Float(f) => out.push_str(&py_repr(*f)),
+        Value::Str(t) => write_text(t, out),
+        Value::Array(_) | Value::Object(_) => write_canonical(value, out),
+    }
+}
+
+/// Appends a JSON string literal with Python's `ensure_ascii` escaping.
+pub fn write_text(text: &Text, out: &mut String) {
+    out.push('"');
+    for cp in text.code_points() {
+        match cp {
+            0x22 => out.push_str("\\\""),
+            0x5c => out.push_str("\\\\"),
+            0x0a => out.push_str("\\n"),
+            0x0d => out.push_str("\\r"),
+            0x09 => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            0x20..=0x7e => out.push(char::from(cp as u8)),
+            0x10000.. => {
+                let v = cp - 0x10000;
+                push_u_escape(0xd800 | (v >> 10), out);
+                push_u_escape(0xdc00 | (v & 0x3ff), out);
+            }
+            _ => push_u_escape(cp, out),
+        }
+    }
+    out.push('"');
+}
+
+fn push_u_escape(unit: u32, out: &mut String) {
+    out.push_str("\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(hex_digit(((unit >> shift) & 0xf) as u8));
+    }
+}
+
+/// A string literal for `s`, escaped as canonical JSON does.
+pub fn quote(s: &str) -> String {
+    let mut out = String::new();
+    write_text(&Text::from(s), &mut out);
+    out
+}
+
+/// Python `json.dumps(value, indent=2, ensure_ascii=True)`: insertion order, `": "` after
+/// keys, `,` at line ends, empty containers as `[]` / `{}`. No trailing newline.
+pub fn pretty(value: &Value) -> String {
+    let mut out = String::new();
+    write_pretty(value, 0, &mut out);
+    out
+}
+
+fn newline_indent(level: usize, out: &mut String) {
+    out.push('\n');
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+fn write_pretty(value: &Value, level: usize, out: &mut String) {
+    match value {
+        Value::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline_indent(level + 1, out);
+                write_pretty(item, level + 1, out);
+            }
+            newline_indent(level, out);
+            out.push(']');
+        }
+        Value::Object(obj) if !obj.is_empty() => {
+            out.push('{');
+            for (i, (k, v)) in obj.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline_indent(level + 1, out);
+                write_text(k, out);
+                out.push_str(": ");
+                write_pretty(v, level + 1, out);
+            }
+            newline_indent(level, out);
+            out.push('}');
+        }
+        Value::Array(_) => out.push_str("[]"),
+        Value::Object(_) => out.push_str("{}"),
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+/// Python's default `json.dumps(value)`: one line, `", "` and `": "`, insertion order.
+pub fn one_line(value: &Value) -> String {
+    let mut out = String::new();
+    write_one_line(value, &mut out);
+    out
+}
+
+fn write_one_line(value: &Value, out: &mut String) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_one_line(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(obj) => {
+            out.push('{');
+            for (i, (k, v)) in obj.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_text(k, out);
+                out.push_str(": ");
+                write_one_line(v, out);
+            }
+            out.push('}');
+        }
+        scalar => write_scalar(scalar, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use super::*;
+
+    #[test]
+    fn canonical_sorts_and_escapes() {
+        let v = parse(r#"{"b":1,"a":[1.0,-0.0,"\u00e9\ud83d\ude00/\u007f"],"":null}"#)
+            .expect("valid");
+        assert_eq!(canonical(&v), r#"{"":null,"a":[1.0,-0.0,"\u00e9\ud83d\ude00/\u007f"],"b":1}"#);
+    }
+
+    #[test]
+    fn pretty_matches_python_indent() {
+        let v = parse(r#"{"a":[],"b":{},"c":[1,{"d":true}]}"#).expect("valid");
+        assert_eq!(
+            pretty(&v),
+            "{\n  \"a\": [],\n  \"b\": {},\n  \"c\": [\n    1,\n    {\n      \"d\": true\n    }\n  ]\n}"
+        );
+        assert_eq!(one_line(&v), r#"{"a": [], "b": {}, "c": [1, {"d": true}]}"#);
+    }
+}

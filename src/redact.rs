@@ -1,0 +1,206 @@
+//! Redaction: values of secret keys become `"[REDACTED]"`, literal secrets are replaced
+//! everywhere (longest first), and captured payloads are size- and depth-checked
+//! (spec §3, §6.7).
+
+use std::collections::HashSet;
+
+use crate::error::ConfigError;
+use crate::json::{MAX_DEPTH, Object, Text, Value, canonical};
+
+/// The marker that replaces secrets.
+pub const MARKER: &str = "[REDACTED]";
+/// Largest canonical size of a captured value, in bytes.
+pub const MAX_CAPTURE_BYTES: usize = 128_000;
+/// Depth at which captured payloads start (three levels are reserved for the report envelope).
+pub const PAYLOAD_DEPTH: usize = 3;
+
+/// Keys whose values are always redacted (after lowercasing and `-` → `_`).
+pub const BUILTIN_SECRET_KEYS: [&str; 15] = [
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "access_token",
+    "refresh_token",
+    "api_key",
+    "apikey",
+    "authorization",
+    "cookie",
+    "set_cookie",
+    "credentials",
+    "private_key",
+    "client_secret",
+    "session_token",
+];
+
+/// Removes secrets from values before they are recorded.
+#[derive(Clone, Debug)]
+pub struct Redactor {
+    keys: HashSet<String>,
+    custom_keys: Vec<String>,
+    /// Longest first; equal lengths keep the given order.
+    secrets: Vec<String>,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor {
+            keys: BUILTIN_SECRET_KEYS.iter().map(|s| (*s).to_owned()).collect(),
+            custom_keys: Vec::new(),
+            secrets: Vec::new(),
+        }
+    }
+}
+
+/// Lowercases (full Unicode) and turns `-` into `_`, as key matching does.
+pub fn normalise_key(key: &str) -> String {
+    key.to_lowercase().replace('-', "_")
+}
+
+impl Redactor {
+    /// A redactor with extra secret keys and literal secrets. Empty entries are refused.
+    pub fn new<K, S>(keys: K, secrets: S) -> Result<Redactor, ConfigError>
+    where
+        K: IntoIterator,
+        K::Item: AsRef<str>,
+        S: IntoIterator,
+        S::Item: AsRef<str>,
+    {
+        let mut r = Redactor::default();
+        for k in keys {
+            let k = k.as_ref();
+            if k.is_empty() {
+                return Err(empty_entry());
+            }
+            r.custom_keys.push(k.to_owned());
+            r.keys.insert(normalise_key(k));
+        }
+        for s in secrets {
+            let s = s.as_ref();
+            if s.is_empty() {
+                return Err(empty_entry());
+            }
+            r.secrets.push(s.to_owned());
+        }
+        // Stable sort keeps the given order among equal lengths.
+        r.secrets.sort_by_key(|s| std::cmp::Reverse(s.chars().count()));
+        Ok(r)
+    }
+
+    /// The literal secrets, longest first.
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
+    /// The custom secret keys as given.
+    pub fn custom_keys(&self) -> &[String] {
+        &self.custom_keys
+    }
+
+    /// Whether a key (any case, `-` or `_`) names a secret.
+    pub fn is_secret_key(&self, key: &Text) -> bool {
+        let normalised = key.map_utf8_runs(normalise_key);
+        normalised.as_str().is_some_and(|k| self.keys.contains(k))
+    }
+
+    /// Replaces every literal secret in a string.
+    pub fn replace_secrets(&self, text: &Text) -> Text {
+        if self.secrets.is_empty() {
+            return text.clone();
+        }
+        text.map_utf8_runs(|s| {
+            let mut out = s.to_owned();
+            for secret in &self.secrets {
+                if out.contains(secret.as_str()) {
+                    out = out.replace(secret.as_str(), MARKER);
+                }
+            }
+            out
+        })
+    }
+
+    /// Replaces literal secrets in a plain string.
+    pub fn replace_in_str(&self, s: &str) -> String {
+        self.replace_secrets(&Text::from(s)).to_lossy()
+    }
+
+    /// Redacts a value: checks it is JSON-native, redacts, then enforces the 128 KB limit.
+    pub fn scrub(&self, value: &Value) -> Result<Value, ConfigError> {
+        check_json(value, 0)?;
+        let out = self.walk(value)?;
+        if canonical(&out).len() > MAX_CAPTURE_BYTES {
+            return Err(ConfigError::new("Captured value exceeds 128 KB"));
+        }
+        Ok(out)
+    }
+
+    fn walk(&self, value: &Value) -> Result<Value, ConfigError> {
+        Ok(match value {
+            Value::Object(obj) => {
+                let mut out = Object::new();
+                let mut seen: HashSet<Text> = HashSet::with_capacity(obj.len());
+                for (k, v) in obj.iter() {
+                    let new_key = self.replace_secrets(k);
+                    if !seen.insert(new_key.clone()) {
+                        return Err(ConfigError::new("Redaction creates ambiguous dictionary keys"));
+                    }
+                    let new_value =
+                        if self.is_secret_key(k) { Value::from(MARKER) } else { self.walk(v)? };
+                    out.push(new_key, new_value);
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.walk(v)).collect::<Result<_, _>>()?)
+            }
+            Value::Str(t) => Value::Str(self.replace_secrets(t)),
+            other => other.clone(),
+        })
+    }
+
+    /// Payload capture: redaction, then the depth check starting at depth 3.
+    pub fn capture(&self, value: &Value) -> Result<Value, ConfigError> {
+        let out = self.scrub(value)?;
+        check_json(&out, PAYLOAD_DEPTH)?;
+        Ok(out)
+    }
+}
+
+fn empty_entry() -> ConfigError {
+    ConfigError::new("Redaction keys and secrets must be nonempty strings")
+}
+
+/// The reference's copier checks: finite floats only, no value deeper than 32.
+pub fn check_json(value: &Value, depth: usize) -> Result<(), ConfigError> {
+    if depth > MAX_DEPTH {
+        return Err(ConfigError::new("JSON nesting exceeds 32"));
+    }
+    match value {
+        Value::Float(f) if !f.is_finite() => {
+            Err(ConfigError::new("ToolStorm accepts only finite JSON-compatible data"))
+        }
+        Value::Array(items) => items.iter().try_for_each(|v| check_json(v, depth + 1)),
+        Value::Object(obj) => obj.iter().try_for_each(|(_, v)| check_json(v, depth + 1)),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::obj;
+
+    #[test]
+    fn longest_secret_first_and_keys_normalised() {
+        let r = Redactor::new(["Customer-Email"], ["ab", "abcd"]).expect("valid");
+        assert_eq!(r.replace_in_str("abcd ab abc"), "[REDACTED] [REDACTED] [REDACTED]c");
+        let v = obj! {"CUSTOMER-EMAIL" => "x", "customer email" => "keep"};
+        let out = r.scrub(&v).expect("scrub");
+        assert_eq!(canonical(&out), r#"{"CUSTOMER-EMAIL":"[REDACTED]","customer email":"keep"}"#);
+    }
+
+    #[test]
+    fn refuses_empty_entries() {
+        assert!(Redactor::new([""], Vec::<String>::new()).is_err());
+    }
+}

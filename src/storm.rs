@@ -1,0 +1,438 @@
+//! A run (spec §5–§6): wrapped tool calls with per-tool ordinals and invocation keys, rule
+//! selection and coverage, fault phases, the call budget, nesting, effects and payload capture.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolstorm::{Storm, rule::{FaultKind, RuleSpec}, clock::VirtualClock, obj};
+//!
+//! let rule = RuleSpec::new("lost", "ship", FaultKind::ResponseLost).calls([1]).build()?;
+//! let storm = Storm::builder().rule(rule).seed(42).build()?;
+//! let first = storm.call("ship", obj! {"order" => "o-1"}, || {
+//!     storm.effect("shipment", "o-1")?;
+//!     Ok(obj! {"id" => 1})
+//! });
+//! assert!(matches!(first, Err(toolstorm::Error::ResponseLost(_))));
+//! assert_eq!(storm.report().effects.len(), 1); // it committed anyway
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::clock::{Clock, VirtualClock};
+use crate::decision::Draw;
+use crate::error::{ConfigError, Error, Result};
+use crate::json::float::round6;
+use crate::json::{Int, Text, Value};
+use crate::redact::Redactor;
+use crate::report::{Call, Coverage, Effect, ErrorRecord, Report, Status};
+use crate::rule::{FaultKind, Rule};
+
+/// Largest seed magnitude a run accepts (JavaScript-safe integers).
+pub const MAX_SAFE_SEED: i64 = 9_007_199_254_740_991;
+/// Largest call budget.
+pub const MAX_CALLS_LIMIT: usize = 10_000;
+/// Most effects one run records.
+pub const MAX_EFFECTS: usize = 10_000;
+/// Most rules one run takes.
+pub const MAX_RULES: usize = 100;
+
+/// Configures a [`Storm`].
+pub struct StormBuilder {
+    rules: Vec<Rule>,
+    seed: i64,
+    clock: Option<Arc<dyn Clock>>,
+    max_calls: usize,
+    capture: bool,
+    redactor: Redactor,
+}
+
+impl Default for StormBuilder {
+    fn default() -> Self {
+        StormBuilder {
+            rules: Vec::new(),
+            seed: 0,
+            clock: None,
+            max_calls: 1000,
+            capture: true,
+            redactor: Redactor::default(),
+        }
+    }
+}
+
+impl StormBuilder {
+    /// Adds a rule (order matters: the first eligible rule that hits wins).
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+    /// Adds rules.
+    pub fn rules(mut self, rules: impl IntoIterator<Item = Rule>) -> Self {
+        self.rules.extend(rules);
+        self
+    }
+    /// The seed every decision is keyed by.
+    pub fn seed(mut self, seed: i64) -> Self {
+        self.seed = seed;
+        self
+    }
+    /// The clock (default: a fresh [`VirtualClock`]).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+    /// Most calls before `BudgetExceeded` (1–10,000; default 1,000).
+    pub fn max_calls(mut self, max_calls: usize) -> Self {
+        self.max_calls = max_calls;
+        self
+    }
+    /// Whether arguments and outputs are recorded (default true).
+    pub fn capture(mut self, capture: bool) -> Self {
+        self.capture = capture;
+        self
+    }
+    /// The redactor applied to everything recorded.
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// Validates the configuration (the reference's checks, in its order).
+    pub fn build(self) -> Result<Storm, ConfigError> {
+        if !(-MAX_SAFE_SEED..=MAX_SAFE_SEED).contains(&self.seed) {
+            return Err(ConfigError::new("Seed must be an integer in the JavaScript-safe range"));
+        }
+        if !(1..=MAX_CALLS_LIMIT).contains(&self.max_calls) {
+            return Err(ConfigError::new("max_calls must be an integer between 1 and 10000"));
+        }
+        let names: HashSet<&Text> = self.rules.iter().map(|r| &r.name).collect();
+        if self.rules.len() > MAX_RULES || names.len() != self.rules.len() {
+            return Err(ConfigError::new("Use at most 100 uniquely named rules"));
+        }
+        for (i, rule) in self.rules.iter().enumerate() {
+            self.redactor
+                .capture(&rule.replacement)
+                .map_err(|e| e.at(format!("rules[{i}].replacement")))?;
+        }
+        let clock = self.clock.unwrap_or_else(|| Arc::new(VirtualClock::new()));
+        let t0 = clock.now();
+        let coverage = vec![Coverage::default(); self.rules.len()];
+        Ok(Storm {
+            rules: self.rules,
+            seed: self.seed,
+            clock,
+            max_calls: self.max_calls,
+            capture: self.capture,
+            redactor: self.redactor,
+            t0,
+            state: Mutex::new(State { coverage, ..State::default() }),
+        })
+    }
+}
+
+#[derive(Default)]
+struct State {
+    calls: Vec<Call>,
+    effects: Vec<Effect>,
+    coverage: Vec<Coverage>,
+    budget_rejections: u64,
+    ordinals: HashMap<Text, u64>,
+    used_keys: HashSet<(Text, Text)>,
+    identities: HashMap<(Text, Text), u64>,
+    /// Indices of calls currently executing, innermost last.
+    active: Vec<usize>,
+    /// Invocation keys set by [`Storm::invocation`], innermost last.
+    keys: Vec<Text>,
+}
+
+/// One run of the engine: wrap tool calls with [`Storm::call`], record commits with
+/// [`Storm::effect`], take the trace with [`Storm::report`].
+pub struct Storm {
+    rules: Vec<Rule>,
+    seed: i64,
+    clock: Arc<dyn Clock>,
+    max_calls: usize,
+    capture: bool,
+    redactor: Redactor,
+    t0: f64,
+    state: Mutex<State>,
+}
+
+struct Begun {
+    index: usize,
+    rule: Option<usize>,
+}
+
+impl Storm {
+    /// Starts configuring a run.
+    pub fn builder() -> StormBuilder {
+        StormBuilder::default()
+    }
+
+    /// The run's clock (tools sleep on it).
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// Sleeps on the run's clock.
+    pub fn sleep(&self, seconds: f64) -> Result<()> {
+        Ok(self.clock.sleep(seconds)?)
+    }
+
+    /// The rules, in configuration order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The seed.
+    pub fn seed(&self) -> i64 {
+        self.seed
+    }
+
+    /// The redactor.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn since_start(&self) -> f64 {
+        round6(self.clock.now() - self.t0)
+    }
+
+    /// Runs `f` with `key` as the invocation key of every wrapped call made inside it
+    /// (nested calls included). Keys stabilise decisions across scheduling.
+    pub fn invocation<T>(&self, key: &str, f: impl FnOnce() -> T) -> Result<T> {
+        if !(1..=200).contains(&key.chars().count()) {
+            return Err(Error::config("Invocation key must be 1–200 characters"));
+        }
+        self.lock().keys.push(Text::from(key));
+        let out = f();
+        self.lock().keys.pop();
+        Ok(out)
+    }
+
+    /// Calls a tool through the engine. `arguments` are what the call was given (recorded
+    /// after redaction); `f` is the live tool. Faults may stop it before it runs, replace it,
+    /// delay it, or lose its acknowledgement after it succeeded.
+    pub fn call<F>(&self, tool: &str, arguments: Value, f: F) -> Result<Value>
+    where
+        F: FnOnce() -> Result<Value>,
+    {
+        if !(1..=200).contains(&tool.chars().count()) {
+            return Err(Error::config("Tool name must be 1–200 characters"));
+        }
+        let tool = Text::from(tool);
+        let begun = self.begin(&tool, &arguments)?;
+        let outcome = self.execute(&begun, f);
+        self.finish(&begun, outcome)
+    }
+
+    fn begin(&self, tool: &Text, arguments: &Value) -> Result<Begun> {
+        let mut st = self.lock();
+        if st.calls.len() >= self.max_calls {
+            st.budget_rejections += 1;
+            return Err(Error::BudgetExceeded(format!(
+                "Tool call budget of {} exhausted",
+                self.max_calls
+            )));
+        }
+        let ordinal = st.ordinals.get(tool).copied().unwrap_or(0) + 1;
+        let raw_key = st.keys.last().cloned().unwrap_or_else(|| Text::from(format!("#{ordinal}")));
+        let pair = (tool.clone(), raw_key.clone());
+        if st.used_keys.contains(&pair) {
+            return Err(Error::config("Duplicate invocation key for this tool"));
+        }
+        let captured_args =
+            if self.capture { self.redactor.capture(arguments)? } else { Value::Null };
+        st.used_keys.insert(pair);
+        st.ordinals.insert(tool.clone(), ordinal);
+
+        let mut chosen: Option<usize> = None;
+        for (i, rule) in self.rules.iter().enumerate() {
+            if !rule.eligible(tool, ordinal) {
+                continue;
+            }
+            st.coverage[i].eligible += 1;
+            if chosen.is_none()
+                && !rule.limit_reached(st.coverage[i].selected)
+                && Draw::new(self.seed, &rule.name, tool, &raw_key).hits(rule.probability)
+            {
+                chosen = Some(i);
+                st.coverage[i].selected += 1;
+            }
+        }
+        let parent_id = st
+            .active
+            .last()
+            .filter(|&&i| st.calls[i].status == Status::Running)
+            .map(|&i| st.calls[i].id);
+        let index = st.calls.len();
+        let rule = chosen.map(|i| &self.rules[i]);
+        st.calls.push(Call {
+            id: index as u64 + 1,
+            tool: tool.clone(),
+            ordinal,
+            key: self.redactor.replace_secrets(&raw_key),
+            started: self.since_start(),
+            parent_id,
+            elapsed: 0.0,
+            status: Status::Running,
+            fault: rule.map(|r| r.name.clone()),
+            kind: rule.map(|r| r.kind),
+            executed: false,
+            injected: false,
+            arguments: captured_args,
+            output: Value::Null,
+            error: None,
+            capture_error: false,
+        });
+        st.active.push(index);
+        Ok(Begun { index, rule: chosen })
+    }
+
+    fn mark_injected(&self, begun: &Begun, rule: usize) {
+        let mut st = self.lock();
+        if !st.calls[begun.index].injected {
+            st.calls[begun.index].injected = true;
+            st.coverage[rule].triggered += 1;
+        }
+    }
+
+    fn execute<F>(&self, begun: &Begun, f: F) -> Result<Value>
+    where
+        F: FnOnce() -> Result<Value>,
+    {
+        let rule = begun.rule.map(|i| (i, &self.rules[i]));
+        if let Some((i, rule)) = rule {
+            if rule.kind != FaultKind::ResponseLost {
+                self.mark_injected(begun, i);
+            }
+            match rule.kind {
+                FaultKind::Timeout => {
+                    return Err(Error::Timeout("Injected timeout before execution".into()));
+                }
+                FaultKind::RateLimit => {
+                    return Err(Error::RateLimited { retry_after: rule.delay });
+                }
+                FaultKind::Unavailable => {
+                    return Err(Error::Unavailable(
+                        "Injected service outage before execution".into(),
+                    ));
+                }
+                FaultKind::Latency => self.clock.sleep(rule.delay)?,
+                FaultKind::Replace => return Ok(rule.replacement.clone()),
+                FaultKind::ResponseLost => {}
+            }
+        }
+        self.lock().calls[begun.index].executed = true;
+        let value = f()?;
+        if let Some((i, rule)) = rule
+            && rule.kind == FaultKind::ResponseLost
+        {
+            self.mark_injected(begun, i);
+            return Err(Error::ResponseLost("Tool completed; acknowledgement was lost".into()));
+        }
+        Ok(value)
+    }
+
+    fn finish(&self, begun: &Begun, outcome: Result<Value>) -> Result<Value> {
+        let captured = match (&outcome, self.capture) {
+            (Ok(v), true) => Some(self.redactor.capture(v)),
+            _ => None,
+        };
+        let now = self.clock.now() - self.t0;
+        let mut st = self.lock();
+        let call = &mut st.calls[begun.index];
+        match &outcome {
+            Ok(_) => {
+                call.status = Status::Ok;
+                match captured {
+                    Some(Ok(v)) => call.output = v,
+                    Some(Err(_)) => call.capture_error = true,
+                    None => {}
+                }
+            }
+            Err(e) => {
+                call.status = if e.is_cancellation() { Status::Cancelled } else { Status::Error };
+                call.error = Some(error_record(e));
+            }
+        }
+        call.elapsed = round6(now - call.started);
+        if let Some(pos) = st.active.iter().rposition(|&i| i == begun.index) {
+            st.active.remove(pos);
+        }
+        outcome
+    }
+
+    /// Records a side-effect commit from inside an executing wrapped call.
+    pub fn effect(&self, name: &str, key: &str) -> Result<()> {
+        let at = self.since_start();
+        let mut st = self.lock();
+        let Some(&current) = st.active.last() else {
+            return Err(Error::config("effect() must be called inside an executing wrapped tool"));
+        };
+        let ok_len = |s: &str| (1..=200).contains(&s.chars().count());
+        if !ok_len(name) || !ok_len(key) {
+            return Err(Error::config("Effect name and key must be 1–200 characters"));
+        }
+        if st.calls[current].status != Status::Running {
+            return Err(Error::config("Cannot record an effect after its wrapped call completed"));
+        }
+        if st.effects.len() >= MAX_EFFECTS {
+            return Err(Error::BudgetExceeded("Effect trace limit reached".into()));
+        }
+        let raw = (Text::from(name), Text::from(key));
+        let next = st.identities.len() as u64 + 1;
+        let identity = *st.identities.entry(raw.clone()).or_insert(next);
+        let red_name = self.redactor.replace_secrets(&raw.0);
+        let red_key = self.redactor.replace_secrets(&raw.1);
+        let redacted = red_name != raw.0 || red_key != raw.1;
+        let call_id = st.calls[current].id;
+        st.effects.push(Effect { name: red_name, key: red_key, call_id, at, identity, redacted });
+        Ok(())
+    }
+
+    /// A detached snapshot of the trace so far.
+    pub fn report(&self) -> Report {
+        let st = self.lock();
+        let rules = self
+            .rules
+            .iter()
+            .map(|r| {
+                let replacement = self.redactor.capture(&r.replacement).unwrap_or(Value::Null);
+                r.to_value_with(replacement)
+            })
+            .collect();
+        Report {
+            seed: Int::Small(self.seed),
+            clock: self.clock.name().to_owned(),
+            calls: st.calls.clone(),
+            effects: st.effects.clone(),
+            rules,
+            coverage: self.rules.iter().map(|r| r.name.clone()).zip(st.coverage.iter().copied()).collect(),
+            budget_rejections: st.budget_rejections,
+            capture: self.capture,
+        }
+    }
+}
+
+fn error_record(e: &Error) -> ErrorRecord {
+    let mut type_name: String = e.type_name().chars().take(200).collect();
+    if type_name.is_empty() {
+        type_name = "Exception".into();
+    }
+    ErrorRecord {
+        type_name: Text::from(type_name),
+        known: e.is_known(),
+        retry_after: match e {
+            // The reference refuses a non-finite or negative wait when the error is made.
+            Error::RateLimited { retry_after } => {
+                Some(if retry_after.is_finite() && *retry_after >= 0.0 { *retry_after } else { 0.0 })
+            }
+            _ => None,
+        },
+    }
+}
