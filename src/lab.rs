@@ -3,6 +3,7 @@
 
 pub mod policy;
 pub mod scenario;
+pub mod scenario_file;
 pub mod shipping;
 
 use std::sync::Arc;

@@ -1,4 +1,7 @@
 //! ToolStorm engine (work in progress).
+pub mod atomic;
+#[cfg(feature = "tui")]
+pub mod cli;
 pub mod clock;
 pub mod contract;
 pub mod decision;

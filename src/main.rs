@@ -1,1 +1,14 @@
-fn main() {}
+//! `toolstorm-tui`: the binary. A thin shell around [`toolstorm::cli`].
+
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = stdout.lock();
+    let mut err = stderr.lock();
+    let code = toolstorm::cli::run(std::env::args_os(), &mut toolstorm::cli::Io { out: &mut out, err: &mut err });
+    let _ = out.flush();
+    ExitCode::from(u8::try_from(code).unwrap_or(2))
+}

@@ -166,19 +166,26 @@ fn write_pretty(value: &Value, level: usize, out: &mut String) {
 /// Python's default `json.dumps(value)`: one line, `", "` and `": "`, insertion order.
 pub fn one_line(value: &Value) -> String {
     let mut out = String::new();
-    write_one_line(value, &mut out);
+    write_inline(value, ", ", ": ", &mut out);
     out
 }
 
-fn write_one_line(value: &Value, out: &mut String) {
+/// One line with no spaces (`,` and `:`), insertion order: for JSON-lines output.
+pub fn compact(value: &Value) -> String {
+    let mut out = String::new();
+    write_inline(value, ",", ":", &mut out);
+    out
+}
+
+fn write_inline(value: &Value, item_sep: &str, key_sep: &str, out: &mut String) {
     match value {
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(item_sep);
                 }
-                write_one_line(item, out);
+                write_inline(item, item_sep, key_sep, out);
             }
             out.push(']');
         }
@@ -186,11 +193,11 @@ fn write_one_line(value: &Value, out: &mut String) {
             out.push('{');
             for (i, (k, v)) in obj.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(item_sep);
                 }
                 write_text(k, out);
-                out.push_str(": ");
-                write_one_line(v, out);
+                out.push_str(key_sep);
+                write_inline(v, item_sep, key_sep, out);
             }
             out.push('}');
         }

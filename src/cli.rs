@@ -1,0 +1,176 @@
+//! The command line: `toolstorm-tui [FILE]` and the headless subcommands for CI. Parsing is
+//! clap; each command lives in its own module, writes to the given streams and returns its
+//! exit code (0 ok, 1 a failed contract, 2 bad input), so tests can drive it in-process.
+
+mod demo;
+mod explain;
+mod lab_run;
+mod sweep;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code for success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code when a contract failed (with `--fail-on-contract`, `check`, `replay`).
+pub const EXIT_CONTRACT: i32 = 1;
+/// Exit code for bad input or usage.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Program name used in messages.
+pub const PROGRAM: &str = "toolstorm-tui";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "toolstorm-tui",
+    version,
+    about = "Break tools. Verify recovery.",
+    long_about = "Inject faults at the tool boundary, record what really committed, and judge \
+                  agent runs by contracts. Compatible with ToolStorm 0.2.0 files.",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    /// A cassette, report, run file, comparison or scenario file to open.
+    file: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the in-memory shipping lab
+    Demo(demo::DemoArgs),
+    /// List bundled failure scenarios
+    Scenarios,
+    /// Run a scenario file headlessly
+    Run(lab_run::RunArgs),
+    /// Run a campaign over a grid of scenarios, policies, seeds, probabilities and budgets
+    Sweep(sweep::SweepArgs),
+    /// Explain one fault decision
+    Decide(explain::DecideArgs),
+    /// Print the canonical form (or digest) of a JSON document
+    Canonical(explain::CanonicalArgs),
+}
+
+/// Output streams for a command.
+pub struct Io<'a> {
+    /// Standard output.
+    pub out: &'a mut dyn Write,
+    /// Standard error.
+    pub err: &'a mut dyn Write,
+}
+
+impl Io<'_> {
+    /// Prints a line to standard output (a closed pipe is not an error worth reporting).
+    pub fn println(&mut self, line: &str) {
+        let _ = writeln!(self.out, "{line}");
+    }
+
+    /// Prints text to standard output as is.
+    pub fn print(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+    }
+
+    /// Prints `toolstorm-tui: {message}` to standard error and returns exit code 2.
+    pub fn fail(&mut self, message: &str) -> i32 {
+        let _ = writeln!(self.err, "{PROGRAM}: {message}");
+        EXIT_USAGE
+    }
+}
+
+/// Parses `args` (including the program name) and runs the command.
+pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = e.exit_code();
+            let text = e.render().to_string();
+            if code == 0 {
+                io.print(&text);
+            } else {
+                let _ = io.err.write_all(text.as_bytes());
+            }
+            return code;
+        }
+    };
+    match cli.command {
+        Some(Command::Demo(a)) => demo::run(&a, io),
+        Some(Command::Scenarios) => demo::scenarios(io),
+        Some(Command::Run(a)) => lab_run::run(&a, io),
+        Some(Command::Sweep(a)) => sweep::run(&a, io),
+        Some(Command::Decide(a)) => explain::decide(&a, io),
+        Some(Command::Canonical(a)) => explain::canonical(&a, io),
+        None => open(cli.file, io),
+    }
+}
+
+/// `toolstorm-tui [FILE]`: the terminal UI is not built yet, so print the run headlessly.
+fn open(file: Option<PathBuf>, io: &mut Io<'_>) -> i32 {
+    match file {
+        Some(path) => lab_run::run(&lab_run::RunArgs::for_file(path), io),
+        None => io.fail("no file given; try `toolstorm-tui demo` or `toolstorm-tui scenarios/lost_ack.json`"),
+    }
+}
+
+/// An integer flag parsed like Python's `int()`: `None` for a valid integer outside `i64`
+/// (which the engine then refuses with its own message, as the reference does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PyInt(pub Option<i64>);
+
+/// Clap value parser for [`PyInt`].
+pub fn py_int(s: &str) -> Result<PyInt, String> {
+    parse_python_int(s).map(PyInt)
+}
+
+/// Parses an integer the way Python's `int()` does for a command-line value: optional sign,
+/// digits, surrounding whitespace and `_` separators. `Ok(None)` means a valid integer outside
+/// the `i64` range.
+pub fn parse_python_int(s: &str) -> Result<Option<i64>, String> {
+    let t = s.trim();
+    let body = t.strip_prefix(['-', '+']).unwrap_or(t);
+    let valid = !body.is_empty()
+        && !body.starts_with('_')
+        && !body.ends_with('_')
+        && !body.contains("__")
+        && body.chars().all(|c| c.is_ascii_digit() || c == '_');
+    if !valid {
+        return Err(format!("invalid int value: '{s}'"));
+    }
+    let digits: String = t.chars().filter(|c| *c != '_').collect();
+    Ok(digits.parse::<i64>().ok())
+}
+
+/// Parses a float the way Python's `float()` does (`nan`, `inf`, `1e-3`, whitespace).
+pub fn parse_python_float(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let unsigned = lower.trim_start_matches(['+', '-']);
+    let special = matches!(unsigned, "nan" | "inf" | "infinity");
+    let numeric = t.chars().all(|c| c.is_ascii_digit() || "+-.eE_".contains(c));
+    if !(special || numeric) {
+        return Err(format!("invalid float value: '{s}'"));
+    }
+    t.replace('_', "").parse::<f64>().map_err(|_| format!("invalid float value: '{s}'"))
+}
+
+/// Python's rendering of an OS error on a path: `FileNotFoundError: [Errno 2] No such file or
+/// directory: 'x'`.
+pub fn os_error(path: &std::path::Path, e: &std::io::Error) -> String {
+    let class = match e.kind() {
+        std::io::ErrorKind::NotFound => "FileNotFoundError",
+        std::io::ErrorKind::PermissionDenied => "PermissionError",
+        std::io::ErrorKind::IsADirectory => "IsADirectoryError",
+        std::io::ErrorKind::NotADirectory => "NotADirectoryError",
+        std::io::ErrorKind::AlreadyExists => "FileExistsError",
+        _ => "OSError",
+    };
+    let text = e.to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text).to_owned();
+    match e.raw_os_error() {
+        Some(n) => format!("{class}: [Errno {n}] {text}: '{}'", path.display()),
+        None => format!("{class}: {text}: '{}'", path.display()),
+    }
+}

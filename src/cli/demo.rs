@@ -1,0 +1,82 @@
+//! `demo` and `scenarios`: the reference's lab commands, with its flags, defaults, output
+//! and exit codes.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::lab_run::{Emit, emit};
+use super::{Io, PyInt, parse_python_float, py_int};
+use crate::lab::scenario::{self, names};
+use crate::lab::scenario_file::PolicyChoice;
+use crate::lab::{self, RunConfig};
+
+const SCENARIOS: [&str; 6] = ["lost_ack", "rate_limit", "schema_drift", "timeout", "latency", "blackout"];
+
+/// Flags of `demo` (spec §14.1).
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Which incident to run
+    #[arg(long, default_value = "lost_ack", value_parser = SCENARIOS)]
+    scenario: String,
+    /// Recovery policy, or all three side by side
+    #[arg(long, default_value = "resilient", value_parser = ["optimistic", "retry", "resilient", "all"])]
+    policy: String,
+    /// Decision seed
+    #[arg(long, default_value = "42", value_parser = py_int, allow_hyphen_values = true)]
+    seed: PyInt,
+    /// Probability for every rule
+    #[arg(long, default_value = "1.0", value_parser = parse_python_float, allow_hyphen_values = true)]
+    probability: f64,
+    /// Call budget (1-20)
+    #[arg(long, default_value = "8", value_parser = py_int, allow_hyphen_values = true)]
+    max_calls: PyInt,
+    /// Print the complete JSON result
+    #[arg(long)]
+    json: bool,
+    /// Save the complete result as JSON
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Save a single policy trace for replay
+    #[arg(long)]
+    cassette: Option<PathBuf>,
+    /// Exit 1 if any contract fails
+    #[arg(long)]
+    fail_on_contract: bool,
+}
+
+/// Runs `demo`.
+pub fn run(a: &DemoArgs, io: &mut Io<'_>) -> i32 {
+    let Some(sc) = scenario::bundled(&a.scenario) else {
+        return io.fail("ConfigurationError: Unknown demo scenario or policy");
+    };
+    let Some(choice) = PolicyChoice::parse(&a.policy) else {
+        return io.fail("ConfigurationError: Unknown demo scenario or policy");
+    };
+    let max_calls = a.max_calls.0.unwrap_or(i64::MAX);
+    let config = RunConfig { seed: a.seed.0.unwrap_or(i64::MAX), probability: Some(a.probability), max_calls };
+    if let Err(e) = lab::check_config(&config).and_then(|_| lab::scenario_rules(&sc, config.probability).map(|_| ())) {
+        return io.fail(&format!("ConfigurationError: {}", e.message));
+    }
+    if a.seed.0.is_none() {
+        return io.fail("ConfigurationError: Seed must be an integer in the JavaScript-safe range");
+    }
+    let opts = Emit {
+        json: a.json,
+        output: a.output.clone(),
+        cassette: a.cassette.clone(),
+        verdict: None,
+        fail_on_contract: a.fail_on_contract,
+    };
+    emit(&sc, choice, &config, &opts, io)
+}
+
+/// Runs `scenarios`: one line per scenario, name padded to 15 columns, then the title.
+pub fn scenarios(io: &mut Io<'_>) -> i32 {
+    for name in names() {
+        if let Some(sc) = scenario::bundled(name) {
+            io.println(&format!("{:<15} {}", sc.name, sc.title));
+        }
+    }
+    0
+}

@@ -1,0 +1,200 @@
+//! `run FILE`: run a scenario file headlessly, with the same output forms as `demo`, plus
+//! `--verdict` to write the contract verdicts as JSON. Also the shared output step of both.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::{EXIT_CONTRACT, EXIT_OK, Io, PyInt, os_error, py_int};
+use crate::atomic;
+use crate::contract::checks_to_value;
+use crate::json::{Object, Value, canonical, pretty};
+use crate::lab::scenario_file::{PolicyChoice, ScenarioFile};
+use crate::lab::{self, LabRun, RunConfig, Scenario, comparison_value, header_line};
+
+/// Flags of `run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The scenario file
+    file: PathBuf,
+    /// Override the file's policy (optimistic, retry, resilient, all)
+    #[arg(long, value_parser = ["optimistic", "retry", "resilient", "all"])]
+    policy: Option<String>,
+    /// Override the file's seed
+    #[arg(long, value_parser = py_int, allow_hyphen_values = true)]
+    seed: Option<PyInt>,
+    /// Override every rule's probability
+    #[arg(long, value_parser = super::parse_python_float, allow_hyphen_values = true)]
+    probability: Option<f64>,
+    /// Override the file's call budget (1-20)
+    #[arg(long, value_parser = py_int, allow_hyphen_values = true)]
+    max_calls: Option<PyInt>,
+    /// Print the complete JSON result
+    #[arg(long)]
+    json: bool,
+    /// Save the complete result as JSON
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Save the run's trace as a cassette (single policy only)
+    #[arg(long)]
+    cassette: Option<PathBuf>,
+    /// Save the contract verdicts as JSON
+    #[arg(long)]
+    verdict: Option<PathBuf>,
+    /// Exit 1 if any contract fails
+    #[arg(long)]
+    fail_on_contract: bool,
+}
+
+impl RunArgs {
+    /// Plain `run FILE`.
+    pub fn for_file(file: PathBuf) -> RunArgs {
+        RunArgs {
+            file,
+            policy: None,
+            seed: None,
+            probability: None,
+            max_calls: None,
+            json: false,
+            output: None,
+            cassette: None,
+            verdict: None,
+            fail_on_contract: false,
+        }
+    }
+}
+
+/// Where a run's results go.
+pub struct Emit {
+    /// Print JSON instead of text.
+    pub json: bool,
+    /// Write the JSON result here.
+    pub output: Option<PathBuf>,
+    /// Write the cassette here.
+    pub cassette: Option<PathBuf>,
+    /// Write the verdicts here.
+    pub verdict: Option<PathBuf>,
+    /// Exit 1 when a contract failed.
+    pub fail_on_contract: bool,
+}
+
+/// Reads and validates a scenario file; the error names the file, the JSON path and the reason.
+pub fn load_scenario(path: &Path) -> Result<ScenarioFile, String> {
+    let bytes = std::fs::read(path).map_err(|e| os_error(path, &e))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!("ConfigurationError: Invalid scenario file ({}: not UTF-8 at byte {})", path.display(), e.utf8_error().valid_up_to())
+    })?;
+    ScenarioFile::from_text(&text).map_err(|e| {
+        let mut line = format!("ConfigurationError: {} ({}", e.message, path.display());
+        if let Some(p) = &e.path {
+            line.push_str(&format!(": {p}"));
+        }
+        if let Some(d) = &e.detail {
+            line.push_str(&format!(": {d}"));
+        }
+        line.push(')');
+        line
+    })
+}
+
+/// Runs `run`.
+pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
+    let file = match load_scenario(&a.file) {
+        Ok(f) => f,
+        Err(msg) => return io.fail(&msg),
+    };
+    let choice = a.policy.as_deref().and_then(PolicyChoice::parse).unwrap_or(file.policy);
+    let mut config = file.config.clone();
+    if let Some(PyInt(seed)) = a.seed {
+        match seed {
+            Some(s) => config.seed = s,
+            None => return io.fail("ConfigurationError: Seed must be an integer in the JavaScript-safe range"),
+        }
+    }
+    if let Some(p) = a.probability {
+        config.probability = Some(p);
+    }
+    if let Some(PyInt(m)) = a.max_calls {
+        config.max_calls = m.unwrap_or(i64::MAX);
+    }
+    let opts = Emit {
+        json: a.json,
+        output: a.output.clone(),
+        cassette: a.cassette.clone(),
+        verdict: a.verdict.clone(),
+        fail_on_contract: a.fail_on_contract,
+    };
+    emit(&file.scenario, choice, &config, &opts, io)
+}
+
+/// The verdicts document `--verdict` writes: scenario, configuration and per-run checks.
+pub fn verdicts_value(scenario: &str, config: &RunConfig, runs: &[LabRun]) -> Value {
+    let mut o = Object::new();
+    o.push("schema_version", 1);
+    o.push("scenario", scenario);
+    o.push("config", lab::config_value(scenario, config));
+    o.push("passed", runs.iter().all(LabRun::passed));
+    let items = runs
+        .iter()
+        .map(|r| {
+            let mut v = Object::new();
+            v.push("policy", r.policy.as_str());
+            v.push("digest", r.digest.as_str());
+            v.push("contract", checks_to_value(&r.checks));
+            Value::Object(v)
+        })
+        .collect();
+    o.push("runs", Value::Array(items));
+    Value::Object(o)
+}
+
+/// Runs the policies and writes/prints results as `demo` does.
+pub fn emit(sc: &Scenario, choice: PolicyChoice, config: &RunConfig, opts: &Emit, io: &mut Io<'_>) -> i32 {
+    let runs: Result<Vec<LabRun>, _> = choice.policies().into_iter().map(|p| lab::run(sc, p, config)).collect();
+    let runs = match runs {
+        Ok(r) => r,
+        Err(e) => {
+            let mut line = format!("ConfigurationError: {}", e.message);
+            if let Some(p) = &e.path {
+                line.push_str(&format!(" (at {p})"));
+            }
+            return io.fail(&line);
+        }
+    };
+    if let Some(path) = &opts.cassette {
+        let [single] = runs.as_slice() else {
+            return io.fail("ValueError: --cassette requires a single --policy");
+        };
+        let text = canonical(&single.report.to_value()) + "\n";
+        if let Err(e) = atomic::write(path, text.as_bytes()) {
+            return io.fail(&os_error(path, &e));
+        }
+    }
+    let result = match (choice, runs.as_slice()) {
+        (PolicyChoice::One(_), [single]) => single.to_value(),
+        _ => comparison_value(&sc.name, config, &runs),
+    };
+    let json = pretty(&result) + "\n";
+    if let Some(path) = &opts.output
+        && let Err(e) = atomic::write(path, json.as_bytes())
+    {
+        return io.fail(&os_error(path, &e));
+    }
+    if let Some(path) = &opts.verdict {
+        let text = pretty(&verdicts_value(&sc.name, config, &runs)) + "\n";
+        if let Err(e) = atomic::write(path, text.as_bytes()) {
+            return io.fail(&os_error(path, &e));
+        }
+    }
+    if opts.json {
+        io.print(&json);
+    } else {
+        io.println(&header_line(sc, config.seed));
+        for r in &runs {
+            for line in r.text_lines() {
+                io.println(&line);
+            }
+        }
+    }
+    if opts.fail_on_contract && runs.iter().any(|r| !r.passed()) { EXIT_CONTRACT } else { EXIT_OK }
+}

@@ -1,0 +1,304 @@
+//! `sweep`: a campaign over a grid of scenarios × policies × seeds × probabilities × budgets,
+//! run on every core. `--jsonl` prints one line per run in grid order; otherwise a summary
+//! table with the failing seeds, and a progress bar on a terminal.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use clap::Args;
+
+use super::{EXIT_CONTRACT, EXIT_OK, Io, parse_python_float, parse_python_int};
+use crate::json::{Object, Value, compact};
+use crate::lab::scenario::{self, Scenario};
+use crate::lab::{self, LabRun, Policy, RunConfig};
+
+/// Flags of `sweep`.
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Scenarios: comma-separated names or `all`
+    #[arg(long, default_value = "all")]
+    scenarios: String,
+    /// Policies: comma-separated names or `all`
+    #[arg(long, default_value = "all")]
+    policies: String,
+    /// Seeds: comma-separated integers
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "seed_range")]
+    seeds: Option<String>,
+    /// Seeds: an inclusive range `A..B`
+    #[arg(long, allow_hyphen_values = true)]
+    seed_range: Option<String>,
+    /// Probabilities: comma-separated numbers in [0, 1]
+    #[arg(long, default_value = "1.0")]
+    probabilities: String,
+    /// Call budgets: comma-separated integers in 1..=20
+    #[arg(long, default_value = "8")]
+    max_calls: String,
+    /// One JSON line per run, in grid order
+    #[arg(long)]
+    jsonl: bool,
+    /// Exit 1 if any run fails its contract
+    #[arg(long)]
+    fail_on_contract: bool,
+}
+
+/// One point of the grid.
+#[derive(Clone, Debug)]
+pub struct Point {
+    /// Index into the scenario list.
+    pub scenario: usize,
+    /// Policy.
+    pub policy: Policy,
+    /// Configuration.
+    pub config: RunConfig,
+}
+
+/// A parsed grid.
+pub struct Grid {
+    /// Scenarios.
+    pub scenarios: Vec<Scenario>,
+    /// Points in grid order (scenario, policy, seed, probability, budget; slowest first).
+    pub points: Vec<Point>,
+}
+
+fn split(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn parse_seeds(a: &SweepArgs) -> Result<Vec<i64>, String> {
+    if let Some(range) = &a.seed_range {
+        let (lo, hi) = range.split_once("..").ok_or_else(|| format!("--seed-range: expected A..B, got '{range}'"))?;
+        let lo = parse_python_int(lo)?.ok_or("--seed-range: start out of range")?;
+        let hi = parse_python_int(hi)?.ok_or("--seed-range: end out of range")?;
+        if hi < lo || hi - lo >= 1_000_000 {
+            return Err(format!("--seed-range: '{range}' must be ascending and hold at most 1,000,000 seeds"));
+        }
+        return Ok((lo..=hi).collect());
+    }
+    match &a.seeds {
+        None => Ok(vec![42]),
+        Some(list) => split(list)
+            .map(|s| parse_python_int(s).and_then(|v| v.ok_or(format!("--seeds: '{s}' out of range"))))
+            .collect(),
+    }
+}
+
+/// Builds the grid from the flags.
+pub fn grid(a: &SweepArgs) -> Result<Grid, String> {
+    let scenarios: Vec<Scenario> = if a.scenarios == "all" {
+        scenario::all()
+    } else {
+        split(&a.scenarios)
+            .map(|s| scenario::bundled(s).ok_or(format!("--scenarios: unknown scenario '{s}'")))
+            .collect::<Result<_, _>>()?
+    };
+    let policies: Vec<Policy> = if a.policies == "all" {
+        Policy::ALL.to_vec()
+    } else {
+        split(&a.policies)
+            .map(|s| Policy::parse(s).ok_or(format!("--policies: unknown policy '{s}'")))
+            .collect::<Result<_, _>>()?
+    };
+    let seeds = parse_seeds(a)?;
+    let probabilities: Vec<f64> = split(&a.probabilities)
+        .map(|s| {
+            parse_python_float(s).and_then(|p| {
+                if (0.0..=1.0).contains(&p) { Ok(p) } else { Err(format!("--probabilities: '{s}' is not in [0, 1]")) }
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let budgets: Vec<i64> = split(&a.max_calls)
+        .map(|s| match parse_python_int(s) {
+            Ok(Some(n)) if lab::LAB_MAX_CALLS.contains(&n) => Ok(n),
+            _ => Err(format!("--max-calls: '{s}' is not a budget between 1 and 20")),
+        })
+        .collect::<Result<_, _>>()?;
+    for (name, empty) in [
+        ("--scenarios", scenarios.is_empty()),
+        ("--policies", policies.is_empty()),
+        ("--seeds", seeds.is_empty()),
+        ("--probabilities", probabilities.is_empty()),
+        ("--max-calls", budgets.is_empty()),
+    ] {
+        if empty {
+            return Err(format!("{name}: empty list"));
+        }
+    }
+    let mut points = Vec::new();
+    for s in 0..scenarios.len() {
+        for &policy in &policies {
+            for &seed in &seeds {
+                for &p in &probabilities {
+                    for &m in &budgets {
+                        points.push(Point {
+                            scenario: s,
+                            policy,
+                            config: RunConfig { seed, probability: Some(p), max_calls: m },
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if points.len() > 10_000_000 {
+        return Err(format!("the grid holds {} runs; at most 10,000,000", points.len()));
+    }
+    Ok(Grid { scenarios, points })
+}
+
+/// What a campaign keeps of one run.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Report digest.
+    pub digest: String,
+    /// Contract verdict.
+    pub passed: bool,
+    /// Recorded calls.
+    pub calls: usize,
+    /// Shipments created.
+    pub effects: usize,
+    /// Faults triggered.
+    pub faults: u64,
+    /// Virtual seconds (rounded).
+    pub elapsed: f64,
+}
+
+impl From<&LabRun> for Outcome {
+    fn from(r: &LabRun) -> Self {
+        Outcome {
+            digest: r.digest.clone(),
+            passed: r.passed(),
+            calls: r.report.calls.len(),
+            effects: r.shipments.len(),
+            faults: r.faults(),
+            elapsed: r.elapsed(),
+        }
+    }
+}
+
+/// Runs every point on all cores; results come back in grid order.
+pub fn execute(grid: &Grid, progress: Option<&(dyn Fn(usize, usize) + Sync)>) -> Result<Vec<Outcome>, String> {
+    let n = grid.points.len();
+    let workers = std::thread::available_parallelism().map_or(1, |p| p.get()).min(n.max(1));
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let chunk = 64;
+    let mut slots: Vec<Option<Result<Outcome, String>>> = vec![None; n];
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let start = next.fetch_add(chunk, Ordering::Relaxed);
+                        if start >= n {
+                            break;
+                        }
+                        for i in start..(start + chunk).min(n) {
+                            let p = &grid.points[i];
+                            let r = lab::run(&grid.scenarios[p.scenario], p.policy, &p.config)
+                                .map(|r| Outcome::from(&r))
+                                .map_err(|e| e.to_string());
+                            mine.push((i, r));
+                        }
+                        let d = done.fetch_add((start + chunk).min(n) - start, Ordering::Relaxed);
+                        if let Some(f) = progress {
+                            f(d + chunk.min(n - start), n);
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Ok(results) = h.join() {
+                for (i, r) in results {
+                    slots[i] = Some(r);
+                }
+            }
+        }
+    });
+    slots.into_iter().map(|s| s.unwrap_or_else(|| Err("a worker stopped".into()))).collect()
+}
+
+/// One `--jsonl` line.
+pub fn jsonl_line(grid: &Grid, point: &Point, o: &Outcome) -> String {
+    let mut v = Object::new();
+    v.push("scenario", grid.scenarios[point.scenario].name.as_str());
+    v.push("policy", point.policy.as_str());
+    v.push("seed", point.config.seed);
+    v.push("probability", point.config.probability.map(Value::Float));
+    v.push("max_calls", point.config.max_calls);
+    v.push("digest", o.digest.as_str());
+    v.push("passed", o.passed);
+    v.push("calls", o.calls);
+    v.push("effects", o.effects);
+    v.push("faults", o.faults);
+    v.push("elapsed", Value::Float(o.elapsed));
+    compact(&Value::Object(v))
+}
+
+/// Runs `sweep`.
+pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
+    let grid = match grid(a) {
+        Ok(g) => g,
+        Err(e) => return io.fail(&format!("ValueError: {e}")),
+    };
+    let show_progress = !a.jsonl && std::io::stderr().is_terminal();
+    let bar = |done: usize, total: usize| {
+        let width = 30;
+        let filled = done.min(total) * width / total.max(1);
+        eprint!("\r[{}{}] {done}/{total} runs", "#".repeat(filled), " ".repeat(width - filled));
+    };
+    let outcomes = match execute(&grid, if show_progress { Some(&bar) } else { None }) {
+        Ok(o) => o,
+        Err(e) => return io.fail(&format!("ConfigurationError: {e}")),
+    };
+    if show_progress {
+        eprintln!();
+    }
+    let any_failed = outcomes.iter().any(|o| !o.passed);
+    if a.jsonl {
+        for (p, o) in grid.points.iter().zip(&outcomes) {
+            io.println(&jsonl_line(&grid, p, o));
+        }
+    } else {
+        summary(&grid, &outcomes, io);
+    }
+    if a.fail_on_contract && any_failed { EXIT_CONTRACT } else { EXIT_OK }
+}
+
+fn summary(grid: &Grid, outcomes: &[Outcome], io: &mut Io<'_>) {
+    io.println(&format!("{} runs", outcomes.len()));
+    io.println(&format!("{:<14} {:<11} {:>6} {:>6}  failing seeds", "scenario", "policy", "pass", "fail"));
+    let mut rows: Vec<(usize, Policy)> = Vec::new();
+    for p in &grid.points {
+        if !rows.contains(&(p.scenario, p.policy)) {
+            rows.push((p.scenario, p.policy));
+        }
+    }
+    for (s, policy) in rows {
+        let mut pass = 0;
+        let mut fail = 0;
+        let mut seeds: Vec<i64> = Vec::new();
+        for (p, o) in grid.points.iter().zip(outcomes) {
+            if p.scenario == s && p.policy == policy {
+                if o.passed {
+                    pass += 1;
+                } else {
+                    fail += 1;
+                    if !seeds.contains(&p.config.seed) {
+                        seeds.push(p.config.seed);
+                    }
+                }
+            }
+        }
+        let listed: Vec<String> = seeds.iter().take(12).map(i64::to_string).collect();
+        let more = if seeds.len() > 12 { format!(" (+{} more)", seeds.len() - 12) } else { String::new() };
+        io.println(&format!(
+            "{:<14} {:<11} {pass:>6} {fail:>6}  {}{more}",
+            grid.scenarios[s].name,
+            policy.as_str(),
+            if listed.is_empty() { "-".to_owned() } else { listed.join(",") }
+        ));
+    }
+}

@@ -1,0 +1,68 @@
+//! Shared helpers for the reference-driven tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use toolstorm::json::{Value, parse};
+
+/// Path of a reference fixture.
+pub fn fixture_path(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference").join(rel)
+}
+
+/// Text of a reference fixture.
+pub fn fixture(rel: &str) -> String {
+    let path = fixture_path(rel);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Parsed JSON of a reference fixture.
+pub fn fixture_json(rel: &str) -> Value {
+    parse(&fixture(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Member `key` of an object value.
+pub fn get<'a>(v: &'a Value, key: &str) -> &'a Value {
+    v.as_object().and_then(|o| o.get(key)).unwrap_or_else(|| panic!("missing {key}"))
+}
+
+/// String member.
+pub fn get_str<'a>(v: &'a Value, key: &str) -> &'a str {
+    get(v, key).as_str().unwrap_or_else(|| panic!("{key} not a string"))
+}
+
+/// Array member.
+pub fn get_array<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
+    get(v, key).as_array().unwrap_or_else(|| panic!("{key} not an array"))
+}
+
+/// A transcript sidecar (`*.txt`): exit code, stdout, stderr.
+pub struct Transcript {
+    pub command: String,
+    pub exit_code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Parses a `*.txt` transcript.
+pub fn transcript(rel: &str) -> Transcript {
+    let text = fixture(rel);
+    let header_end = text.find("---- stdout ----\n").expect("stdout marker");
+    let header = &text[..header_end];
+    let field = |name: &str| {
+        header
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let rest = &text[header_end + "---- stdout ----\n".len()..];
+    let (stdout, rest) = rest.split_once("---- stderr ----\n").expect("stderr marker");
+    let (stderr, _) = rest.rsplit_once("---- end ----").expect("end marker");
+    Transcript {
+        command: field("command"),
+        exit_code: field("exit_code").parse().expect("exit code"),
+        stdout: stdout.to_owned(),
+        stderr: stderr.to_owned(),
+    }
+}
