@@ -111,7 +111,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
 fn open(file: Option<PathBuf>, io: &mut Io<'_>) -> i32 {
     match file {
         Some(path) => lab_run::run(&lab_run::RunArgs::for_file(path), io),
-        None => io.fail("no file given; try `toolstorm-tui demo` or `toolstorm-tui scenarios/lost_ack.json`"),
+        None => io.fail(
+            "no file given; try `toolstorm-tui demo` or `toolstorm-tui scenarios/lost_ack.json`",
+        ),
     }
 }
 
@@ -149,11 +151,15 @@ pub fn parse_python_float(s: &str) -> Result<f64, String> {
     let lower = t.to_ascii_lowercase();
     let unsigned = lower.trim_start_matches(['+', '-']);
     let special = matches!(unsigned, "nan" | "inf" | "infinity");
-    let numeric = t.chars().all(|c| c.is_ascii_digit() || "+-.eE_".contains(c));
+    let numeric = t
+        .chars()
+        .all(|c| c.is_ascii_digit() || "+-.eE_".contains(c));
     if !(special || numeric) {
         return Err(format!("invalid float value: '{s}'"));
     }
-    t.replace('_', "").parse::<f64>().map_err(|_| format!("invalid float value: '{s}'"))
+    t.replace('_', "")
+        .parse::<f64>()
+        .map_err(|_| format!("invalid float value: '{s}'"))
 }
 
 /// Python's rendering of an OS error on a path: `FileNotFoundError: [Errno 2] No such file or

@@ -8,7 +8,9 @@ mod parse;
 mod text;
 mod value;
 
-pub use encode::{canonical, compact, fingerprint, one_line, pretty, quote, sha256_hex, write_canonical};
+pub use encode::{
+    canonical, compact, fingerprint, one_line, pretty, quote, sha256_hex, write_canonical,
+};
 pub use parse::{
     MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INT_DIGITS, ParseError, ParseErrorKind, parse,
     parse_at_depth,

@@ -1,4 +1,66 @@
-//! ToolStorm engine (work in progress).
+//! # toolstorm — fault injection at the tool boundary, judged by what really committed
+//!
+//! An agent calls a tool (create a shipment); the shipment commits; the acknowledgement is
+//! lost; the agent retries and now there are two shipments. Checks on responses miss this.
+//! This crate wraps tool calls in a [`Storm`], injects declarative faults ([`rule`]) with
+//! deterministic, keyed decisions ([`decision`]), records the side effects that really
+//! committed, and judges the run with a [`contract::Contract`]. Its files, decisions, digests
+//! and verdicts are interchangeable with ToolStorm 0.2.0's (the Python library).
+//!
+//! ## The lost acknowledgement, and its fix
+//! ```
+//! use toolstorm::contract::Contract;
+//! use toolstorm::rule::{FaultKind, RuleSpec};
+//! use toolstorm::{Error, Storm, Value, obj};
+//!
+//! // Lose the acknowledgement of the first create_shipment call.
+//! let lost = || RuleSpec::new("lost-receipt", "create_shipment", FaultKind::ResponseLost).calls([1]).build();
+//!
+//! // A shipping tool that commits a `shipment` effect, honouring an optional idempotency key.
+//! fn ship(storm: &Storm, stored: &std::cell::RefCell<Option<Value>>, key: Option<&str>) -> Result<Value, Error> {
+//!     storm.call("create_shipment", obj! {"order_id" => "o-1", "idempotency_key" => key}, || {
+//!         if let (Some(_), Some(receipt)) = (key, stored.borrow().clone()) {
+//!             return Ok(receipt); // same key: no second commit
+//!         }
+//!         storm.effect("shipment", "o-1")?;
+//!         let receipt = obj! {"shipment_id" => "SHP-0001"};
+//!         *stored.borrow_mut() = Some(receipt.clone());
+//!         Ok(receipt)
+//!     })
+//! }
+//!
+//! // The bug: retry without a key after ResponseLost.
+//! let storm = Storm::builder().rule(lost()?).seed(42).build()?;
+//! let stored = Default::default();
+//! let first = ship(&storm, &stored, None);
+//! assert!(matches!(first, Err(Error::ResponseLost(_))));
+//! ship(&storm, &stored, None)?;
+//! let report = storm.report();
+//! let verdict = Contract::new(&report).require_triggered(&[]).no_duplicate_effects();
+//! assert!(!verdict.passed()); // "1 duplicate effect(s) across 2 commits"
+//!
+//! // The fix: retry with a stable idempotency key.
+//! let storm = Storm::builder().rule(lost()?).seed(42).build()?;
+//! let stored = Default::default();
+//! let _ = ship(&storm, &stored, Some("o-1"));
+//! ship(&storm, &stored, Some("o-1"))?;
+//! let report = storm.report();
+//! Contract::new(&report).require_triggered(&[]).no_duplicate_effects().assert_valid()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Map
+//! - [`json`]: the value model, strict parsing, canonical bytes and digests.
+//! - [`rule`], [`decision`]: what faults exist and when they fire.
+//! - [`storm`], [`clock`], [`redact`]: a run — calls, coverage, budget, effects, capture.
+//! - [`report`], [`contract`]: the trace (schema v1) and its verdicts.
+//! - [`lab`]: the bundled shipping world, recovery policies, scenarios and campaigns.
+//! - [`atomic`]: crash-safe file writes.
+//!
+//! The engine reads no wall clock and no OS randomness: time comes from a [`clock::Clock`],
+//! decisions from a seed. The `tui` feature (on by default) adds the command line and the
+//! terminal UI; `--no-default-features` builds the engine alone.
+
 pub mod atomic;
 #[cfg(feature = "tui")]
 pub mod cli;
@@ -14,4 +76,5 @@ pub mod rule;
 pub mod storm;
 
 pub use error::{ConfigError, Error, Result};
-pub use storm::Storm;
+pub use json::Value;
+pub use storm::{RequireTriggered, Storm};

@@ -8,7 +8,13 @@ fn main() -> ExitCode {
     let stderr = std::io::stderr();
     let mut out = stdout.lock();
     let mut err = stderr.lock();
-    let code = toolstorm::cli::run(std::env::args_os(), &mut toolstorm::cli::Io { out: &mut out, err: &mut err });
+    let code = toolstorm::cli::run(
+        std::env::args_os(),
+        &mut toolstorm::cli::Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
     let _ = out.flush();
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }

@@ -19,8 +19,16 @@ struct Outcome {
 fn run_cli(args: &[String]) -> Outcome {
     let mut out = Vec::new();
     let mut err = Vec::new();
-    let argv: Vec<OsString> = std::iter::once("toolstorm-tui".into()).chain(args.iter().map(OsString::from)).collect();
-    let code = run(argv, &mut Io { out: &mut out, err: &mut err });
+    let argv: Vec<OsString> = std::iter::once("toolstorm-tui".into())
+        .chain(args.iter().map(OsString::from))
+        .collect();
+    let code = run(
+        argv,
+        &mut Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
     Outcome {
         code,
         out: String::from_utf8(out).expect("utf-8 stdout"),
@@ -33,7 +41,11 @@ fn transcripts(dirs: &[&str], prefix: &str) -> Vec<String> {
     for dir in dirs {
         let path = fixture_path(dir);
         for entry in std::fs::read_dir(&path).expect("fixture dir") {
-            let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+            let name = entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
             if name.ends_with(".txt") && name.starts_with(prefix) {
                 names.push(format!("{dir}/{name}"));
             }
@@ -68,7 +80,10 @@ fn replay(rel: &str, scratch: &std::path::Path) -> Vec<String> {
         problems.push(format!("exit {} (want {})", got.code, t.exit_code));
     }
     if got.out != t.stdout {
-        problems.push(format!("stdout differs:\n--- got\n{}\n--- want\n{}", got.out, t.stdout));
+        problems.push(format!(
+            "stdout differs:\n--- got\n{}\n--- want\n{}",
+            got.out, t.stdout
+        ));
     }
     if t.stderr.starts_with("usage:") {
         if got.err.is_empty() {
@@ -115,7 +130,13 @@ fn check_all(names: Vec<String>, min: usize) {
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);
-    assert!(failures.is_empty(), "{} of {} transcripts differ:\n{}", failures.len(), names.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} transcripts differ:\n{}",
+        failures.len(),
+        names.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

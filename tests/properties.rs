@@ -12,8 +12,11 @@ fn scalar() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
-        "-?[1-9][0-9]{19,40}".prop_map(|s| Value::Int(Int::parse_decimal(&s).unwrap_or(Int::Small(0)))),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::Float),
+        "-?[1-9][0-9]{19,40}"
+            .prop_map(|s| Value::Int(Int::parse_decimal(&s).unwrap_or(Int::Small(0)))),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::Float),
         any::<String>().prop_map(Value::from),
     ]
 }
@@ -23,7 +26,11 @@ fn value() -> impl Strategy<Value = Value> {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
             prop::collection::btree_map(any::<String>(), inner, 0..6).prop_map(|m| {
-                Value::Object(m.into_iter().map(|(k, v)| (Text::from(k), v)).collect::<Object>())
+                Value::Object(
+                    m.into_iter()
+                        .map(|(k, v)| (Text::from(k), v))
+                        .collect::<Object>(),
+                )
             }),
         ]
     })
@@ -49,7 +56,9 @@ fn rules() -> impl Strategy<Value = Vec<Rule>> {
             .into_iter()
             .enumerate()
             .filter_map(|(i, (tool, kind, calls, p, limit))| {
-                let mut spec = RuleSpec::new(&format!("r{i}"), tool, kind).calls(calls).probability(p);
+                let mut spec = RuleSpec::new(&format!("r{i}"), tool, kind)
+                    .calls(calls)
+                    .probability(p);
                 if let Some(l) = limit {
                     spec = spec.limit(l);
                 }
@@ -60,7 +69,11 @@ fn rules() -> impl Strategy<Value = Vec<Rule>> {
 }
 
 fn run_calls(rules: Vec<Rule>, seed: i64, tools: &[&str]) -> Report {
-    let storm = Storm::builder().rules(rules).seed(seed).build().expect("storm");
+    let storm = Storm::builder()
+        .rules(rules)
+        .seed(seed)
+        .build()
+        .expect("storm");
     for (i, tool) in tools.iter().enumerate() {
         let _ = storm.call(tool, obj! {"i" => i}, || {
             storm.sleep(0.01)?;

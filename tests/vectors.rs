@@ -44,7 +44,10 @@ fn digest_vectors() {
             assert_eq!(canonical(report), get_str(v, "canonical"));
             assert_eq!(fingerprint(report), get_str(v, "digest"));
             let file = format!("{}\n", get_str(v, "canonical"));
-            assert_eq!(sha256_hex(file.as_bytes()), get_str(v, "cassette_file_sha256"));
+            assert_eq!(
+                sha256_hex(file.as_bytes()),
+                get_str(v, "cassette_file_sha256")
+            );
             checked += 1;
             continue;
         }
@@ -70,14 +73,21 @@ fn digest_vectors() {
 /// The digest vector "tiny", rebuilt through the Rust API.
 #[test]
 fn tiny_report_through_the_api() {
-    let rule = RuleSpec::new("r", "t", FaultKind::Timeout).calls([1]).build().expect("rule");
+    let rule = RuleSpec::new("r", "t", FaultKind::Timeout)
+        .calls([1])
+        .build()
+        .expect("rule");
     let storm = Storm::builder().rule(rule).seed(1).build().expect("storm");
-    let t = |a: i64, b: i64| storm.call("t", obj! {"a" => a, "b" => b}, || Ok(obj! {"sum" => a + b}));
+    let t =
+        |a: i64, b: i64| storm.call("t", obj! {"a" => a, "b" => b}, || Ok(obj! {"sum" => a + b}));
     assert!(matches!(t(1, 2), Err(Error::Timeout(_))));
     assert_eq!(t(1, 3), Ok(obj! {"sum" => 4}));
     let doc = fixture_json("digest_vectors.json");
     let tiny = &get_array(&doc, "vectors")[0];
-    assert_eq!(canonical(&storm.report().to_value()), get_str(tiny, "canonical"));
+    assert_eq!(
+        canonical(&storm.report().to_value()),
+        get_str(tiny, "canonical")
+    );
     assert_eq!(storm.report().digest(), get_str(tiny, "digest"));
 }
 
@@ -116,12 +126,21 @@ fn glob_vectors() {
             failures.push(format!("{pattern:?} vs {name:?}: want {want}"));
         }
     }
-    assert!(failures.is_empty(), "{} glob mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} glob mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
-        .map(|a| a.iter().map(|s| s.as_str().expect("string").to_owned()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|s| s.as_str().expect("string").to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -144,17 +163,28 @@ fn redaction_vectors() {
         let mut input = get(v, "input").clone();
         // {"repeat": s, "times": n} stands for the string s repeated n times.
         if let Some(o) = input.as_object()
-            && let (Some(s), Some(n)) = (o.get("repeat").and_then(Value::as_str), o.get("times").and_then(Value::as_i64))
+            && let (Some(s), Some(n)) = (
+                o.get("repeat").and_then(Value::as_str),
+                o.get("times").and_then(Value::as_i64),
+            )
         {
             input = Value::from(s.repeat(n as usize));
         }
         let got = redactor.scrub(&input);
         match obj.get("message") {
             Some(m) => assert_eq!(got.err().map(|e| e.message), m.as_str(), "{case}"),
-            None if obj.get("input").and_then(|i| i.as_object()).is_some_and(|o| o.contains_key("repeat")) => {
+            None if obj
+                .get("input")
+                .and_then(|i| i.as_object())
+                .is_some_and(|o| o.contains_key("repeat")) =>
+            {
                 assert!(got.is_ok(), "{case}");
             }
-            None => assert_eq!(got.map(|g| canonical(&g)), Ok(canonical(get(v, "result"))), "{case}"),
+            None => assert_eq!(
+                got.map(|g| canonical(&g)),
+                Ok(canonical(get(v, "result"))),
+                "{case}"
+            ),
         }
     }
 }
@@ -164,7 +194,10 @@ fn redaction_keeps_lone_surrogates() {
     let v = parse(r#"{"token":"\ud800","k":"a\udc00b"}"#).expect("json");
     let r = Redactor::new(Vec::<String>::new(), ["b"]).expect("redactor");
     let out = r.scrub(&v).expect("scrub");
-    assert_eq!(canonical(&out), r#"{"k":"a\udc00[REDACTED]","token":"[REDACTED]"}"#);
+    assert_eq!(
+        canonical(&out),
+        r#"{"k":"a\udc00[REDACTED]","token":"[REDACTED]"}"#
+    );
     let t: Text = Text::from("x");
     assert_eq!(r.replace_secrets(&t), t);
 }

@@ -11,7 +11,14 @@ use crate::lab::scenario::{self, names};
 use crate::lab::scenario_file::PolicyChoice;
 use crate::lab::{self, RunConfig};
 
-const SCENARIOS: [&str; 6] = ["lost_ack", "rate_limit", "schema_drift", "timeout", "latency", "blackout"];
+const SCENARIOS: [&str; 6] = [
+    "lost_ack",
+    "rate_limit",
+    "schema_drift",
+    "timeout",
+    "latency",
+    "blackout",
+];
 
 /// Flags of `demo` (spec §14.1).
 #[derive(Args, Debug)]
@@ -54,8 +61,14 @@ pub fn run(a: &DemoArgs, io: &mut Io<'_>) -> i32 {
         return io.fail("ConfigurationError: Unknown demo scenario or policy");
     };
     let max_calls = a.max_calls.0.unwrap_or(i64::MAX);
-    let config = RunConfig { seed: a.seed.0.unwrap_or(i64::MAX), probability: Some(a.probability), max_calls };
-    if let Err(e) = lab::check_config(&config).and_then(|_| lab::scenario_rules(&sc, config.probability).map(|_| ())) {
+    let config = RunConfig {
+        seed: a.seed.0.unwrap_or(i64::MAX),
+        probability: Some(a.probability),
+        max_calls,
+    };
+    if let Err(e) = lab::check_config(&config)
+        .and_then(|_| lab::scenario_rules(&sc, config.probability).map(|_| ()))
+    {
         return io.fail(&format!("ConfigurationError: {}", e.message));
     }
     if a.seed.0.is_none() {

@@ -38,7 +38,12 @@ pub fn decide(a: &DecideArgs, io: &mut Io<'_>) -> i32 {
     if !(a.probability.is_finite() && (0.0..=1.0).contains(&a.probability)) {
         return io.fail("ConfigurationError: Rule probability must be between 0 and 1");
     }
-    let draw = Draw::new(a.seed, &Text::from(a.rule.as_str()), &Text::from(a.tool.as_str()), &Text::from(a.key.as_str()));
+    let draw = Draw::new(
+        a.seed,
+        &Text::from(a.rule.as_str()),
+        &Text::from(a.tool.as_str()),
+        &Text::from(a.key.as_str()),
+    );
     let selected = draw.hits(a.probability);
     if a.json {
         let mut o = Object::new();
@@ -50,13 +55,26 @@ pub fn decide(a: &DecideArgs, io: &mut Io<'_>) -> i32 {
         io.println(&one_line(&Value::Object(o)));
     } else {
         io.println(&format!("input      {}", draw.canonical));
-        io.println(&format!("sha256     {}", json::sha256_hex(draw.canonical.as_bytes())));
-        io.println(&format!("draw       {} (0x{:016x})", draw.value, draw.value));
+        io.println(&format!(
+            "sha256     {}",
+            json::sha256_hex(draw.canonical.as_bytes())
+        ));
+        io.println(&format!(
+            "draw       {} (0x{:016x})",
+            draw.value, draw.value
+        ));
         io.println(&format!("fraction   {} of 2^64", py_repr(draw.fraction())));
-        io.println(&format!("threshold  probability {}", py_repr(a.probability)));
+        io.println(&format!(
+            "threshold  probability {}",
+            py_repr(a.probability)
+        ));
         io.println(&format!(
             "selected   {}",
-            if selected { "yes (draw < probability x 2^64)" } else { "no (draw >= probability x 2^64)" }
+            if selected {
+                "yes (draw < probability x 2^64)"
+            } else {
+                "no (draw >= probability x 2^64)"
+            }
         ));
     }
     0
@@ -78,7 +96,8 @@ pub fn canonical(a: &CanonicalArgs, io: &mut Io<'_>) -> i32 {
         Some(p) if p.as_os_str() != "-" => {
             let read = std::fs::File::open(p).and_then(|f| {
                 let mut buf = Vec::new();
-                f.take(MAX_DOCUMENT_BYTES as u64 + 1).read_to_end(&mut buf)?;
+                f.take(MAX_DOCUMENT_BYTES as u64 + 1)
+                    .read_to_end(&mut buf)?;
                 Ok(buf)
             });
             match read {
@@ -88,7 +107,10 @@ pub fn canonical(a: &CanonicalArgs, io: &mut Io<'_>) -> i32 {
         }
         _ => {
             let mut buf = Vec::new();
-            if let Err(e) = std::io::stdin().take(MAX_DOCUMENT_BYTES as u64 + 1).read_to_end(&mut buf) {
+            if let Err(e) = std::io::stdin()
+                .take(MAX_DOCUMENT_BYTES as u64 + 1)
+                .read_to_end(&mut buf)
+            {
                 return io.fail(&format!("OSError: standard input: {e}"));
             }
             ("<stdin>".to_owned(), buf)

@@ -82,7 +82,11 @@ pub struct Emit {
 pub fn load_scenario(path: &Path) -> Result<ScenarioFile, String> {
     let bytes = std::fs::read(path).map_err(|e| os_error(path, &e))?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        format!("ConfigurationError: Invalid scenario file ({}: not UTF-8 at byte {})", path.display(), e.utf8_error().valid_up_to())
+        format!(
+            "ConfigurationError: Invalid scenario file ({}: not UTF-8 at byte {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
     })?;
     ScenarioFile::from_text(&text).map_err(|e| {
         let mut line = format!("ConfigurationError: {} ({}", e.message, path.display());
@@ -103,12 +107,20 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
         Ok(f) => f,
         Err(msg) => return io.fail(&msg),
     };
-    let choice = a.policy.as_deref().and_then(PolicyChoice::parse).unwrap_or(file.policy);
+    let choice = a
+        .policy
+        .as_deref()
+        .and_then(PolicyChoice::parse)
+        .unwrap_or(file.policy);
     let mut config = file.config.clone();
     if let Some(PyInt(seed)) = a.seed {
         match seed {
             Some(s) => config.seed = s,
-            None => return io.fail("ConfigurationError: Seed must be an integer in the JavaScript-safe range"),
+            None => {
+                return io.fail(
+                    "ConfigurationError: Seed must be an integer in the JavaScript-safe range",
+                );
+            }
         }
     }
     if let Some(p) = a.probability {
@@ -149,8 +161,18 @@ pub fn verdicts_value(scenario: &str, config: &RunConfig, runs: &[LabRun]) -> Va
 }
 
 /// Runs the policies and writes/prints results as `demo` does.
-pub fn emit(sc: &Scenario, choice: PolicyChoice, config: &RunConfig, opts: &Emit, io: &mut Io<'_>) -> i32 {
-    let runs: Result<Vec<LabRun>, _> = choice.policies().into_iter().map(|p| lab::run(sc, p, config)).collect();
+pub fn emit(
+    sc: &Scenario,
+    choice: PolicyChoice,
+    config: &RunConfig,
+    opts: &Emit,
+    io: &mut Io<'_>,
+) -> i32 {
+    let runs: Result<Vec<LabRun>, _> = choice
+        .policies()
+        .into_iter()
+        .map(|p| lab::run(sc, p, config))
+        .collect();
     let runs = match runs {
         Ok(r) => r,
         Err(e) => {
@@ -196,5 +218,9 @@ pub fn emit(sc: &Scenario, choice: PolicyChoice, config: &RunConfig, opts: &Emit
             }
         }
     }
-    if opts.fail_on_contract && runs.iter().any(|r| !r.passed()) { EXIT_CONTRACT } else { EXIT_OK }
+    if opts.fail_on_contract && runs.iter().any(|r| !r.passed()) {
+        EXIT_CONTRACT
+    } else {
+        EXIT_OK
+    }
 }

@@ -3,14 +3,14 @@
 //! table with the failing seeds, and a progress bar on a terminal.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use clap::Args;
 
 use super::{EXIT_CONTRACT, EXIT_OK, Io, parse_python_float, parse_python_int};
 use crate::json::{Object, Value, compact};
+use crate::lab::campaign::{Grid, Outcome, Point, execute};
 use crate::lab::scenario::{self, Scenario};
-use crate::lab::{self, LabRun, Policy, RunConfig};
+use crate::lab::{self, Policy, RunConfig};
 
 /// Flags of `sweep`.
 #[derive(Args, Debug)]
@@ -41,43 +41,30 @@ pub struct SweepArgs {
     fail_on_contract: bool,
 }
 
-/// One point of the grid.
-#[derive(Clone, Debug)]
-pub struct Point {
-    /// Index into the scenario list.
-    pub scenario: usize,
-    /// Policy.
-    pub policy: Policy,
-    /// Configuration.
-    pub config: RunConfig,
-}
-
-/// A parsed grid.
-pub struct Grid {
-    /// Scenarios.
-    pub scenarios: Vec<Scenario>,
-    /// Points in grid order (scenario, policy, seed, probability, budget; slowest first).
-    pub points: Vec<Point>,
-}
-
 fn split(list: &str) -> impl Iterator<Item = &str> {
     list.split(',').map(str::trim).filter(|s| !s.is_empty())
 }
 
 fn parse_seeds(a: &SweepArgs) -> Result<Vec<i64>, String> {
     if let Some(range) = &a.seed_range {
-        let (lo, hi) = range.split_once("..").ok_or_else(|| format!("--seed-range: expected A..B, got '{range}'"))?;
+        let (lo, hi) = range
+            .split_once("..")
+            .ok_or_else(|| format!("--seed-range: expected A..B, got '{range}'"))?;
         let lo = parse_python_int(lo)?.ok_or("--seed-range: start out of range")?;
         let hi = parse_python_int(hi)?.ok_or("--seed-range: end out of range")?;
         if hi < lo || hi - lo >= 1_000_000 {
-            return Err(format!("--seed-range: '{range}' must be ascending and hold at most 1,000,000 seeds"));
+            return Err(format!(
+                "--seed-range: '{range}' must be ascending and hold at most 1,000,000 seeds"
+            ));
         }
         return Ok((lo..=hi).collect());
     }
     match &a.seeds {
         None => Ok(vec![42]),
         Some(list) => split(list)
-            .map(|s| parse_python_int(s).and_then(|v| v.ok_or(format!("--seeds: '{s}' out of range"))))
+            .map(|s| {
+                parse_python_int(s).and_then(|v| v.ok_or(format!("--seeds: '{s}' out of range")))
+            })
             .collect(),
     }
 }
@@ -102,14 +89,20 @@ pub fn grid(a: &SweepArgs) -> Result<Grid, String> {
     let probabilities: Vec<f64> = split(&a.probabilities)
         .map(|s| {
             parse_python_float(s).and_then(|p| {
-                if (0.0..=1.0).contains(&p) { Ok(p) } else { Err(format!("--probabilities: '{s}' is not in [0, 1]")) }
+                if (0.0..=1.0).contains(&p) {
+                    Ok(p)
+                } else {
+                    Err(format!("--probabilities: '{s}' is not in [0, 1]"))
+                }
             })
         })
         .collect::<Result<_, _>>()?;
     let budgets: Vec<i64> = split(&a.max_calls)
         .map(|s| match parse_python_int(s) {
             Ok(Some(n)) if lab::LAB_MAX_CALLS.contains(&n) => Ok(n),
-            _ => Err(format!("--max-calls: '{s}' is not a budget between 1 and 20")),
+            _ => Err(format!(
+                "--max-calls: '{s}' is not a budget between 1 and 20"
+            )),
         })
         .collect::<Result<_, _>>()?;
     for (name, empty) in [
@@ -132,7 +125,11 @@ pub fn grid(a: &SweepArgs) -> Result<Grid, String> {
                         points.push(Point {
                             scenario: s,
                             policy,
-                            config: RunConfig { seed, probability: Some(p), max_calls: m },
+                            config: RunConfig {
+                                seed,
+                                probability: Some(p),
+                                max_calls: m,
+                            },
                         });
                     }
                 }
@@ -140,84 +137,12 @@ pub fn grid(a: &SweepArgs) -> Result<Grid, String> {
         }
     }
     if points.len() > 10_000_000 {
-        return Err(format!("the grid holds {} runs; at most 10,000,000", points.len()));
+        return Err(format!(
+            "the grid holds {} runs; at most 10,000,000",
+            points.len()
+        ));
     }
     Ok(Grid { scenarios, points })
-}
-
-/// What a campaign keeps of one run.
-#[derive(Clone, Debug)]
-pub struct Outcome {
-    /// Report digest.
-    pub digest: String,
-    /// Contract verdict.
-    pub passed: bool,
-    /// Recorded calls.
-    pub calls: usize,
-    /// Shipments created.
-    pub effects: usize,
-    /// Faults triggered.
-    pub faults: u64,
-    /// Virtual seconds (rounded).
-    pub elapsed: f64,
-}
-
-impl From<&LabRun> for Outcome {
-    fn from(r: &LabRun) -> Self {
-        Outcome {
-            digest: r.digest.clone(),
-            passed: r.passed(),
-            calls: r.report.calls.len(),
-            effects: r.shipments.len(),
-            faults: r.faults(),
-            elapsed: r.elapsed(),
-        }
-    }
-}
-
-/// Runs every point on all cores; results come back in grid order.
-pub fn execute(grid: &Grid, progress: Option<&(dyn Fn(usize, usize) + Sync)>) -> Result<Vec<Outcome>, String> {
-    let n = grid.points.len();
-    let workers = std::thread::available_parallelism().map_or(1, |p| p.get()).min(n.max(1));
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let chunk = 64;
-    let mut slots: Vec<Option<Result<Outcome, String>>> = vec![None; n];
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let start = next.fetch_add(chunk, Ordering::Relaxed);
-                        if start >= n {
-                            break;
-                        }
-                        for i in start..(start + chunk).min(n) {
-                            let p = &grid.points[i];
-                            let r = lab::run(&grid.scenarios[p.scenario], p.policy, &p.config)
-                                .map(|r| Outcome::from(&r))
-                                .map_err(|e| e.to_string());
-                            mine.push((i, r));
-                        }
-                        let d = done.fetch_add((start + chunk).min(n) - start, Ordering::Relaxed);
-                        if let Some(f) = progress {
-                            f(d + chunk.min(n - start), n);
-                        }
-                    }
-                    mine
-                })
-            })
-            .collect();
-        for h in handles {
-            if let Ok(results) = h.join() {
-                for (i, r) in results {
-                    slots[i] = Some(r);
-                }
-            }
-        }
-    });
-    slots.into_iter().map(|s| s.unwrap_or_else(|| Err("a worker stopped".into()))).collect()
 }
 
 /// One `--jsonl` line.
@@ -247,7 +172,11 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     let bar = |done: usize, total: usize| {
         let width = 30;
         let filled = done.min(total) * width / total.max(1);
-        eprint!("\r[{}{}] {done}/{total} runs", "#".repeat(filled), " ".repeat(width - filled));
+        eprint!(
+            "\r[{}{}] {done}/{total} runs",
+            "#".repeat(filled),
+            " ".repeat(width - filled)
+        );
     };
     let outcomes = match execute(&grid, if show_progress { Some(&bar) } else { None }) {
         Ok(o) => o,
@@ -264,12 +193,19 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     } else {
         summary(&grid, &outcomes, io);
     }
-    if a.fail_on_contract && any_failed { EXIT_CONTRACT } else { EXIT_OK }
+    if a.fail_on_contract && any_failed {
+        EXIT_CONTRACT
+    } else {
+        EXIT_OK
+    }
 }
 
 fn summary(grid: &Grid, outcomes: &[Outcome], io: &mut Io<'_>) {
     io.println(&format!("{} runs", outcomes.len()));
-    io.println(&format!("{:<14} {:<11} {:>6} {:>6}  failing seeds", "scenario", "policy", "pass", "fail"));
+    io.println(&format!(
+        "{:<14} {:<11} {:>6} {:>6}  failing seeds",
+        "scenario", "policy", "pass", "fail"
+    ));
     let mut rows: Vec<(usize, Policy)> = Vec::new();
     for p in &grid.points {
         if !rows.contains(&(p.scenario, p.policy)) {
@@ -293,12 +229,20 @@ fn summary(grid: &Grid, outcomes: &[Outcome], io: &mut Io<'_>) {
             }
         }
         let listed: Vec<String> = seeds.iter().take(12).map(i64::to_string).collect();
-        let more = if seeds.len() > 12 { format!(" (+{} more)", seeds.len() - 12) } else { String::new() };
+        let more = if seeds.len() > 12 {
+            format!(" (+{} more)", seeds.len() - 12)
+        } else {
+            String::new()
+        };
         io.println(&format!(
             "{:<14} {:<11} {pass:>6} {fail:>6}  {}{more}",
             grid.scenarios[s].name,
             policy.as_str(),
-            if listed.is_empty() { "-".to_owned() } else { listed.join(",") }
+            if listed.is_empty() {
+                "-".to_owned()
+            } else {
+                listed.join(",")
+            }
         ));
     }
 }

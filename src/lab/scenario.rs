@@ -134,7 +134,9 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 /// A bundled scenario by name.
 pub fn bundled(name: &str) -> Option<Scenario> {
     let e = CATALOG.iter().find(|e| e.name == name)?;
-    let rule = parse(e.rule).ok()?;
+    let rule = crate::rule::Rule::from_value(&parse(e.rule).ok()?)
+        .ok()?
+        .to_value();
     let mut checks = Vec::new();
     if e.name == "rate_limit" {
         checks.push(ScenarioCheck::RetryAfterRespected);

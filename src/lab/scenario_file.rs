@@ -35,10 +35,25 @@ pub const SCENARIO_SCHEMA_VERSION: i64 = 1;
 /// Worlds a scenario file may name.
 pub const WORLDS: [&str; 1] = ["shipping"];
 
-const REQUIRED: [&str; 8] =
-    ["schema_version", "world", "name", "title", "rules", "seed", "max_calls", "policy"];
-const OPTIONAL: [&str; 7] =
-    ["code", "category", "description", "lesson", "probability", "checks", "latency_budget"];
+const REQUIRED: [&str; 8] = [
+    "schema_version",
+    "world",
+    "name",
+    "title",
+    "rules",
+    "seed",
+    "max_calls",
+    "policy",
+];
+const OPTIONAL: [&str; 7] = [
+    "code",
+    "category",
+    "description",
+    "lesson",
+    "probability",
+    "checks",
+    "latency_budget",
+];
 
 /// Which policies a scenario runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +67,11 @@ pub enum PolicyChoice {
 impl PolicyChoice {
     /// Parses `optimistic`, `retry`, `resilient` or `all`.
     pub fn parse(s: &str) -> Option<PolicyChoice> {
-        if s == "all" { Some(PolicyChoice::All) } else { Policy::parse(s).map(PolicyChoice::One) }
+        if s == "all" {
+            Some(PolicyChoice::All)
+        } else {
+            Policy::parse(s).map(PolicyChoice::One)
+        }
     }
     /// The name in files and flags.
     pub fn as_str(self) -> &'static str {
@@ -89,7 +108,11 @@ fn string_field(o: &Object, key: &str, required: bool) -> Result<String, ConfigE
         Some(Value::Str(t)) if !required || !t.is_empty() => Ok(t.to_lossy()),
         _ => Err(ConfigError::new("Invalid scenario file")
             .at(key)
-            .because(if required { "expected a non-empty string" } else { "expected a string" })),
+            .because(if required {
+                "expected a non-empty string"
+            } else {
+                "expected a string"
+            })),
     }
 }
 
@@ -112,29 +135,55 @@ impl ScenarioFile {
             path: e.path,
             detail: e.detail.or(Some(e.message.into())),
         })?;
-        let bad = |key: &str, why: &str| ConfigError::new("Invalid scenario file").at(key).because(why);
-        if !matches!(o.get("schema_version"), Some(Value::Int(i)) if i.as_i64() == Some(SCENARIO_SCHEMA_VERSION)) {
+        let bad = |key: &str, why: &str| {
+            ConfigError::new("Invalid scenario file")
+                .at(key)
+                .because(why)
+        };
+        if !matches!(o.get("schema_version"), Some(Value::Int(i)) if i.as_i64() == Some(SCENARIO_SCHEMA_VERSION))
+        {
             return Err(bad("schema_version", "expected 1"));
         }
         let world = string_field(o, "world", true)?;
         if !WORLDS.contains(&world.as_str()) {
-            return Err(bad("world", &format!("unknown world {world:?}; expected one of: {}", WORLDS.join(", "))));
+            return Err(bad(
+                "world",
+                &format!(
+                    "unknown world {world:?}; expected one of: {}",
+                    WORLDS.join(", ")
+                ),
+            ));
         }
         let seed = match o.get("seed") {
             Some(Value::Int(i)) => i.as_i64().filter(|s| s.abs() <= MAX_SAFE_SEED),
             _ => None,
         }
-        .ok_or_else(|| bad("seed", "expected an integer between -9007199254740991 and 9007199254740991"))?;
+        .ok_or_else(|| {
+            bad(
+                "seed",
+                "expected an integer between -9007199254740991 and 9007199254740991",
+            )
+        })?;
         let max_calls = match o.get("max_calls") {
             Some(Value::Int(i)) => i.as_i64().filter(|n| LAB_MAX_CALLS.contains(n)),
             _ => None,
         }
-        .ok_or_else(|| bad("max_calls", "expected an integer call budget between 1 and 20"))?;
+        .ok_or_else(|| {
+            bad(
+                "max_calls",
+                "expected an integer call budget between 1 and 20",
+            )
+        })?;
         let probability = match o.get("probability") {
             None | Some(Value::Null) => None,
             Some(v) => match v.as_number_f64() {
                 Some(p) if (0.0..=1.0).contains(&p) && !matches!(v, Value::Bool(_)) => Some(p),
-                _ => return Err(bad("probability", "expected a number between 0 and 1, or null")),
+                _ => {
+                    return Err(bad(
+                        "probability",
+                        "expected a number between 0 and 1, or null",
+                    ));
+                }
             },
         };
         let policy = o
@@ -152,14 +201,22 @@ impl ScenarioFile {
         for (i, r) in rule_values.iter().enumerate() {
             let rule = Rule::from_value(r).map_err(|e| e.within(&format!("rules[{i}]")))?;
             if !names.insert(rule.name.clone()) {
-                return Err(bad(&format!("rules[{i}].name"), &format!("duplicate rule name {:?}", rule.name.to_lossy())));
+                return Err(bad(
+                    &format!("rules[{i}].name"),
+                    &format!("duplicate rule name {:?}", rule.name.to_lossy()),
+                ));
             }
         }
         let latency_budget = match o.get("latency_budget") {
             None => DEFAULT_LATENCY_BUDGET,
             Some(v) => match v.as_number_f64() {
                 Some(b) if b.is_finite() && b >= 0.0 && !matches!(v, Value::Bool(_)) => b,
-                _ => return Err(bad("latency_budget", "expected a nonnegative number of seconds")),
+                _ => {
+                    return Err(bad(
+                        "latency_budget",
+                        "expected a nonnegative number of seconds",
+                    ));
+                }
             },
         };
         let mut checks = Vec::new();
@@ -196,10 +253,19 @@ impl ScenarioFile {
             rules: rule_values.clone(),
             checks,
         };
-        let config = RunConfig { seed, probability, max_calls };
+        let config = RunConfig {
+            seed,
+            probability,
+            max_calls,
+        };
         // The probability override must also give valid rules.
         scenario_rules(&scenario, probability)?;
-        Ok(ScenarioFile { world, scenario, config, policy })
+        Ok(ScenarioFile {
+            world,
+            scenario,
+            config,
+            policy,
+        })
     }
 
     /// Parses and validates scenario text.
@@ -240,7 +306,11 @@ impl ScenarioFile {
         let rules = s
             .rules
             .iter()
-            .map(|r| Rule::from_value(r).map(|r| r.to_value()).unwrap_or_else(|_| r.clone()))
+            .map(|r| {
+                Rule::from_value(r)
+                    .map(|r| r.to_value())
+                    .unwrap_or_else(|_| r.clone())
+            })
             .collect();
         o.push("rules", Value::Array(rules));
         o.push(
@@ -251,7 +321,10 @@ impl ScenarioFile {
             ScenarioCheck::LatencyBudget(b) => Some(*b),
             _ => None,
         });
-        o.push("latency_budget", Value::Float(budget.unwrap_or(DEFAULT_LATENCY_BUDGET)));
+        o.push(
+            "latency_budget",
+            Value::Float(budget.unwrap_or(DEFAULT_LATENCY_BUDGET)),
+        );
         Value::Object(o)
     }
 

@@ -7,7 +7,9 @@ use toolstorm::json::{Value, parse};
 
 /// Path of a reference fixture.
 pub fn fixture_path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reference")
+        .join(rel)
 }
 
 /// Text of a reference fixture.
@@ -23,17 +25,23 @@ pub fn fixture_json(rel: &str) -> Value {
 
 /// Member `key` of an object value.
 pub fn get<'a>(v: &'a Value, key: &str) -> &'a Value {
-    v.as_object().and_then(|o| o.get(key)).unwrap_or_else(|| panic!("missing {key}"))
+    v.as_object()
+        .and_then(|o| o.get(key))
+        .unwrap_or_else(|| panic!("missing {key}"))
 }
 
 /// String member.
 pub fn get_str<'a>(v: &'a Value, key: &str) -> &'a str {
-    get(v, key).as_str().unwrap_or_else(|| panic!("{key} not a string"))
+    get(v, key)
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} not a string"))
 }
 
 /// Array member.
 pub fn get_array<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
-    get(v, key).as_array().unwrap_or_else(|| panic!("{key} not an array"))
+    get(v, key)
+        .as_array()
+        .unwrap_or_else(|| panic!("{key} not an array"))
 }
 
 /// A transcript sidecar (`*.txt`): exit code, stdout, stderr.
@@ -57,7 +65,9 @@ pub fn transcript(rel: &str) -> Transcript {
             .to_owned()
     };
     let rest = &text[header_end + "---- stdout ----\n".len()..];
-    let (stdout, rest) = rest.split_once("---- stderr ----\n").expect("stderr marker");
+    let (stdout, rest) = rest
+        .split_once("---- stderr ----\n")
+        .expect("stderr marker");
     let (stderr, _) = rest.rsplit_once("---- end ----").expect("end marker");
     Transcript {
         command: field("command"),

@@ -1,0 +1,212 @@
+//! Scenario files: the bundled `scenarios/*.json` reproduce `demo` exactly, stay in sync with
+//! the built-in catalog, and bad files are refused with the file, JSON path and reason.
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use common::transcript;
+use toolstorm::cli::{Io, run};
+use toolstorm::lab::scenario::names;
+use toolstorm::lab::scenario_file::ScenarioFile;
+
+fn scenario_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(format!("{name}.json"))
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
+        .chain(args.iter().copied())
+        .map(OsString::from)
+        .collect();
+    let code = run(
+        argv,
+        &mut Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+#[test]
+fn bundled_files_match_the_catalog() {
+    for name in names() {
+        let text = std::fs::read_to_string(scenario_path(name)).expect("scenario file");
+        let want = ScenarioFile::bundled(name).expect("bundled").to_text();
+        assert_eq!(
+            text, want,
+            "scenarios/{name}.json is out of sync with the catalog"
+        );
+        assert_eq!(
+            ScenarioFile::from_text(&text).expect("valid"),
+            ScenarioFile::bundled(name).expect("bundled")
+        );
+    }
+}
+
+#[test]
+fn run_reproduces_demo_all() {
+    for name in names() {
+        let path = scenario_path(name);
+        let (code, out, err) = cli(&["run", path.to_str().expect("utf-8 path")]);
+        let t = transcript(&format!("demo/{name}.all.txt"));
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (t.exit_code, t.stdout.as_str(), ""),
+            "{name}"
+        );
+        let (_, json, _) = cli(&["run", path.to_str().expect("path"), "--json"]);
+        assert_eq!(
+            json,
+            common::fixture(&format!("demo/{name}.all.comparison.json")),
+            "{name}"
+        );
+        let (_, single, _) = cli(&[
+            "run",
+            path.to_str().expect("path"),
+            "--policy",
+            "retry",
+            "--json",
+        ]);
+        assert_eq!(
+            single,
+            common::fixture(&format!("demo/{name}.retry.run.json")),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn run_overrides_match_demo_variants() {
+    let path = scenario_path("lost_ack");
+    let (code, out, _) = cli(&[
+        "run",
+        path.to_str().expect("path"),
+        "--policy",
+        "optimistic",
+        "--seed",
+        "7",
+        "--probability",
+        "0.5",
+    ]);
+    let t = transcript("demo-variants/lost_ack.optimistic.seed7.p0.5.txt");
+    assert_eq!((code, out), (t.exit_code, t.stdout));
+}
+
+fn write_temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-scn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+fn edited(name: &str, from: &str, to: &str) -> String {
+    let text = ScenarioFile::bundled(name).expect("bundled").to_text();
+    assert!(text.contains(from), "{from} not in {name}");
+    text.replacen(from, to, 1)
+}
+
+#[test]
+fn bad_files_name_the_path_and_reason() {
+    let cases = [
+        (
+            "bad-prob.json",
+            edited(
+                "lost_ack",
+                "\"probability\": 1.0,\n      \"limit\"",
+                "\"probability\": 2,\n      \"limit\"",
+            ),
+            "Invalid fault rule",
+            "rules[0].probability",
+        ),
+        (
+            "bad-world.json",
+            edited("lost_ack", "\"shipping\"", "\"mars\""),
+            "Invalid scenario file",
+            "world",
+        ),
+        (
+            "bad-seed.json",
+            edited("lost_ack", "\"seed\": 42", "\"seed\": \"42\""),
+            "Invalid scenario file",
+            "seed",
+        ),
+        (
+            "bad-budget.json",
+            edited("lost_ack", "\"max_calls\": 8", "\"max_calls\": 0"),
+            "Invalid scenario file",
+            "max_calls",
+        ),
+        (
+            "unknown-field.json",
+            edited("lost_ack", "\"seed\": 42", "\"seeds\": 1, \"seed\": 42"),
+            "Invalid scenario file",
+            "seeds",
+        ),
+        (
+            "bad-kind.json",
+            edited("lost_ack", "\"response_lost\"", "\"explode\""),
+            "Invalid fault rule",
+            "rules[0].kind",
+        ),
+        (
+            "truncated.json",
+            "{\"schema_version\": 1,".into(),
+            "Invalid or excessively nested JSON",
+            "byte",
+        ),
+    ];
+    for (file, text, message, path) in cases {
+        let p = write_temp(file, &text);
+        let (code, out, err) = cli(&["run", p.to_str().expect("path")]);
+        assert_eq!(code, 2, "{file}: {err}");
+        assert!(out.is_empty(), "{file}");
+        assert_eq!(err.lines().count(), 1, "{file}: one line: {err}");
+        assert!(
+            err.contains(message) && err.contains(path) && err.contains(file),
+            "{file}: {err}"
+        );
+    }
+    let (code, _, err) = cli(&["run", "no/such/scenario.json"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("FileNotFoundError") && err.contains("no/such/scenario.json"),
+        "{err}"
+    );
+}
+
+#[test]
+fn verdict_file_holds_every_check() {
+    let out = write_temp("verdict.json", "");
+    let path = scenario_path("rate_limit");
+    let (code, _, _) = cli(&[
+        "run",
+        path.to_str().expect("path"),
+        "--verdict",
+        out.to_str().expect("path"),
+        "--fail-on-contract",
+    ]);
+    assert_eq!(code, 1);
+    let v = toolstorm::json::parse(&std::fs::read_to_string(&out).expect("verdict")).expect("json");
+    let runs = common::get_array(&v, "runs");
+    assert_eq!(runs.len(), 3);
+    assert_eq!(common::get(&v, "passed").as_bool(), Some(false));
+    let checks = common::get_array(common::get(&runs[1], "contract"), "checks");
+    assert!(
+        checks
+            .iter()
+            .any(|c| common::get_str(c, "name") == "Retry-after respected"
+                && common::get(c, "passed").as_bool() == Some(false))
+    );
+}

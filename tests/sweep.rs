@@ -1,0 +1,115 @@
+//! `sweep`: grid order, determinism across runs (and threads), and agreement with single runs.
+
+use std::ffi::OsString;
+
+use toolstorm::cli::{Io, run};
+use toolstorm::json::{Value, parse};
+use toolstorm::lab::{self, Policy, RunConfig, scenario};
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
+        .chain(args.iter().copied())
+        .map(OsString::from)
+        .collect();
+    let code = run(
+        argv,
+        &mut Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+const GRID: [&str; 9] = [
+    "sweep",
+    "--jsonl",
+    "--seeds",
+    "-17,0,7",
+    "--probabilities",
+    "0,0.5,1",
+    "--max-calls",
+    "1,2,8",
+    "--policies=retry,resilient",
+];
+
+#[test]
+fn jsonl_is_deterministic_and_in_grid_order() {
+    let (code, first, err) = cli(&GRID);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (_, second, _) = cli(&GRID);
+    assert_eq!(first, second);
+    let lines: Vec<&str> = first.lines().collect();
+    assert_eq!(lines.len(), 6 * 2 * 3 * 3 * 3);
+    let key = |l: &str| {
+        let v = parse(l).expect("json line");
+        let o = v.as_object().expect("object").clone();
+        let s = |k: &str| {
+            o.get(k)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .expect("str")
+        };
+        let n = |k: &str| o.get(k).and_then(Value::as_number_f64).expect("num");
+        (
+            s("scenario"),
+            s("policy"),
+            n("seed"),
+            n("probability"),
+            n("max_calls"),
+            s("digest"),
+            o.get("passed").and_then(Value::as_bool),
+        )
+    };
+    // Grid order: scenario, policy, seed, probability, max_calls (slowest first).
+    let names: Vec<&str> = scenario::names().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let (sc, policy, seed, p, m, digest, passed) = key(line);
+        assert_eq!(sc, names[i / 54]);
+        assert_eq!(policy, ["retry", "resilient"][(i / 27) % 2]);
+        assert_eq!(seed, [-17.0, 0.0, 7.0][(i / 9) % 3]);
+        assert_eq!(p, [0.0, 0.5, 1.0][(i / 3) % 3]);
+        assert_eq!(m, [1.0, 2.0, 8.0][i % 3]);
+        // Each line agrees with a single run of the same configuration.
+        let run = lab::run(
+            &scenario::bundled(&sc).expect("scenario"),
+            Policy::parse(&policy).expect("policy"),
+            &RunConfig {
+                seed: seed as i64,
+                probability: Some(p),
+                max_calls: m as i64,
+            },
+        )
+        .expect("run");
+        assert_eq!(digest, run.digest);
+        assert_eq!(passed, Some(run.passed()));
+    }
+    assert!(first.starts_with(r#"{"scenario":"lost_ack","policy":"retry","seed":-17,"probability":0.0,"max_calls":1,"digest":""#));
+}
+
+#[test]
+fn summary_and_errors() {
+    let (code, out, _) = cli(&[
+        "sweep",
+        "--scenarios",
+        "lost_ack",
+        "--seed-range",
+        "1..4",
+        "--fail-on-contract",
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.starts_with("12 runs\n"), "{out}");
+    assert!(out.contains("lost_ack       retry"), "{out}");
+    let (code, _, err) = cli(&["sweep", "--scenarios", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown scenario 'nope'"), "{err}");
+    let (code, _, err) = cli(&["sweep", "--max-calls", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--max-calls"), "{err}");
+}
