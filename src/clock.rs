@@ -60,7 +60,9 @@ pub struct RealClock {
 
 impl Default for RealClock {
     fn default() -> Self {
-        RealClock { origin: Instant::now() }
+        RealClock {
+            origin: Instant::now(),
+        }
     }
 }
 

@@ -52,14 +52,22 @@ pub struct Contract<'r> {
 impl<'r> Contract<'r> {
     /// An empty contract over `report`.
     pub fn new(report: &'r Report) -> Self {
-        Contract { report, checks: Vec::new() }
+        Contract {
+            report,
+            checks: Vec::new(),
+        }
     }
 
     /// `Fault exercised: {name}` per rule (no names: every rule in coverage order).
     pub fn require_triggered(mut self, names: &[&str]) -> Self {
         let all: Vec<String>;
         let names: Vec<&str> = if names.is_empty() {
-            all = self.report.coverage.iter().map(|(n, _)| n.to_lossy()).collect();
+            all = self
+                .report
+                .coverage
+                .iter()
+                .map(|(n, _)| n.to_lossy())
+                .collect();
             all.iter().map(String::as_str).collect()
         } else {
             names.to_vec()
@@ -101,13 +109,16 @@ impl<'r> Contract<'r> {
         key: Option<&str>,
     ) -> Result<Self, ConfigError> {
         if count < 0 {
-            return Err(ConfigError::new("Effect limit must be a nonnegative integer"));
+            return Err(ConfigError::new(
+                "Effect limit must be a nonnegative integer",
+            ));
         }
         let check = if self.report.effects.iter().any(|e| e.redacted) {
             Check {
                 name: format!("Effect budget: {name}"),
                 passed: false,
-                detail: "Cannot filter redacted effect identities; use nonsecret identifiers".into(),
+                detail: "Cannot filter redacted effect identities; use nonsecret identifiers"
+                    .into(),
             }
         } else {
             let actual = self
@@ -136,14 +147,26 @@ impl<'r> Contract<'r> {
         self.checks.push(Check {
             name: "No duplicate side effects".into(),
             passed: dups == 0,
-            detail: format!("{dups} duplicate effect(s) across {} commits", self.report.effects.len()),
+            detail: format!(
+                "{dups} duplicate effect(s) across {} commits",
+                self.report.effects.len()
+            ),
         });
         self
     }
 
     /// A custom check.
-    pub fn check(mut self, name: impl Into<String>, passed: bool, detail: impl Into<String>) -> Self {
-        self.checks.push(Check { name: name.into(), passed, detail: detail.into() });
+    pub fn check(
+        mut self,
+        name: impl Into<String>,
+        passed: bool,
+        detail: impl Into<String>,
+    ) -> Self {
+        self.checks.push(Check {
+            name: name.into(),
+            passed,
+            detail: detail.into(),
+        });
         self
     }
 
@@ -181,14 +204,22 @@ pub fn verdict(checks: &[Check]) -> bool {
 /// The reference's `assert_valid` over a list of checks.
 pub fn assert_checks(checks: &[Check]) -> Result<(), ContractFailure> {
     if checks.is_empty() {
-        return Err(ContractFailure("An empty contract cannot establish correctness".into()));
+        return Err(ContractFailure(
+            "An empty contract cannot establish correctness".into(),
+        ));
     }
-    let failed: Vec<String> =
-        checks.iter().filter(|c| !c.passed).map(|c| format!("{}: {}", c.name, c.detail)).collect();
+    let failed: Vec<String> = checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("{}: {}", c.name, c.detail))
+        .collect();
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(ContractFailure(format!("ToolStorm contract failed\n{}", failed.join("\n"))))
+        Err(ContractFailure(format!(
+            "ToolStorm contract failed\n{}",
+            failed.join("\n")
+        )))
     }
 }
 
@@ -196,6 +227,9 @@ pub fn assert_checks(checks: &[Check]) -> Result<(), ContractFailure> {
 pub fn checks_to_value(checks: &[Check]) -> Value {
     let mut o = Object::new();
     o.push("passed", verdict(checks));
-    o.push("checks", Value::Array(checks.iter().map(Check::to_value).collect()));
+    o.push(
+        "checks",
+        Value::Array(checks.iter().map(Check::to_value).collect()),
+    );
     Value::Object(o)
 }

@@ -30,7 +30,10 @@ impl Draw {
         let digest = Sha256::digest(canonical.as_bytes());
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
-        Draw { canonical, value: u64::from_be_bytes(first) }
+        Draw {
+            canonical,
+            value: u64::from_be_bytes(first),
+        }
     }
 
     /// The draw as a fraction of 2^64 (for display only).
@@ -74,8 +77,16 @@ mod tests {
 
     #[test]
     fn canonical_input() {
-        let d = Draw::new(42, &"lost-receipt".into(), &"create_shipment".into(), &"#1".into());
-        assert_eq!(d.canonical, r##"[42,"lost-receipt","create_shipment","#1"]"##);
+        let d = Draw::new(
+            42,
+            &"lost-receipt".into(),
+            &"create_shipment".into(),
+            &"#1".into(),
+        );
+        assert_eq!(
+            d.canonical,
+            r##"[42,"lost-receipt","create_shipment","#1"]"##
+        );
         assert_eq!(d.value, 618255713456486337);
     }
 }

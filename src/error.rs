@@ -19,7 +19,11 @@ pub struct ConfigError {
 impl ConfigError {
     /// An error with the reference's message only.
     pub fn new(message: &'static str) -> Self {
-        ConfigError { message, path: None, detail: None }
+        ConfigError {
+            message,
+            path: None,
+            detail: None,
+        }
     }
 
     /// Adds a JSON path (kept if one is already set: the innermost path wins).
@@ -125,7 +129,10 @@ impl Error {
 
     /// A tool failure of type `type_name` (recorded as `known: false`).
     pub fn raised(type_name: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::Raised { type_name: type_name.into(), message: message.into() }
+        Error::Raised {
+            type_name: type_name.into(),
+            message: message.into(),
+        }
     }
 
     /// The exception class name the reference records for this error.
@@ -147,7 +154,10 @@ impl Error {
     pub fn is_known(&self) -> bool {
         matches!(
             self,
-            Error::Timeout(_) | Error::RateLimited { .. } | Error::ResponseLost(_) | Error::Unavailable(_)
+            Error::Timeout(_)
+                | Error::RateLimited { .. }
+                | Error::ResponseLost(_)
+                | Error::Unavailable(_)
         )
     }
 
@@ -175,7 +185,11 @@ impl From<ConfigError> for Error {
 /// outside 1e-4 ≤ |x| < 1e6.
 pub fn format_g(x: f64) -> String {
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if x.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     if !x.is_finite() {
         return crate::json::float::py_repr(x);

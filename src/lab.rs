@@ -38,7 +38,11 @@ pub struct RunConfig {
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { seed: 42, probability: Some(1.0), max_calls: 8 }
+        RunConfig {
+            seed: 42,
+            probability: Some(1.0),
+            max_calls: 8,
+        }
     }
 }
 
@@ -66,7 +70,10 @@ pub struct LabRun {
 }
 
 /// Builds the rules of a scenario with an optional probability override.
-pub fn scenario_rules(scenario: &Scenario, probability: Option<f64>) -> Result<Vec<Rule>, ConfigError> {
+pub fn scenario_rules(
+    scenario: &Scenario,
+    probability: Option<f64>,
+) -> Result<Vec<Rule>, ConfigError> {
     scenario
         .rules
         .iter()
@@ -84,7 +91,9 @@ pub fn scenario_rules(scenario: &Scenario, probability: Option<f64>) -> Result<V
 /// Checks the lab's own limits (the budget) before running.
 pub fn check_config(config: &RunConfig) -> Result<(), ConfigError> {
     if !LAB_MAX_CALLS.contains(&config.max_calls) {
-        return Err(ConfigError::new("Demo call budget must be between 1 and 20"));
+        return Err(ConfigError::new(
+            "Demo call budget must be between 1 and 20",
+        ));
     }
     Ok(())
 }
@@ -105,11 +114,18 @@ pub fn run(scenario: &Scenario, policy: Policy, config: &RunConfig) -> Result<La
     let finished_at = clock.now();
     let report = storm.report();
     let shipments = service.shipments();
-    let checks = judge(scenario, &report, &outcome, shipments.len(), config.max_calls, finished_at)
-        .map_err(|e| match e {
-            Error::Config(c) => c,
-            other => ConfigError::new("Invalid fault rule").because(other.to_string()),
-        })?;
+    let checks = judge(
+        scenario,
+        &report,
+        &outcome,
+        shipments.len(),
+        config.max_calls,
+        finished_at,
+    )
+    .map_err(|e| match e {
+        Error::Config(c) => c,
+        other => ConfigError::new("Invalid fault rule").because(other.to_string()),
+    })?;
     let digest = report.digest();
     Ok(LabRun {
         scenario: scenario.name.clone(),
@@ -126,7 +142,10 @@ pub fn run(scenario: &Scenario, policy: Policy, config: &RunConfig) -> Result<La
 
 /// Runs every policy, in the reference's order.
 pub fn compare(scenario: &Scenario, config: &RunConfig) -> Result<Vec<LabRun>, ConfigError> {
-    Policy::ALL.iter().map(|p| run(scenario, *p, config)).collect()
+    Policy::ALL
+        .iter()
+        .map(|p| run(scenario, *p, config))
+        .collect()
 }
 
 /// The contract for a lab run: core checks, then the scenario's own.
@@ -138,7 +157,9 @@ pub fn judge(
     max_calls: i64,
     finished_at: f64,
 ) -> Result<Vec<Check>> {
-    let mut contract = Contract::new(report).require_triggered(&[]).no_duplicate_effects();
+    let mut contract = Contract::new(report)
+        .require_triggered(&[])
+        .no_duplicate_effects();
     contract = contract.at_most_calls(max_calls, None)?;
     let completed = outcome
         .as_object()
@@ -163,12 +184,20 @@ pub fn judge(
             ScenarioCheck::TaskCompleted => contract.check(
                 "Task completed",
                 completed,
-                if completed { "Shipment confirmed" } else { "No confirmed shipment" },
+                if completed {
+                    "Shipment confirmed"
+                } else {
+                    "No confirmed shipment"
+                },
             ),
             ScenarioCheck::LatencyBudget(budget) => contract.check(
                 "Latency budget",
                 finished_at <= *budget,
-                format!("{}s / {}s virtual time", py_fixed(finished_at, 2), py_fixed(*budget, 2)),
+                format!(
+                    "{}s / {}s virtual time",
+                    py_fixed(finished_at, 2),
+                    py_fixed(*budget, 2)
+                ),
             ),
         };
     }
@@ -183,13 +212,16 @@ pub fn retry_after_violations(report: &Report) -> usize {
         .enumerate()
         .filter(|(_, c)| {
             c.status != Status::Running
-                && c.error.as_ref().is_some_and(|e| e.known && e.type_name == "RateLimited")
+                && c.error
+                    .as_ref()
+                    .is_some_and(|e| e.known && e.type_name == "RateLimited")
         })
         .filter(|(i, c)| {
             let wait = c.error.as_ref().and_then(|e| e.retry_after).unwrap_or(0.0);
-            calls[i + 1..].iter().find(|n| n.tool == c.tool).is_some_and(|next| {
-                next.started + 0.000002 < c.started + c.elapsed + wait
-            })
+            calls[i + 1..]
+                .iter()
+                .find(|n| n.tool == c.tool)
+                .is_some_and(|next| next.started + 0.000002 < c.started + c.elapsed + wait)
         })
         .count()
 }
@@ -202,7 +234,11 @@ impl LabRun {
 
     /// Whether the task reported a confirmed shipment.
     pub fn completed(&self) -> bool {
-        self.outcome.as_object().and_then(|o| o.get("completed")).and_then(Value::as_bool) == Some(true)
+        self.outcome
+            .as_object()
+            .and_then(|o| o.get("completed"))
+            .and_then(Value::as_bool)
+            == Some(true)
     }
 
     /// Σ triggered faults.
@@ -280,7 +316,10 @@ pub fn comparison_value(scenario: &str, config: &RunConfig, runs: &[LabRun]) -> 
     o.push("engine_version", ENGINE_VERSION);
     o.push("scenario", scenario);
     o.push("config", config_value(scenario, config));
-    o.push("runs", Value::Array(runs.iter().map(LabRun::to_value).collect()));
+    o.push(
+        "runs",
+        Value::Array(runs.iter().map(LabRun::to_value).collect()),
+    );
     Value::Object(o)
 }
 

@@ -1,4 +1,5 @@
 //! ToolStorm engine (work in progress).
+pub mod cassette;
 pub mod clock;
 pub mod contract;
 pub mod decision;

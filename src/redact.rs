@@ -45,7 +45,10 @@ pub struct Redactor {
 impl Default for Redactor {
     fn default() -> Self {
         Redactor {
-            keys: BUILTIN_SECRET_KEYS.iter().map(|s| (*s).to_owned()).collect(),
+            keys: BUILTIN_SECRET_KEYS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
             custom_keys: Vec::new(),
             secrets: Vec::new(),
         }
@@ -83,7 +86,8 @@ impl Redactor {
             r.secrets.push(s.to_owned());
         }
         // Stable sort keeps the given order among equal lengths.
-        r.secrets.sort_by_key(|s| std::cmp::Reverse(s.chars().count()));
+        r.secrets
+            .sort_by_key(|s| std::cmp::Reverse(s.chars().count()));
         Ok(r)
     }
 
@@ -142,17 +146,25 @@ impl Redactor {
                 for (k, v) in obj.iter() {
                     let new_key = self.replace_secrets(k);
                     if !seen.insert(new_key.clone()) {
-                        return Err(ConfigError::new("Redaction creates ambiguous dictionary keys"));
+                        return Err(ConfigError::new(
+                            "Redaction creates ambiguous dictionary keys",
+                        ));
                     }
-                    let new_value =
-                        if self.is_secret_key(k) { Value::from(MARKER) } else { self.walk(v)? };
+                    let new_value = if self.is_secret_key(k) {
+                        Value::from(MARKER)
+                    } else {
+                        self.walk(v)?
+                    };
                     out.push(new_key, new_value);
                 }
                 Value::Object(out)
             }
-            Value::Array(items) => {
-                Value::Array(items.iter().map(|v| self.walk(v)).collect::<Result<_, _>>()?)
-            }
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|v| self.walk(v))
+                    .collect::<Result<_, _>>()?,
+            ),
             Value::Str(t) => Value::Str(self.replace_secrets(t)),
             other => other.clone(),
         })
@@ -176,9 +188,9 @@ pub fn check_json(value: &Value, depth: usize) -> Result<(), ConfigError> {
         return Err(ConfigError::new("JSON nesting exceeds 32"));
     }
     match value {
-        Value::Float(f) if !f.is_finite() => {
-            Err(ConfigError::new("ToolStorm accepts only finite JSON-compatible data"))
-        }
+        Value::Float(f) if !f.is_finite() => Err(ConfigError::new(
+            "ToolStorm accepts only finite JSON-compatible data",
+        )),
         Value::Array(items) => items.iter().try_for_each(|v| check_json(v, depth + 1)),
         Value::Object(obj) => obj.iter().try_for_each(|(_, v)| check_json(v, depth + 1)),
         _ => Ok(()),
@@ -193,10 +205,16 @@ mod tests {
     #[test]
     fn longest_secret_first_and_keys_normalised() {
         let r = Redactor::new(["Customer-Email"], ["ab", "abcd"]).expect("valid");
-        assert_eq!(r.replace_in_str("abcd ab abc"), "[REDACTED] [REDACTED] [REDACTED]c");
+        assert_eq!(
+            r.replace_in_str("abcd ab abc"),
+            "[REDACTED] [REDACTED] [REDACTED]c"
+        );
         let v = obj! {"CUSTOMER-EMAIL" => "x", "customer email" => "keep"};
         let out = r.scrub(&v).expect("scrub");
-        assert_eq!(canonical(&out), r#"{"CUSTOMER-EMAIL":"[REDACTED]","customer email":"keep"}"#);
+        assert_eq!(
+            canonical(&out),
+            r#"{"CUSTOMER-EMAIL":"[REDACTED]","customer email":"keep"}"#
+        );
     }
 
     #[test]

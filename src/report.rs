@@ -31,9 +31,14 @@ impl Status {
     }
     /// Parses a status name.
     pub fn parse(s: &str) -> Option<Status> {
-        [Status::Ok, Status::Error, Status::Cancelled, Status::Running]
-            .into_iter()
-            .find(|x| x.as_str() == s)
+        [
+            Status::Ok,
+            Status::Error,
+            Status::Cancelled,
+            Status::Running,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
     }
 }
 
@@ -207,8 +212,14 @@ impl Report {
         let mut o = Object::new();
         o.push("seed", Value::Int(self.seed.clone()));
         o.push("clock", self.clock.as_str());
-        o.push("calls", Value::Array(self.calls.iter().map(Call::to_value).collect()));
-        o.push("effects", Value::Array(self.effects.iter().map(Effect::to_value).collect()));
+        o.push(
+            "calls",
+            Value::Array(self.calls.iter().map(Call::to_value).collect()),
+        );
+        o.push(
+            "effects",
+            Value::Array(self.effects.iter().map(Effect::to_value).collect()),
+        );
         o.push("rules", Value::Array(self.rules.clone()));
         let mut cov = Object::new();
         for (name, c) in &self.coverage {
@@ -228,7 +239,10 @@ impl Report {
 
     /// Coverage of one rule.
     pub fn coverage_of(&self, rule: &str) -> Option<Coverage> {
-        self.coverage.iter().find(|(n, _)| n == rule).map(|(_, c)| *c)
+        self.coverage
+            .iter()
+            .find(|(n, _)| n == rule)
+            .map(|(_, c)| *c)
     }
 
     /// Total injected faults (Σ triggered).
@@ -239,6 +253,9 @@ impl Report {
     /// Σ over identities of (occurrences − 1).
     pub fn duplicate_effects(&self) -> usize {
         let mut seen = std::collections::HashSet::new();
-        self.effects.iter().filter(|e| !seen.insert(e.identity)).count()
+        self.effects
+            .iter()
+            .filter(|e| !seen.insert(e.identity))
+            .count()
     }
 }

@@ -71,7 +71,10 @@ impl FaultKind {
 
     /// Whether the fault raises before the tool runs.
     pub fn is_pre_call_error(self) -> bool {
-        matches!(self, FaultKind::Timeout | FaultKind::RateLimit | FaultKind::Unavailable)
+        matches!(
+            self,
+            FaultKind::Timeout | FaultKind::RateLimit | FaultKind::Unavailable
+        )
     }
 }
 
@@ -169,7 +172,10 @@ impl RuleSpec {
         o.push("name", self.name);
         o.push("tool", self.tool);
         o.push("kind", self.kind);
-        o.push("calls", Value::Array(self.calls.into_iter().map(Value::from).collect()));
+        o.push(
+            "calls",
+            Value::Array(self.calls.into_iter().map(Value::from).collect()),
+        );
         o.push("probability", Value::Float(self.probability));
         o.push("limit", self.limit.map(Value::from));
         o.push("delay", Value::Float(self.delay));
@@ -179,8 +185,16 @@ impl RuleSpec {
 }
 
 /// The keys a rule object may carry.
-pub const RULE_KEYS: [&str; 8] =
-    ["name", "tool", "kind", "calls", "probability", "limit", "delay", "replacement"];
+pub const RULE_KEYS: [&str; 8] = [
+    "name",
+    "tool",
+    "kind",
+    "calls",
+    "probability",
+    "limit",
+    "delay",
+    "replacement",
+];
 
 /// `require_keys`: missing required keys first, then unknown keys.
 pub fn require_keys<'a>(
@@ -196,10 +210,10 @@ pub fn require_keys<'a>(
         return Err(ConfigError::new("Missing required document fields")
             .because(format!("missing \"{missing}\"")));
     }
-    if let Some(extra) = obj
-        .keys()
-        .find(|k| k.as_str().is_none_or(|k| !required.contains(&k) && !optional.contains(&k)))
-    {
+    if let Some(extra) = obj.keys().find(|k| {
+        k.as_str()
+            .is_none_or(|k| !required.contains(&k) && !optional.contains(&k))
+    }) {
         return Err(ConfigError::new("Unknown document fields")
             .because(format!("unexpected \"{}\"", extra.to_lossy())));
     }
@@ -210,8 +224,15 @@ pub fn require_keys<'a>(
 pub fn duration(v: &Value) -> Result<f64, ConfigError> {
     match v.as_number_f64() {
         Some(f) if f.is_finite() && f >= 0.0 => Ok(f),
-        _ => Err(ConfigError::new("Duration must be a finite nonnegative number")
-            .because(format!("got {}", crate::json::canonical(v).chars().take(40).collect::<String>()))),
+        _ => Err(
+            ConfigError::new("Duration must be a finite nonnegative number").because(format!(
+                "got {}",
+                crate::json::canonical(v)
+                    .chars()
+                    .take(40)
+                    .collect::<String>()
+            )),
+        ),
     }
 }
 
@@ -222,7 +243,11 @@ pub fn int_cmp(a: &Int, b: &Int) -> Ordering {
         _ => {
             let (an, bn) = (a.is_negative(), b.is_negative());
             if an != bn {
-                return if an { Ordering::Less } else { Ordering::Greater };
+                return if an {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                };
             }
             let (ad, bd) = (a.to_decimal(), b.to_decimal());
             let (ad, bd) = (ad.trim_start_matches('-'), bd.trim_start_matches('-'));
@@ -251,45 +276,69 @@ impl Rule {
             .as_str()
             .and_then(FaultKind::parse)
             .ok_or_else(|| {
-                ConfigError::new("Unknown fault kind")
-                    .at("kind")
-                    .because("expected timeout, rate_limit, unavailable, response_lost, replace or latency")
+                ConfigError::new("Unknown fault kind").at("kind").because(
+                    "expected timeout, rate_limit, unavailable, response_lost, replace or latency",
+                )
             })?;
         let calls_value = o.get("calls").cloned().unwrap_or(Value::Array(Vec::new()));
         let Value::Array(items) = calls_value else {
-            return Err(ConfigError::new("Rule calls must be positive integer ordinals").at("calls"));
+            return Err(
+                ConfigError::new("Rule calls must be positive integer ordinals").at("calls"),
+            );
         };
         let mut calls = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             match item {
-                Value::Int(n) if int_cmp(n, &Int::Small(1)) != Ordering::Less => calls.push(n.clone()),
+                Value::Int(n) if int_cmp(n, &Int::Small(1)) != Ordering::Less => {
+                    calls.push(n.clone())
+                }
                 _ => {
-                    return Err(ConfigError::new("Rule calls must be positive integer ordinals")
-                        .at(format!("calls[{i}]")));
+                    return Err(
+                        ConfigError::new("Rule calls must be positive integer ordinals")
+                            .at(format!("calls[{i}]")),
+                    );
                 }
             }
         }
         calls.sort_by(int_cmp);
-        if calls.windows(2).any(|w| int_cmp(&w[0], &w[1]) == Ordering::Equal) {
+        if calls
+            .windows(2)
+            .any(|w| int_cmp(&w[0], &w[1]) == Ordering::Equal)
+        {
             return Err(ConfigError::new("Rule calls cannot contain duplicates").at("calls"));
         }
-        let probability =
-            duration(&o.get("probability").cloned().unwrap_or(Value::Float(1.0))).map_err(|e| e.at("probability"))?;
-        let delay = duration(&o.get("delay").cloned().unwrap_or(Value::Float(0.0))).map_err(|e| e.at("delay"))?;
+        let probability = duration(&o.get("probability").cloned().unwrap_or(Value::Float(1.0)))
+            .map_err(|e| e.at("probability"))?;
+        let delay = duration(&o.get("delay").cloned().unwrap_or(Value::Float(0.0)))
+            .map_err(|e| e.at("delay"))?;
         if probability > 1.0 {
-            return Err(ConfigError::new("Rule probability must be between 0 and 1").at("probability"));
+            return Err(
+                ConfigError::new("Rule probability must be between 0 and 1").at("probability")
+            );
         }
         let limit = match o.get("limit").unwrap_or(&Value::Null) {
             Value::Null => None,
             Value::Int(n) if int_cmp(n, &Int::Small(1)) != Ordering::Less => Some(n.clone()),
             _ => {
-                return Err(ConfigError::new("Rule limit must be a positive integer or null").at("limit"));
+                return Err(
+                    ConfigError::new("Rule limit must be a positive integer or null").at("limit"),
+                );
             }
         };
         let replacement = get("replacement");
         check_json(&replacement, 0).map_err(|e| e.at("replacement"))?;
         let glob = Glob::new(&tool);
-        Ok(Rule { name, tool, kind, calls, probability, limit, delay, replacement, glob })
+        Ok(Rule {
+            name,
+            tool,
+            kind,
+            calls,
+            probability,
+            limit,
+            delay,
+            replacement,
+            glob,
+        })
     }
 
     /// `Rule.from_dict`: key checks surface as-is; any other problem is `Invalid fault rule`
@@ -298,7 +347,11 @@ impl Rule {
         let o = require_keys(v, &RULE_KEYS[..3], &RULE_KEYS[3..])?;
         Rule::construct(o).map_err(|inner| {
             let detail = inner.message.to_string();
-            ConfigError { message: "Invalid fault rule", path: inner.path, detail: Some(detail) }
+            ConfigError {
+                message: "Invalid fault rule",
+                path: inner.path,
+                detail: Some(detail),
+            }
         })
     }
 
@@ -313,7 +366,10 @@ impl Rule {
         o.push("name", self.name.clone());
         o.push("tool", self.tool.clone());
         o.push("kind", self.kind.as_str());
-        o.push("calls", Value::Array(self.calls.iter().cloned().map(Value::Int).collect()));
+        o.push(
+            "calls",
+            Value::Array(self.calls.iter().cloned().map(Value::Int).collect()),
+        );
         o.push("probability", Value::Float(self.probability));
         o.push("limit", self.limit.clone().map(Value::Int));
         o.push("delay", Value::Float(self.delay));
@@ -328,7 +384,10 @@ impl Rule {
 
     fn applies_to_ordinal(&self, ordinal: u64) -> bool {
         self.calls.is_empty()
-            || self.calls.iter().any(|c| c.as_i64().is_some_and(|c| c as u64 == ordinal))
+            || self
+                .calls
+                .iter()
+                .any(|c| c.as_i64().is_some_and(|c| c as u64 == ordinal))
     }
 
     /// Whether `selected` selections have used up the limit.
@@ -353,24 +412,55 @@ mod tests {
     #[test]
     fn validation_order_and_messages() {
         let e = RuleSpec::new("", "t", FaultKind::Timeout).build().err();
-        assert_eq!(e.map(|e| e.message), Some("Rule name must be 1–100 characters"));
-        let e = RuleSpec::new("r", "t", FaultKind::Timeout).calls([2, 2]).build().err();
-        assert_eq!(e.map(|e| e.message), Some("Rule calls cannot contain duplicates"));
-        let e = RuleSpec::new("r", "t", FaultKind::Timeout).probability(1.5).build().err();
-        assert_eq!(e.map(|e| e.message), Some("Rule probability must be between 0 and 1"));
-        let e = RuleSpec::new("r", "t", FaultKind::Timeout).probability(f64::NAN).build().err();
-        assert_eq!(e.map(|e| e.message), Some("Duration must be a finite nonnegative number"));
-        let r = RuleSpec::new("r", "t", FaultKind::Timeout).calls([3, 1]).build().expect("ok");
-        assert_eq!(crate::json::canonical(&r.to_value()), r#"{"calls":[1,3],"delay":0.0,"kind":"timeout","limit":null,"name":"r","probability":1.0,"replacement":null,"tool":"t"}"#);
+        assert_eq!(
+            e.map(|e| e.message),
+            Some("Rule name must be 1–100 characters")
+        );
+        let e = RuleSpec::new("r", "t", FaultKind::Timeout)
+            .calls([2, 2])
+            .build()
+            .err();
+        assert_eq!(
+            e.map(|e| e.message),
+            Some("Rule calls cannot contain duplicates")
+        );
+        let e = RuleSpec::new("r", "t", FaultKind::Timeout)
+            .probability(1.5)
+            .build()
+            .err();
+        assert_eq!(
+            e.map(|e| e.message),
+            Some("Rule probability must be between 0 and 1")
+        );
+        let e = RuleSpec::new("r", "t", FaultKind::Timeout)
+            .probability(f64::NAN)
+            .build()
+            .err();
+        assert_eq!(
+            e.map(|e| e.message),
+            Some("Duration must be a finite nonnegative number")
+        );
+        let r = RuleSpec::new("r", "t", FaultKind::Timeout)
+            .calls([3, 1])
+            .build()
+            .expect("ok");
+        assert_eq!(
+            crate::json::canonical(&r.to_value()),
+            r#"{"calls":[1,3],"delay":0.0,"kind":"timeout","limit":null,"name":"r","probability":1.0,"replacement":null,"tool":"t"}"#
+        );
     }
 
     #[test]
     fn from_value_wraps_constructor_errors() {
-        let v = crate::json::parse(r#"{"name":"r","tool":"t","kind":"timeout","limit":0}"#).expect("json");
+        let v = crate::json::parse(r#"{"name":"r","tool":"t","kind":"timeout","limit":0}"#)
+            .expect("json");
         let e = Rule::from_value(&v).err();
         assert_eq!(e.as_ref().map(|e| e.message), Some("Invalid fault rule"));
         assert_eq!(e.and_then(|e| e.path), Some("limit".to_owned()));
         let v = crate::json::parse(r#"{"name":"r","tool":"t"}"#).expect("json");
-        assert_eq!(Rule::from_value(&v).err().map(|e| e.message), Some("Missing required document fields"));
+        assert_eq!(
+            Rule::from_value(&v).err().map(|e| e.message),
+            Some("Missing required document fields")
+        );
     }
 }

@@ -100,10 +100,14 @@ impl StormBuilder {
     /// Validates the configuration (the reference's checks, in its order).
     pub fn build(self) -> Result<Storm, ConfigError> {
         if !(-MAX_SAFE_SEED..=MAX_SAFE_SEED).contains(&self.seed) {
-            return Err(ConfigError::new("Seed must be an integer in the JavaScript-safe range"));
+            return Err(ConfigError::new(
+                "Seed must be an integer in the JavaScript-safe range",
+            ));
         }
         if !(1..=MAX_CALLS_LIMIT).contains(&self.max_calls) {
-            return Err(ConfigError::new("max_calls must be an integer between 1 and 10000"));
+            return Err(ConfigError::new(
+                "max_calls must be an integer between 1 and 10000",
+            ));
         }
         let names: HashSet<&Text> = self.rules.iter().map(|r| &r.name).collect();
         if self.rules.len() > MAX_RULES || names.len() != self.rules.len() {
@@ -125,7 +129,10 @@ impl StormBuilder {
             capture: self.capture,
             redactor: self.redactor,
             t0,
-            state: Mutex::new(State { coverage, ..State::default() }),
+            state: Mutex::new(State {
+                coverage,
+                ..State::default()
+            }),
         })
     }
 }
@@ -240,13 +247,20 @@ impl Storm {
             )));
         }
         let ordinal = st.ordinals.get(tool).copied().unwrap_or(0) + 1;
-        let raw_key = st.keys.last().cloned().unwrap_or_else(|| Text::from(format!("#{ordinal}")));
+        let raw_key = st
+            .keys
+            .last()
+            .cloned()
+            .unwrap_or_else(|| Text::from(format!("#{ordinal}")));
         let pair = (tool.clone(), raw_key.clone());
         if st.used_keys.contains(&pair) {
             return Err(Error::config("Duplicate invocation key for this tool"));
         }
-        let captured_args =
-            if self.capture { self.redactor.capture(arguments)? } else { Value::Null };
+        let captured_args = if self.capture {
+            self.redactor.capture(arguments)?
+        } else {
+            Value::Null
+        };
         st.used_keys.insert(pair);
         st.ordinals.insert(tool.clone(), ordinal);
 
@@ -290,7 +304,10 @@ impl Storm {
             capture_error: false,
         });
         st.active.push(index);
-        Ok(Begun { index, rule: chosen })
+        Ok(Begun {
+            index,
+            rule: chosen,
+        })
     }
 
     fn mark_injected(&self, begun: &Begun, rule: usize) {
@@ -315,7 +332,9 @@ impl Storm {
                     return Err(Error::Timeout("Injected timeout before execution".into()));
                 }
                 FaultKind::RateLimit => {
-                    return Err(Error::RateLimited { retry_after: rule.delay });
+                    return Err(Error::RateLimited {
+                        retry_after: rule.delay,
+                    });
                 }
                 FaultKind::Unavailable => {
                     return Err(Error::Unavailable(
@@ -333,7 +352,9 @@ impl Storm {
             && rule.kind == FaultKind::ResponseLost
         {
             self.mark_injected(begun, i);
-            return Err(Error::ResponseLost("Tool completed; acknowledgement was lost".into()));
+            return Err(Error::ResponseLost(
+                "Tool completed; acknowledgement was lost".into(),
+            ));
         }
         Ok(value)
     }
@@ -356,7 +377,11 @@ impl Storm {
                 }
             }
             Err(e) => {
-                call.status = if e.is_cancellation() { Status::Cancelled } else { Status::Error };
+                call.status = if e.is_cancellation() {
+                    Status::Cancelled
+                } else {
+                    Status::Error
+                };
                 call.error = Some(error_record(e));
             }
         }
@@ -372,14 +397,20 @@ impl Storm {
         let at = self.since_start();
         let mut st = self.lock();
         let Some(&current) = st.active.last() else {
-            return Err(Error::config("effect() must be called inside an executing wrapped tool"));
+            return Err(Error::config(
+                "effect() must be called inside an executing wrapped tool",
+            ));
         };
         let ok_len = |s: &str| (1..=200).contains(&s.chars().count());
         if !ok_len(name) || !ok_len(key) {
-            return Err(Error::config("Effect name and key must be 1–200 characters"));
+            return Err(Error::config(
+                "Effect name and key must be 1–200 characters",
+            ));
         }
         if st.calls[current].status != Status::Running {
-            return Err(Error::config("Cannot record an effect after its wrapped call completed"));
+            return Err(Error::config(
+                "Cannot record an effect after its wrapped call completed",
+            ));
         }
         if st.effects.len() >= MAX_EFFECTS {
             return Err(Error::BudgetExceeded("Effect trace limit reached".into()));
@@ -391,7 +422,14 @@ impl Storm {
         let red_key = self.redactor.replace_secrets(&raw.1);
         let redacted = red_name != raw.0 || red_key != raw.1;
         let call_id = st.calls[current].id;
-        st.effects.push(Effect { name: red_name, key: red_key, call_id, at, identity, redacted });
+        st.effects.push(Effect {
+            name: red_name,
+            key: red_key,
+            call_id,
+            at,
+            identity,
+            redacted,
+        });
         Ok(())
     }
 
@@ -412,7 +450,12 @@ impl Storm {
             calls: st.calls.clone(),
             effects: st.effects.clone(),
             rules,
-            coverage: self.rules.iter().map(|r| r.name.clone()).zip(st.coverage.iter().copied()).collect(),
+            coverage: self
+                .rules
+                .iter()
+                .map(|r| r.name.clone())
+                .zip(st.coverage.iter().copied())
+                .collect(),
             budget_rejections: st.budget_rejections,
             capture: self.capture,
         }
@@ -430,7 +473,11 @@ fn error_record(e: &Error) -> ErrorRecord {
         retry_after: match e {
             // The reference refuses a non-finite or negative wait when the error is made.
             Error::RateLimited { retry_after } => {
-                Some(if retry_after.is_finite() && *retry_after >= 0.0 { *retry_after } else { 0.0 })
+                Some(if retry_after.is_finite() && *retry_after >= 0.0 {
+                    *retry_after
+                } else {
+                    0.0
+                })
             }
             _ => None,
         },

@@ -205,9 +205,12 @@ mod tests {
 
     #[test]
     fn canonical_sorts_and_escapes() {
-        let v = parse(r#"{"b":1,"a":[1.0,-0.0,"\u00e9\ud83d\ude00/\u007f"],"":null}"#)
-            .expect("valid");
-        assert_eq!(canonical(&v), r#"{"":null,"a":[1.0,-0.0,"\u00e9\ud83d\ude00/\u007f"],"b":1}"#);
+        let v =
+            parse(r#"{"b":1,"a":[1.0,-0.0,"\u00e9\ud83d\ude00/\u007f"],"":null}"#).expect("valid");
+        assert_eq!(
+            canonical(&v),
+            r#"{"":null,"a":[1.0,-0.0,"\u00e9\ud83d\ude00/\u007f"],"b":1}"#
+        );
     }
 
     #[test]

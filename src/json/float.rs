@@ -4,7 +4,11 @@
 /// Python `repr(float)` for a finite value: `1.0`, `0.0001`, `1e-05`, `1e+16`, `-0.0`.
 pub fn py_repr(x: f64) -> String {
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     if !x.is_finite() {
         // Never stored in a Value; kept total for messages.

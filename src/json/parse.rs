@@ -94,12 +94,22 @@ pub fn parse(text: &str) -> Result<Value, ParseError> {
 /// Parses a document whose root sits at `depth` (payloads inside an envelope have less room).
 pub fn parse_at_depth(text: &str, depth: usize) -> Result<Value, ParseError> {
     if text.len() > MAX_DOCUMENT_BYTES {
-        return Err(ParseError { kind: ParseErrorKind::TooLarge, offset: MAX_DOCUMENT_BYTES });
+        return Err(ParseError {
+            kind: ParseErrorKind::TooLarge,
+            offset: MAX_DOCUMENT_BYTES,
+        });
     }
     if text.starts_with('\u{feff}') {
-        return Err(ParseError { kind: ParseErrorKind::ByteOrderMark, offset: 0 });
+        return Err(ParseError {
+            kind: ParseErrorKind::ByteOrderMark,
+            offset: 0,
+        });
     }
-    let mut p = Parser { bytes: text.as_bytes(), text, pos: 0 };
+    let mut p = Parser {
+        bytes: text.as_bytes(),
+        text,
+        pos: 0,
+    };
     p.skip_ws();
     let v = p.value(depth)?;
     p.skip_ws();
@@ -117,7 +127,10 @@ struct Parser<'a> {
 
 impl Parser<'_> {
     fn err(&self, kind: ParseErrorKind) -> ParseError {
-        ParseError { kind, offset: self.pos }
+        ParseError {
+            kind,
+            offset: self.pos,
+        }
     }
 
     fn unexpected(&self) -> ParseError {
@@ -225,16 +238,25 @@ impl Parser<'_> {
                 offset: start,
             })?;
             if !f.is_finite() {
-                return Err(ParseError { kind: ParseErrorKind::NonFiniteNumber, offset: start });
+                return Err(ParseError {
+                    kind: ParseErrorKind::NonFiniteNumber,
+                    offset: start,
+                });
             }
             Ok(Value::Float(f))
         } else {
             if int_digits > MAX_INT_DIGITS {
-                return Err(ParseError { kind: ParseErrorKind::IntegerTooLong, offset: start });
+                return Err(ParseError {
+                    kind: ParseErrorKind::IntegerTooLong,
+                    offset: start,
+                });
             }
             Int::parse_decimal(literal)
                 .map(Value::Int)
-                .ok_or(ParseError { kind: ParseErrorKind::InvalidNumber, offset: start })
+                .ok_or(ParseError {
+                    kind: ParseErrorKind::InvalidNumber,
+                    offset: start,
+                })
         }
     }
 
@@ -398,7 +420,10 @@ mod tests {
         assert_eq!(kind("NaN"), ParseErrorKind::NonFiniteNumber);
         assert_eq!(kind("-Infinity"), ParseErrorKind::NonFiniteNumber);
         assert_eq!(kind("1e999"), ParseErrorKind::NonFiniteNumber);
-        assert_eq!(kind("{\"a\":1,\"a\":2}"), ParseErrorKind::DuplicateKey("a".into()));
+        assert_eq!(
+            kind("{\"a\":1,\"a\":2}"),
+            ParseErrorKind::DuplicateKey("a".into())
+        );
         assert_eq!(kind("\u{feff}{}"), ParseErrorKind::ByteOrderMark);
         assert_eq!(kind(""), ParseErrorKind::UnexpectedEnd);
         assert_eq!(kind("'a'"), ParseErrorKind::UnexpectedCharacter('\''));
@@ -422,7 +447,12 @@ mod tests {
         assert_eq!(parse("0").ok(), Some(Value::Int(Int::Small(0))));
         assert!(matches!(parse("-0.0"), Ok(Value::Float(f)) if f.is_sign_negative()));
         assert!(matches!(parse("1E2"), Ok(Value::Float(f)) if f == 100.0));
-        let Ok(Value::Str(t)) = parse("\"\\ud83d\\ude00\\udc00x\"") else { panic!() };
-        assert_eq!(t.code_points().collect::<Vec<_>>(), vec![0x1f600, 0xdc00, 0x78]);
+        let Ok(Value::Str(t)) = parse("\"\\ud83d\\ude00\\udc00x\"") else {
+            panic!()
+        };
+        assert_eq!(
+            t.code_points().collect::<Vec<_>>(),
+            vec![0x1f600, 0xdc00, 0x78]
+        );
     }
 }

@@ -17,7 +17,10 @@ impl Text {
     /// Builds from a WTF-8 byte buffer produced by the parser.
     pub(crate) fn from_wtf8(bytes: Vec<u8>) -> Self {
         let utf8 = std::str::from_utf8(&bytes).is_ok();
-        Text { bytes: bytes.into_boxed_slice(), utf8 }
+        Text {
+            bytes: bytes.into_boxed_slice(),
+            utf8,
+        }
     }
 
     /// The string as `&str`, or `None` when it holds a lone surrogate.
@@ -38,7 +41,10 @@ impl Text {
     pub fn to_lossy(&self) -> String {
         match self.as_str() {
             Some(s) => s.to_owned(),
-            None => self.code_points().map(|c| char::from_u32(c).unwrap_or('\u{fffd}')).collect(),
+            None => self
+                .code_points()
+                .map(|c| char::from_u32(c).unwrap_or('\u{fffd}'))
+                .collect(),
         }
     }
 
@@ -54,7 +60,10 @@ impl Text {
 
     /// Iterates over the code points, surrogates included.
     pub fn code_points(&self) -> CodePoints<'_> {
-        CodePoints { bytes: &self.bytes, pos: 0 }
+        CodePoints {
+            bytes: &self.bytes,
+            pos: 0,
+        }
     }
 
     /// Applies `f` to the UTF-8 runs of the text, leaving lone surrogates where they are.
@@ -153,13 +162,19 @@ pub(crate) fn push_code_point(out: &mut Vec<u8>, cp: u32) {
 
 impl From<&str> for Text {
     fn from(s: &str) -> Self {
-        Text { bytes: s.as_bytes().into(), utf8: true }
+        Text {
+            bytes: s.as_bytes().into(),
+            utf8: true,
+        }
     }
 }
 
 impl From<String> for Text {
     fn from(s: String) -> Self {
-        Text { bytes: s.into_bytes().into_boxed_slice(), utf8: true }
+        Text {
+            bytes: s.into_bytes().into_boxed_slice(),
+            utf8: true,
+        }
     }
 }
 
@@ -209,6 +224,9 @@ mod tests {
         b.extend_from_slice(b"CD");
         let t = Text::from_wtf8(b);
         let lower = t.map_utf8_runs(|s| s.to_lowercase());
-        assert_eq!(lower.code_points().collect::<Vec<_>>(), vec![0x61, 0x62, 0xdc01, 0x63, 0x64]);
+        assert_eq!(
+            lower.code_points().collect::<Vec<_>>(),
+            vec![0x61, 0x62, 0xdc01, 0x63, 0x64]
+        );
     }
 }

@@ -35,7 +35,11 @@ impl Int {
         if let Ok(v) = format!("{}{}", if neg { "-" } else { "" }, trimmed).parse::<i64>() {
             return Some(Int::Small(v));
         }
-        let s = if neg { format!("-{trimmed}") } else { trimmed.to_owned() };
+        let s = if neg {
+            format!("-{trimmed}")
+        } else {
+            trimmed.to_owned()
+        };
         Some(Int::Big(s.into_boxed_str()))
     }
 
@@ -82,7 +86,9 @@ pub struct Object {
 impl Object {
     /// An empty object.
     pub fn new() -> Self {
-        Object { members: Vec::new() }
+        Object {
+            members: Vec::new(),
+        }
     }
 
     /// Appends a member (the caller guarantees the key is new).
@@ -149,7 +155,9 @@ impl Object {
 
 impl FromIterator<(Text, Value)> for Object {
     fn from_iter<T: IntoIterator<Item = (Text, Value)>>(iter: T) -> Self {
-        Object { members: iter.into_iter().collect() }
+        Object {
+            members: iter.into_iter().collect(),
+        }
     }
 }
 
@@ -259,7 +267,9 @@ impl Value {
             (Value::Object(a), Value::Object(b)) => {
                 a.len() == b.len()
                     && a.iter().all(|(k, v)| {
-                        b.iter().find(|(k2, _)| *k2 == k).is_some_and(|(_, w)| v.py_eq(w))
+                        b.iter()
+                            .find(|(k2, _)| *k2 == k)
+                            .is_some_and(|(_, w)| v.py_eq(w))
                     })
             }
             _ => false,
@@ -287,7 +297,11 @@ fn int_eq_float(a: &Int, b: f64) -> bool {
     match a {
         Int::Small(v) => {
             // Exact: compare through i128 when the float is integral and in range.
-            if b.abs() < 9.3e18 { (b as i128) == i128::from(*v) } else { false }
+            if b.abs() < 9.3e18 {
+                (b as i128) == i128::from(*v)
+            } else {
+                false
+            }
         }
         Int::Big(s) => s.parse::<f64>().ok() == Some(b) && format!("{b:.0}") == **s,
     }
@@ -388,9 +402,11 @@ impl From<serde_json::Value> for Value {
             }
             serde_json::Value::String(s) => Value::from(s),
             serde_json::Value::Array(a) => Value::Array(a.into_iter().map(Value::from).collect()),
-            serde_json::Value::Object(o) => {
-                Value::Object(o.into_iter().map(|(k, v)| (Text::from(k), Value::from(v))).collect())
-            }
+            serde_json::Value::Object(o) => Value::Object(
+                o.into_iter()
+                    .map(|(k, v)| (Text::from(k), Value::from(v)))
+                    .collect(),
+            ),
         }
     }
 }

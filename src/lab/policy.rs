@@ -102,10 +102,14 @@ fn truthy(v: &Value) -> bool {
 /// `KeyError` when missing.
 fn subscript(v: &Value, key: &str) -> Result<Value> {
     match v {
-        Value::Object(o) => {
-            o.get(key).cloned().ok_or_else(|| Error::raised("KeyError", format!("'{key}'")))
-        }
-        _ => Err(Error::raised("TypeError", "value is not subscriptable by a string")),
+        Value::Object(o) => o
+            .get(key)
+            .cloned()
+            .ok_or_else(|| Error::raised("KeyError", format!("'{key}'"))),
+        _ => Err(Error::raised(
+            "TypeError",
+            "value is not subscriptable by a string",
+        )),
     }
 }
 
@@ -118,17 +122,26 @@ fn valid_inventory(v: &Value) -> bool {
 
 fn retryable(e: &Error, op: Op) -> bool {
     e.is_known()
-        || (op == Op::Inventory && matches!(e, Error::Raised { type_name, .. } if type_name == "ValueError"))
+        || (op == Op::Inventory
+            && matches!(e, Error::Raised { type_name, .. } if type_name == "ValueError"))
 }
 
 impl Policy {
-    fn attempt(self, storm: &Storm, op: Op, mut call: impl FnMut() -> Result<Value>) -> Result<Value> {
+    fn attempt(
+        self,
+        storm: &Storm,
+        op: Op,
+        mut call: impl FnMut() -> Result<Value>,
+    ) -> Result<Value> {
         let attempts = self.attempts();
         let mut index = 0;
         loop {
             let result = call().and_then(|v| {
                 if self == Policy::Resilient && op == Op::Inventory && !valid_inventory(&v) {
-                    Err(Error::raised("ValueError", "inventory response failed validation"))
+                    Err(Error::raised(
+                        "ValueError",
+                        "inventory response failed validation",
+                    ))
                 } else {
                     Ok(v)
                 }
@@ -163,7 +176,9 @@ impl Policy {
 
     fn task(self, storm: &Storm, service: &Shipping) -> Result<Value> {
         let sku = Value::from("CLOUD-01");
-        let stock = self.attempt(storm, Op::Inventory, || service.check_inventory(storm, &sku))?;
+        let stock = self.attempt(storm, Op::Inventory, || {
+            service.check_inventory(storm, &sku)
+        })?;
         if !truthy(&subscript(&stock, "available")?) {
             return Ok(obj! {"completed" => false, "reason" => "Out of stock"});
         }

@@ -57,7 +57,10 @@ impl Shipping {
         storm.call(SHIP, args, || {
             storm.sleep(0.12)?;
             if !matches!(warehouse.as_text(), Some(t) if !t.is_empty()) {
-                return Err(Error::raised("ValueError", "warehouse must be a non-empty string"));
+                return Err(Error::raised(
+                    "ValueError",
+                    "warehouse must be a non-empty string",
+                ));
             }
             if let Some(key) = idempotency_key.filter(|k| !k.is_empty())
                 && let Some(stored) = self.by_key.borrow().get(key)
@@ -73,7 +76,9 @@ impl Shipping {
             self.shipments.borrow_mut().push(receipt.clone());
             storm.effect("shipment", order_id)?;
             if let Some(key) = idempotency_key.filter(|k| !k.is_empty()) {
-                self.by_key.borrow_mut().insert(key.to_owned(), receipt.clone());
+                self.by_key
+                    .borrow_mut()
+                    .insert(key.to_owned(), receipt.clone());
             }
             Ok(receipt)
         })

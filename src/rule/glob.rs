@@ -13,7 +13,10 @@ enum Token {
     Literal(u32),
     Any,
     Star,
-    Class { negate: bool, items: Vec<(u32, u32)> },
+    Class {
+        negate: bool,
+        items: Vec<(u32, u32)>,
+    },
     Never,
 }
 
@@ -131,7 +134,11 @@ fn class_token(pat: &[u32], start: usize, j: usize) -> Token {
     let mut stuff: Vec<SetChar> = Vec::new();
     if !stuff_raw.contains(&DASH) {
         for &c in stuff_raw {
-            stuff.push(if c == BACKSLASH { SetChar::Escaped(c) } else { SetChar::Plain(c) });
+            stuff.push(if c == BACKSLASH {
+                SetChar::Escaped(c)
+            } else {
+                SetChar::Plain(c)
+            });
         }
     } else {
         let mut chunks: Vec<Vec<u32>> = Vec::new();
