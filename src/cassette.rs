@@ -158,18 +158,27 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// (mode 0600) in the destination directory, flushes it to disk, then renames it over `path`.
 /// On any failure the temporary file is removed and the old target is left untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |file| file.write_all(bytes))
+}
+
+/// [`write_atomic`] with the content produced by `fill` (which may fail; tests use this to
+/// inject write errors).
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&dir)?;
     let (temp, mut file) = create_temp(&dir)?;
-    let result = (|| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, path)
-    })();
+    let result = fill(&mut file)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            drop(file);
+            fs::rename(&temp, path)
+        });
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
