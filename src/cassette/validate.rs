@@ -868,3 +868,102 @@ fn replay_coverage(
     }
     Ok(expected)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    const TINY: &str = r##"{"budget_rejections":0,"calls":[{"arguments":{"a":1,"b":2},"capture_error":false,"elapsed":0.0,"error":{"known":true,"type":"ToolTimeout"},"executed":false,"fault":"r","id":1,"injected":true,"key":"#1","kind":"timeout","ordinal":1,"output":null,"parent_id":null,"started":0.0,"status":"error","tool":"t"},{"arguments":{"a":1,"b":3},"capture_error":false,"elapsed":0.0,"error":null,"executed":true,"fault":null,"id":2,"injected":false,"key":"#2","kind":null,"ordinal":2,"output":{"sum":4},"parent_id":null,"started":0.0,"status":"ok","tool":"t"}],"capture":true,"clock":"VirtualClock","coverage":{"r":{"eligible":1,"selected":1,"triggered":1}},"effects":[],"rules":[{"calls":[1],"delay":0.0,"kind":"timeout","limit":null,"name":"r","probability":1.0,"replacement":null,"tool":"t"}],"schema_version":1,"seed":1}"##;
+
+    fn verdict(from: &str, to: &str) -> Result<Report, ConfigError> {
+        assert!(TINY.contains(from), "{from}");
+        validate_report(&parse(&TINY.replacen(from, to, 1)).expect("json"))
+    }
+
+    fn message(from: &str, to: &str) -> &'static str {
+        verdict(from, to).err().map_or("(valid)", |e| e.message)
+    }
+
+    #[test]
+    fn tiny_report_is_valid() {
+        let r = verdict("", "").expect("valid");
+        assert_eq!(r.calls.len(), 2);
+        assert_eq!(r.coverage_of("r").map(|c| c.triggered), Some(1));
+    }
+
+    #[test]
+    fn semantic_checks() {
+        assert_eq!(
+            message(r#""probability":1.0"#, r#""probability":0.0"#),
+            "A probability-zero rule cannot be selected"
+        );
+        assert_eq!(
+            message(r#""eligible":1"#, r#""eligible":2"#),
+            "Coverage counts disagree with recorded calls"
+        );
+        assert_eq!(
+            message(
+                r#""kind":"timeout","ordinal""#,
+                r#""kind":"latency","ordinal""#
+            ),
+            "Call fault does not match its rule"
+        );
+        assert_eq!(
+            message(r#""fault":"r""#, r#""fault":"q""#),
+            "Call references an unknown fault rule"
+        );
+        assert_eq!(
+            message(
+                r#""known":true,"type":"ToolTimeout""#,
+                r#""known":true,"type":"ToolUnavailable""#
+            ),
+            "Pre-call failure must carry its declared error"
+        );
+        assert_eq!(
+            message(r#""injected":true"#, r#""injected":false"#),
+            "A selected pre-call rule must record an injection"
+        );
+    }
+
+    #[test]
+    fn coverage_entries_use_require_keys() {
+        // The reference calls require_keys on each entry (spec §8.3 check 27 words it as a
+        // coverage-count failure; the code raises the document-field messages).
+        assert_eq!(
+            message(r#""triggered":1}"#, r#""triggered":1,"x":0}"#),
+            "Unknown document fields"
+        );
+        assert_eq!(
+            message(r#","triggered":1}"#, "}"),
+            "Missing required document fields"
+        );
+        assert_eq!(
+            message(r#""triggered":1}"#, r#""triggered":true}"#),
+            "Invalid rule coverage counts"
+        );
+    }
+
+    #[test]
+    fn paths_point_at_the_field() {
+        let e = verdict(r#""ordinal":2"#, r#""ordinal":3"#)
+            .err()
+            .expect("invalid");
+        assert_eq!(e.message, "Invalid per-tool invocation ordinal");
+        assert_eq!(e.path.as_deref(), Some("calls[1].ordinal"));
+        let e = verdict(
+            r#""known":true,"type":"ToolTimeout""#,
+            r#""known":1,"type":"ToolTimeout""#,
+        )
+        .err()
+        .expect("invalid");
+        assert_eq!(e.path.as_deref(), Some("calls[0].error.known"));
+        let e = verdict(r#""probability":1.0"#, r#""probability":1.5"#)
+            .err()
+            .expect("invalid");
+        assert_eq!(
+            (e.message, e.path.as_deref()),
+            ("Invalid fault rule", Some("rules[0].probability"))
+        );
+    }
+}
