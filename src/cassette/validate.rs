@@ -946,21 +946,16 @@ mod tests {
 
     #[test]
     fn paths_point_at_the_field() {
-        let e = verdict(r#""ordinal":2"#, r#""ordinal":3"#)
-            .err()
-            .expect("invalid");
+        let e = verdict(r#""ordinal":2"#, r#""ordinal":3"#).expect_err("invalid");
         assert_eq!(e.message, "Invalid per-tool invocation ordinal");
         assert_eq!(e.path.as_deref(), Some("calls[1].ordinal"));
         let e = verdict(
             r#""known":true,"type":"ToolTimeout""#,
             r#""known":1,"type":"ToolTimeout""#,
         )
-        .err()
-        .expect("invalid");
+        .expect_err("invalid");
         assert_eq!(e.path.as_deref(), Some("calls[0].error.known"));
-        let e = verdict(r#""probability":1.0"#, r#""probability":1.5"#)
-            .err()
-            .expect("invalid");
+        let e = verdict(r#""probability":1.0"#, r#""probability":1.5"#).expect_err("invalid");
         assert_eq!(
             (e.message, e.path.as_deref()),
             ("Invalid fault rule", Some("rules[0].probability"))
