@@ -64,6 +64,7 @@
 pub mod atomic;
 #[cfg(feature = "tui")]
 pub mod cli;
+pub mod cassette;
 pub mod clock;
 pub mod contract;
 pub mod decision;

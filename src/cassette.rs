@@ -1,0 +1,647 @@
+//! Cassettes (spec §8, §14.3): a validated, key-sorted report document with its canonical
+//! bytes and digest; loading from text and files with the reference's limits and messages;
+//! crash-safe saving; reading the documents the command line accepts (bare reports, run files,
+//! comparisons); and the `inspect` / `check` outputs.
+
+mod replay;
+mod validate;
+
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use replay::{ArgumentDiff, ClosestRecord, DiffKind, Replay};
+pub use validate::{
+    CALL_KEYS, COVERAGE_KEYS, EFFECT_KEYS, MAX_RULES, MAX_TRACE_ITEMS, PORTABLE_ERRORS,
+    REPORT_KEYS, validate_report,
+};
+
+use crate::contract::{Check, Contract, checks_to_value, verdict};
+use crate::error::ConfigError;
+use crate::json::{
+    MAX_DOCUMENT_BYTES, Object, ParseError, ParseErrorKind, Value, canonical, fingerprint,
+    one_line, parse,
+};
+use crate::redact::{Redactor, check_json};
+use crate::report::Report;
+
+/// Most runs a comparison document may hold.
+pub const MAX_COMPARISON_RUNS: usize = 100;
+
+/// A validated trace: the canonical (key-sorted) document and its typed view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cassette {
+    /// The document as re-parsed from its canonical text (keys in sorted order; ints kept).
+    pub data: Value,
+    /// The typed view (durations as `f64`); `data` is what bytes and digests come from.
+    pub report: Report,
+}
+
+/// A JSON parse failure as the reference reports it.
+pub fn json_error(e: &ParseError) -> ConfigError {
+    let message = if e.kind == ParseErrorKind::TooLarge {
+        "JSON document exceeds size limit"
+    } else {
+        "Invalid or excessively nested JSON"
+    };
+    let full = e.to_string();
+    let detail = full
+        .strip_prefix("Invalid or excessively nested JSON: ")
+        .unwrap_or(&full)
+        .to_owned();
+    ConfigError::new(message).because(detail)
+}
+
+impl Cassette {
+    /// The reference's constructor: canonicalise, enforce 8 MB, re-parse, validate.
+    pub fn from_value(value: &Value) -> Result<Cassette, ConfigError> {
+        check_json(value, 0).map_err(|e| {
+            ConfigError::new("Value cannot be safely serialized as JSON").because(e.message)
+        })?;
+        let text = canonical(value);
+        if text.len() > MAX_DOCUMENT_BYTES {
+            return Err(
+                ConfigError::new("Cassette exceeds 8 MB limit").because(format!(
+                    "canonical form is {} bytes; at most {MAX_DOCUMENT_BYTES} allowed",
+                    text.len()
+                )),
+            );
+        }
+        let data = parse(&text).map_err(|e| json_error(&e))?;
+        let report = validate_report(&data)?;
+        Ok(Cassette { data, report })
+    }
+
+    /// A cassette of a report taken from a run.
+    pub fn from_report(report: &Report) -> Result<Cassette, ConfigError> {
+        Cassette::from_value(&report.to_value())
+    }
+
+    /// Parses JSON text, then constructs.
+    pub fn loads(text: &str) -> Result<Cassette, ConfigError> {
+        let value = parse(text).map_err(|e| json_error(&e))?;
+        Cassette::from_value(&value)
+    }
+
+    /// Reads a file (at most 8,000,001 bytes) as `Cassette.load` does.
+    pub fn load(path: impl AsRef<Path>) -> Result<Cassette, LoadError> {
+        let path = path.as_ref();
+        let raw = read_bounded(path)?;
+        if raw.len() > MAX_DOCUMENT_BYTES {
+            return Err(LoadError::config(
+                path,
+                ConfigError::new("Cassette exceeds 8 MB limit").because(format!(
+                    "the file is larger than {MAX_DOCUMENT_BYTES} bytes"
+                )),
+            ));
+        }
+        let text = match std::str::from_utf8(&raw) {
+            Ok(t) => t,
+            Err(e) => {
+                let problem = Utf8Problem::new(&raw, &e);
+                return Err(LoadError::config(
+                    path,
+                    ConfigError::new("Cassette must be UTF-8 JSON")
+                        .because(problem.python_message()),
+                ));
+            }
+        };
+        Cassette::loads(text).map_err(|e| LoadError::config(path, e))
+    }
+
+    /// The file text: canonical JSON plus a newline.
+    pub fn dumps(&self) -> String {
+        let mut s = canonical(&self.data);
+        s.push('\n');
+        s
+    }
+
+    /// SHA-256 of the canonical document (equals the run's report digest).
+    pub fn digest(&self) -> String {
+        fingerprint(&self.data)
+    }
+
+    /// A fresh copy of the document.
+    pub fn to_value(&self) -> Value {
+        self.data.clone()
+    }
+
+    /// Writes [`Cassette::dumps`] atomically (see [`write_atomic`]).
+    pub fn save(&self, path: impl AsRef<Path>) -> io::Result<()> {
+        write_atomic(path.as_ref(), self.dumps().as_bytes())
+    }
+
+    /// A replay session over this cassette.
+    pub fn replay(&self, redactor: Option<Redactor>) -> Result<Replay, ConfigError> {
+        Replay::new(self, redactor)
+    }
+}
+
+fn read_bounded(path: &Path) -> Result<Vec<u8>, LoadError> {
+    let io_err = |error| LoadError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let mut raw = Vec::new();
+    file.take(MAX_DOCUMENT_BYTES as u64 + 1)
+        .read_to_end(&mut raw)
+        .map_err(io_err)?;
+    Ok(raw)
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Crash-safe write: creates the parent directories, writes a `.toolstorm-*` temporary file
+/// (mode 0600) in the destination directory, flushes it to disk, then renames it over `path`.
+/// On any failure the temporary file is removed and the old target is left untouched.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |file| file.write_all(bytes))
+}
+
+/// [`write_atomic`] with the content produced by `fill` (which may fail; tests use this to
+/// inject write errors).
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir)?;
+    let (temp, mut file) = create_temp(&dir)?;
+    let result = fill(&mut file)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            drop(file);
+            fs::rename(&temp, path)
+        });
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+fn create_temp(dir: &Path) -> io::Result<(PathBuf, File)> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for _ in 0..100 {
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!(".toolstorm-{}-{nanos:08x}-{n}", std::process::id());
+        let temp = dir.join(name);
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        match options.open(&temp) {
+            Ok(f) => return Ok((temp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "could not create a unique temporary file",
+    ))
+}
+
+/// Why a byte string is not UTF-8, in the terms Python's decoder uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Utf8Problem {
+    /// Byte offset of the first bad byte.
+    pub start: usize,
+    /// One past the last byte of the bad sequence.
+    pub end: usize,
+    /// The first bad byte.
+    pub byte: u8,
+    /// `invalid start byte`, `invalid continuation byte` or `unexpected end of data`.
+    pub reason: &'static str,
+}
+
+impl Utf8Problem {
+    fn new(raw: &[u8], e: &std::str::Utf8Error) -> Utf8Problem {
+        let start = e.valid_up_to();
+        let byte = raw.get(start).copied().unwrap_or(0);
+        match e.error_len() {
+            None => Utf8Problem {
+                start,
+                end: raw.len(),
+                byte,
+                reason: "unexpected end of data",
+            },
+            Some(n) => {
+                let starts_sequence = matches!(byte, 0xC2..=0xF4);
+                let reason = if starts_sequence {
+                    "invalid continuation byte"
+                } else {
+                    "invalid start byte"
+                };
+                Utf8Problem {
+                    start,
+                    end: start + n,
+                    byte,
+                    reason,
+                }
+            }
+        }
+    }
+
+    /// Python's `str(UnicodeDecodeError)` for this problem.
+    pub fn python_message(&self) -> String {
+        if self.end > self.start + 1 {
+            format!(
+                "'utf-8' codec can't decode bytes in position {}-{}: {}",
+                self.start,
+                self.end - 1,
+                self.reason
+            )
+        } else {
+            format!(
+                "'utf-8' codec can't decode byte 0x{:02x} in position {}: {}",
+                self.byte, self.start, self.reason
+            )
+        }
+    }
+}
+
+/// Why a document could not be read as cassettes. Each variant maps to the reference's
+/// `toolstorm: {Class}: {message}` line and to a richer explanation naming the file and field.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The file could not be opened or read (`FileNotFoundError`, `IsADirectoryError`, ...).
+    Io {
+        /// The path as given.
+        path: PathBuf,
+        /// The OS error.
+        error: io::Error,
+    },
+    /// More than 8,000,000 bytes (`ValueError: File exceeds 8 MB limit`).
+    TooLarge {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// Not UTF-8 (`UnicodeDecodeError`).
+    Utf8 {
+        /// The path as given.
+        path: PathBuf,
+        /// Where and why.
+        problem: Utf8Problem,
+    },
+    /// A malformed comparison (`ValueError`).
+    Comparison {
+        /// The path as given.
+        path: PathBuf,
+        /// The reference's message.
+        message: &'static str,
+        /// Where and why.
+        detail: String,
+    },
+    /// JSON or validation failure (`ConfigurationError`).
+    Config {
+        /// The path as given.
+        path: PathBuf,
+        /// For comparisons, the 0-based run whose report failed.
+        run: Option<usize>,
+        /// The reference's message, with path and detail.
+        error: ConfigError,
+    },
+}
+
+impl LoadError {
+    fn config(path: &Path, error: ConfigError) -> LoadError {
+        LoadError::Config {
+            path: path.to_path_buf(),
+            run: None,
+            error,
+        }
+    }
+
+    /// The Python exception class the reference prints.
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            LoadError::Io { error, .. } => match error.raw_os_error() {
+                Some(2) => "FileNotFoundError",
+                Some(21) => "IsADirectoryError",
+                Some(20) => "NotADirectoryError",
+                Some(1 | 13) => "PermissionError",
+                _ => match error.kind() {
+                    io::ErrorKind::NotFound => "FileNotFoundError",
+                    io::ErrorKind::PermissionDenied => "PermissionError",
+                    _ => "OSError",
+                },
+            },
+            LoadError::TooLarge { .. } | LoadError::Comparison { .. } => "ValueError",
+            LoadError::Utf8 { .. } => "UnicodeDecodeError",
+            LoadError::Config { .. } => "ConfigurationError",
+        }
+    }
+
+    /// The reference's exception message (`str(exc)`).
+    pub fn reference_message(&self) -> String {
+        match self {
+            LoadError::Io { path, error } => {
+                let text = error.to_string();
+                let strerror = text.split(" (os error").next().unwrap_or(&text).to_owned();
+                match error.raw_os_error() {
+                    Some(code) => {
+                        format!(
+                            "[Errno {code}] {strerror}: {}",
+                            python_repr(&path.to_string_lossy())
+                        )
+                    }
+                    None => strerror,
+                }
+            }
+            LoadError::TooLarge { .. } => "File exceeds 8 MB limit".to_owned(),
+            LoadError::Utf8 { problem, .. } => problem.python_message(),
+            LoadError::Comparison { message, .. } => (*message).to_owned(),
+            LoadError::Config { error, .. } => error.message.to_owned(),
+        }
+    }
+
+    /// The reference's stderr line, `toolstorm: {Class}: {message}`.
+    pub fn reference_line(&self) -> String {
+        format!(
+            "toolstorm: {}: {}",
+            self.class_name(),
+            self.reference_message()
+        )
+    }
+
+    /// The reference's message for `ConfigurationError`s (what verdicts compare).
+    pub fn config_error(&self) -> Option<&ConfigError> {
+        match self {
+            LoadError::Config { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Our explanation: the file, the JSON path inside it, and what was found.
+    pub fn explain(&self) -> String {
+        match self {
+            LoadError::Io { path, error } => format!("{}: {error}", path.display()),
+            LoadError::TooLarge { path } => {
+                format!(
+                    "{}: file exceeds {MAX_DOCUMENT_BYTES} bytes",
+                    path.display()
+                )
+            }
+            LoadError::Utf8 { path, problem } => format!(
+                "{}: not UTF-8: byte 0x{:02x} at offset {} ({})",
+                path.display(),
+                problem.byte,
+                problem.start,
+                problem.reason
+            ),
+            LoadError::Comparison {
+                path,
+                message,
+                detail,
+            } => {
+                format!("{}: {message} ({detail})", path.display())
+            }
+            LoadError::Config { path, run, error } => {
+                let mut where_ = String::new();
+                if let Some(r) = run {
+                    where_ = format!("runs[{r}].report");
+                }
+                if let Some(p) = &error.path {
+                    if !where_.is_empty() && !p.starts_with('[') {
+                        where_.push('.');
+                    }
+                    where_.push_str(p);
+                }
+                let mut s = format!("{}: {}", path.display(), error.message);
+                if !where_.is_empty() {
+                    s.push_str(&format!(" at {where_}"));
+                }
+                if let Some(d) = &error.detail {
+                    s.push_str(&format!(": {d}"));
+                }
+                s
+            }
+        }
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.explain())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Python's `repr()` of a string (as used in OS error messages).
+pub fn python_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Reads what `inspect` and `check` accept: a report, a run file (`report` key) or a
+/// comparison (`runs` of 1–100 objects with `report`), each report validated as a cassette.
+pub fn load_document(path: impl AsRef<Path>) -> Result<Vec<Cassette>, LoadError> {
+    let path = path.as_ref();
+    let raw = read_bounded(path)?;
+    if raw.len() > MAX_DOCUMENT_BYTES {
+        return Err(LoadError::TooLarge {
+            path: path.to_path_buf(),
+        });
+    }
+    let text = std::str::from_utf8(&raw).map_err(|e| LoadError::Utf8 {
+        path: path.to_path_buf(),
+        problem: Utf8Problem::new(&raw, &e),
+    })?;
+    let data = parse(text).map_err(|e| LoadError::config(path, json_error(&e)))?;
+    document_cassettes(path, &data)
+}
+
+/// The document-shape rules of [`load_document`] over an already parsed value.
+pub fn document_cassettes(path: &Path, data: &Value) -> Result<Vec<Cassette>, LoadError> {
+    if let Some(o) = data.as_object() {
+        if let Some(runs) = o.get("runs") {
+            let comparison = |message, detail: String| LoadError::Comparison {
+                path: path.to_path_buf(),
+                message,
+                detail,
+            };
+            let items = match runs {
+                Value::Array(items) if (1..=MAX_COMPARISON_RUNS).contains(&items.len()) => items,
+                Value::Array(items) => {
+                    return Err(comparison(
+                        "Comparison needs 1–100 run records",
+                        format!("runs holds {} records", items.len()),
+                    ));
+                }
+                other => {
+                    return Err(comparison(
+                        "Comparison needs 1–100 run records",
+                        format!("runs is {}, not an array", other.type_name()),
+                    ));
+                }
+            };
+            let mut reports = Vec::with_capacity(items.len());
+            for (i, run) in items.iter().enumerate() {
+                match run.as_object().and_then(|r| r.get("report")) {
+                    Some(report) => reports.push(report),
+                    None => {
+                        return Err(comparison(
+                            "Each comparison run needs a report",
+                            format!("runs[{i}] has no report"),
+                        ));
+                    }
+                }
+            }
+            return reports
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    Cassette::from_value(r).map_err(|error| LoadError::Config {
+                        path: path.to_path_buf(),
+                        run: Some(i),
+                        error,
+                    })
+                })
+                .collect();
+        }
+        if let Some(report) = o.get("report") {
+            return Cassette::from_value(report)
+                .map(|c| vec![c])
+                .map_err(|e| LoadError::config(path, e.within("report")));
+        }
+    }
+    Cassette::from_value(data)
+        .map(|c| vec![c])
+        .map_err(|e| LoadError::config(path, e))
+}
+
+fn data_field<'a>(c: &'a Cassette, key: &str) -> &'a Value {
+    c.data
+        .as_object()
+        .and_then(|o| o.get(key))
+        .unwrap_or(&Value::Null)
+}
+
+/// `inspect` text: one `Valid trace v1: {calls} calls, {effects} effects` line per cassette.
+pub fn inspect_text(cassettes: &[Cassette]) -> String {
+    cassettes
+        .iter()
+        .map(|c| {
+            format!(
+                "Valid trace v{}: {} calls, {} effects\n",
+                crate::report::SCHEMA_VERSION,
+                c.report.calls.len(),
+                c.report.effects.len()
+            )
+        })
+        .collect()
+}
+
+/// `inspect --json`'s summary of one cassette.
+pub fn inspect_summary(c: &Cassette) -> Value {
+    let mut o = Object::new();
+    o.push("schema_version", data_field(c, "schema_version").clone());
+    o.push("calls", c.report.calls.len());
+    o.push("effects", c.report.effects.len());
+    o.push("coverage", data_field(c, "coverage").clone());
+    o.push("capture", data_field(c, "capture").clone());
+    Value::Object(o)
+}
+
+fn single_or_runs(mut items: Vec<Value>) -> Value {
+    if items.len() == 1 {
+        items.pop().unwrap_or(Value::Null)
+    } else {
+        let mut o = Object::new();
+        o.push("runs", Value::Array(items));
+        Value::Object(o)
+    }
+}
+
+/// `inspect --json`: one line (Python `json.dumps` layout) plus a newline.
+pub fn inspect_json(cassettes: &[Cassette]) -> String {
+    let v = single_or_runs(cassettes.iter().map(inspect_summary).collect());
+    one_line(&v) + "\n"
+}
+
+/// The outcome of `check` over a document's cassettes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckSummary {
+    /// The checks of each cassette, in document order.
+    pub runs: Vec<Vec<Check>>,
+}
+
+impl CheckSummary {
+    /// Whether every cassette passed.
+    pub fn passed(&self) -> bool {
+        self.runs.iter().all(|c| verdict(c))
+    }
+
+    /// The command's exit code: 0 if every cassette passed, else 1.
+    pub fn exit_code(&self) -> i32 {
+        if self.passed() { 0 } else { 1 }
+    }
+
+    /// Text output: `PASS`/`FAIL`, then `✓`/`✗` lines, per cassette.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for checks in &self.runs {
+            out.push_str(if verdict(checks) { "PASS\n" } else { "FAIL\n" });
+            for c in checks {
+                let mark = if c.passed { '✓' } else { '✗' };
+                out.push_str(&format!("{mark} {}: {}\n", c.name, c.detail));
+            }
+        }
+        out
+    }
+
+    /// `--json` output: one line plus a newline.
+    pub fn json(&self) -> String {
+        let v = single_or_runs(self.runs.iter().map(|c| checks_to_value(c)).collect());
+        one_line(&v) + "\n"
+    }
+}
+
+/// `check`: per cassette, `require_triggered()` over every rule (sorted name order),
+/// `no_duplicate_effects()` and `at_most_calls(max_calls)`.
+pub fn check(cassettes: &[Cassette], max_calls: i64) -> Result<CheckSummary, ConfigError> {
+    let mut runs = Vec::with_capacity(cassettes.len());
+    for c in cassettes {
+        let contract = Contract::new(&c.report)
+            .require_triggered(&[])
+            .no_duplicate_effects()
+            .at_most_calls(max_calls, None)?;
+        runs.push(contract.into_checks());
+    }
+    Ok(CheckSummary { runs })
+}

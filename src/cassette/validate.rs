@@ -1,0 +1,964 @@
+//! `validate_report` (spec §8.3): every check the reference makes before it trusts a trace, in
+//! its evaluation order and with its messages, plus the semantic replay that recomputes rule
+//! coverage from the calls. Success yields the typed [`Report`] view of the document.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+
+use crate::error::ConfigError;
+use crate::json::{Int, Object, Text, Value, canonical};
+use crate::redact::check_json;
+use crate::report::{Call, Coverage, Effect, ErrorRecord, Report, Status};
+use crate::rule::{FaultKind, Rule, duration, int_cmp, require_keys};
+
+/// Most calls, and most effects, a trace may hold.
+pub const MAX_TRACE_ITEMS: usize = 10_000;
+/// Most rules a trace may hold.
+pub const MAX_RULES: usize = 100;
+/// Slack the reference allows when comparing end times (seconds).
+const END_SLACK: f64 = 0.000002;
+
+/// The top-level keys of a report.
+pub const REPORT_KEYS: [&str; 9] = [
+    "schema_version",
+    "seed",
+    "clock",
+    "calls",
+    "effects",
+    "rules",
+    "coverage",
+    "budget_rejections",
+    "capture",
+];
+/// The keys of a call object.
+pub const CALL_KEYS: [&str; 16] = [
+    "id",
+    "tool",
+    "ordinal",
+    "parent_id",
+    "key",
+    "started",
+    "elapsed",
+    "status",
+    "fault",
+    "kind",
+    "executed",
+    "injected",
+    "arguments",
+    "output",
+    "error",
+    "capture_error",
+];
+/// The keys of an effect object.
+pub const EFFECT_KEYS: [&str; 6] = ["name", "key", "call_id", "at", "identity", "redacted"];
+/// The keys of a coverage entry.
+pub const COVERAGE_KEYS: [&str; 3] = ["eligible", "selected", "triggered"];
+/// Error types the reference treats as portable (`known: true`).
+pub const PORTABLE_ERRORS: [&str; 4] = [
+    "RateLimited",
+    "ToolTimeout",
+    "ResponseLost",
+    "ToolUnavailable",
+];
+
+fn fail(message: &'static str) -> ConfigError {
+    ConfigError::new(message)
+}
+
+fn brief(v: &Value) -> String {
+    let text = canonical(v);
+    if text.chars().count() > 60 {
+        let cut: String = text.chars().take(57).collect();
+        format!("{cut}...")
+    } else {
+        text
+    }
+}
+
+/// `Value::Int` exactly equal to `n`.
+fn int_is(v: &Value, n: u64) -> bool {
+    matches!(v, Value::Int(Int::Small(x)) if *x >= 0 && *x as u64 == n)
+}
+
+fn nonempty_str(v: &Value) -> bool {
+    matches!(v, Value::Str(t) if !t.is_empty())
+}
+
+fn small_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::Int(Int::Small(x)) if *x >= 0 => Some(*x as u64),
+        _ => None,
+    }
+}
+
+fn field<'a>(o: &'a Object, key: &str) -> &'a Value {
+    o.get(key).unwrap_or(&Value::Null)
+}
+
+/// A call's fields after the per-call checks (what later checks look back at).
+struct Seen<'a> {
+    obj: &'a Object,
+    tool: Text,
+    ordinal: u64,
+    started: f64,
+    elapsed: f64,
+    status: Status,
+    executed: bool,
+}
+
+/// Checks a report document exactly as the reference does (first failing check wins) and
+/// returns its typed view. Errors carry the reference's message, a JSON path and a detail.
+pub fn validate_report(data: &Value) -> Result<Report, ConfigError> {
+    let top = require_keys(data, &REPORT_KEYS, &[])?;
+    let schema = field(top, "schema_version");
+    if !int_is(schema, 1) {
+        return Err(fail("Unsupported trace schema version; expected 1")
+            .at("schema_version")
+            .because(format!("found {}", brief(schema))));
+    }
+    let capture = match field(top, "capture") {
+        Value::Bool(b) => *b,
+        other => {
+            return Err(fail("Invalid trace metadata")
+                .at("capture")
+                .because(format!("expected a boolean, found {}", other.type_name())));
+        }
+    };
+    let Value::Int(seed) = field(top, "seed") else {
+        return Err(fail("Invalid trace metadata").at("seed").because(format!(
+            "expected an integer, found {}",
+            field(top, "seed").type_name()
+        )));
+    };
+    let Some(clock) = field(top, "clock").as_text() else {
+        return Err(fail("Invalid trace metadata").at("clock").because(format!(
+            "expected a string, found {}",
+            field(top, "clock").type_name()
+        )));
+    };
+    let Value::Int(rejections) = field(top, "budget_rejections") else {
+        return Err(fail("Invalid trace metadata")
+            .at("budget_rejections")
+            .because(format!(
+                "expected an integer, found {}",
+                field(top, "budget_rejections").type_name()
+            )));
+    };
+    if rejections.is_negative() {
+        return Err(fail("Invalid rejected call count")
+            .at("budget_rejections")
+            .because(format!("found {}", rejections.to_decimal())));
+    }
+    let budget_rejections = rejections.as_i64().map_or(u64::MAX, |n| n as u64);
+    let calls_value = field(top, "calls");
+    let raw_calls = match calls_value {
+        Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => items,
+        Value::Array(items) => {
+            return Err(fail("Invalid trace call list").at("calls").because(format!(
+                "{} calls; at most {MAX_TRACE_ITEMS} allowed",
+                items.len()
+            )));
+        }
+        other => {
+            return Err(fail("Invalid trace call list")
+                .at("calls")
+                .because(format!("expected an array, found {}", other.type_name())));
+        }
+    };
+
+    let mut seen: Vec<Seen<'_>> = Vec::with_capacity(raw_calls.len());
+    let mut calls: Vec<Call> = Vec::with_capacity(raw_calls.len());
+    let mut ordinals: HashMap<Text, u64> = HashMap::new();
+    for (pos, raw) in raw_calls.iter().enumerate() {
+        let here = format!("calls[{pos}]");
+        let (s, call) = check_call(raw, pos as u64 + 1, capture, &seen, &mut ordinals)
+            .map_err(|e| e.within(&here))?;
+        seen.push(s);
+        calls.push(call);
+    }
+
+    let effects = check_effects(field(top, "effects"), &seen)?;
+    let (rules, rule_values) = check_rules(field(top, "rules"))?;
+    let coverage = check_coverage(field(top, "coverage"), &rules)?;
+    let expected = replay_coverage(&rules, &seen, capture)?;
+    for (i, rule) in rules.iter().enumerate() {
+        let recorded = coverage
+            .iter()
+            .find(|(n, _)| *n == rule.name)
+            .map(|(_, c)| *c);
+        if recorded != Some(expected[i]) {
+            let e = expected[i];
+            return Err(fail("Coverage counts disagree with recorded calls")
+                .at(format!("coverage.{}", rule.name.to_lossy()))
+                .because(format!(
+                    "recorded {}, the calls give eligible {}, selected {}, triggered {}",
+                    recorded.map_or_else(
+                        || "nothing".to_owned(),
+                        |c| format!(
+                            "eligible {}, selected {}, triggered {}",
+                            c.eligible, c.selected, c.triggered
+                        )
+                    ),
+                    e.eligible,
+                    e.selected,
+                    e.triggered
+                )));
+        }
+    }
+    check_json(data, 0)?;
+    Ok(Report {
+        seed: seed.clone(),
+        clock: clock.to_lossy(),
+        calls,
+        effects,
+        rules: rule_values,
+        coverage,
+        budget_rejections,
+        capture,
+    })
+}
+
+fn check_call<'a>(
+    raw: &'a Value,
+    index: u64,
+    capture: bool,
+    earlier: &[Seen<'a>],
+    ordinals: &mut HashMap<Text, u64>,
+) -> Result<(Seen<'a>, Call), ConfigError> {
+    let o = require_keys(raw, &CALL_KEYS, &[])?;
+    let id = field(o, "id");
+    if !int_is(id, index) {
+        return Err(fail("Trace calls must have contiguous invocation IDs")
+            .at("id")
+            .because(format!("expected {index}, found {}", brief(id))));
+    }
+    let tool = match field(o, "tool") {
+        Value::Str(t) if !t.is_empty() => t.clone(),
+        other => {
+            return Err(fail("Invalid recorded tool name")
+                .at("tool")
+                .because(format!(
+                    "expected a nonempty string, found {}",
+                    brief(other)
+                )));
+        }
+    };
+    let key = match field(o, "key") {
+        Value::Str(t) if !t.is_empty() => t.clone(),
+        other => {
+            return Err(fail("Invalid recorded invocation key")
+                .at("key")
+                .because(format!(
+                    "expected a nonempty string, found {}",
+                    brief(other)
+                )));
+        }
+    };
+    let ordinal = ordinals.get(&tool).copied().unwrap_or(0) + 1;
+    if !int_is(field(o, "ordinal"), ordinal) {
+        return Err(fail("Invalid per-tool invocation ordinal")
+            .at("ordinal")
+            .because(format!(
+                "call {index} is call {ordinal} of \"{}\", found {}",
+                tool.to_lossy(),
+                brief(field(o, "ordinal"))
+            )));
+    }
+    ordinals.insert(tool.clone(), ordinal);
+    let parent_value = field(o, "parent_id");
+    let parent = match parent_value {
+        Value::Null => None,
+        Value::Int(Int::Small(p)) if *p >= 1 && (*p as u64) < index => {
+            let parent = &earlier[*p as usize - 1];
+            if !parent.executed {
+                return Err(fail("Nested call requires an executing parent")
+                    .at("parent_id")
+                    .because(format!("call {p} did not execute")));
+            }
+            Some((*p as u64, parent))
+        }
+        other => {
+            return Err(fail("Parent must be an earlier call")
+                .at("parent_id")
+                .because(format!(
+                    "expected null or an id in 1..{}, found {}",
+                    index,
+                    brief(other)
+                )));
+        }
+    };
+    let started = duration(field(o, "started")).map_err(|e| e.at("started"))?;
+    let elapsed = duration(field(o, "elapsed")).map_err(|e| e.at("elapsed"))?;
+    if let Some((pid, p)) = parent {
+        if started < p.started {
+            return Err(fail("Nested call precedes its parent")
+                .at("started")
+                .because(format!(
+                    "starts at {started}, parent call {pid} starts at {}",
+                    p.started
+                )));
+        }
+        if p.status != Status::Running && started + elapsed > p.started + p.elapsed + END_SLACK {
+            return Err(fail("Nested call must finish before its parent")
+                .at("elapsed")
+                .because(format!(
+                    "ends at {}, parent call {pid} ends at {}",
+                    started + elapsed,
+                    p.started + p.elapsed
+                )));
+        }
+    }
+    let status_value = field(o, "status");
+    let Some(status) = status_value.as_str().and_then(Status::parse) else {
+        return Err(fail("Invalid recorded call status")
+            .at("status")
+            .because(format!(
+                "expected ok, error, cancelled or running, found {}",
+                brief(status_value)
+            )));
+    };
+    let mut flags = [false; 3];
+    for (slot, name) in flags
+        .iter_mut()
+        .zip(["executed", "injected", "capture_error"])
+    {
+        match field(o, name) {
+            Value::Bool(b) => *slot = *b,
+            other => {
+                return Err(fail("Invalid recorded call flags")
+                    .at(name)
+                    .because(format!("expected a boolean, found {}", brief(other))));
+            }
+        }
+    }
+    let [executed, injected, capture_error] = flags;
+    let fault = match field(o, "fault") {
+        Value::Null => None,
+        Value::Str(t) => Some(t.clone()),
+        other => {
+            return Err(fail("Invalid recorded fault").at("fault").because(format!(
+                "expected null or a rule name, found {}",
+                brief(other)
+            )));
+        }
+    };
+    let kind = match field(o, "kind") {
+        Value::Null => None,
+        other => match other.as_str().and_then(FaultKind::parse) {
+            Some(k) => Some(k),
+            None => {
+                return Err(fail("Invalid recorded fault kind")
+                    .at("kind")
+                    .because(format!(
+                        "expected null or a fault kind, found {}",
+                        brief(other)
+                    )));
+            }
+        },
+    };
+    let error_value = field(o, "error");
+    if status == Status::Ok && !error_value.is_null() {
+        return Err(fail("Successful call cannot contain an error")
+            .at("error")
+            .because("status is ok but an error is recorded"));
+    }
+    if status == Status::Ok && kind != Some(FaultKind::Replace) && !executed {
+        return Err(fail("Successful non-replacement call requires execution")
+            .at("executed")
+            .because("status is ok without a replace fault, but executed is false"));
+    }
+    let mut error = None;
+    if matches!(status, Status::Error | Status::Cancelled) {
+        error = Some(check_error(error_value).map_err(|e| e.within("error"))?);
+    } else if let Some(eo) = error_value.as_object() {
+        // Not checked by the reference for ok/running calls; kept as a best-effort view.
+        error = eo
+            .get("type")
+            .and_then(Value::as_text)
+            .map(|t| ErrorRecord {
+                type_name: t.clone(),
+                known: eo.get("known").and_then(Value::as_bool).unwrap_or(false),
+                retry_after: eo.get("retry_after").and_then(Value::as_number_f64),
+            });
+    }
+    let arguments = field(o, "arguments");
+    if capture && arguments.as_object().is_none() {
+        return Err(fail("Recorded arguments must be an object")
+            .at("arguments")
+            .because(format!("capture is on, found {}", arguments.type_name())));
+    }
+    let call = Call {
+        id: index,
+        tool: tool.clone(),
+        ordinal,
+        key,
+        started,
+        parent_id: parent.map(|(p, _)| p),
+        elapsed,
+        status,
+        fault,
+        kind,
+        executed,
+        injected,
+        arguments: arguments.clone(),
+        output: field(o, "output").clone(),
+        error,
+        capture_error,
+    };
+    Ok((
+        Seen {
+            obj: o,
+            tool,
+            ordinal,
+            started,
+            elapsed,
+            status,
+            executed,
+        },
+        call,
+    ))
+}
+
+fn check_error(v: &Value) -> Result<ErrorRecord, ConfigError> {
+    let o = require_keys(v, &["type", "known"], &["retry_after"])?;
+    let type_name = match field(o, "type") {
+        Value::Str(t) if (1..=200).contains(&t.len_chars()) => t.clone(),
+        other => {
+            return Err(fail("Invalid recorded exception type")
+                .at("type")
+                .because(format!(
+                    "expected a string of 1–200 characters, found {}",
+                    other.type_name()
+                )));
+        }
+    };
+    let Value::Bool(known) = field(o, "known") else {
+        return Err(fail("Invalid known-error discriminator")
+            .at("known")
+            .because(format!(
+                "expected a boolean, found {}",
+                brief(field(o, "known"))
+            )));
+    };
+    let known = *known;
+    if known && !PORTABLE_ERRORS.iter().any(|p| type_name == *p) {
+        return Err(fail("Unknown portable error type")
+            .at("type")
+            .because(format!(
+                "\"{}\" is not one of RateLimited, ToolTimeout, ResponseLost, ToolUnavailable",
+                type_name.to_lossy()
+            )));
+    }
+    let is_rate_limit = known && type_name == "RateLimited";
+    let has_retry = o.contains_key("retry_after");
+    if is_rate_limit != has_retry {
+        return Err(fail("Rate limit errors must carry retry metadata")
+            .at("retry_after")
+            .because(if has_retry {
+                "only a known RateLimited error may carry retry_after"
+            } else {
+                "a known RateLimited error needs retry_after"
+            }));
+    }
+    let retry_after = match o.get("retry_after") {
+        Some(r) => Some(duration(r).map_err(|e| e.at("retry_after"))?),
+        None => None,
+    };
+    Ok(ErrorRecord {
+        type_name,
+        known,
+        retry_after,
+    })
+}
+
+fn check_effects(value: &Value, calls: &[Seen<'_>]) -> Result<Vec<Effect>, ConfigError> {
+    let items = match value {
+        Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => items,
+        other => {
+            return Err(fail("Invalid effect list")
+                .at("effects")
+                .because(match other {
+                    Value::Array(a) => {
+                        format!("{} effects; at most {MAX_TRACE_ITEMS} allowed", a.len())
+                    }
+                    _ => format!("expected an array, found {}", other.type_name()),
+                }));
+        }
+    };
+    let mut labels: Vec<(Text, Text)> = Vec::new();
+    let mut visible: HashMap<(Text, Text), u64> = HashMap::new();
+    let mut effects = Vec::with_capacity(items.len());
+    for (j, raw) in items.iter().enumerate() {
+        let here = format!("effects[{j}]");
+        let effect =
+            check_effect(raw, calls, &mut labels, &mut visible).map_err(|e| e.within(&here))?;
+        effects.push(effect);
+    }
+    Ok(effects)
+}
+
+fn check_effect(
+    raw: &Value,
+    calls: &[Seen<'_>],
+    labels: &mut Vec<(Text, Text)>,
+    visible: &mut HashMap<(Text, Text), u64>,
+) -> Result<Effect, ConfigError> {
+    let o = require_keys(raw, &EFFECT_KEYS, &[])?;
+    for name in ["name", "key"] {
+        if !nonempty_str(field(o, name)) {
+            return Err(fail("Invalid effect metadata").at(name).because(format!(
+                "expected a nonempty string, found {}",
+                brief(field(o, name))
+            )));
+        }
+    }
+    let (name, key) = match (field(o, "name"), field(o, "key")) {
+        (Value::Str(n), Value::Str(k)) => (n.clone(), k.clone()),
+        _ => return Err(fail("Invalid effect metadata")),
+    };
+    let call_id = match small_u64(field(o, "call_id")) {
+        Some(c) if c >= 1 && c as usize <= calls.len() => c,
+        _ => {
+            return Err(fail("Effect references an absent call")
+                .at("call_id")
+                .because(format!(
+                    "expected an id in 1..={}, found {}",
+                    calls.len(),
+                    brief(field(o, "call_id"))
+                )));
+        }
+    };
+    let at = duration(field(o, "at")).map_err(|e| e.at("at"))?;
+    let identity_value = field(o, "identity");
+    let identity_ok =
+        matches!(identity_value, Value::Int(i) if int_cmp(i, &Int::Small(1)) != Ordering::Less);
+    let redacted = match field(o, "redacted") {
+        Value::Bool(b) if identity_ok => *b,
+        other => {
+            let (path, found) = if identity_ok {
+                ("redacted", other)
+            } else {
+                ("identity", identity_value)
+            };
+            return Err(fail("Invalid effect identity")
+                .at(path)
+                .because(format!("found {}", brief(found))));
+        }
+    };
+    let call = &calls[call_id as usize - 1];
+    if !call.executed {
+        return Err(fail("An unexecuted tool cannot commit a side effect")
+            .at("call_id")
+            .because(format!("call {call_id} did not execute")));
+    }
+    if at < call.started
+        || (call.status != Status::Running && at > call.started + call.elapsed + END_SLACK)
+    {
+        return Err(fail("Effect time must fall within its call")
+            .at("at")
+            .because(format!(
+                "at {at}, call {call_id} runs from {} to {}",
+                call.started,
+                call.started + call.elapsed
+            )));
+    }
+    let pair = (name.clone(), key.clone());
+    let next = labels.len() as u64 + 1;
+    let identity = match small_u64(identity_value) {
+        Some(n) if n <= labels.len() as u64 => {
+            if labels[n as usize - 1] != pair {
+                return Err(fail("Effect identity changed its label")
+                    .at("identity")
+                    .because(format!(
+                        "identity {n} was first committed as ({}, {})",
+                        labels[n as usize - 1].0.to_lossy(),
+                        labels[n as usize - 1].1.to_lossy()
+                    )));
+            }
+            n
+        }
+        Some(n) if n == next => {
+            labels.push(pair.clone());
+            n
+        }
+        _ => {
+            return Err(
+                fail("Effect identities must be contiguous in first-seen order")
+                    .at("identity")
+                    .because(format!(
+                        "expected at most {next}, found {}",
+                        brief(identity_value)
+                    )),
+            );
+        }
+    };
+    if !redacted {
+        match visible.get(&pair) {
+            Some(previous) if *previous != identity => {
+                return Err(
+                    fail("Duplicate effect labels cannot have different identities")
+                        .at("identity")
+                        .because(format!(
+                            "this label already has identity {previous}, found {identity}"
+                        )),
+                );
+            }
+            _ => {
+                visible.insert(pair, identity);
+            }
+        }
+    }
+    Ok(Effect {
+        name,
+        key,
+        call_id,
+        at,
+        identity,
+        redacted,
+    })
+}
+
+fn check_rules(value: &Value) -> Result<(Vec<Rule>, Vec<Value>), ConfigError> {
+    let items = match value {
+        Value::Array(items) if items.len() <= MAX_RULES => items,
+        other => {
+            return Err(fail("Invalid rule list").at("rules").because(match other {
+                Value::Array(a) => format!("{} rules; at most {MAX_RULES} allowed", a.len()),
+                _ => format!("expected an array, found {}", other.type_name()),
+            }));
+        }
+    };
+    let mut rules = Vec::with_capacity(items.len());
+    for (i, raw) in items.iter().enumerate() {
+        rules.push(Rule::from_value(raw).map_err(|e| e.within(&format!("rules[{i}]")))?);
+    }
+    Ok((rules, items.clone()))
+}
+
+fn check_coverage(value: &Value, rules: &[Rule]) -> Result<Vec<(Text, Coverage)>, ConfigError> {
+    let names: HashSet<&Text> = rules.iter().map(|r| &r.name).collect();
+    let mismatch = fail("Rule coverage must match unique rule names").at("coverage");
+    if names.len() != rules.len() {
+        let mut once = HashSet::new();
+        let dup = rules
+            .iter()
+            .find(|r| !once.insert(&r.name))
+            .map(|r| r.name.to_lossy());
+        return Err(mismatch.because(format!(
+            "rule name \"{}\" is used twice",
+            dup.unwrap_or_default()
+        )));
+    }
+    let Value::Object(cov) = value else {
+        return Err(mismatch.because(format!("expected an object, found {}", value.type_name())));
+    };
+    let keys: HashSet<&Text> = cov.keys().collect();
+    if keys != names {
+        let extra = cov.keys().find(|k| !names.contains(k));
+        let missing = rules.iter().map(|r| &r.name).find(|n| !keys.contains(n));
+        return Err(mismatch.because(match (missing, extra) {
+            (Some(m), _) => format!("no coverage for rule \"{}\"", m.to_lossy()),
+            (None, Some(x)) => format!("coverage for unknown rule \"{}\"", x.to_lossy()),
+            (None, None) => "key sets differ".to_owned(),
+        }));
+    }
+    let mut out = Vec::with_capacity(cov.len());
+    for (name, entry) in cov.iter() {
+        let here = format!("coverage.{}", name.to_lossy());
+        let o = require_keys(entry, &COVERAGE_KEYS, &[]).map_err(|e| e.within(&here))?;
+        let bad = || fail("Invalid rule coverage counts").at(here.clone());
+        let mut counts = Vec::with_capacity(3);
+        for k in COVERAGE_KEYS {
+            match field(o, k) {
+                Value::Int(n) if !n.is_negative() => counts.push(n.clone()),
+                other => {
+                    return Err(bad().because(format!(
+                        "{k} must be a nonnegative integer, found {}",
+                        brief(other)
+                    )));
+                }
+            }
+        }
+        let (eligible, selected, triggered) = (&counts[0], &counts[1], &counts[2]);
+        if int_cmp(triggered, selected) == Ordering::Greater
+            || int_cmp(selected, eligible) == Ordering::Greater
+        {
+            return Err(bad().because(format!(
+                "need triggered ≤ selected ≤ eligible, found {} / {} / {}",
+                triggered.to_decimal(),
+                selected.to_decimal(),
+                eligible.to_decimal()
+            )));
+        }
+        let as_u64 = |n: &Int| n.as_i64().map_or(u64::MAX, |v| v as u64);
+        out.push((
+            name.clone(),
+            Coverage {
+                eligible: as_u64(eligible),
+                selected: as_u64(selected),
+                triggered: as_u64(triggered),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+fn precall_error(kind: FaultKind, rule: &Rule) -> Option<Value> {
+    let type_name = match kind {
+        FaultKind::Timeout => "ToolTimeout",
+        FaultKind::RateLimit => "RateLimited",
+        FaultKind::Unavailable => "ToolUnavailable",
+        _ => return None,
+    };
+    let mut o = Object::new();
+    o.push("type", type_name);
+    o.push("known", true);
+    if kind == FaultKind::RateLimit {
+        o.push("retry_after", Value::Float(rule.delay));
+    }
+    Some(Value::Object(o))
+}
+
+fn replay_coverage(
+    rules: &[Rule],
+    calls: &[Seen<'_>],
+    capture: bool,
+) -> Result<Vec<Coverage>, ConfigError> {
+    let index: HashMap<&Text, usize> = rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (&r.name, i))
+        .collect();
+    let mut expected = vec![Coverage::default(); rules.len()];
+    for (pos, call) in calls.iter().enumerate() {
+        let here = format!("calls[{pos}]");
+        let o = call.obj;
+        for (i, rule) in rules.iter().enumerate() {
+            if rule.eligible(&call.tool, call.ordinal) {
+                expected[i].eligible += 1;
+            }
+        }
+        let injected = field(o, "injected").as_bool().unwrap_or(false);
+        let executed = call.executed;
+        let kind_value = field(o, "kind");
+        let Some(fault) = field(o, "fault").as_text() else {
+            if !kind_value.is_null() || injected {
+                return Err(fail("A fault kind needs a rule reference")
+                    .at(format!("{here}.fault"))
+                    .because("kind or injected is set but fault is null"));
+            }
+            continue;
+        };
+        let Some(&ri) = index.get(fault) else {
+            return Err(fail("Call references an unknown fault rule")
+                .at(format!("{here}.fault"))
+                .because(format!("no rule named \"{}\"", fault.to_lossy())));
+        };
+        let rule = &rules[ri];
+        if rule.probability == 0.0 {
+            return Err(fail("A probability-zero rule cannot be selected")
+                .at(format!("{here}.fault"))
+                .because(format!(
+                    "rule \"{}\" has probability 0",
+                    rule.name.to_lossy()
+                )));
+        }
+        if kind_value.as_str() != Some(rule.kind.as_str())
+            || !rule.eligible(&call.tool, call.ordinal)
+        {
+            return Err(fail("Call fault does not match its rule")
+                .at(format!("{here}.kind"))
+                .because(format!(
+                    "rule \"{}\" is {} and {} this call",
+                    rule.name.to_lossy(),
+                    rule.kind,
+                    if rule.eligible(&call.tool, call.ordinal) {
+                        "covers"
+                    } else {
+                        "does not cover"
+                    }
+                )));
+        }
+        let cov = &mut expected[ri];
+        cov.selected += 1;
+        cov.triggered += u64::from(injected);
+        if let Some(limit) = &rule.limit
+            && int_cmp(&Int::Small(cov.selected as i64), limit) == Ordering::Greater
+        {
+            return Err(fail("Fault exceeds its trigger limit")
+                .at(format!("{here}.fault"))
+                .because(format!(
+                    "rule \"{}\" selected {} times, limit {}",
+                    rule.name.to_lossy(),
+                    cov.selected,
+                    limit.to_decimal()
+                )));
+        }
+        let kind = rule.kind;
+        if (kind.is_pre_call_error() || kind == FaultKind::Replace) && executed {
+            return Err(fail("Pre-call faults cannot execute the underlying tool")
+                .at(format!("{here}.executed"))
+                .because(format!(
+                    "a {kind} fault replaces the call, but executed is true"
+                )));
+        }
+        if let Some(want) = precall_error(kind, rule)
+            && call.status != Status::Running
+            && (call.status != Status::Error || !field(o, "error").py_eq(&want))
+        {
+            return Err(fail("Pre-call failure must carry its declared error")
+                .at(format!("{here}.error"))
+                .because(format!(
+                    "expected status error with {}, found status {} with {}",
+                    canonical(&want),
+                    call.status.as_str(),
+                    brief(field(o, "error"))
+                )));
+        }
+        if kind == FaultKind::Replace && !matches!(call.status, Status::Running | Status::Ok) {
+            return Err(fail("Replacement must return its payload successfully")
+                .at(format!("{here}.status"))
+                .because(format!("found status {}", call.status.as_str())));
+        }
+        if kind == FaultKind::Replace
+            && call.status == Status::Ok
+            && capture
+            && !field(o, "capture_error").as_bool().unwrap_or(false)
+            && canonical(field(o, "output")) != canonical(&rule.replacement)
+        {
+            return Err(fail("Captured replacement disagrees with its rule payload")
+                .at(format!("{here}.output"))
+                .because(format!(
+                    "expected {}, found {}",
+                    brief(&rule.replacement),
+                    brief(field(o, "output"))
+                )));
+        }
+        if kind == FaultKind::ResponseLost {
+            if !executed {
+                return Err(fail("A lost acknowledgement requires execution")
+                    .at(format!("{here}.executed"))
+                    .because("a response_lost fault needs the tool to have run"));
+            }
+            let lost = {
+                let mut w = Object::new();
+                w.push("type", "ResponseLost");
+                w.push("known", true);
+                Value::Object(w)
+            };
+            if injected && (call.status != Status::Error || !field(o, "error").py_eq(&lost)) {
+                return Err(
+                    fail("A triggered lost acknowledgement must record ResponseLost")
+                        .at(format!("{here}.error"))
+                        .because(format!(
+                            "found status {} with {}",
+                            call.status.as_str(),
+                            brief(field(o, "error"))
+                        )),
+                );
+            }
+        } else if !injected && call.status != Status::Running {
+            return Err(fail("A selected pre-call rule must record an injection")
+                .at(format!("{here}.injected"))
+                .because(format!(
+                    "rule \"{}\" was selected but injected is false",
+                    rule.name.to_lossy()
+                )));
+        }
+    }
+    Ok(expected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse;
+
+    const TINY: &str = r##"{"budget_rejections":0,"calls":[{"arguments":{"a":1,"b":2},"capture_error":false,"elapsed":0.0,"error":{"known":true,"type":"ToolTimeout"},"executed":false,"fault":"r","id":1,"injected":true,"key":"#1","kind":"timeout","ordinal":1,"output":null,"parent_id":null,"started":0.0,"status":"error","tool":"t"},{"arguments":{"a":1,"b":3},"capture_error":false,"elapsed":0.0,"error":null,"executed":true,"fault":null,"id":2,"injected":false,"key":"#2","kind":null,"ordinal":2,"output":{"sum":4},"parent_id":null,"started":0.0,"status":"ok","tool":"t"}],"capture":true,"clock":"VirtualClock","coverage":{"r":{"eligible":1,"selected":1,"triggered":1}},"effects":[],"rules":[{"calls":[1],"delay":0.0,"kind":"timeout","limit":null,"name":"r","probability":1.0,"replacement":null,"tool":"t"}],"schema_version":1,"seed":1}"##;
+
+    fn verdict(from: &str, to: &str) -> Result<Report, ConfigError> {
+        assert!(TINY.contains(from), "{from}");
+        validate_report(&parse(&TINY.replacen(from, to, 1)).expect("json"))
+    }
+
+    fn message(from: &str, to: &str) -> &'static str {
+        verdict(from, to).err().map_or("(valid)", |e| e.message)
+    }
+
+    #[test]
+    fn tiny_report_is_valid() {
+        let r = verdict("", "").expect("valid");
+        assert_eq!(r.calls.len(), 2);
+        assert_eq!(r.coverage_of("r").map(|c| c.triggered), Some(1));
+    }
+
+    #[test]
+    fn semantic_checks() {
+        assert_eq!(
+            message(r#""probability":1.0"#, r#""probability":0.0"#),
+            "A probability-zero rule cannot be selected"
+        );
+        assert_eq!(
+            message(r#""eligible":1"#, r#""eligible":2"#),
+            "Coverage counts disagree with recorded calls"
+        );
+        assert_eq!(
+            message(
+                r#""kind":"timeout","ordinal""#,
+                r#""kind":"latency","ordinal""#
+            ),
+            "Call fault does not match its rule"
+        );
+        assert_eq!(
+            message(r#""fault":"r""#, r#""fault":"q""#),
+            "Call references an unknown fault rule"
+        );
+        assert_eq!(
+            message(
+                r#""known":true,"type":"ToolTimeout""#,
+                r#""known":true,"type":"ToolUnavailable""#
+            ),
+            "Pre-call failure must carry its declared error"
+        );
+        assert_eq!(
+            message(r#""injected":true"#, r#""injected":false"#),
+            "A selected pre-call rule must record an injection"
+        );
+    }
+
+    #[test]
+    fn coverage_entries_use_require_keys() {
+        // The reference calls require_keys on each entry (spec §8.3 check 27 words it as a
+        // coverage-count failure; the code raises the document-field messages).
+        assert_eq!(
+            message(r#""triggered":1}"#, r#""triggered":1,"x":0}"#),
+            "Unknown document fields"
+        );
+        assert_eq!(
+            message(r#","triggered":1}"#, "}"),
+            "Missing required document fields"
+        );
+        assert_eq!(
+            message(r#""triggered":1}"#, r#""triggered":true}"#),
+            "Invalid rule coverage counts"
+        );
+    }
+
+    #[test]
+    fn paths_point_at_the_field() {
+        let e = verdict(r#""ordinal":2"#, r#""ordinal":3"#).expect_err("invalid");
+        assert_eq!(e.message, "Invalid per-tool invocation ordinal");
+        assert_eq!(e.path.as_deref(), Some("calls[1].ordinal"));
+        let e = verdict(
+            r#""known":true,"type":"ToolTimeout""#,
+            r#""known":1,"type":"ToolTimeout""#,
+        )
+        .expect_err("invalid");
+        assert_eq!(e.path.as_deref(), Some("calls[0].error.known"));
+        let e = verdict(r#""probability":1.0"#, r#""probability":1.5"#).expect_err("invalid");
+        assert_eq!(
+            (e.message, e.path.as_deref()),
+            ("Invalid fault rule", Some("rules[0].probability"))
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! Crash safety of `Cassette::save`: the old file survives a failed write, no `.toolstorm-*`
+//! temporary files are left behind, and new files are private (0600).
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use toolstorm::cassette::{Cassette, write_atomic_with};
+
+fn tempdir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-save-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".toolstorm-"))
+        .collect()
+}
+
+fn cassette() -> Cassette {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/reference/demo/lost_ack.retry.cassette.json");
+    Cassette::load(path).expect("load")
+}
+
+#[test]
+fn save_creates_parents_and_private_file() {
+    let dir = tempdir("new");
+    let target = dir.join("a/b/trace.json");
+    let c = cassette();
+    c.save(&target).expect("save");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), c.dumps());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&target)
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    assert!(leftovers(&dir.join("a/b")).is_empty());
+    // Overwriting replaces the content.
+    c.save(&target).expect("save again");
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), c.dumps());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn injected_write_error_keeps_old_target_and_cleans_up() {
+    let dir = tempdir("inject");
+    let target = dir.join("trace.json");
+    std::fs::write(&target, "old contents\n").expect("seed");
+    let result = write_atomic_with(&target, |file| {
+        file.write_all(b"{\"partial\":")?;
+        Err(io::Error::other("disk full (injected)"))
+    });
+    assert!(result.is_err());
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("read"),
+        "old contents\n"
+    );
+    assert_eq!(leftovers(&dir), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn failed_rename_cleans_up() {
+    // The target is a non-empty directory: the temporary file is written, the rename fails.
+    let dir = tempdir("rename");
+    let target = dir.join("occupied");
+    std::fs::create_dir_all(target.join("inside")).expect("dir");
+    let err = cassette().save(&target);
+    assert!(err.is_err());
+    assert!(target.join("inside").is_dir());
+    assert_eq!(leftovers(&dir), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn read_only_directory_keeps_old_target() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir("readonly");
+    let target = dir.join("trace.json");
+    std::fs::write(&target, "old\n").expect("seed");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    let result = cassette().save(&target);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod back");
+    // As root the write may be allowed; either way the directory holds no temporary files and
+    // the target is either untouched or fully replaced.
+    let now = std::fs::read_to_string(&target).expect("read");
+    match result {
+        Err(_) => assert_eq!(now, "old\n"),
+        Ok(()) => assert_eq!(now, cassette().dumps()),
+    }
+    assert!(leftovers(&dir).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
