@@ -11,6 +11,12 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_with(path, |file| file.write_all(bytes))
+}
+
+/// [`write`] with the content produced by `fill`, which may fail (tests inject errors here);
+/// on any failure the temporary file is removed and the old target is untouched.
+pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -18,7 +24,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     fs::create_dir_all(&dir)?;
     let (tmp, mut file) = create_temp(&dir)?;
     let result = (|| {
-        file.write_all(bytes)?;
+        fill(&mut file)?;
         file.sync_all()?;
         drop(file);
         fs::rename(&tmp, path)?;
@@ -36,7 +42,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 fn create_temp(dir: &Path) -> io::Result<(PathBuf, File)> {
     let pid = std::process::id();
-    loop {
+    for _ in 0..1000 {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".toolstorm-{pid}-{n}.tmp"));
         let mut options = OpenOptions::new();
@@ -52,6 +58,10 @@ fn create_temp(dir: &Path) -> io::Result<(PathBuf, File)> {
             Err(e) => return Err(e),
         }
     }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free temporary file name",
+    ))
 }
 
 #[cfg(test)]

@@ -7,10 +7,9 @@ mod replay;
 mod validate;
 
 use std::fmt;
-use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::fs::File;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use replay::{ArgumentDiff, ClosestRecord, DiffKind, Replay};
 pub use validate::{
@@ -128,9 +127,9 @@ impl Cassette {
         self.data.clone()
     }
 
-    /// Writes [`Cassette::dumps`] atomically (see [`write_atomic`]).
+    /// Writes [`Cassette::dumps`] atomically (see [`crate::atomic::write`]).
     pub fn save(&self, path: impl AsRef<Path>) -> io::Result<()> {
-        write_atomic(path.as_ref(), self.dumps().as_bytes())
+        crate::atomic::write(path.as_ref(), self.dumps().as_bytes())
     }
 
     /// A replay session over this cassette.
@@ -150,66 +149,6 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, LoadError> {
         .read_to_end(&mut raw)
         .map_err(io_err)?;
     Ok(raw)
-}
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Crash-safe write: creates the parent directories, writes a `.toolstorm-*` temporary file
-/// (mode 0600) in the destination directory, flushes it to disk, then renames it over `path`.
-/// On any failure the temporary file is removed and the old target is left untouched.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_atomic_with(path, |file| file.write_all(bytes))
-}
-
-/// [`write_atomic`] with the content produced by `fill` (which may fail; tests use this to
-/// inject write errors).
-pub fn write_atomic_with(
-    path: &Path,
-    fill: impl FnOnce(&mut File) -> io::Result<()>,
-) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir)?;
-    let (temp, mut file) = create_temp(&dir)?;
-    let result = fill(&mut file)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| {
-            drop(file);
-            fs::rename(&temp, path)
-        });
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
-}
-
-fn create_temp(dir: &Path) -> io::Result<(PathBuf, File)> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    for _ in 0..100 {
-        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let name = format!(".toolstorm-{}-{nanos:08x}-{n}", std::process::id());
-        let temp = dir.join(name);
-        let mut options = fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        match options.open(&temp) {
-            Ok(f) => return Ok((temp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        "could not create a unique temporary file",
-    ))
 }
 
 /// Why a byte string is not UTF-8, in the terms Python's decoder uses.
@@ -419,16 +358,22 @@ impl LoadError {
                     where_.push_str(p);
                 }
                 let mut s = format!("{}: {}", path.display(), error.message);
-                if !where_.is_empty() {
-                    s.push_str(&format!(" at {where_}"));
-                }
-                if let Some(d) = &error.detail {
-                    s.push_str(&format!(": {d}"));
-                }
+                s.push_str(&location_suffix(&where_, error.detail.as_deref()));
                 s
             }
         }
     }
+}
+
+fn location_suffix(where_: &str, detail: Option<&str>) -> String {
+    let mut s = String::new();
+    if !where_.is_empty() {
+        s.push_str(&format!(" at {where_}"));
+    }
+    if let Some(d) = detail {
+        s.push_str(&format!(": {d}"));
+    }
+    s
 }
 
 impl fmt::Display for LoadError {

@@ -6,6 +6,7 @@ mod demo;
 mod explain;
 mod lab_run;
 mod sweep;
+mod trace;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -43,6 +44,10 @@ struct Cli {
 enum Command {
     /// Run the in-memory shipping lab
     Demo(demo::DemoArgs),
+    /// Validate and summarize a trace
+    Inspect(trace::InspectArgs),
+    /// Validate trace contracts; exit 1 on a failed check
+    Check(trace::CheckArgs),
     /// List bundled failure scenarios
     Scenarios,
     /// Run a scenario file headlessly
@@ -99,6 +104,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
     match cli.command {
         Some(Command::Demo(a)) => demo::run(&a, io),
         Some(Command::Scenarios) => demo::scenarios(io),
+        Some(Command::Inspect(a)) => trace::inspect(&a, io),
+        Some(Command::Check(a)) => trace::check(&a, io),
         Some(Command::Run(a)) => lab_run::run(&a, io),
         Some(Command::Sweep(a)) => sweep::run(&a, io),
         Some(Command::Decide(a)) => explain::decide(&a, io),

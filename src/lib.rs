@@ -62,9 +62,9 @@
 //! terminal UI; `--no-default-features` builds the engine alone.
 
 pub mod atomic;
+pub mod cassette;
 #[cfg(feature = "tui")]
 pub mod cli;
-pub mod cassette;
 pub mod clock;
 pub mod contract;
 pub mod decision;

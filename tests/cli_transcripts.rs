@@ -158,3 +158,81 @@ fn demo_error_transcripts() {
 fn scenarios_transcript() {
     check_all(vec!["cli/scenarios.txt".into()], 1);
 }
+
+/// Runs the real binary from the reference folder (the transcripts' working directory).
+fn replay_process(rel: &str) -> Vec<String> {
+    let t = transcript(rel);
+    let args: Vec<&str> = t.command.split_whitespace().skip(1).collect();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(&args)
+        .current_dir(fixture_path(""))
+        .output()
+        .expect("binary runs");
+    let code = output.status.code().unwrap_or(-1);
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    let mut problems = Vec::new();
+    if code != t.exit_code {
+        problems.push(format!("exit {code} (want {})", t.exit_code));
+    }
+    if out != t.stdout {
+        problems.push(format!(
+            "stdout differs:\n--- got\n{out}\n--- want\n{}",
+            t.stdout
+        ));
+    }
+    if t.stderr.starts_with("usage:") {
+        if err.is_empty() {
+            problems.push("no usage error on stderr".into());
+        }
+    } else if !t.stderr.is_empty() {
+        // Our line starts with the reference's, then says where (file, JSON path, reason).
+        let want = t
+            .stderr
+            .trim_end()
+            .replacen("toolstorm:", "toolstorm-tui:", 1);
+        if !err.starts_with(&want) || err.lines().count() != 1 {
+            problems.push(format!("stderr {err:?} (want a line starting {want:?})"));
+        }
+    } else if !err.is_empty() {
+        problems.push(format!("unexpected stderr {err:?}"));
+    }
+    problems
+}
+
+fn check_all_process(names: Vec<String>, min: usize) {
+    assert!(names.len() >= min, "only {} transcripts", names.len());
+    let failures: Vec<String> = names
+        .iter()
+        .filter_map(|n| {
+            let p = replay_process(n);
+            (!p.is_empty()).then(|| format!("{n}:\n  {}", p.join("\n  ")))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} transcripts differ:\n{}",
+        failures.len(),
+        names.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn inspect_transcripts() {
+    check_all_process(transcripts(&["cli/inspect"], ""), 32);
+}
+
+#[test]
+fn check_transcripts() {
+    check_all_process(transcripts(&["cli/check"], ""), 32);
+}
+
+#[test]
+fn error_transcripts() {
+    let mut names = transcripts(&["cli/errors"], "check-");
+    names.extend(transcripts(&["cli/errors"], "inspect-"));
+    names.extend(transcripts(&["cli/errors"], "unknown-"));
+    names.push("cli/no-args.txt".into());
+    check_all_process(names, 6);
+}

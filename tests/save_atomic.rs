@@ -4,7 +4,8 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use toolstorm::cassette::{Cassette, write_atomic_with};
+use toolstorm::atomic::write_with;
+use toolstorm::cassette::Cassette;
 
 fn tempdir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("toolstorm-save-{tag}-{}", std::process::id()));
@@ -57,7 +58,7 @@ fn injected_write_error_keeps_old_target_and_cleans_up() {
     let dir = tempdir("inject");
     let target = dir.join("trace.json");
     std::fs::write(&target, "old contents\n").expect("seed");
-    let result = write_atomic_with(&target, |file| {
+    let result = write_with(&target, |file| {
         file.write_all(b"{\"partial\":")?;
         Err(io::Error::other("disk full (injected)"))
     });

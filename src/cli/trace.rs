@@ -1,0 +1,87 @@
+//! `inspect` and `check`: validate incident files (a cassette, a run file, a comparison) with
+//! the reference's semantics, output and exit codes; errors add the file, JSON path and reason.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{Io, PyInt, py_int};
+use crate::cassette::{self, Cassette, LoadError};
+
+/// Flags of `inspect`.
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// A cassette, report, run file or comparison
+    path: PathBuf,
+    /// Print a JSON summary
+    #[arg(long)]
+    json: bool,
+}
+
+/// Flags of `check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// A cassette, report, run file or comparison
+    path: PathBuf,
+    /// Call budget to check against (calls plus refused calls)
+    #[arg(long, default_value = "100", value_parser = py_int, allow_hyphen_values = true)]
+    max_calls: PyInt,
+    /// Print the contract as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+/// The one-line error for a file that cannot be used: the reference's text, then where.
+pub fn load_error_line(e: &LoadError) -> String {
+    let head = format!("{}: {}", e.class_name(), e.reference_message());
+    match e {
+        LoadError::Io { .. } => head,
+        LoadError::Config { path, error, .. } => {
+            // explain() is "file: message at path: detail"; keep the part after the message.
+            let full = e.explain();
+            let prefix = format!("{}: {}", path.display(), error.message);
+            let rest = full.strip_prefix(&prefix).unwrap_or("");
+            format!("{head} ({}{rest})", path.display())
+        }
+        other => format!("{head} ({})", other.explain()),
+    }
+}
+
+/// Loads every cassette of a document, or prints why not.
+pub fn load(path: &std::path::Path, io: &mut Io<'_>) -> Result<Vec<Cassette>, i32> {
+    cassette::load_document(path).map_err(|e| io.fail(&load_error_line(&e)))
+}
+
+/// Runs `inspect`.
+pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
+    let cassettes = match load(&a.path, io) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if a.json {
+        io.print(&cassette::inspect_json(&cassettes));
+    } else {
+        io.print(&cassette::inspect_text(&cassettes));
+    }
+    0
+}
+
+/// Runs `check`.
+pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
+    let cassettes = match load(&a.path, io) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let max_calls = a.max_calls.0.unwrap_or(i64::MAX);
+    match cassette::check(&cassettes, max_calls) {
+        Ok(summary) => {
+            if a.json {
+                io.print(&summary.json());
+            } else {
+                io.print(&summary.text());
+            }
+            summary.exit_code()
+        }
+        Err(e) => io.fail(&format!("ConfigurationError: {}", e.message)),
+    }
+}
