@@ -20,8 +20,8 @@ pub use validate::{
 use crate::contract::{Check, Contract, checks_to_value, verdict};
 use crate::error::ConfigError;
 use crate::json::{
-    MAX_DOCUMENT_BYTES, Object, ParseError, ParseErrorKind, Value, canonical, fingerprint,
-    one_line, parse,
+    MAX_DOCUMENT_BYTES, Object, ParseError, ParseErrorKind, Value, canonical, canonical_len,
+    fingerprint, one_line, parse,
 };
 use crate::redact::{Redactor, check_json};
 use crate::report::Report;
@@ -56,19 +56,34 @@ pub fn json_error(e: &ParseError) -> ConfigError {
 impl Cassette {
     /// The reference's constructor: canonicalise, enforce 8 MB, re-parse, validate.
     pub fn from_value(value: &Value) -> Result<Cassette, ConfigError> {
-        check_json(value, 0).map_err(|e| {
+        Cassette::from_owned(value.clone())
+    }
+
+    /// [`Cassette::from_value`] without a copy. Sorting the keys in place gives exactly what
+    /// re-parsing the canonical text gives (floats, integers and strings round-trip), so the
+    /// text is only measured, never built.
+    pub fn from_owned(data: Value) -> Result<Cassette, ConfigError> {
+        check_json(&data, 0).map_err(|e| {
             ConfigError::new("Value cannot be safely serialized as JSON").because(e.message)
         })?;
-        let text = canonical(value);
-        if text.len() > MAX_DOCUMENT_BYTES {
+        Cassette::from_parsed(data)
+    }
+
+    /// [`Cassette::from_owned`] for a value that came from [`parse`], which already enforces
+    /// finite numbers and the depth limit.
+    fn from_parsed(mut data: Value) -> Result<Cassette, ConfigError> {
+        let size = canonical_len(&data);
+        if size > MAX_DOCUMENT_BYTES {
             return Err(
                 ConfigError::new("Cassette exceeds 8 MB limit").because(format!(
-                    "canonical form is {} bytes; at most {MAX_DOCUMENT_BYTES} allowed",
-                    text.len()
+                    "canonical form is {size} bytes; at most {MAX_DOCUMENT_BYTES} allowed"
                 )),
             );
         }
-        let data = parse(&text).map_err(|e| json_error(&e))?;
+        data.sort_keys().map_err(|key| {
+            ConfigError::new("Invalid or excessively nested JSON")
+                .because(format!("duplicate object key {key:?}"))
+        })?;
         let report = validate_report(&data)?;
         Ok(Cassette { data, report })
     }
@@ -81,7 +96,7 @@ impl Cassette {
     /// Parses JSON text, then constructs.
     pub fn loads(text: &str) -> Result<Cassette, ConfigError> {
         let value = parse(text).map_err(|e| json_error(&e))?;
-        Cassette::from_value(&value)
+        Cassette::from_parsed(value)
     }
 
     /// Reads a file (at most 8,000,001 bytes) as `Cassette.load` does.
@@ -428,66 +443,70 @@ pub fn load_document(path: impl AsRef<Path>) -> Result<Vec<Cassette>, LoadError>
         problem: Utf8Problem::new(&raw, &e),
     })?;
     let data = parse(text).map_err(|e| LoadError::config(path, json_error(&e)))?;
-    document_cassettes(path, &data)
+    document_cassettes(path, data)
 }
 
 /// The document-shape rules of [`load_document`] over an already parsed value.
-pub fn document_cassettes(path: &Path, data: &Value) -> Result<Vec<Cassette>, LoadError> {
-    if let Some(o) = data.as_object() {
-        if let Some(runs) = o.get("runs") {
-            let comparison = |message, detail: String| LoadError::Comparison {
-                path: path.to_path_buf(),
-                message,
-                detail,
-            };
-            let items = match runs {
-                Value::Array(items) if (1..=MAX_COMPARISON_RUNS).contains(&items.len()) => items,
-                Value::Array(items) => {
-                    return Err(comparison(
-                        "Comparison needs 1–100 run records",
-                        format!("runs holds {} records", items.len()),
-                    ));
+pub fn document_cassettes(path: &Path, data: Value) -> Result<Vec<Cassette>, LoadError> {
+    let comparison = |message, detail: String| LoadError::Comparison {
+        path: path.to_path_buf(),
+        message,
+        detail,
+    };
+    let mut o = match data {
+        Value::Object(o) if o.contains_key("runs") || o.contains_key("report") => o,
+        other => {
+            return Cassette::from_parsed(other)
+                .map(|c| vec![c])
+                .map_err(|e| LoadError::config(path, e));
+        }
+    };
+    if let Some(runs) = o.remove("runs") {
+        let items = match runs {
+            Value::Array(items) if (1..=MAX_COMPARISON_RUNS).contains(&items.len()) => items,
+            Value::Array(items) => {
+                return Err(comparison(
+                    "Comparison needs 1–100 run records",
+                    format!("runs holds {} records", items.len()),
+                ));
+            }
+            other => {
+                return Err(comparison(
+                    "Comparison needs 1–100 run records",
+                    format!("runs is {}, not an array", other.type_name()),
+                ));
+            }
+        };
+        let mut reports = Vec::with_capacity(items.len());
+        for (i, run) in items.into_iter().enumerate() {
+            match run {
+                Value::Object(mut r) if r.contains_key("report") => {
+                    reports.push(r.remove("report").unwrap_or(Value::Null));
                 }
-                other => {
+                _ => {
                     return Err(comparison(
-                        "Comparison needs 1–100 run records",
-                        format!("runs is {}, not an array", other.type_name()),
+                        "Each comparison run needs a report",
+                        format!("runs[{i}] has no report"),
                     ));
-                }
-            };
-            let mut reports = Vec::with_capacity(items.len());
-            for (i, run) in items.iter().enumerate() {
-                match run.as_object().and_then(|r| r.get("report")) {
-                    Some(report) => reports.push(report),
-                    None => {
-                        return Err(comparison(
-                            "Each comparison run needs a report",
-                            format!("runs[{i}] has no report"),
-                        ));
-                    }
                 }
             }
-            return reports
-                .into_iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    Cassette::from_value(r).map_err(|error| LoadError::Config {
-                        path: path.to_path_buf(),
-                        run: Some(i),
-                        error,
-                    })
+        }
+        return reports
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                Cassette::from_parsed(r).map_err(|error| LoadError::Config {
+                    path: path.to_path_buf(),
+                    run: Some(i),
+                    error,
                 })
-                .collect();
-        }
-        if let Some(report) = o.get("report") {
-            return Cassette::from_value(report)
-                .map(|c| vec![c])
-                .map_err(|e| LoadError::config(path, e.within("report")));
-        }
+            })
+            .collect();
     }
-    Cassette::from_value(data)
+    let report = o.remove("report").unwrap_or(Value::Null);
+    Cassette::from_parsed(report)
         .map(|c| vec![c])
-        .map_err(|e| LoadError::config(path, e))
+        .map_err(|e| LoadError::config(path, e.within("report")))
 }
 
 fn data_field<'a>(c: &'a Cassette, key: &str) -> &'a Value {

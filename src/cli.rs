@@ -5,6 +5,7 @@
 mod demo;
 mod explain;
 mod lab_run;
+mod replay;
 mod sweep;
 mod trace;
 
@@ -50,6 +51,8 @@ enum Command {
     Check(trace::CheckArgs),
     /// List bundled failure scenarios
     Scenarios,
+    /// Replay a lab policy against a recorded shipping cassette, offline
+    Replay(replay::ReplayArgs),
     /// Run a scenario file headlessly
     Run(lab_run::RunArgs),
     /// Run a campaign over a grid of scenarios, policies, seeds, probabilities and budgets
@@ -104,6 +107,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
     match cli.command {
         Some(Command::Demo(a)) => demo::run(&a, io),
         Some(Command::Scenarios) => demo::scenarios(io),
+        Some(Command::Replay(a)) => replay::run(&a, io),
         Some(Command::Inspect(a)) => trace::inspect(&a, io),
         Some(Command::Check(a)) => trace::check(&a, io),
         Some(Command::Run(a)) => lab_run::run(&a, io),

@@ -2,6 +2,7 @@
 //! fresh virtual clock and judged by a contract. Results match the reference byte for byte.
 
 pub mod campaign;
+pub mod offline;
 pub mod policy;
 pub mod scenario;
 pub mod scenario_file;
@@ -112,7 +113,10 @@ pub fn run(scenario: &Scenario, policy: Policy, config: &RunConfig) -> Result<La
         .max_calls(config.max_calls as usize)
         .build()?;
     let service = Shipping::new();
-    let outcome = policy.run(&storm, &service);
+    let outcome = policy.run(&shipping::Live {
+        storm: &storm,
+        service: &service,
+    });
     let finished_at = clock.now();
     let report = storm.report();
     let shipments = service.shipments();

@@ -34,6 +34,52 @@ fn hex_digit(n: u8) -> char {
     char::from(b"0123456789abcdef"[usize::from(n & 0x0f)])
 }
 
+/// Length in bytes of the canonical text, without building it.
+pub fn canonical_len(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => {
+            2 + items.len().saturating_sub(1) + items.iter().map(canonical_len).sum::<usize>()
+        }
+        Value::Object(obj) => {
+            2 + obj.len().saturating_sub(1)
+                + obj
+                    .iter()
+                    .map(|(k, v)| text_len(k) + 1 + canonical_len(v))
+                    .sum::<usize>()
+        }
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Int(Int::Small(v)) => v.to_string().len(),
+        Value::Int(Int::Big(s)) => s.len(),
+        Value::Float(f) => py_repr(*f).len(),
+        Value::Str(t) => text_len(t),
+    }
+}
+
+fn text_len(text: &Text) -> usize {
+    let bytes = text.as_wtf8();
+    if bytes.is_ascii() {
+        return 2 + bytes
+            .iter()
+            .map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+                0x20..=0x7e => 1,
+                _ => 6,
+            })
+            .sum::<usize>();
+    }
+    2 + text
+        .code_points()
+        .map(|cp| match cp {
+            0x22 | 0x5c | 0x0a | 0x0d | 0x09 | 0x08 | 0x0c => 2,
+            0x20..=0x7e => 1,
+            0x10000.. => 12,
+            _ => 6,
+        })
+        .sum::<usize>()
+}
+
 /// Appends the canonical text of `value`.
 pub fn write_canonical(value: &Value, out: &mut String) {
     match value {

@@ -278,6 +278,7 @@ impl Parser<'_> {
     fn string(&mut self) -> Result<Text, ParseError> {
         self.pos += 1; // opening quote
         let mut out: Vec<u8> = Vec::new();
+        let mut surrogate = false;
         loop {
             let run_start = self.pos;
             while let Some(b) = self.peek() {
@@ -291,7 +292,12 @@ impl Parser<'_> {
                 None => return Err(self.err(ParseErrorKind::UnexpectedEnd)),
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(Text::from_wtf8(out));
+                    // Input text is UTF-8; only a lone surrogate escape can break that.
+                    return Ok(if surrogate {
+                        Text::from_wtf8(out)
+                    } else {
+                        Text::from_utf8_unchecked_flag(out)
+                    });
                 }
                 Some(b'\\') => {
                     self.pos += 1;
@@ -322,6 +328,7 @@ impl Parser<'_> {
                                     self.pos = save;
                                 }
                             }
+                            surrogate |= (0xd800..0xe000).contains(&cp);
                             push_code_point(&mut out, cp);
                         }
                         _ => {
@@ -361,7 +368,8 @@ impl Parser<'_> {
     fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
         self.pos += 1;
         let mut members: Vec<(Text, Value)> = Vec::new();
-        let mut seen: HashSet<Text> = HashSet::new();
+        // Small objects check duplicates by scanning; large ones switch to a hash set.
+        let mut seen: Option<HashSet<Text>> = None;
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -381,7 +389,17 @@ impl Parser<'_> {
             self.pos += 1;
             self.skip_ws();
             let value = self.value(depth + 1)?;
-            if !seen.insert(key.clone()) {
+            let duplicate = match &mut seen {
+                Some(set) => !set.insert(key.clone()),
+                None if members.len() < 16 => members.iter().any(|(k, _)| *k == key),
+                None => {
+                    let mut set: HashSet<Text> = members.iter().map(|(k, _)| k.clone()).collect();
+                    let dup = !set.insert(key.clone());
+                    seen = Some(set);
+                    dup
+                }
+            };
+            if duplicate {
                 return Err(ParseError {
                     kind: ParseErrorKind::DuplicateKey(key.to_lossy()),
                     offset: key_at,

@@ -14,6 +14,14 @@ pub struct Text {
 }
 
 impl Text {
+    /// Builds from bytes the caller knows are valid UTF-8 (no surrogates).
+    pub(crate) fn from_utf8_unchecked_flag(bytes: Vec<u8>) -> Self {
+        Text {
+            bytes: bytes.into_boxed_slice(),
+            utf8: true,
+        }
+    }
+
     /// Builds from a WTF-8 byte buffer produced by the parser.
     pub(crate) fn from_wtf8(bytes: Vec<u8>) -> Self {
         let utf8 = std::str::from_utf8(&bytes).is_ok();

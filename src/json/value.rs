@@ -148,6 +148,12 @@ impl Object {
         self.members
     }
 
+    /// Removes a member, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        let pos = self.members.iter().position(|(k, _)| k == key)?;
+        Some(self.members.remove(pos).1)
+    }
+
     pub(crate) fn from_members(members: Vec<(Text, Value)>) -> Self {
         Object { members }
     }
@@ -273,6 +279,22 @@ impl Value {
                     })
             }
             _ => false,
+        }
+    }
+
+    /// Sorts every object's members by key (canonical order), recursively. Fails with the
+    /// key when an object holds it twice.
+    pub fn sort_keys(&mut self) -> Result<(), String> {
+        match self {
+            Value::Array(items) => items.iter_mut().try_for_each(Value::sort_keys),
+            Value::Object(obj) => {
+                obj.members.sort_by(|a, b| a.0.cmp(&b.0));
+                if let Some(w) = obj.members.windows(2).find(|w| w[0].0 == w[1].0) {
+                    return Err(w[0].0.to_lossy());
+                }
+                obj.members.iter_mut().try_for_each(|(_, v)| v.sort_keys())
+            }
+            _ => Ok(()),
         }
     }
 

@@ -5,12 +5,10 @@
 
 use std::fmt;
 
+use super::shipping::ShippingTools;
 use crate::error::{Error, Result};
 use crate::json::Value;
 use crate::obj;
-use crate::storm::Storm;
-
-use super::shipping::Shipping;
 
 /// A recovery policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -129,7 +127,7 @@ fn retryable(e: &Error, op: Op) -> bool {
 impl Policy {
     fn attempt(
         self,
-        storm: &Storm,
+        tools: &dyn ShippingTools,
         op: Op,
         mut call: impl FnMut() -> Result<Value>,
     ) -> Result<Value> {
@@ -160,32 +158,30 @@ impl Policy {
                 (Policy::Resilient, _) => 0.15 * f64::from(1u32 << index),
                 _ => 0.0,
             };
-            storm.sleep(wait)?;
+            tools.sleep(wait)?;
             index += 1;
         }
     }
 
     /// Runs the shipping task and returns the outcome object the reference reports:
     /// `{"completed": true, "receipt": ...}` or `{"completed": false, "reason": ...}`.
-    pub fn run(self, storm: &Storm, service: &Shipping) -> Value {
-        match self.task(storm, service) {
+    pub fn run(self, tools: &dyn ShippingTools) -> Value {
+        match self.task(tools) {
             Ok(v) => v,
             Err(e) => obj! {"completed" => false, "reason" => e.type_name()},
         }
     }
 
-    fn task(self, storm: &Storm, service: &Shipping) -> Result<Value> {
+    fn task(self, tools: &dyn ShippingTools) -> Result<Value> {
         let sku = Value::from("CLOUD-01");
-        let stock = self.attempt(storm, Op::Inventory, || {
-            service.check_inventory(storm, &sku)
-        })?;
+        let stock = self.attempt(tools, Op::Inventory, || tools.check_inventory(&sku))?;
         if !truthy(&subscript(&stock, "available")?) {
             return Ok(obj! {"completed" => false, "reason" => "Out of stock"});
         }
         let warehouse = subscript(&stock, "warehouse")?;
         let key = (self == Policy::Resilient).then_some("order-1729");
-        let receipt = self.attempt(storm, Op::Ship, || {
-            service.create_shipment(storm, "order-1729", &warehouse, key)
+        let receipt = self.attempt(tools, Op::Ship, || {
+            tools.create_shipment("order-1729", &warehouse, key)
         })?;
         Ok(obj! {"completed" => true, "receipt" => receipt})
     }

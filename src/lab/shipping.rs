@@ -14,6 +14,57 @@ pub const INVENTORY: &str = "check_inventory";
 /// The shipping tool's name.
 pub const SHIP: &str = "create_shipment";
 
+/// What a recovery policy can do in the shipping world: call its two tools and wait. Live runs
+/// go through the fault engine ([`Live`]); offline replays answer from a recording.
+pub trait ShippingTools {
+    /// `check_inventory(sku)`.
+    fn check_inventory(&self, sku: &Value) -> Result<Value>;
+    /// `create_shipment(order_id, warehouse, idempotency_key)`.
+    fn create_shipment(
+        &self,
+        order_id: &str,
+        warehouse: &Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<Value>;
+    /// Waits between attempts.
+    fn sleep(&self, seconds: f64) -> Result<()>;
+}
+
+/// The arguments object `create_shipment` is called with, in signature order.
+pub fn shipment_args(order_id: &str, warehouse: &Value, idempotency_key: Option<&str>) -> Value {
+    obj! {
+        "order_id" => order_id,
+        "warehouse" => warehouse.clone(),
+        "idempotency_key" => idempotency_key,
+    }
+}
+
+/// The live world: the in-memory service behind a run of the fault engine.
+pub struct Live<'a> {
+    /// The run.
+    pub storm: &'a Storm,
+    /// The service.
+    pub service: &'a Shipping,
+}
+
+impl ShippingTools for Live<'_> {
+    fn check_inventory(&self, sku: &Value) -> Result<Value> {
+        self.service.check_inventory(self.storm, sku)
+    }
+    fn create_shipment(
+        &self,
+        order_id: &str,
+        warehouse: &Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<Value> {
+        self.service
+            .create_shipment(self.storm, order_id, warehouse, idempotency_key)
+    }
+    fn sleep(&self, seconds: f64) -> Result<()> {
+        self.storm.sleep(seconds)
+    }
+}
+
 /// The shipping service: shipments made so far and receipts stored by idempotency key.
 #[derive(Default)]
 pub struct Shipping {
@@ -49,38 +100,37 @@ impl Shipping {
         warehouse: &Value,
         idempotency_key: Option<&str>,
     ) -> Result<Value> {
-        let args = obj! {
-            "order_id" => order_id,
-            "warehouse" => warehouse.clone(),
-            "idempotency_key" => idempotency_key,
-        };
-        storm.call(SHIP, args, || {
-            storm.sleep(0.12)?;
-            if !matches!(warehouse.as_text(), Some(t) if !t.is_empty()) {
-                return Err(Error::raised(
-                    "ValueError",
-                    "warehouse must be a non-empty string",
-                ));
-            }
-            if let Some(key) = idempotency_key.filter(|k| !k.is_empty())
-                && let Some(stored) = self.by_key.borrow().get(key)
-            {
-                return Ok(stored.clone());
-            }
-            let number = self.shipments.borrow().len() + 1;
-            let mut receipt = Object::new();
-            receipt.push("shipment_id", format!("SHP-{number:04}"));
-            receipt.push("order_id", order_id);
-            receipt.push("warehouse", warehouse.clone());
-            let receipt = Value::Object(receipt);
-            self.shipments.borrow_mut().push(receipt.clone());
-            storm.effect("shipment", order_id)?;
-            if let Some(key) = idempotency_key.filter(|k| !k.is_empty()) {
-                self.by_key
-                    .borrow_mut()
-                    .insert(key.to_owned(), receipt.clone());
-            }
-            Ok(receipt)
-        })
+        storm.call(
+            SHIP,
+            shipment_args(order_id, warehouse, idempotency_key),
+            || {
+                storm.sleep(0.12)?;
+                if !matches!(warehouse.as_text(), Some(t) if !t.is_empty()) {
+                    return Err(Error::raised(
+                        "ValueError",
+                        "warehouse must be a non-empty string",
+                    ));
+                }
+                if let Some(key) = idempotency_key.filter(|k| !k.is_empty())
+                    && let Some(stored) = self.by_key.borrow().get(key)
+                {
+                    return Ok(stored.clone());
+                }
+                let number = self.shipments.borrow().len() + 1;
+                let mut receipt = Object::new();
+                receipt.push("shipment_id", format!("SHP-{number:04}"));
+                receipt.push("order_id", order_id);
+                receipt.push("warehouse", warehouse.clone());
+                let receipt = Value::Object(receipt);
+                self.shipments.borrow_mut().push(receipt.clone());
+                storm.effect("shipment", order_id)?;
+                if let Some(key) = idempotency_key.filter(|k| !k.is_empty()) {
+                    self.by_key
+                        .borrow_mut()
+                        .insert(key.to_owned(), receipt.clone());
+                }
+                Ok(receipt)
+            },
+        )
     }
 }
