@@ -4,10 +4,10 @@
 
 mod demo;
 mod explain;
-mod lab_run;
+pub mod lab_run;
 mod replay;
 mod sweep;
-mod trace;
+pub mod trace;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -118,14 +118,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
     }
 }
 
-/// `toolstorm-tui [FILE]`: the terminal UI is not built yet, so print the run headlessly.
+/// `toolstorm-tui [FILE]`: open the file (or the bundled incident) in the explorer.
 fn open(file: Option<PathBuf>, io: &mut Io<'_>) -> i32 {
-    match file {
-        Some(path) => lab_run::run(&lab_run::RunArgs::for_file(path), io),
-        None => io.fail(
-            "no file given; try `toolstorm-tui demo` or `toolstorm-tui scenarios/lost_ack.json`",
-        ),
-    }
+    crate::tui::explore(file, io.err)
 }
 
 /// An integer flag parsed like Python's `int()`: `None` for a valid integer outside `i64`

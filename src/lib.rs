@@ -75,6 +75,9 @@ pub mod redact;
 pub mod report;
 pub mod rule;
 pub mod storm;
+pub mod timeline;
+#[cfg(feature = "tui")]
+pub mod tui;
 
 pub use error::{ConfigError, Error, Result};
 pub use json::Value;

@@ -1,0 +1,62 @@
+//! The terminal UI: open an incident and step through it on the virtual clock.
+//!
+//! Elm-style: [`app::App`] is plain state changed by [`app::App::update`] from one
+//! [`action::Action`] enum; [`keymap`] maps keys to actions (and feeds the help overlay);
+//! [`view`] draws `&App`; [`runtime`] is the thin loop that owns the terminal, input thread
+//! and file watcher.
+
+pub mod action;
+pub mod app;
+pub mod document;
+pub mod keymap;
+pub mod runtime;
+pub mod theme;
+pub mod view;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::mpsc::channel;
+
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+
+/// Opens `path` (or the bundled incident) in the explorer. Errors in the file are printed
+/// before the terminal is touched; returns the exit code.
+pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
+    let doc = match &path {
+        Some(p) => document::open(p),
+        None => document::bundled(),
+    };
+    let doc = match doc {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(err, "{}: {e}", crate::cli::PROGRAM);
+            return crate::cli::EXIT_USAGE;
+        }
+    };
+    if !std::io::stdout().is_terminal() {
+        let _ = writeln!(
+            err,
+            "{}: the explorer needs a terminal; for headless use try `inspect`, `check` or `run`",
+            crate::cli::PROGRAM
+        );
+        return crate::cli::EXIT_USAGE;
+    }
+    let mut app = app::App::new(doc);
+    let (tx, rx) = channel();
+    let _watcher = path
+        .as_deref()
+        .and_then(|p| runtime::spawn_watcher(p, tx.clone()));
+    runtime::spawn_input(tx);
+    let mut terminal = ratatui::init();
+    let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+    let result = runtime::run(&mut terminal, &mut app, &rx);
+    let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+    match result {
+        Ok(()) => crate::cli::EXIT_OK,
+        Err(e) => {
+            let _ = writeln!(err, "{}: terminal error: {e}", crate::cli::PROGRAM);
+            crate::cli::EXIT_USAGE
+        }
+    }
+}

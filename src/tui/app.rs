@@ -1,0 +1,364 @@
+//! The app's state and its update function: plain data (the open document, the selected run
+//! and step, focus, mode, filter, status line) changed only by [`App::update`], which returns
+//! the side effects to run as [`Command`]s. No terminal, channel or file handle in here.
+
+use ratatui::layout::Rect;
+
+use super::action::{Action, Command};
+use super::document::{Document, RunTab};
+use super::view;
+use crate::report::Call;
+use crate::timeline::Timeline;
+
+/// What the keyboard is doing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Moving around.
+    Browse,
+    /// Typing a timeline filter.
+    Filter(String),
+    /// The key help overlay.
+    Help,
+}
+
+/// Which pane has focus (scroll keys and the wheel act on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    /// The invocation list.
+    Timeline,
+    /// The selected call's details.
+    Details,
+    /// Per-rule coverage.
+    Coverage,
+    /// The effect ledger.
+    Effects,
+    /// Contract verdicts.
+    Verdicts,
+}
+
+impl Focus {
+    const ORDER: [Focus; 5] = [
+        Focus::Timeline,
+        Focus::Details,
+        Focus::Coverage,
+        Focus::Effects,
+        Focus::Verdicts,
+    ];
+
+    fn shift(self, by: isize) -> Focus {
+        let i = Focus::ORDER.iter().position(|f| *f == self).unwrap_or(0) as isize;
+        Focus::ORDER[(i + by).rem_euclid(Focus::ORDER.len() as isize) as usize]
+    }
+}
+
+/// Whether the status line reports a problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusKind {
+    /// Information.
+    Info,
+    /// A problem (e.g. the file on disk is invalid).
+    Error,
+}
+
+/// The application state.
+#[derive(Clone, Debug)]
+pub struct App {
+    /// The open document (the last valid one).
+    pub doc: Document,
+    /// Index of the shown run.
+    pub run: usize,
+    /// Selected call index in the run (`None` when the run has no calls).
+    pub cursor: Option<usize>,
+    /// Focused pane.
+    pub focus: Focus,
+    /// Keyboard mode.
+    pub mode: Mode,
+    /// Active timeline filter (tool name or status substring).
+    pub filter: Option<String>,
+    /// Scroll offsets of the details, coverage, effects and verdict panes.
+    pub scroll: [u16; 4],
+    /// Status line text.
+    pub status: String,
+    /// Status line kind.
+    pub status_kind: StatusKind,
+    /// Terminal size (for mapping clicks).
+    pub size: Rect,
+    /// Set when the app should exit.
+    pub quit: bool,
+}
+
+impl App {
+    /// A new app showing `doc`, with the cursor on the first call.
+    pub fn new(doc: Document) -> App {
+        let mut app = App {
+            doc,
+            run: 0,
+            cursor: None,
+            focus: Focus::Timeline,
+            mode: Mode::Browse,
+            filter: None,
+            scroll: [0; 4],
+            status: String::new(),
+            status_kind: StatusKind::Info,
+            size: Rect::new(0, 0, 100, 30),
+            quit: false,
+        };
+        app.cursor = app.visible().first().copied();
+        app
+    }
+
+    /// The shown run.
+    pub fn tab(&self) -> &RunTab {
+        &self.doc.runs[self.run.min(self.doc.runs.len().saturating_sub(1))]
+    }
+
+    /// The shown run's timeline.
+    pub fn timeline(&self) -> &Timeline {
+        &self.tab().timeline
+    }
+
+    /// The selected call.
+    pub fn selected(&self) -> Option<&Call> {
+        self.cursor
+            .and_then(|i| self.timeline().report().calls.get(i))
+    }
+
+    fn matches_filter(&self, call: &Call) -> bool {
+        match &self.filter {
+            None => true,
+            Some(f) if f.is_empty() => true,
+            Some(f) => {
+                let f = f.to_lowercase();
+                call.tool.to_lossy().to_lowercase().contains(&f)
+                    || call.status.as_str().contains(&f)
+                    || call
+                        .fault
+                        .as_ref()
+                        .is_some_and(|n| n.to_lossy().to_lowercase().contains(&f))
+            }
+        }
+    }
+
+    /// Indices of the calls the timeline shows (after the filter).
+    pub fn visible(&self) -> Vec<usize> {
+        let calls = &self.timeline().report().calls;
+        (0..calls.len())
+            .filter(|&i| self.matches_filter(&calls[i]))
+            .collect()
+    }
+
+    fn move_to(&mut self, target: Option<usize>, what: &str) {
+        match target {
+            Some(t) => {
+                self.cursor = Some(t);
+                self.scroll[0] = 0;
+                self.info(String::new());
+            }
+            None => self.info(format!("no {what}")),
+        }
+    }
+
+    fn info(&mut self, text: String) {
+        self.status = text;
+        self.status_kind = StatusKind::Info;
+    }
+
+    fn step(&mut self, by: isize) {
+        let visible = self.visible();
+        if visible.is_empty() {
+            return;
+        }
+        let pos = self
+            .cursor
+            .and_then(|c| visible.iter().position(|&v| v >= c))
+            .unwrap_or(0) as isize;
+        let next = (pos + by).clamp(0, visible.len() as isize - 1) as usize;
+        self.move_to(Some(visible[next]), "step");
+    }
+
+    fn jump(&mut self, forward: bool, what: &str, pred: impl Fn(&Timeline, usize, &Call) -> bool) {
+        let t = self.timeline();
+        let visible = self.visible();
+        let ok = |i: usize, c: &Call| visible.binary_search(&i).is_ok() && pred(t, i, c);
+        let target = match (forward, self.cursor) {
+            (true, c) => t.next_where(c, ok),
+            (false, Some(c)) => t.prev_where(c, ok),
+            (false, None) => None,
+        };
+        self.move_to(target, what);
+    }
+
+    /// Applies an action; returns the side effects to carry out.
+    pub fn update(&mut self, action: Action) -> Vec<Command> {
+        match action {
+            Action::Quit => self.quit = true,
+            Action::Back => match self.mode {
+                Mode::Browse => self.quit = true,
+                _ => self.mode = Mode::Browse,
+            },
+            Action::Next => self.scroll_or_step(1),
+            Action::Prev => self.scroll_or_step(-1),
+            Action::First => self.step(isize::MIN / 2),
+            Action::Last => self.step(isize::MAX / 2),
+            Action::PageDown => self.step(10),
+            Action::PageUp => self.step(-10),
+            Action::NextFault => self.jump(true, "later fault", |_, _, c| c.fault.is_some()),
+            Action::PrevFault => self.jump(false, "earlier fault", |_, _, c| c.fault.is_some()),
+            Action::NextEffect => {
+                self.jump(true, "later effect", |t, i, _| !t.effects_of(i).is_empty())
+            }
+            Action::PrevEffect => self.jump(false, "earlier effect", |t, i, _| {
+                !t.effects_of(i).is_empty()
+            }),
+            Action::NextFailure => self.jump(true, "later failure", |_, _, c| c.failed()),
+            Action::PrevFailure => self.jump(false, "earlier failure", |_, _, c| c.failed()),
+            Action::NextRun => self.switch_run(1),
+            Action::PrevRun => self.switch_run(-1),
+            Action::FocusNext => self.focus = self.focus.shift(1),
+            Action::FocusPrev => self.focus = self.focus.shift(-1),
+            Action::ScrollDown => self.scroll_focused(1),
+            Action::ScrollUp => self.scroll_focused(-1),
+            Action::StartFilter => {
+                self.mode = Mode::Filter(self.filter.clone().unwrap_or_default())
+            }
+            Action::FilterChar(c) => {
+                if let Mode::Filter(text) = &mut self.mode {
+                    text.push(c);
+                    let text = text.clone();
+                    self.apply_filter(Some(text));
+                }
+            }
+            Action::FilterBackspace => {
+                if let Mode::Filter(text) = &mut self.mode {
+                    text.pop();
+                    let text = text.clone();
+                    self.apply_filter(Some(text));
+                }
+            }
+            Action::FilterApply => {
+                if let Mode::Filter(text) = std::mem::replace(&mut self.mode, Mode::Browse) {
+                    self.apply_filter(if text.is_empty() { None } else { Some(text) });
+                }
+            }
+            Action::FilterCancel => {
+                self.mode = Mode::Browse;
+                self.apply_filter(None);
+            }
+            Action::ToggleHelp => {
+                self.mode = if self.mode == Mode::Help {
+                    Mode::Browse
+                } else {
+                    Mode::Help
+                };
+            }
+            Action::Click { col, row } => self.click(col, row),
+            Action::Wheel { down, col, row } => {
+                if let Some(f) = view::pane_at(self, col, row) {
+                    self.focus = f;
+                }
+                self.scroll_or_step(if down { 1 } else { -1 });
+            }
+            Action::Resize(w, h) => self.size = Rect::new(0, 0, w, h),
+            Action::Reload | Action::FileChanged => {
+                if self.doc.path.is_some() {
+                    return vec![Command::Reload];
+                }
+            }
+            Action::Reloaded(result) => self.reloaded(result),
+        }
+        Vec::new()
+    }
+
+    fn scroll_or_step(&mut self, by: isize) {
+        match self.focus {
+            Focus::Timeline => self.step(by),
+            _ => self.scroll_focused(by),
+        }
+    }
+
+    fn scroll_focused(&mut self, by: isize) {
+        let slot = match self.focus {
+            Focus::Timeline => return self.step(by),
+            Focus::Details => 0,
+            Focus::Coverage => 1,
+            Focus::Effects => 2,
+            Focus::Verdicts => 3,
+        };
+        self.scroll[slot] = (self.scroll[slot] as isize + by).clamp(0, u16::MAX as isize) as u16;
+    }
+
+    fn switch_run(&mut self, by: isize) {
+        let n = self.doc.runs.len() as isize;
+        if n <= 1 {
+            self.info("this file holds one run".into());
+            return;
+        }
+        let keep = self.selected().map(|c| c.id);
+        self.run = (self.run as isize + by).rem_euclid(n) as usize;
+        self.restore_cursor(keep);
+        self.info(format!(
+            "run {} of {}: {}",
+            self.run + 1,
+            n,
+            self.tab().label
+        ));
+    }
+
+    fn apply_filter(&mut self, filter: Option<String>) {
+        self.filter = filter;
+        let visible = self.visible();
+        if let Some(c) = self.cursor
+            && !visible.contains(&c)
+        {
+            self.cursor = visible
+                .iter()
+                .copied()
+                .find(|&v| v > c)
+                .or(visible.last().copied());
+        } else if self.cursor.is_none() {
+            self.cursor = visible.first().copied();
+        }
+    }
+
+    /// Puts the cursor back on the call with id `keep` (or the nearest one).
+    fn restore_cursor(&mut self, keep: Option<u64>) {
+        let visible = self.visible();
+        self.cursor = match keep {
+            Some(id) => {
+                let idx = (id as usize).saturating_sub(1);
+                visible
+                    .iter()
+                    .copied()
+                    .find(|&v| v >= idx)
+                    .or(visible.last().copied())
+            }
+            None => visible.first().copied(),
+        };
+    }
+
+    fn reloaded(&mut self, result: Result<Box<Document>, String>) {
+        match result {
+            Ok(doc) => {
+                let keep = self.selected().map(|c| c.id);
+                self.doc = *doc;
+                self.run = self.run.min(self.doc.runs.len().saturating_sub(1));
+                self.restore_cursor(keep);
+                self.info("reloaded from disk".into());
+            }
+            Err(e) => {
+                self.status =
+                    format!("file on disk is invalid, still showing the last good version: {e}");
+                self.status_kind = StatusKind::Error;
+            }
+        }
+    }
+
+    fn click(&mut self, col: u16, row: u16) {
+        if let Some(pane) = view::pane_at(self, col, row) {
+            self.focus = pane;
+        }
+        if let Some(index) = view::timeline_row_at(self, col, row) {
+            self.move_to(Some(index), "call");
+        }
+    }
+}

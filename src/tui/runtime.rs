@@ -1,0 +1,155 @@
+//! The thin terminal loop: crossterm input, a debounced file watcher and resizes feed one
+//! event channel; events become actions at the edge; commands come back from `update` and are
+//! carried out here. Generic over the backend, so tests can drive it with `TestBackend`.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::Duration;
+
+use crossterm::event::{self, Event as TermEvent, KeyEventKind, MouseEventKind};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+
+use super::action::{Action, Command};
+use super::app::App;
+use super::document;
+use super::keymap;
+
+/// Something that happened outside the app.
+#[derive(Debug)]
+pub enum Event {
+    /// A terminal event (key, mouse, resize).
+    Terminal(TermEvent),
+    /// The open file changed on disk (already debounced).
+    FileChanged,
+}
+
+/// Turns an outside event into actions.
+pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
+    match event {
+        Event::FileChanged => vec![Action::FileChanged],
+        Event::Terminal(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
+            keymap::map(k, &app.mode).into_iter().collect()
+        }
+        Event::Terminal(TermEvent::Mouse(m)) => match m.kind {
+            MouseEventKind::Down(_) => vec![Action::Click {
+                col: m.column,
+                row: m.row,
+            }],
+            MouseEventKind::ScrollDown => vec![Action::Wheel {
+                down: true,
+                col: m.column,
+                row: m.row,
+            }],
+            MouseEventKind::ScrollUp => vec![Action::Wheel {
+                down: false,
+                col: m.column,
+                row: m.row,
+            }],
+            _ => Vec::new(),
+        },
+        Event::Terminal(TermEvent::Resize(w, h)) => vec![Action::Resize(w, h)],
+        Event::Terminal(_) => Vec::new(),
+    }
+}
+
+/// Carries out one command, returning the action that answers it.
+pub fn perform(command: Command, app: &App) -> Action {
+    match command {
+        Command::Reload => match &app.doc.path {
+            Some(p) => Action::Reloaded(document::open(p).map(Box::new)),
+            None => Action::Reloaded(document::bundled().map(Box::new)),
+        },
+    }
+}
+
+/// Applies an action and every command it causes.
+pub fn dispatch(app: &mut App, action: Action) {
+    let mut queue = vec![action];
+    while let Some(a) = queue.pop() {
+        for command in app.update(a) {
+            queue.push(perform(command, app));
+        }
+    }
+}
+
+/// Draws and handles events until the app quits or the event source closes.
+pub fn run<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    events: &Receiver<Event>,
+) -> Result<(), B::Error> {
+    let size = terminal.size()?;
+    app.update(Action::Resize(size.width, size.height));
+    loop {
+        terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
+        let Ok(event) = events.recv() else {
+            return Ok(());
+        };
+        for action in to_actions(event, app) {
+            dispatch(app, action);
+        }
+        if app.quit {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads terminal input on a thread and sends it to the channel.
+pub fn spawn_input(tx: Sender<Event>) {
+    std::thread::spawn(move || {
+        loop {
+            match event::read() {
+                Ok(e) => {
+                    if tx.send(Event::Terminal(e)).is_err() {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    });
+}
+
+/// Watches `path` and sends one [`Event::FileChanged`] after each burst of changes (150 ms of
+/// quiet). Watches the folder, so a file replaced by rename (atomic saves) or deleted and
+/// recreated is still seen. Returns the watcher, which must be kept alive.
+pub fn spawn_watcher(path: &Path, tx: Sender<Event>) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let file: PathBuf = path.file_name()?.into();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let (raw_tx, raw_rx) = channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res
+            && ev
+                .paths
+                .iter()
+                .any(|p| p.file_name() == Some(file.as_os_str()))
+        {
+            let _ = raw_tx.send(());
+        }
+    })
+    .ok()?;
+    watcher
+        .watch(&dir, notify::RecursiveMode::NonRecursive)
+        .ok()?;
+    std::thread::spawn(move || {
+        while raw_rx.recv().is_ok() {
+            // Debounce: wait for 150 ms without further changes.
+            loop {
+                match raw_rx.recv_timeout(Duration::from_millis(150)) {
+                    Ok(()) => continue,
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            if tx.send(Event::FileChanged).is_err() {
+                return;
+            }
+        }
+    });
+    Some(watcher)
+}

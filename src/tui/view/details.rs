@@ -1,0 +1,199 @@
+//! The selected invocation: what ran, what it returned or raised, which rules were eligible
+//! and why one was selected (the draw against the probability, a reached limit, shadowing),
+//! the effects it committed (duplicates point at the earlier commit), and its payloads.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
+
+use super::super::app::{App, Focus};
+use super::super::theme::{DUPLICATE, Theme};
+use super::{pane, secs};
+use crate::json::{Value, float::py_repr, pretty};
+use crate::timeline::RuleOutcome;
+
+fn kv<'a>(key: &str, value: String, theme: &Theme) -> Line<'a> {
+    Line::from(vec![
+        Span::styled(format!("{key:<9}"), theme.dim),
+        Span::raw(value),
+    ])
+}
+
+fn draw_text(draw: &Option<crate::decision::Draw>, p: f64) -> String {
+    match draw {
+        Some(d) => format!(
+            "draw {:.6} of 2^64 {} p {}",
+            d.fraction(),
+            if d.hits(p) { "<" } else { "≥" },
+            py_repr(p)
+        ),
+        None => "draw not recomputable (redacted key or seed outside 64 bits)".into(),
+    }
+}
+
+/// The detail lines for the selected call (also used by tests).
+pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
+    let t = app.timeline();
+    let Some(index) = app.cursor else {
+        return vec![Line::styled("No call selected.", theme.dim)];
+    };
+    let c = &t.report().calls[index];
+    let mut out = vec![Line::from(vec![
+        Span::styled(format!("#{} {}", c.id, c.tool.to_lossy()), theme.title),
+        Span::styled(
+            format!("  ordinal {} · key {}", c.ordinal, c.key.to_lossy()),
+            theme.dim,
+        ),
+    ])];
+    if let Some(p) = c.parent_id {
+        out.push(kv("parent", format!("#{p}"), theme));
+    }
+    let status = match &c.error {
+        Some(e) => format!(
+            "{} · {}{}{}",
+            c.status.as_str(),
+            e.type_name.to_lossy(),
+            if e.known { " (portable)" } else { "" },
+            e.retry_after
+                .map_or(String::new(), |r| format!(" · retry after {}", secs(r)))
+        ),
+        None => c.status.as_str().to_owned(),
+    };
+    out.push(Line::from(vec![
+        Span::styled(format!("{:<9}", "status"), theme.dim),
+        Span::styled(status, if c.failed() { theme.failed } else { theme.ok }),
+    ]));
+    out.push(kv(
+        "time",
+        format!(
+            "{} → {} ({})",
+            secs(c.started),
+            secs(c.started + c.elapsed),
+            secs(c.elapsed)
+        ),
+        theme,
+    ));
+    out.push(kv(
+        "executed",
+        if c.executed {
+            "yes: the tool ran"
+        } else {
+            "no: the tool did not run"
+        }
+        .into(),
+        theme,
+    ));
+    if let (Some(f), Some(k)) = (&c.fault, c.kind) {
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<9}", "fault"), theme.dim),
+            Span::styled(
+                format!(
+                    "{} · {} · {} · {}",
+                    f.to_lossy(),
+                    k,
+                    k.phase(),
+                    if c.injected {
+                        "injected"
+                    } else {
+                        "selected, not injected (the tool raised first)"
+                    }
+                ),
+                theme.fault,
+            ),
+        ]));
+    }
+    let decisions = t.decisions(index);
+    if !decisions.is_empty() {
+        out.push(Line::styled(
+            format!("Decision (seed {})", t.report().seed.to_decimal()),
+            theme.title,
+        ));
+        for d in decisions {
+            let rule = &t.rules()[d.rule];
+            let name = rule.name.to_lossy();
+            let (mark, text, style) = match &d.outcome {
+                RuleOutcome::NotEligible => continue,
+                RuleOutcome::Selected { draw } => (
+                    "→",
+                    format!("selected: {}", draw_text(draw, rule.probability)),
+                    theme.fault,
+                ),
+                RuleOutcome::Missed { draw } => (
+                    "·",
+                    format!("missed: {}", draw_text(draw, rule.probability)),
+                    theme.text,
+                ),
+                RuleOutcome::LimitReached { limit } => (
+                    "·",
+                    format!("limit of {limit} selection(s) reached"),
+                    theme.text,
+                ),
+                RuleOutcome::Shadowed => {
+                    ("·", "shadowed: an earlier rule won".to_owned(), theme.dim)
+                }
+            };
+            out.push(Line::styled(
+                format!("  {mark} {name} ({}): {text}", rule.kind),
+                style,
+            ));
+        }
+        if t.decisions(index)
+            .iter()
+            .all(|d| d.outcome == RuleOutcome::NotEligible)
+        {
+            out.push(Line::styled(
+                "  no rule is eligible for this call",
+                theme.dim,
+            ));
+        }
+    }
+    let effects = t.effects_of(index);
+    if !effects.is_empty() {
+        out.push(Line::styled("Effects committed", theme.title));
+        for &e in effects {
+            let fx = &t.report().effects[e];
+            let mut spans = vec![Span::raw(format!(
+                "  {} {} @{} · identity {}",
+                fx.name.to_lossy(),
+                fx.key.to_lossy(),
+                secs(fx.at),
+                fx.identity
+            ))];
+            if let Some(first) = t.duplicate_of(e) {
+                let earlier = &t.report().effects[first];
+                spans.push(Span::styled(
+                    format!(
+                        "  {DUPLICATE} duplicate of the commit by call #{} @{}",
+                        earlier.call_id,
+                        secs(earlier.at)
+                    ),
+                    theme.duplicate,
+                ));
+            }
+            out.push(Line::from(spans));
+        }
+    }
+    for (title, value) in [("Arguments", &c.arguments), ("Output", &c.output)] {
+        out.push(Line::styled(title, theme.title));
+        let text = match value {
+            Value::Null if title == "Output" && c.capture_error => {
+                "(not captured: the output could not be recorded)".to_owned()
+            }
+            Value::Null if title == "Output" && c.failed() => "(none: the call failed)".to_owned(),
+            v => pretty(v),
+        };
+        out.extend(text.lines().map(|l| Line::raw(format!("  {l}"))));
+    }
+    out
+}
+
+/// Draws the details pane.
+pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let block = pane(" Details ".into(), app.focus == Focus::Details, theme);
+    Paragraph::new(lines(app, theme))
+        .block(block)
+        .wrap(Wrap { trim: false })
+        .scroll((app.scroll[0], 0))
+        .render(area, buf);
+}

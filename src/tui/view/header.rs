@@ -1,0 +1,89 @@
+//! The header line (file, kind, run, seed, virtual clock, verdict, short digest) and the
+//! status line (messages, filter prompt, key hints).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::super::app::{App, Mode, StatusKind};
+use super::super::theme::Theme;
+use super::secs;
+use crate::contract::verdict;
+
+/// Draws the header.
+pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let tab = app.tab();
+    let report = tab.timeline.report();
+    let passed = verdict(&tab.checks);
+    let runs = app.doc.runs.len();
+    let run = if runs > 1 {
+        format!(" · run {}/{runs} {}", app.run + 1, tab.label)
+    } else {
+        format!(" · {}", tab.label)
+    };
+    // Most important first: a narrow terminal cuts the file name, not the verdict.
+    let clock = tab.timeline.clock_at(app.cursor);
+    let mut spans = vec![
+        Span::styled(" toolstorm ", theme.title),
+        Span::styled(
+            if passed { "PASS" } else { "FAIL" },
+            if passed { theme.ok } else { theme.failed },
+        ),
+        Span::styled(
+            format!(
+                "{run} · seed {} · {} {}",
+                report.seed.to_decimal(),
+                report.clock,
+                secs(clock)
+            ),
+            theme.dim,
+        ),
+        Span::styled(
+            format!(
+                " · {} {}",
+                app.doc.kind.label(),
+                &tab.digest[..tab.digest.len().min(8)]
+            ),
+            theme.dim,
+        ),
+        Span::styled(format!(" · {}", app.doc.name()), theme.text),
+    ];
+    if report.budget_rejections > 0 {
+        spans.push(Span::styled(
+            format!(" · {} refused", report.budget_rejections),
+            theme.failed,
+        ));
+    }
+    Line::from(spans).render(area, buf);
+}
+
+/// Draws the status line.
+pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let line = match &app.mode {
+        Mode::Filter(text) => Line::from(vec![
+            Span::styled("filter (tool, status or rule): ", theme.title),
+            Span::raw(text.clone()),
+            Span::styled("▏  Enter keep · Esc clear", theme.dim),
+        ]),
+        _ => {
+            let style = if app.status_kind == StatusKind::Error {
+                theme.failed
+            } else {
+                theme.dim
+            };
+            let mut spans = Vec::new();
+            if let Some(f) = &app.filter {
+                spans.push(Span::styled(format!("[filter: {f}] "), theme.fault));
+            }
+            let text = if app.status.is_empty() {
+                "? keys · q quit · Tab focus · f next fault · e next effect".to_owned()
+            } else {
+                app.status.clone()
+            };
+            spans.push(Span::styled(text, style));
+            Line::from(spans)
+        }
+    };
+    line.render(area, buf);
+}

@@ -1,0 +1,232 @@
+//! The explorer's screens: whole-screen snapshots at fixed sizes (driven by actions), colour
+//! where colour carries meaning, and key → action → state behaviour.
+
+mod common;
+
+use std::path::PathBuf;
+
+use insta::assert_snapshot;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
+use toolstorm::tui::action::Action;
+use toolstorm::tui::app::{App, Focus, Mode};
+use toolstorm::tui::document::{self, DocKind};
+use toolstorm::tui::runtime::dispatch;
+use toolstorm::tui::theme::Theme;
+
+fn open(rel: &str) -> App {
+    let path = common::fixture_path(rel);
+    let mut doc = document::open(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    // Show a relative name so snapshots do not depend on where the checkout lives.
+    doc.path = Some(PathBuf::from(rel));
+    App::new(doc)
+}
+
+fn screen(app: &mut App, w: u16, h: u16, no_color: bool) -> Terminal<TestBackend> {
+    app.update(Action::Resize(w, h));
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    let theme = Theme::new(no_color);
+    terminal
+        .draw(|f| app.render_with(f.area(), f.buffer_mut(), &theme))
+        .expect("draw");
+    terminal
+}
+
+/// The screen as text.
+fn text(terminal: &Terminal<TestBackend>) -> String {
+    terminal.backend().to_string()
+}
+
+fn find(buf: &Buffer, symbol: &str) -> Vec<(u16, u16)> {
+    let area = buf.area;
+    let mut out = Vec::new();
+    for y in area.y..area.y + area.height {
+        for x in area.x..area.x + area.width {
+            if buf[(x, y)].symbol() == symbol {
+                out.push((x, y));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn lost_ack_step_by_step_80x24() {
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    assert_snapshot!(
+        "lost_ack_step1_80x24",
+        text(&screen(&mut app, 80, 24, true))
+    );
+    app.update(Action::Next);
+    assert_snapshot!(
+        "lost_ack_step2_80x24",
+        text(&screen(&mut app, 80, 24, true))
+    );
+    app.update(Action::Next);
+    assert_snapshot!(
+        "lost_ack_step3_80x24",
+        text(&screen(&mut app, 80, 24, true))
+    );
+}
+
+#[test]
+fn lost_ack_120x40() {
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    app.update(Action::Last);
+    assert_snapshot!(
+        "lost_ack_last_120x40",
+        text(&screen(&mut app, 120, 40, true))
+    );
+}
+
+#[test]
+fn comparison_switches_runs() {
+    let mut app = open("demo/rate_limit.all.comparison.json");
+    assert_eq!(app.doc.kind, DocKind::Comparison);
+    assert_eq!(app.doc.runs.len(), 3);
+    app.update(Action::NextRun);
+    app.update(Action::NextRun);
+    assert_eq!(app.tab().label, "resilient");
+    app.update(Action::Last);
+    assert_snapshot!(
+        "comparison_resilient_120x40",
+        text(&screen(&mut app, 120, 40, true))
+    );
+}
+
+#[test]
+fn nested_and_empty_traces() {
+    let mut app = open("api/nested_sync.cassette.json");
+    app.update(Action::PageDown);
+    assert_snapshot!("nested_120x40", text(&screen(&mut app, 120, 40, true)));
+    let mut empty = open("api/empty.cassette.json");
+    assert_eq!(empty.cursor, None);
+    empty.update(Action::Next);
+    assert_snapshot!("empty_80x24", text(&screen(&mut empty, 80, 24, true)));
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    app.update(Action::ToggleHelp);
+    assert_eq!(app.mode, Mode::Help);
+    assert_snapshot!("help_80x24", text(&screen(&mut app, 80, 24, true)));
+    app.update(Action::Back);
+    assert_eq!(app.mode, Mode::Browse);
+    assert!(!app.quit);
+}
+
+#[test]
+fn tiny_terminals_do_not_overlap_or_panic() {
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    for (w, h) in [(20, 5), (40, 10), (60, 15), (1, 1), (80, 12)] {
+        let t = screen(&mut app, w, h, false);
+        assert_eq!(t.backend().buffer().area.width, w);
+    }
+    let t = screen(&mut app, 40, 10, true);
+    assert!(text(&t).contains("Timeline"));
+}
+
+#[test]
+fn colour_marks_failures_and_duplicates() {
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    app.update(Action::Last);
+    let t = screen(&mut app, 120, 40, false);
+    let buf = t.backend().buffer();
+    // The failed call's ✗ in the timeline is red; the duplicate marker ⧉ is magenta.
+    let failed = find(buf, "✗");
+    assert!(
+        failed.iter().any(|&p| buf[p].fg == Color::Red),
+        "{failed:?}"
+    );
+    let dups = find(buf, "⧉");
+    assert!(!dups.is_empty() && dups.iter().all(|&p| buf[p].fg == Color::Magenta));
+    // Without colour the symbols stay and no colour is used.
+    let plain = screen(&mut app, 120, 40, true);
+    let buf = plain.backend().buffer();
+    assert!(!find(buf, "⧉").is_empty() && !find(buf, "✗").is_empty());
+    assert!(find(buf, "⧉").iter().all(|&p| buf[p].fg == Color::Reset));
+}
+
+#[test]
+fn stepping_jumps_and_filtering() {
+    let mut app = open("demo/rate_limit.retry.cassette.json");
+    assert_eq!(app.cursor, Some(0));
+    app.update(Action::NextFault);
+    assert_eq!(app.cursor, Some(1));
+    app.update(Action::NextEffect);
+    assert_eq!(
+        app.selected().map(|c| c.tool.to_lossy()),
+        Some("create_shipment".into())
+    );
+    app.update(Action::First);
+    assert_eq!(app.cursor, Some(0));
+    app.update(Action::PrevFault);
+    assert_eq!(app.cursor, Some(0));
+    assert!(app.status.contains("no earlier fault"));
+    app.update(Action::StartFilter);
+    for c in "ship".chars() {
+        app.update(Action::FilterChar(c));
+    }
+    app.update(Action::FilterApply);
+    assert_eq!(app.visible().len(), 1);
+    assert_eq!(
+        app.selected().map(|c| c.tool.to_lossy()),
+        Some("create_shipment".into())
+    );
+    app.update(Action::StartFilter);
+    app.update(Action::FilterCancel);
+    assert_eq!(app.visible().len(), 4);
+    app.update(Action::FocusNext);
+    assert_eq!(app.focus, Focus::Details);
+    app.update(Action::Next);
+    assert_eq!(app.scroll[0], 1, "j scrolls the focused details pane");
+}
+
+#[test]
+fn mouse_click_selects_a_row() {
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    screen(&mut app, 100, 30, true);
+    // Timeline body starts at row 2 (header, border), after the column header row: row 3 is call 1.
+    app.update(Action::Click { col: 10, row: 5 });
+    assert_eq!(app.cursor, Some(2));
+    app.update(Action::Wheel {
+        down: false,
+        col: 10,
+        row: 5,
+    });
+    assert_eq!(app.cursor, Some(1));
+}
+
+#[test]
+fn reload_keeps_the_cursor_and_survives_bad_files() {
+    let dir = std::env::temp_dir().join(format!("toolstorm-tui-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path: PathBuf = dir.join("trace.json");
+    std::fs::write(&path, common::fixture("demo/lost_ack.retry.cassette.json")).expect("write");
+    let mut app = App::new(document::open(&path).expect("open"));
+    app.update(Action::Last);
+    std::fs::write(&path, "{\"truncated\": ").expect("write");
+    dispatch(&mut app, Action::FileChanged);
+    assert_eq!(app.cursor, Some(2), "the last good state stays");
+    assert!(
+        app.status.contains("Invalid or excessively nested JSON"),
+        "{}",
+        app.status
+    );
+    std::fs::write(
+        &path,
+        common::fixture("demo/lost_ack.resilient.cassette.json"),
+    )
+    .expect("write");
+    dispatch(&mut app, Action::FileChanged);
+    assert_eq!(app.cursor, Some(2));
+    assert_eq!(
+        app.timeline().report().effects.len(),
+        1,
+        "the new content is shown"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
