@@ -123,7 +123,9 @@ pub fn spawn_watcher(path: &Path, tx: Sender<Event>) -> Option<notify::Recommend
     };
     let (raw_tx, raw_rx) = channel::<()>();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        // Reads (ours included: a reload opens the file) are access events; only changes count.
         if let Ok(ev) = res
+            && !matches!(ev.kind, notify::EventKind::Access(_))
             && ev
                 .paths
                 .iter()

@@ -1,0 +1,72 @@
+//! The file-watch path end to end: a real file, the notify watcher, the debounced event, the
+//! reload command and the app's state — including an invalid intermediate write, an atomic
+//! replace (rename over the file) and a delete-then-recreate.
+
+mod common;
+
+use std::sync::mpsc::channel;
+use std::time::Duration;
+
+use toolstorm::tui::app::{App, StatusKind};
+use toolstorm::tui::document;
+use toolstorm::tui::runtime::{Event, dispatch, spawn_watcher, to_actions};
+
+fn wait_and_apply(app: &mut App, rx: &std::sync::mpsc::Receiver<Event>) {
+    let event = rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a change event within 5 s");
+    for action in to_actions(event, app) {
+        dispatch(app, action);
+    }
+    // Drain any further debounced bursts.
+    while let Ok(event) = rx.recv_timeout(Duration::from_millis(400)) {
+        for action in to_actions(event, app) {
+            dispatch(app, action);
+        }
+    }
+}
+
+#[test]
+fn changes_on_disk_reach_the_app() {
+    let dir = std::env::temp_dir().join(format!("toolstorm-watch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("incident.json");
+    std::fs::write(&path, common::fixture("demo/lost_ack.retry.cassette.json")).expect("write");
+    let mut app = App::new(document::open(&path).expect("open"));
+    app.cursor = Some(2);
+    let (tx, rx) = channel();
+    let _watcher = spawn_watcher(&path, tx).expect("watcher");
+    std::thread::sleep(Duration::from_millis(200));
+
+    // A half-written file: the last good state stays, the error shows.
+    std::fs::write(&path, "{\"calls\": [").expect("write");
+    wait_and_apply(&mut app, &rx);
+    assert_eq!(app.status_kind, StatusKind::Error, "{}", app.status);
+    assert_eq!(app.timeline().report().effects.len(), 2);
+
+    // An atomic replace (temp file + rename), as editors and our own writer do.
+    toolstorm::atomic::write(
+        &path,
+        common::fixture("demo/lost_ack.resilient.cassette.json").as_bytes(),
+    )
+    .expect("replace");
+    wait_and_apply(&mut app, &rx);
+    assert_eq!(app.status_kind, StatusKind::Info, "{}", app.status);
+    assert_eq!(app.timeline().report().effects.len(), 1);
+    assert_eq!(
+        app.cursor,
+        Some(2),
+        "the cursor stays on the same invocation id"
+    );
+
+    // Deleted, then recreated.
+    std::fs::remove_file(&path).expect("remove");
+    wait_and_apply(&mut app, &rx);
+    assert_eq!(app.status_kind, StatusKind::Error);
+    std::fs::write(&path, common::fixture("demo/timeout.retry.cassette.json")).expect("recreate");
+    wait_and_apply(&mut app, &rx);
+    assert_eq!(app.status_kind, StatusKind::Info, "{}", app.status);
+    assert_eq!(app.timeline().report().calls.len(), 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
