@@ -5,6 +5,7 @@
 mod demo;
 mod explain;
 mod lab_run;
+mod orbit;
 mod sweep;
 mod trace;
 
@@ -50,8 +51,10 @@ enum Command {
     Check(trace::CheckArgs),
     /// List bundled failure scenarios
     Scenarios,
-    /// Run a scenario file headlessly
+    /// Run a scenario file headlessly (shipping lab or Orbit executor)
     Run(lab_run::RunArgs),
+    /// List the Orbit tools, or print their function-tool schemas
+    Tools(orbit::ToolsArgs),
     /// Run a campaign over a grid of scenarios, policies, seeds, probabilities and budgets
     Sweep(sweep::SweepArgs),
     /// Explain one fault decision
@@ -107,6 +110,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
         Some(Command::Inspect(a)) => trace::inspect(&a, io),
         Some(Command::Check(a)) => trace::check(&a, io),
         Some(Command::Run(a)) => lab_run::run(&a, io),
+        Some(Command::Tools(a)) => orbit::tools(&a, io),
         Some(Command::Sweep(a)) => sweep::run(&a, io),
         Some(Command::Decide(a)) => explain::decide(&a, io),
         Some(Command::Canonical(a)) => explain::canonical(&a, io),

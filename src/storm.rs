@@ -178,6 +178,11 @@ impl CallHandle {
     pub fn id(&self) -> u64 {
         self.index as u64 + 1
     }
+
+    /// The position of the rule selected for the call, if any (see [`Storm::rules`]).
+    pub fn rule_index(&self) -> Option<usize> {
+        self.rule
+    }
 }
 
 /// What the selected fault does before a call's body runs ([`Storm::prelude`]).
