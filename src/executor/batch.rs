@@ -654,8 +654,7 @@ impl<'a> Scheduler<'a> {
             .iter()
             .map(Lane::settled_ms)
             .max()
-            .unwrap_or(self.start)
-            .max(self.now);
+            .unwrap_or(self.start);
         BatchResult {
             batch: self.batch,
             started_ms: self.start,
