@@ -75,7 +75,8 @@ impl FunctionCall {
         }
     }
 
-    /// Reads an item; unknown fields and a `type` other than `function_call` are errors.
+    /// Reads an item; unknown fields and a `type` other than `function_call` are errors
+    /// (`id` and `status`, which the Responses API also sends, are accepted and ignored).
     pub fn from_value(v: &Value) -> Result<FunctionCall, ConfigError> {
         let o = crate::rule::require_keys(
             v,

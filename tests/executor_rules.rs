@@ -334,6 +334,17 @@ fn retries_only_transient_errors_of_idempotent_tools() {
     .expect("executor");
     let b = exec.run_batch(&mut orbit, &mut DenyAll, &calls[..1]);
     assert_eq!(b.kinds(), ["transient"]);
+
+    // An advertised wait longer than the jitter is respected.
+    let slow = RuleSpec::new("wait-1s", "get_issue", FaultKind::RateLimit)
+        .calls([1])
+        .delay(1.0)
+        .build()
+        .expect("rule");
+    let (b, _) = batch(vec![slow], &mut DenyAll, &calls[..1]);
+    let a = &b.lanes[0].attempts;
+    assert_eq!((a.len(), a[1].queued_ms), (2, 1000));
+    assert_eq!(b.answered_in_ms(), 2000);
 }
 
 #[test]

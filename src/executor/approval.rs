@@ -96,6 +96,12 @@ pub trait Prompt {
     fn ask(&mut self, question: &str) -> Option<String>;
 }
 
+impl<P: Prompt + ?Sized> Prompt for &mut P {
+    fn ask(&mut self, question: &str) -> Option<String> {
+        (**self).ask(question)
+    }
+}
+
 /// A prompt with no terminal behind it: nobody can be asked.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoTerminal;

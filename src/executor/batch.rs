@@ -7,7 +7,7 @@
 //! starts when its first attempt gets a slot. An attempt's body takes the virtual time its
 //! tool declares (plus injected latency); when that time has passed the body runs and may
 //! commit. A transient failure of an idempotent tool is retried after a seeded 200–400 ms
-//! pause, releasing the slot meanwhile. When the deadline passes first, the call is answered
+//! pause (longer if a rate limit advertised a longer wait), releasing the slot meanwhile. When the deadline passes first, the call is answered
 //! `timeout` — but its body keeps its slot and runs on, and whatever it commits lands in the
 //! effect ledger later, marked in its lane as late.
 //!
@@ -579,7 +579,11 @@ impl<'a> Scheduler<'a> {
             && attempts < self.limits.max_attempts
         {
             let (lo, hi) = JITTER_MS;
-            let pause = lo + self.rng.next_u64() % (hi - lo + 1);
+            let mut pause = lo + self.rng.next_u64() % (hi - lo + 1);
+            // A rate limit that advertises a longer wait is respected.
+            if let Failure::Engine(Error::RateLimited { retry_after }) = &failure {
+                pause = pause.max(ms(*retry_after));
+            }
             self.schedule(now + pause, Event::Retry(i));
         } else {
             self.fail(i, failure);

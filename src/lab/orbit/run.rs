@@ -36,8 +36,8 @@ pub struct OrbitRun {
     pub digest: String,
 }
 
-/// Runs a scenario with `approver` standing in for the file's interactive choice (`prompt`
-/// answers its questions; [`NoTerminal`] when headless).
+/// Runs a scenario; when its approver is interactive, `prompt` answers the questions
+/// ([`NoTerminal`] when headless, which denies).
 pub fn run_with_prompt(
     scenario: &ExecutorScenario,
     seed: i64,
@@ -52,13 +52,7 @@ pub fn run_with_prompt(
         orbit = orbit.read_only();
     }
     let mut exec = Executor::new(scenario.rules()?, seed, scenario.limits)?;
-    struct Borrowed<'a>(&'a mut dyn Prompt);
-    impl Prompt for Borrowed<'_> {
-        fn ask(&mut self, question: &str) -> Option<String> {
-            self.0.ask(question)
-        }
-    }
-    let mut interactive = Interactive::new(Borrowed(prompt));
+    let mut interactive = Interactive::new(prompt);
     let mut deny = DenyAll;
     let mut allow = AllowList::default();
     let approver: &mut dyn Approver = match &scenario.approver {
