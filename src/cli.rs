@@ -5,6 +5,7 @@
 mod demo;
 mod explain;
 pub mod lab_run;
+mod orbit;
 mod replay;
 mod sweep;
 pub mod trace;
@@ -53,8 +54,10 @@ enum Command {
     Scenarios,
     /// Replay a lab policy against a recorded shipping cassette, offline
     Replay(replay::ReplayArgs),
-    /// Run a scenario file headlessly
+    /// Run a scenario file headlessly (shipping lab or Orbit executor)
     Run(lab_run::RunArgs),
+    /// List the Orbit tools, or print their function-tool schemas
+    Tools(orbit::ToolsArgs),
     /// Run a campaign over a grid of scenarios, policies, seeds, probabilities and budgets
     Sweep(sweep::SweepArgs),
     /// Explain one fault decision
@@ -111,6 +114,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
         Some(Command::Inspect(a)) => trace::inspect(&a, io),
         Some(Command::Check(a)) => trace::check(&a, io),
         Some(Command::Run(a)) => lab_run::run(&a, io),
+        Some(Command::Tools(a)) => orbit::tools(&a, io),
         Some(Command::Sweep(a)) => sweep::run(&a, io),
         Some(Command::Decide(a)) => explain::decide(&a, io),
         Some(Command::Canonical(a)) => explain::canonical(&a, io),

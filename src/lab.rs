@@ -1,8 +1,10 @@
 //! The shipping lab (spec §13): a world, three recovery policies and six incidents, run on a
 //! fresh virtual clock and judged by a contract. Results match the reference byte for byte.
+//! Also home to the executor's world, [`orbit`].
 
 pub mod campaign;
 pub mod offline;
+pub mod orbit;
 pub mod policy;
 pub mod scenario;
 pub mod scenario_file;

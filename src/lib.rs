@@ -54,7 +54,9 @@
 //! - [`rule`], [`decision`]: what faults exist and when they fire.
 //! - [`storm`], [`clock`], [`redact`]: a run — calls, coverage, budget, effects, capture.
 //! - [`report`], [`contract`]: the trace (schema v1) and its verdicts.
-//! - [`lab`]: the bundled shipping world, recovery policies, scenarios and campaigns.
+//! - [`lab`]: the bundled shipping world, recovery policies, scenarios and campaigns; the Orbit
+//!   world the executor runs in.
+//! - [`executor`]: the robust tool executor — parallel, time-boxed, classified, permissioned.
 //! - [`atomic`]: crash-safe file writes.
 //!
 //! The engine reads no wall clock and no OS randomness: time comes from a [`clock::Clock`],
@@ -69,6 +71,7 @@ pub mod clock;
 pub mod contract;
 pub mod decision;
 pub mod error;
+pub mod executor;
 pub mod json;
 pub mod lab;
 pub mod redact;

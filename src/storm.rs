@@ -165,9 +165,36 @@ pub struct Storm {
     state: Mutex<State>,
 }
 
-struct Begun {
+/// A call begun with [`Storm::begin_call`] and not yet finished: the handle a scheduler holds
+/// while the call's body runs on its own timeline.
+#[derive(Debug)]
+pub struct CallHandle {
     index: usize,
     rule: Option<usize>,
+}
+
+impl CallHandle {
+    /// The call's id in the report (1-based).
+    pub fn id(&self) -> u64 {
+        self.index as u64 + 1
+    }
+
+    /// The position of the rule selected for the call, if any (see [`Storm::rules`]).
+    pub fn rule_index(&self) -> Option<usize> {
+        self.rule
+    }
+}
+
+/// What the selected fault does before a call's body runs ([`Storm::prelude`]).
+#[derive(Debug)]
+pub enum Prelude {
+    /// Run the body; `latency` is the injected delay to wait first (a `latency` fault).
+    Run {
+        /// Seconds of injected latency, when a latency fault was selected.
+        latency: Option<f64>,
+    },
+    /// Do not run the body: the call ends with this outcome (an injected error or replacement).
+    Skip(Result<Value>),
 }
 
 impl Storm {
@@ -224,20 +251,65 @@ impl Storm {
     /// Calls a tool through the engine. `arguments` are what the call was given (recorded
     /// after redaction); `f` is the live tool. Faults may stop it before it runs, replace it,
     /// delay it, or lose its acknowledgement after it succeeded.
+    ///
+    /// This is the synchronous form of [`Storm::begin_call`], [`Storm::prelude`],
+    /// [`Storm::body_started`], [`Storm::body_finished`] and [`Storm::finish_call`], nested in
+    /// any enclosing wrapped call and sleeping injected latency on the run's clock.
     pub fn call<F>(&self, tool: &str, arguments: Value, f: F) -> Result<Value>
     where
         F: FnOnce() -> Result<Value>,
     {
+        let handle = self.begin(tool, &arguments, None, true)?;
+        let outcome = match self.prelude(&handle) {
+            Prelude::Skip(outcome) => outcome,
+            Prelude::Run { latency } => self.run_body(&handle, latency, f),
+        };
+        self.finish_call(&handle, outcome)
+    }
+
+    fn run_body<F>(&self, handle: &CallHandle, latency: Option<f64>, f: F) -> Result<Value>
+    where
+        F: FnOnce() -> Result<Value>,
+    {
+        if let Some(delay) = latency {
+            self.clock.sleep(delay)?;
+        }
+        self.body_started(handle);
+        let value = f();
+        self.body_finished(handle, value)
+    }
+
+    /// Begins a call whose body runs on a caller-driven timeline (a scheduler that interleaves
+    /// many calls). Unlike [`Storm::call`] it has no parent and is not the target of
+    /// [`Storm::effect`]: record its commits with [`Storm::effect_for`]. `key` is its invocation
+    /// key (default `#ordinal`). Then take [`Storm::prelude`], run the body (after
+    /// [`Storm::body_started`], ending with [`Storm::body_finished`]) unless it says skip, and
+    /// end with [`Storm::finish_call`]. Time is read from the run's clock at each step.
+    pub fn begin_call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        key: Option<&str>,
+    ) -> Result<CallHandle> {
+        if let Some(key) = key
+            && !(1..=200).contains(&key.chars().count())
+        {
+            return Err(Error::config("Invocation key must be 1–200 characters"));
+        }
+        self.begin(tool, &arguments, key, false)
+    }
+
+    fn begin(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        key: Option<&str>,
+        nested: bool,
+    ) -> Result<CallHandle> {
         if !(1..=200).contains(&tool.chars().count()) {
             return Err(Error::config("Tool name must be 1–200 characters"));
         }
         let tool = Text::from(tool);
-        let begun = self.begin(&tool, &arguments)?;
-        let outcome = self.execute(&begun, f);
-        self.finish(&begun, outcome)
-    }
-
-    fn begin(&self, tool: &Text, arguments: &Value) -> Result<Begun> {
         let mut st = self.lock();
         if st.calls.len() >= self.max_calls {
             st.budget_rejections += 1;
@@ -246,12 +318,15 @@ impl Storm {
                 self.max_calls
             )));
         }
-        let ordinal = st.ordinals.get(tool).copied().unwrap_or(0) + 1;
-        let raw_key = st
-            .keys
-            .last()
-            .cloned()
-            .unwrap_or_else(|| Text::from(format!("#{ordinal}")));
+        let ordinal = st.ordinals.get(&tool).copied().unwrap_or(0) + 1;
+        let raw_key = match key {
+            Some(k) => Text::from(k),
+            None => st
+                .keys
+                .last()
+                .cloned()
+                .unwrap_or_else(|| Text::from(format!("#{ordinal}"))),
+        };
         let pair = (tool.clone(), raw_key.clone());
         if st.used_keys.contains(&pair) {
             return Err(Error::config("Duplicate invocation key for this tool"));
@@ -266,23 +341,26 @@ impl Storm {
 
         let mut chosen: Option<usize> = None;
         for (i, rule) in self.rules.iter().enumerate() {
-            if !rule.eligible(tool, ordinal) {
+            if !rule.eligible(&tool, ordinal) {
                 continue;
             }
             st.coverage[i].eligible += 1;
             if chosen.is_none()
                 && !rule.limit_reached(st.coverage[i].selected)
-                && Draw::new(self.seed, &rule.name, tool, &raw_key).hits(rule.probability)
+                && Draw::new(self.seed, &rule.name, &tool, &raw_key).hits(rule.probability)
             {
                 chosen = Some(i);
                 st.coverage[i].selected += 1;
             }
         }
-        let parent_id = st
-            .active
-            .last()
-            .filter(|&&i| st.calls[i].status == Status::Running)
-            .map(|&i| st.calls[i].id);
+        let parent_id = if nested {
+            st.active
+                .last()
+                .filter(|&&i| st.calls[i].status == Status::Running)
+                .map(|&i| st.calls[i].id)
+        } else {
+            None
+        };
         let index = st.calls.len();
         let rule = chosen.map(|i| &self.rules[i]);
         st.calls.push(Call {
@@ -303,55 +381,63 @@ impl Storm {
             error: None,
             capture_error: false,
         });
-        st.active.push(index);
-        Ok(Begun {
+        if nested {
+            st.active.push(index);
+        }
+        Ok(CallHandle {
             index,
             rule: chosen,
         })
     }
 
-    fn mark_injected(&self, begun: &Begun, rule: usize) {
+    fn mark_injected(&self, handle: &CallHandle, rule: usize) {
         let mut st = self.lock();
-        if !st.calls[begun.index].injected {
-            st.calls[begun.index].injected = true;
+        if !st.calls[handle.index].injected {
+            st.calls[handle.index].injected = true;
             st.coverage[rule].triggered += 1;
         }
     }
 
-    fn execute<F>(&self, begun: &Begun, f: F) -> Result<Value>
-    where
-        F: FnOnce() -> Result<Value>,
-    {
-        let rule = begun.rule.map(|i| (i, &self.rules[i]));
-        if let Some((i, rule)) = rule {
-            if rule.kind != FaultKind::ResponseLost {
-                self.mark_injected(begun, i);
-            }
-            match rule.kind {
-                FaultKind::Timeout => {
-                    return Err(Error::Timeout("Injected timeout before execution".into()));
-                }
-                FaultKind::RateLimit => {
-                    return Err(Error::RateLimited {
-                        retry_after: rule.delay,
-                    });
-                }
-                FaultKind::Unavailable => {
-                    return Err(Error::Unavailable(
-                        "Injected service outage before execution".into(),
-                    ));
-                }
-                FaultKind::Latency => self.clock.sleep(rule.delay)?,
-                FaultKind::Replace => return Ok(rule.replacement.clone()),
-                FaultKind::ResponseLost => {}
-            }
+    /// What the call's selected fault does before its body runs. Faults that act now (errors,
+    /// replacements, latency) are marked injected here.
+    pub fn prelude(&self, handle: &CallHandle) -> Prelude {
+        let Some((i, rule)) = handle.rule.map(|i| (i, &self.rules[i])) else {
+            return Prelude::Run { latency: None };
+        };
+        if rule.kind != FaultKind::ResponseLost {
+            self.mark_injected(handle, i);
         }
-        self.lock().calls[begun.index].executed = true;
-        let value = f()?;
-        if let Some((i, rule)) = rule
-            && rule.kind == FaultKind::ResponseLost
+        match rule.kind {
+            FaultKind::Timeout => Prelude::Skip(Err(Error::Timeout(
+                "Injected timeout before execution".into(),
+            ))),
+            FaultKind::RateLimit => Prelude::Skip(Err(Error::RateLimited {
+                retry_after: rule.delay,
+            })),
+            FaultKind::Unavailable => Prelude::Skip(Err(Error::Unavailable(
+                "Injected service outage before execution".into(),
+            ))),
+            FaultKind::Latency => Prelude::Run {
+                latency: Some(rule.delay),
+            },
+            FaultKind::Replace => Prelude::Skip(Ok(rule.replacement.clone())),
+            FaultKind::ResponseLost => Prelude::Run { latency: None },
+        }
+    }
+
+    /// Marks the call's live body as running (after any injected latency).
+    pub fn body_started(&self, handle: &CallHandle) {
+        self.lock().calls[handle.index].executed = true;
+    }
+
+    /// Passes the body's result through the after-success phase: a `response_lost` fault turns
+    /// a success into `ResponseLost` (the work stays committed).
+    pub fn body_finished(&self, handle: &CallHandle, value: Result<Value>) -> Result<Value> {
+        let value = value?;
+        if let Some(i) = handle.rule
+            && self.rules[i].kind == FaultKind::ResponseLost
         {
-            self.mark_injected(begun, i);
+            self.mark_injected(handle, i);
             return Err(Error::ResponseLost(
                 "Tool completed; acknowledgement was lost".into(),
             ));
@@ -359,14 +445,15 @@ impl Storm {
         Ok(value)
     }
 
-    fn finish(&self, begun: &Begun, outcome: Result<Value>) -> Result<Value> {
+    /// Ends a call with its outcome (recorded with the clock's current time) and returns it.
+    pub fn finish_call(&self, handle: &CallHandle, outcome: Result<Value>) -> Result<Value> {
         let captured = match (&outcome, self.capture) {
             (Ok(v), true) => Some(self.redactor.capture(v)),
             _ => None,
         };
         let now = self.clock.now() - self.t0;
         let mut st = self.lock();
-        let call = &mut st.calls[begun.index];
+        let call = &mut st.calls[handle.index];
         match &outcome {
             Ok(_) => {
                 call.status = Status::Ok;
@@ -386,7 +473,7 @@ impl Storm {
             }
         }
         call.elapsed = round6(now - call.started);
-        if let Some(pos) = st.active.iter().rposition(|&i| i == begun.index) {
+        if let Some(pos) = st.active.iter().rposition(|&i| i == handle.index) {
             st.active.remove(pos);
         }
         outcome
@@ -401,6 +488,25 @@ impl Storm {
                 "effect() must be called inside an executing wrapped tool",
             ));
         };
+        self.record_effect(&mut st, current, name, key, at)
+    }
+
+    /// Records a side-effect commit by the call `handle` (begun with [`Storm::begin_call`]),
+    /// at the clock's current time. The call must still be running.
+    pub fn effect_for(&self, handle: &CallHandle, name: &str, key: &str) -> Result<()> {
+        let at = self.since_start();
+        let mut st = self.lock();
+        self.record_effect(&mut st, handle.index, name, key, at)
+    }
+
+    fn record_effect(
+        &self,
+        st: &mut State,
+        current: usize,
+        name: &str,
+        key: &str,
+        at: f64,
+    ) -> Result<()> {
         let ok_len = |s: &str| (1..=200).contains(&s.chars().count());
         if !ok_len(name) || !ok_len(key) {
             return Err(Error::config(

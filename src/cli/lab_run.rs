@@ -1,5 +1,6 @@
 //! `run FILE`: run a scenario file headlessly, with the same output forms as `demo`, plus
 //! `--verdict` to write the contract verdicts as JSON. Also the shared output step of both.
+//! Files of world `orbit` go to the executor ([`super::orbit`]).
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,9 @@ pub struct RunArgs {
     /// Exit 1 if any contract fails
     #[arg(long)]
     fail_on_contract: bool,
+    /// Folder for the Orbit tracker's file (orbit scenarios; default: a fresh temp folder)
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -60,7 +64,31 @@ impl RunArgs {
             cassette: None,
             verdict: None,
             fail_on_contract: false,
+            work_dir: None,
         }
+    }
+
+    /// The options an Orbit executor scenario takes; lab-only flags are refused.
+    fn orbit_options(&self) -> Result<super::orbit::RunOptions, String> {
+        let lab_only = [
+            ("--policy", self.policy.is_some()),
+            ("--probability", self.probability.is_some()),
+            ("--max-calls", self.max_calls.is_some()),
+            ("--verdict", self.verdict.is_some()),
+            ("--fail-on-contract", self.fail_on_contract),
+        ];
+        if let Some((flag, _)) = lab_only.iter().find(|(_, given)| *given) {
+            return Err(format!(
+                "ValueError: {flag} applies to shipping scenarios, not to orbit scenario files"
+            ));
+        }
+        Ok(super::orbit::RunOptions {
+            seed: self.seed,
+            json: self.json,
+            output: self.output.clone(),
+            cassette: self.cassette.clone(),
+            work_dir: self.work_dir.clone(),
+        })
     }
 }
 
@@ -103,6 +131,12 @@ pub fn load_scenario(path: &Path) -> Result<ScenarioFile, String> {
 
 /// Runs `run`.
 pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
+    if super::orbit::is_orbit_file(&a.file) {
+        return match a.orbit_options() {
+            Ok(opts) => super::orbit::run_file(&a.file, &opts, io),
+            Err(msg) => io.fail(&msg),
+        };
+    }
     let file = match load_scenario(&a.file) {
         Ok(f) => f,
         Err(msg) => return io.fail(&msg),

@@ -1,0 +1,187 @@
+//! Running an executor scenario in the Orbit world: every recorded batch through one
+//! [`Executor`], with the scenario's approver and tools, and the result as data, JSON and the
+//! text the command line prints.
+
+use std::path::PathBuf;
+
+use crate::error::ConfigError;
+use crate::executor::approval::{AllowList, Approver, DenyAll, Interactive, NoTerminal, Prompt};
+use crate::executor::scenario::{ApproverChoice, ExecutorScenario};
+use crate::executor::{BatchResult, Executor};
+use crate::json::Value;
+use crate::json::float::py_fixed;
+use crate::obj;
+use crate::report::Report;
+
+use super::Orbit;
+
+/// One finished executor scenario.
+#[derive(Clone, Debug)]
+pub struct OrbitRun {
+    /// The scenario.
+    pub scenario: ExecutorScenario,
+    /// The seed used (the file's, or an override).
+    pub seed: i64,
+    /// Each batch's result, in order.
+    pub batches: Vec<BatchResult>,
+    /// The tracker's actions, in order.
+    pub tracker: Vec<Value>,
+    /// Where the tracker file is (written only when an action committed).
+    pub tracker_path: Option<PathBuf>,
+    /// Every question an interactive approver asked.
+    pub asked: Vec<String>,
+    /// The trace.
+    pub report: Report,
+    /// The report's digest.
+    pub digest: String,
+}
+
+/// Runs a scenario; when its approver is interactive, `prompt` answers the questions
+/// ([`NoTerminal`] when headless, which denies).
+pub fn run_with_prompt(
+    scenario: &ExecutorScenario,
+    seed: i64,
+    work_dir: Option<PathBuf>,
+    prompt: &mut dyn Prompt,
+) -> Result<OrbitRun, ConfigError> {
+    let mut orbit = Orbit::new()?;
+    if let Some(dir) = work_dir {
+        orbit = orbit.with_work_dir(dir);
+    }
+    if scenario.read_only {
+        orbit = orbit.read_only();
+    }
+    let mut exec = Executor::new(scenario.rules()?, seed, scenario.limits)?;
+    let mut interactive = Interactive::new(prompt);
+    let mut deny = DenyAll;
+    let mut allow = AllowList::default();
+    let approver: &mut dyn Approver = match &scenario.approver {
+        ApproverChoice::DenyAll => &mut deny,
+        ApproverChoice::Interactive => &mut interactive,
+        ApproverChoice::Allow(tools) => {
+            allow.tools = tools.clone();
+            &mut allow
+        }
+    };
+    let batches = scenario
+        .batches
+        .iter()
+        .map(|calls| exec.run_batch(&mut orbit, approver, calls))
+        .collect();
+    let report = exec.report();
+    let digest = report.digest();
+    Ok(OrbitRun {
+        scenario: scenario.clone(),
+        seed,
+        batches,
+        tracker: orbit.tracker().actions().to_vec(),
+        tracker_path: orbit.tracker().path(),
+        asked: interactive.asked,
+        report,
+        digest,
+    })
+}
+
+/// Runs a scenario headlessly: an interactive approver has no terminal and denies.
+pub fn run(
+    scenario: &ExecutorScenario,
+    seed: i64,
+    work_dir: Option<PathBuf>,
+) -> Result<OrbitRun, ConfigError> {
+    run_with_prompt(scenario, seed, work_dir, &mut NoTerminal)
+}
+
+/// Virtual milliseconds as seconds, at least one decimal: `2000` → `2.0`, `1281` → `1.281`.
+pub fn seconds(ms: u64) -> String {
+    let text = py_fixed(ms as f64 / 1000.0, 3);
+    let trimmed = text.trim_end_matches('0');
+    if trimmed.ends_with('.') {
+        format!("{trimmed}0")
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+impl OrbitRun {
+    /// The result object (`--json`).
+    pub fn to_value(&self) -> Value {
+        obj! {
+            "scenario" => self.scenario.name.as_str(),
+            "world" => "orbit",
+            "seed" => self.seed,
+            "limits" => self.scenario.limits.to_value(),
+            "batches" => Value::Array(self.batches.iter().map(BatchResult::to_value).collect()),
+            "tracker" => Value::Array(self.tracker.clone()),
+            "report" => self.report.to_value(),
+            "digest" => self.digest.as_str(),
+        }
+    }
+
+    /// The lines `run` prints.
+    pub fn text_lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "ToolStorm \u{b7} {} \u{b7} seed {}",
+            self.scenario.title, self.seed
+        )];
+        for b in &self.batches {
+            lines.push(format!(
+                "batch {}: {} call{} answered in {}s (virtual)",
+                b.batch,
+                b.lanes.len(),
+                if b.lanes.len() == 1 { "" } else { "s" },
+                seconds(b.answered_in_ms())
+            ));
+            let id_w = b
+                .log
+                .iter()
+                .map(|r| r.call_id.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(7);
+            let tool_w = b
+                .log
+                .iter()
+                .map(|r| r.name.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(4);
+            lines.push(format!(
+                "  {:<id_w$}  {:<tool_w$}  {:<12}  {:>6}  attempts",
+                "call_id", "tool", "kind", "ms"
+            ));
+            for r in &b.log {
+                lines.push(format!(
+                    "  {:<id_w$}  {:<tool_w$}  {:<12}  {:>6}  {}",
+                    r.call_id, r.name, r.kind, r.ms, r.attempts
+                ));
+            }
+            lines.push(format!(
+                "  outputs in request order: {}",
+                b.output_ids().join(", ")
+            ));
+            for lane in &b.lanes {
+                for a in lane.attempts.iter().filter(|a| a.late) {
+                    lines.push(format!(
+                        "  late: {} {} attempt {} ended {} at {}s, after its {} answer at {}s",
+                        lane.call_id,
+                        lane.name,
+                        a.number,
+                        a.outcome,
+                        seconds(a.ended_ms),
+                        lane.kind,
+                        seconds(lane.answered_ms)
+                    ));
+                }
+            }
+        }
+        lines.push(format!(
+            "tracker: {} action{} \u{b7} effects: {} \u{b7} faults triggered: {} \u{b7} digest {}",
+            self.tracker.len(),
+            if self.tracker.len() == 1 { "" } else { "s" },
+            self.report.effects.len(),
+            self.report.faults_triggered(),
+            &self.digest[..self.digest.len().min(12)]
+        ));
+        lines
+    }
+}

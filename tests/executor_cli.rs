@@ -1,0 +1,250 @@
+//! The executor on the command line: `run` on Orbit scenario files (text and `--json`),
+//! `tools --schema`, the bundled files' layout, and bad files refused with file, path and
+//! reason.
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use toolstorm::cli::{Io, run};
+use toolstorm::executor::scenario::ExecutorScenario;
+use toolstorm::json::parse;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scenario_path(name: &str) -> String {
+    root()
+        .join("scenarios")
+        .join(format!("{name}.json"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(root().join("tests/fixtures/executor").join(name)).expect("fixture")
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
+        .chain(args.iter().copied())
+        .map(OsString::from)
+        .collect();
+    let code = run(
+        argv,
+        &mut Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-exec-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+#[test]
+fn run_prints_the_parallel_incident() {
+    let work = temp("work-parallel");
+    let (code, out, err) = cli(&[
+        "run",
+        &scenario_path("orbit-parallel"),
+        "--work-dir",
+        work.to_str().expect("path"),
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, fixture("orbit-parallel.txt"));
+    assert!(out.contains("batch 1: 4 calls answered in 2.0s (virtual)"));
+    assert!(out.contains("outputs in request order: call_A, call_B, call_C, call_D"));
+}
+
+#[test]
+fn run_json_gives_outputs_log_and_report() {
+    let (code, out, _) = cli(&["run", &scenario_path("orbit-parallel"), "--json"]);
+    assert_eq!(code, 0);
+    let v = parse(&out).expect("json");
+    let batches = common::get_array(&v, "batches");
+    let log = common::get_array(&batches[0], "log");
+    let order: Vec<&str> = log.iter().map(|r| common::get_str(r, "call_id")).collect();
+    assert_eq!(order, ["call_B", "call_D", "call_A", "call_C"]);
+    let ms: Vec<i64> = log
+        .iter()
+        .map(|r| common::get(r, "ms").as_i64().expect("int ms"))
+        .collect();
+    assert_eq!(ms, [1000, 1000, 1302, 2000]);
+    assert_eq!(common::get_array(&batches[0], "outputs").len(), 4);
+    assert_eq!(common::get_array(&batches[0], "lanes").len(), 4);
+    let report = common::get(&v, "report");
+    assert_eq!(common::get_array(report, "calls").len(), 5);
+    assert_eq!(common::get_str(report, "clock"), "VirtualClock");
+    // Same seed, same bytes.
+    let (_, again, _) = cli(&["run", &scenario_path("orbit-parallel"), "--json"]);
+    assert_eq!(out, again);
+}
+
+#[test]
+fn cassette_of_an_executor_run_loads_like_any_trace() {
+    let cassette = temp("parallel.cassette.json");
+    let (code, _, err) = cli(&[
+        "run",
+        &scenario_path("orbit-parallel"),
+        "--cassette",
+        cassette.to_str().expect("path"),
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, out, err) = cli(&["inspect", cassette.to_str().expect("path")]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn injection_writes_nothing_to_the_tracker() {
+    let work = temp("work-injection");
+    let _ = std::fs::remove_dir_all(&work);
+    let (code, out, _) = cli(&[
+        "run",
+        &scenario_path("orbit-injection"),
+        "--work-dir",
+        work.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 0);
+    assert!(out.contains("call_2   add_label     denied"), "{out}");
+    assert!(out.contains("tracker: 0 actions"));
+    assert!(!work.exists());
+}
+
+#[test]
+fn timeout_commit_writes_its_label_to_the_work_folder() {
+    let work = temp("work-commit");
+    let _ = std::fs::remove_dir_all(&work);
+    let (code, out, _) = cli(&[
+        "run",
+        &scenario_path("orbit-timeout-commit"),
+        "--work-dir",
+        work.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains(
+            "late: call_1 add_label attempt 1 ended ok at 5.6s, after its timeout answer at 5.0s"
+        ),
+        "{out}"
+    );
+    let lines = std::fs::read_to_string(work.join("tracker.jsonl")).expect("tracker file");
+    assert_eq!(
+        lines,
+        "{\"action\":\"add_label\",\"issue_id\":41,\"label\":\"triaged\"}\n"
+    );
+}
+
+#[test]
+fn tools_schema_prints_function_tools() {
+    let (code, out, err) = cli(&["tools", "--schema"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, fixture("tools-schema.json"));
+    let v = parse(&out).expect("json");
+    let names: Vec<&str> = v
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|t| common::get_str(t, "name"))
+        .collect();
+    assert_eq!(
+        names,
+        ["get_issue", "get_doc_section", "add_label", "post_comment"]
+    );
+    let (_, ro, _) = cli(&["tools", "--schema", "--read-only"]);
+    assert_eq!(parse(&ro).expect("json").as_array().map(Vec::len), Some(2));
+    let (code, table, _) = cli(&["tools"]);
+    assert_eq!(code, 0);
+    assert!(table.contains("post_comment     side effect  not idempotent  timeout default"));
+}
+
+#[test]
+fn bundled_orbit_files_are_in_canonical_layout() {
+    for name in ["orbit-parallel", "orbit-injection", "orbit-timeout-commit"] {
+        let text = std::fs::read_to_string(scenario_path(name)).expect("file");
+        let sc = ExecutorScenario::from_text(&text).expect("valid");
+        assert_eq!(sc.to_text(), text, "{name}");
+        assert_eq!(sc.name, name);
+    }
+}
+
+fn edited(name: &str, from: &str, to: &str) -> String {
+    let text = std::fs::read_to_string(scenario_path(name)).expect("file");
+    assert!(text.contains(from), "{from}");
+    text.replacen(from, to, 1)
+}
+
+#[test]
+fn bad_orbit_files_name_the_file_path_and_reason() {
+    let cases = [
+        (
+            "orbit-unknown-field.json",
+            edited("orbit-parallel", "\"seed\": 7", "\"seeds\": 1, \"seed\": 7"),
+            "seeds",
+        ),
+        (
+            "orbit-bad-approver.json",
+            edited("orbit-parallel", "\"deny_all\"", "\"yes_to_all\""),
+            "approver",
+        ),
+        (
+            "orbit-bad-limits.json",
+            edited(
+                "orbit-parallel",
+                "\"max_concurrency\": 4",
+                "\"max_concurrency\": 0",
+            ),
+            "limits.max_concurrency",
+        ),
+        (
+            "orbit-bad-call.json",
+            edited(
+                "orbit-parallel",
+                "\"call_id\": \"call_C\"",
+                "\"id\": \"call_C\"",
+            ),
+            "batches[0][2]",
+        ),
+        (
+            "orbit-bad-type.json",
+            edited(
+                "orbit-parallel",
+                "\"type\": \"function_call\"",
+                "\"type\": \"message\"",
+            ),
+            "batches[0][0].type",
+        ),
+        (
+            "orbit-bad-rule.json",
+            edited("orbit-parallel", "\"unavailable\"", "\"explode\""),
+            "rules[0].kind",
+        ),
+    ];
+    for (file, text, path) in cases {
+        let p = temp(file);
+        std::fs::write(&p, text).expect("write");
+        let (code, out, err) = cli(&["run", p.to_str().expect("path")]);
+        assert_eq!(code, 2, "{file}: {err}");
+        assert!(out.is_empty(), "{file}");
+        assert_eq!(err.lines().count(), 1, "{file}: {err}");
+        assert!(err.contains(file) && err.contains(path), "{file}: {err}");
+    }
+    let (code, _, err) = cli(&["run", &scenario_path("orbit-parallel"), "--policy", "retry"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--policy applies to shipping scenarios"),
+        "{err}"
+    );
+}
