@@ -180,7 +180,7 @@ pub struct Utf8Problem {
 }
 
 impl Utf8Problem {
-    fn new(raw: &[u8], e: &std::str::Utf8Error) -> Utf8Problem {
+    pub fn new(raw: &[u8], e: &std::str::Utf8Error) -> Utf8Problem {
         let start = e.valid_up_to();
         let byte = raw.get(start).copied().unwrap_or(0);
         match e.error_len() {
@@ -269,7 +269,7 @@ pub enum LoadError {
 }
 
 impl LoadError {
-    fn config(path: &Path, error: ConfigError) -> LoadError {
+    pub fn config(path: &Path, error: ConfigError) -> LoadError {
         LoadError::Config {
             path: path.to_path_buf(),
             run: None,

@@ -1,9 +1,14 @@
-//! `toolstorm-tui`: the binary. A thin shell around [`toolstorm::cli`].
+//! `toolstorm-tui`: the binary. A thin shell around [`toolstorm::cli`]: installs color-eyre's
+//! panic and error hooks first (the explorer's terminal setup wraps them, so a panic restores
+//! the terminal before the report is printed), then runs the command.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    if let Err(e) = color_eyre::install() {
+        eprintln!("toolstorm-tui: could not install error reporting: {e}");
+    }
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let mut out = stdout.lock();

@@ -116,17 +116,20 @@ pub fn load_scenario(path: &Path) -> Result<ScenarioFile, String> {
             e.utf8_error().valid_up_to()
         )
     })?;
-    ScenarioFile::from_text(&text).map_err(|e| {
-        let mut line = format!("ConfigurationError: {} ({}", e.message, path.display());
-        if let Some(p) = &e.path {
-            line.push_str(&format!(": {p}"));
-        }
-        if let Some(d) = &e.detail {
-            line.push_str(&format!(": {d}"));
-        }
-        line.push(')');
-        line
-    })
+    ScenarioFile::from_text(&text).map_err(|e| scenario_error_line(path, &e))
+}
+
+/// The one-line error for a bad scenario file: message, then file, JSON path and reason.
+pub fn scenario_error_line(path: &Path, e: &crate::error::ConfigError) -> String {
+    let mut line = format!("ConfigurationError: {} ({}", e.message, path.display());
+    if let Some(p) = &e.path {
+        line.push_str(&format!(": {p}"));
+    }
+    if let Some(d) = &e.detail {
+        line.push_str(&format!(": {d}"));
+    }
+    line.push(')');
+    line
 }
 
 /// Runs `run`.

@@ -78,42 +78,80 @@ impl Document {
 }
 
 /// Opens a file the way `inspect` reads it (same errors), or a scenario file (runs it).
+/// The file is read and parsed once.
 pub fn open(path: &Path) -> Result<Document, String> {
+    let line = |e: LoadError| crate::cli::trace::load_error_line(&e);
     let bytes = std::fs::read(path).map_err(|e| crate::cli::os_error(path, &e))?;
     if bytes.len() > crate::json::MAX_DOCUMENT_BYTES {
-        return Err(crate::cli::trace::load_error_line(&LoadError::TooLarge {
+        return Err(line(LoadError::TooLarge {
             path: path.to_path_buf(),
         }));
     }
-    let is_scenario = std::str::from_utf8(&bytes)
-        .ok()
-        .and_then(|t| parse(t).ok())
-        .and_then(|v| v.as_object().map(|o| o.contains_key("world")))
-        .unwrap_or(false);
-    if is_scenario {
-        let file = crate::cli::lab_run::load_scenario(path)?;
-        return from_scenario(Some(path.to_path_buf()), &file);
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        line(LoadError::Utf8 {
+            path: path.to_path_buf(),
+            problem: cassette::Utf8Problem::new(&bytes, &e),
+        })
+    })?;
+    let value = parse(text).map_err(|e| line(LoadError::config(path, cassette::json_error(&e))))?;
+    let world = value
+        .as_object()
+        .and_then(|o| o.get("world"))
+        .map(|w| w.as_str().unwrap_or("").to_owned());
+    match world.as_deref() {
+        Some("orbit") => {
+            let scenario = crate::executor::scenario::ExecutorScenario::from_value(&value)
+                .map_err(|e| crate::cli::lab_run::scenario_error_line(path, &e))?;
+            let run = crate::lab::orbit::run::run(&scenario, scenario.seed, None)
+                .map_err(|e| crate::cli::lab_run::scenario_error_line(path, &e))?;
+            let checks = cassette::check(
+                &[Cassette::from_report(&run.report)
+                    .map_err(|e| format!("ConfigurationError: {e}"))?],
+                100,
+            )
+            .map(|s| s.runs.into_iter().next().unwrap_or_default())
+            .map_err(|e| format!("ConfigurationError: {}", e.message))?;
+            Ok(Document {
+                path: Some(path.to_path_buf()),
+                kind: DocKind::Scenario,
+                runs: vec![RunTab {
+                    label: "executor".into(),
+                    policy: None,
+                    digest: run.digest.clone(),
+                    timeline: Timeline::new(run.report),
+                    checks,
+                    max_calls: 100,
+                }],
+            })
+        }
+        Some(_) => {
+            let file = ScenarioFile::from_value(&value)
+                .map_err(|e| crate::cli::lab_run::scenario_error_line(path, &e))?;
+            from_scenario(Some(path.to_path_buf()), &file)
+        }
+        None => {
+            let names = labels(&value);
+            let cassettes = cassette::document_cassettes(path, value).map_err(line)?;
+            from_cassettes(Some(path.to_path_buf()), names, cassettes)
+        }
     }
-    let cassettes =
-        cassette::load_document(path).map_err(|e| crate::cli::trace::load_error_line(&e))?;
-    from_cassettes(Some(path.to_path_buf()), &bytes, cassettes)
 }
 
 /// Opens the bundled incident.
 pub fn bundled() -> Result<Document, String> {
     let c = Cassette::loads(BUNDLED_INCIDENT).map_err(|e| format!("ConfigurationError: {e}"))?;
-    from_cassettes(None, BUNDLED_INCIDENT.as_bytes(), vec![c])
+    from_cassettes(None, (DocKind::Cassette, vec![None]), vec![c])
 }
 
-fn labels(bytes: &[u8], n: usize) -> (DocKind, Vec<Option<String>>) {
-    let value = std::str::from_utf8(bytes).ok().and_then(|t| parse(t).ok());
+/// The document's kind and the policy name of each run, when recorded.
+fn labels(value: &Value) -> (DocKind, Vec<Option<String>>) {
     let policy = |v: &Value| {
         v.as_object()
             .and_then(|o| o.get("policy"))
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    match value.as_ref().and_then(Value::as_object) {
+    match value.as_object() {
         Some(o) if o.contains_key("runs") => {
             let runs = o
                 .get("runs")
@@ -122,20 +160,16 @@ fn labels(bytes: &[u8], n: usize) -> (DocKind, Vec<Option<String>>) {
                 .unwrap_or_default();
             (DocKind::Comparison, runs)
         }
-        Some(o) if o.contains_key("report") => (
-            DocKind::RunFile,
-            vec![policy(value.as_ref().unwrap_or(&Value::Null))],
-        ),
-        _ => (DocKind::Cassette, vec![None; n]),
+        Some(o) if o.contains_key("report") => (DocKind::RunFile, vec![policy(value)]),
+        _ => (DocKind::Cassette, Vec::new()),
     }
 }
 
 fn from_cassettes(
     path: Option<PathBuf>,
-    bytes: &[u8],
+    (kind, names): (DocKind, Vec<Option<String>>),
     cassettes: Vec<Cassette>,
 ) -> Result<Document, String> {
-    let (kind, names) = labels(bytes, cassettes.len());
     let max_calls = 100;
     let summary = cassette::check(&cassettes, max_calls)
         .map_err(|e| format!("ConfigurationError: {}", e.message))?;

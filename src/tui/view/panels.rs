@@ -77,21 +77,30 @@ pub fn render_effects(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if effects.is_empty() {
         lines.push(Line::styled("(no commits yet)", theme.dim));
     }
-    // Grouped by identity, in first-commit order.
+    // Grouped by identity, in first-commit order (one pass; large ledgers stay fast).
     let mut order: Vec<u64> = Vec::new();
+    let mut groups: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
     for &e in &effects {
         let id = t.report().effects[e].identity;
-        if !order.contains(&id) {
+        groups.entry(id).or_insert_with(|| {
             order.push(id);
+            Vec::new()
+        });
+        if let Some(g) = groups.get_mut(&id) {
+            g.push(e);
         }
     }
+    // Only the lines that can be seen are built.
+    let budget = area.height as usize + app.scroll[2] as usize;
     for id in order {
-        let group: Vec<usize> = effects
-            .iter()
-            .copied()
-            .filter(|&e| t.report().effects[e].identity == id)
-            .collect();
-        let first = &t.report().effects[group[0]];
+        if lines.len() > budget {
+            break;
+        }
+        let group = groups.remove(&id).unwrap_or_default();
+        let Some(&first_index) = group.first() else {
+            continue;
+        };
+        let first = &t.report().effects[first_index];
         let head = format!("{} {} ", first.name.to_lossy(), first.key.to_lossy());
         if group.len() > 1 {
             lines.push(Line::from(vec![Span::styled(

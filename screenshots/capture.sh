@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Captures the running explorer under tmux and renders the screens as SVG for the README.
+# Usage: screenshots/capture.sh   (from the repository root; needs tmux and python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build -q --release
+bin=target/release/toolstorm-tui
+shot() { # name cols rows file keys...
+  local name=$1 cols=$2 rows=$3 file=$4; shift 4
+  tmux kill-session -t shot 2>/dev/null || true
+  tmux new -d -s shot -x "$cols" -y "$rows" "$bin $file"
+  sleep 1
+  for k in "$@"; do tmux send-keys -t shot "$k"; sleep 0.3; done
+  sleep 0.5
+  tmux capture-pane -e -p -t shot > "/tmp/$name.ansi"
+  tmux kill-session -t shot
+  python3 screenshots/ansi2svg.py "/tmp/$name.ansi" "screenshots/$name.svg" "$cols"
+}
+shot incident-duplicate 120 36 cassettes/incident.json G
+shot incident-lost-ack 120 36 cassettes/incident.json j
+shot comparison 120 36 cassettes/lost-ack-comparison.json l l G
+shot rate-limit-help 100 30 scenarios/rate_limit.json '?'
+echo "wrote screenshots/*.svg"
