@@ -7,8 +7,7 @@ mod replay;
 mod validate;
 
 use std::fmt;
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 pub use replay::{ArgumentDiff, ClosestRecord, DiffKind, Replay};
@@ -158,12 +157,7 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, LoadError> {
         path: path.to_path_buf(),
         error,
     };
-    let file = File::open(path).map_err(io_err)?;
-    let mut raw = Vec::new();
-    file.take(MAX_DOCUMENT_BYTES as u64 + 1)
-        .read_to_end(&mut raw)
-        .map_err(io_err)?;
-    Ok(raw)
+    crate::fsread::read_document(path).map_err(io_err)
 }
 
 /// Why a byte string is not UTF-8, in the terms Python's decoder uses.

@@ -72,6 +72,7 @@ pub mod contract;
 pub mod decision;
 pub mod error;
 pub mod executor;
+pub mod fsread;
 pub mod json;
 pub mod lab;
 pub mod redact;

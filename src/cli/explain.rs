@@ -94,12 +94,7 @@ pub struct CanonicalArgs {
 pub fn canonical(a: &CanonicalArgs, io: &mut Io<'_>) -> i32 {
     let (name, bytes) = match &a.file {
         Some(p) if p.as_os_str() != "-" => {
-            let read = std::fs::File::open(p).and_then(|f| {
-                let mut buf = Vec::new();
-                f.take(MAX_DOCUMENT_BYTES as u64 + 1)
-                    .read_to_end(&mut buf)?;
-                Ok(buf)
-            });
+            let read = crate::fsread::read_document(p);
             match read {
                 Ok(b) => (p.display().to_string(), b),
                 Err(e) => return io.fail(&os_error(p, &e)),

@@ -108,7 +108,13 @@ pub struct Emit {
 
 /// Reads and validates a scenario file; the error names the file, the JSON path and the reason.
 pub fn load_scenario(path: &Path) -> Result<ScenarioFile, String> {
-    let bytes = std::fs::read(path).map_err(|e| os_error(path, &e))?;
+    let bytes = crate::fsread::read_document(path).map_err(|e| os_error(path, &e))?;
+    if bytes.len() > crate::json::MAX_DOCUMENT_BYTES {
+        return Err(format!(
+            "ValueError: File exceeds 8 MB limit ({})",
+            path.display()
+        ));
+    }
     let text = String::from_utf8(bytes).map_err(|e| {
         format!(
             "ConfigurationError: Invalid scenario file ({}: not UTF-8 at byte {})",

@@ -29,7 +29,7 @@ pub struct RunOptions {
 
 /// Whether `path` holds a scenario of the executor's world (unreadable files are not).
 pub fn is_orbit_file(path: &Path) -> bool {
-    std::fs::read(path)
+    crate::fsread::read_document(path)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|t| crate::json::parse(&t).ok())
@@ -37,7 +37,13 @@ pub fn is_orbit_file(path: &Path) -> bool {
 }
 
 fn load(path: &Path) -> Result<ExecutorScenario, String> {
-    let bytes = std::fs::read(path).map_err(|e| os_error(path, &e))?;
+    let bytes = crate::fsread::read_document(path).map_err(|e| os_error(path, &e))?;
+    if bytes.len() > crate::json::MAX_DOCUMENT_BYTES {
+        return Err(format!(
+            "ValueError: File exceeds 8 MB limit ({})",
+            path.display()
+        ));
+    }
     let text = String::from_utf8(bytes).map_err(|e| {
         format!(
             "ConfigurationError: Invalid scenario file ({}: not UTF-8 at byte {})",

