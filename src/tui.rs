@@ -46,9 +46,16 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
     let _watcher = path
         .as_deref()
         .and_then(|p| runtime::spawn_watcher(p, tx.clone()));
+    runtime::spawn_signals(tx.clone());
     runtime::spawn_input(tx);
     let mut terminal = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
+    // ratatui's hook restores raw mode and the screen on a panic; mouse capture is ours to undo.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+        previous(info);
+    }));
     let result = runtime::run(&mut terminal, &mut app, &rx);
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();

@@ -22,12 +22,15 @@ pub enum Event {
     Terminal(TermEvent),
     /// The open file changed on disk (already debounced).
     FileChanged,
+    /// A termination signal arrived (SIGTERM, SIGHUP, SIGINT).
+    Terminate,
 }
 
 /// Turns an outside event into actions.
 pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
     match event {
         Event::FileChanged => vec![Action::FileChanged],
+        Event::Terminate => vec![Action::Quit],
         Event::Terminal(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
             keymap::map(k, &app.mode).into_iter().collect()
         }
@@ -89,10 +92,35 @@ pub fn run<B: Backend>(
         for action in to_actions(event, app) {
             dispatch(app, action);
         }
+        // Test hook (debug builds only): the terminal-restore script checks a panic mid-session.
+        #[cfg(debug_assertions)]
+        if std::env::var_os("TOOLSTORM_TUI_TEST_PANIC").is_some() {
+            panic!("test panic requested by TOOLSTORM_TUI_TEST_PANIC");
+        }
         if app.quit {
             return Ok(());
         }
     }
+}
+
+/// Turns SIGTERM, SIGHUP and SIGINT into [`Event::Terminate`], so the loop ends normally and
+/// the terminal is restored.
+pub fn spawn_signals(tx: Sender<Event>) {
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT]) {
+            std::thread::spawn(move || {
+                for _ in signals.forever() {
+                    if tx.send(Event::Terminate).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tx;
 }
 
 /// Reads terminal input on a thread and sends it to the channel.
