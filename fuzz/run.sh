@@ -13,5 +13,8 @@ for t in "${targets[@]}"; do
     scenario_parser) cp ../scenarios/*.json "corpus/$t/" ;;
     *) find ../tests/fixtures/reference -name '*.json' -size -200k -exec cp {} "corpus/$t/" \; ;;
   esac
-  cargo fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -max_len=200000 -rss_limit_mb=2048 2>&1 | tail -n 5
+  if ! cargo fuzz run "$t" "corpus/$t" -- -max_total_time="$secs" -max_len=200000 -rss_limit_mb=2048 > "fuzz-$t.log" 2>&1; then
+    echo "$t: a crash was found; see fuzz/artifacts/$t and fuzz/fuzz-$t.log"
+  fi
+  tail -n 3 "fuzz-$t.log"
 done

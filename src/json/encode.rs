@@ -58,24 +58,18 @@ pub fn canonical_len(value: &Value) -> usize {
 }
 
 fn text_len(text: &Text) -> usize {
-    let bytes = text.as_wtf8();
-    if bytes.is_ascii() {
-        return 2 + bytes
-            .iter()
-            .map(|b| match b {
-                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-                0x20..=0x7e => 1,
-                _ => 6,
-            })
-            .sum::<usize>();
-    }
+    // One pass over the WTF-8 bytes: ASCII costs 1 (2 or 6 when escaped); a sequence's lead
+    // byte pays for the whole escaped code point (`\uXXXX`, or a surrogate pair for 4 bytes).
     2 + text
-        .code_points()
-        .map(|cp| match cp {
-            0x22 | 0x5c | 0x0a | 0x0d | 0x09 | 0x08 | 0x0c => 2,
+        .as_wtf8()
+        .iter()
+        .map(|&b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
             0x20..=0x7e => 1,
-            0x10000.. => 12,
-            _ => 6,
+            0x00..=0x1f | 0x7f => 6,
+            0x80..=0xbf => 0,
+            0xc0..=0xef => 6,
+            _ => 12,
         })
         .sum::<usize>()
 }

@@ -290,6 +290,12 @@ impl Parser<'_> {
             out.extend_from_slice(&self.bytes[run_start..self.pos]);
             match self.peek() {
                 None => return Err(self.err(ParseErrorKind::UnexpectedEnd)),
+                Some(b'"') if out.is_empty() && !surrogate => {
+                    // No escapes: the text is a slice of the (UTF-8) input; no buffer needed.
+                    let t = Text::from_utf8_slice(&self.bytes[run_start..self.pos]);
+                    self.pos += 1;
+                    return Ok(t);
+                }
                 Some(b'"') => {
                     self.pos += 1;
                     // Input text is UTF-8; only a lone surrogate escape can break that.

@@ -6,35 +6,85 @@
 
 use std::fmt;
 
+/// Strings up to this many bytes live inline, without a heap allocation (keys, tool names,
+/// statuses: most strings in a trace).
+const INLINE: usize = 21;
+
+#[derive(Clone)]
+enum Repr {
+    Inline {
+        len: u8,
+        utf8: bool,
+        buf: [u8; INLINE],
+    },
+    Heap {
+        utf8: bool,
+        bytes: Box<[u8]>,
+    },
+}
+
 /// A JSON string value. Almost always valid UTF-8; lone surrogates are kept when present.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone)]
 pub struct Text {
-    bytes: Box<[u8]>,
-    utf8: bool,
+    repr: Repr,
 }
 
 impl Text {
+    fn build(bytes: &[u8], owned: Option<Vec<u8>>, utf8: bool) -> Self {
+        let repr = if bytes.len() <= INLINE {
+            let mut buf = [0u8; INLINE];
+            buf[..bytes.len()].copy_from_slice(bytes);
+            Repr::Inline {
+                len: bytes.len() as u8,
+                utf8,
+                buf,
+            }
+        } else {
+            let bytes = owned.unwrap_or_else(|| bytes.to_vec()).into_boxed_slice();
+            Repr::Heap { utf8, bytes }
+        };
+        Text { repr }
+    }
+
     /// Builds from bytes the caller knows are valid UTF-8 (no surrogates).
     pub(crate) fn from_utf8_unchecked_flag(bytes: Vec<u8>) -> Self {
-        Text {
-            bytes: bytes.into_boxed_slice(),
-            utf8: true,
-        }
+        Text::build(&bytes, None, true).reuse(bytes)
+    }
+
+    /// Builds from a slice the caller knows is valid UTF-8 (no surrogates).
+    pub(crate) fn from_utf8_slice(bytes: &[u8]) -> Self {
+        Text::build(bytes, None, true)
     }
 
     /// Builds from a WTF-8 byte buffer produced by the parser.
     pub(crate) fn from_wtf8(bytes: Vec<u8>) -> Self {
         let utf8 = std::str::from_utf8(&bytes).is_ok();
-        Text {
-            bytes: bytes.into_boxed_slice(),
-            utf8,
+        Text::build(&bytes, None, utf8).reuse(bytes)
+    }
+
+    /// Moves `owned` into a heap representation instead of copying it.
+    fn reuse(self, owned: Vec<u8>) -> Self {
+        match self.repr {
+            Repr::Heap { utf8, .. } => Text {
+                repr: Repr::Heap {
+                    utf8,
+                    bytes: owned.into_boxed_slice(),
+                },
+            },
+            inline => Text { repr: inline },
+        }
+    }
+
+    fn utf8(&self) -> bool {
+        match &self.repr {
+            Repr::Inline { utf8, .. } | Repr::Heap { utf8, .. } => *utf8,
         }
     }
 
     /// The string as `&str`, or `None` when it holds a lone surrogate.
     pub fn as_str(&self) -> Option<&str> {
-        if self.utf8 {
-            std::str::from_utf8(&self.bytes).ok()
+        if self.utf8() {
+            std::str::from_utf8(self.as_wtf8()).ok()
         } else {
             None
         }
@@ -42,7 +92,10 @@ impl Text {
 
     /// The WTF-8 bytes (UTF-8 when [`Text::as_str`] is `Some`).
     pub fn as_wtf8(&self) -> &[u8] {
-        &self.bytes
+        match &self.repr {
+            Repr::Inline { len, buf, .. } => &buf[..usize::from(*len)],
+            Repr::Heap { bytes, .. } => bytes,
+        }
     }
 
     /// The text with lone surrogates shown as U+FFFD; for messages and display only.
@@ -63,13 +116,13 @@ impl Text {
 
     /// Whether the string is empty.
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.as_wtf8().is_empty()
     }
 
     /// Iterates over the code points, surrogates included.
     pub fn code_points(&self) -> CodePoints<'_> {
         CodePoints {
-            bytes: &self.bytes,
+            bytes: self.as_wtf8(),
             pos: 0,
         }
     }
@@ -80,21 +133,22 @@ impl Text {
         if let Some(s) = self.as_str() {
             return Text::from(f(s));
         }
-        let mut out = Vec::with_capacity(self.bytes.len());
+        let bytes = self.as_wtf8();
+        let mut out = Vec::with_capacity(bytes.len());
         let mut run_start = 0;
         let mut i = 0;
-        while i < self.bytes.len() {
-            let width = utf8_width(self.bytes[i]);
-            if is_surrogate_at(&self.bytes, i) {
-                flush_run(&self.bytes[run_start..i], &mut out, &mut f);
-                out.extend_from_slice(&self.bytes[i..i + 3]);
+        while i < bytes.len() {
+            let width = utf8_width(bytes[i]);
+            if is_surrogate_at(bytes, i) {
+                flush_run(&bytes[run_start..i], &mut out, &mut f);
+                out.extend_from_slice(&bytes[i..i + 3]);
                 i += 3;
                 run_start = i;
             } else {
                 i += width;
             }
         }
-        flush_run(&self.bytes[run_start..], &mut out, &mut f);
+        flush_run(&bytes[run_start..], &mut out, &mut f);
         Text::from_wtf8(out)
     }
 }
@@ -170,31 +224,52 @@ pub(crate) fn push_code_point(out: &mut Vec<u8>, cp: u32) {
 
 impl From<&str> for Text {
     fn from(s: &str) -> Self {
-        Text {
-            bytes: s.as_bytes().into(),
-            utf8: true,
-        }
+        Text::from_utf8_slice(s.as_bytes())
     }
 }
 
 impl From<String> for Text {
     fn from(s: String) -> Self {
-        Text {
-            bytes: s.into_bytes().into_boxed_slice(),
-            utf8: true,
-        }
+        Text::from_utf8_unchecked_flag(s.into_bytes())
+    }
+}
+
+// Equality, order and hashing are those of the code points, i.e. of the WTF-8 bytes.
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.as_wtf8() == other.as_wtf8()
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialOrd for Text {
+    fn partial_cmp(&self, other: &Text) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Text {
+    fn cmp(&self, other: &Text) -> std::cmp::Ordering {
+        self.as_wtf8().cmp(other.as_wtf8())
+    }
+}
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_wtf8().hash(state);
     }
 }
 
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
-        &*self.bytes == other.as_bytes()
+        self.as_wtf8() == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for Text {
     fn eq(&self, other: &&str) -> bool {
-        &*self.bytes == other.as_bytes()
+        self.as_wtf8() == other.as_bytes()
     }
 }
 
@@ -213,6 +288,20 @@ impl fmt::Display for Text {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_and_long_strings_behave_alike() {
+        let short = Text::from("key");
+        let long = Text::from("a string well over twenty-one bytes".to_owned());
+        assert_eq!(short.as_str(), Some("key"));
+        assert_eq!(long.as_str(), Some("a string well over twenty-one bytes"));
+        assert!(short < long || short > long);
+        assert_eq!(
+            Text::from("x".repeat(21)),
+            Text::from("x".repeat(21).as_str())
+        );
+        assert_eq!(std::mem::size_of::<Text>(), 24);
+    }
 
     #[test]
     fn surrogates_sort_between_bmp_ranges() {

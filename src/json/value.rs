@@ -78,9 +78,17 @@ impl Int {
 }
 
 /// An ordered JSON object (insertion order).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Object {
     members: Vec<(Text, Value)>,
+    /// Members are in key order (after [`Value::sort_keys`]): look-ups can bisect.
+    sorted: bool,
+}
+
+impl PartialEq for Object {
+    fn eq(&self, other: &Object) -> bool {
+        self.members == other.members
+    }
 }
 
 impl Object {
@@ -88,11 +96,13 @@ impl Object {
     pub fn new() -> Self {
         Object {
             members: Vec::new(),
+            sorted: false,
         }
     }
 
     /// Appends a member (the caller guarantees the key is new).
     pub fn push(&mut self, key: impl Into<Text>, value: impl Into<Value>) {
+        self.sorted = false;
         self.members.push((key.into(), value.into()));
     }
 
@@ -102,12 +112,22 @@ impl Object {
         let value = value.into();
         match self.members.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
-            None => self.members.push((key, value)),
+            None => {
+                self.sorted = false;
+                self.members.push((key, value));
+            }
         }
     }
 
     /// Looks a member up by key.
     pub fn get(&self, key: &str) -> Option<&Value> {
+        if self.sorted {
+            return self
+                .members
+                .binary_search_by(|(k, _)| k.as_wtf8().cmp(key.as_bytes()))
+                .ok()
+                .map(|i| &self.members[i].1);
+        }
         self.members.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
@@ -155,7 +175,10 @@ impl Object {
     }
 
     pub(crate) fn from_members(members: Vec<(Text, Value)>) -> Self {
-        Object { members }
+        Object {
+            members,
+            sorted: false,
+        }
     }
 }
 
@@ -163,6 +186,7 @@ impl FromIterator<(Text, Value)> for Object {
     fn from_iter<T: IntoIterator<Item = (Text, Value)>>(iter: T) -> Self {
         Object {
             members: iter.into_iter().collect(),
+            sorted: false,
         }
     }
 }
@@ -292,6 +316,7 @@ impl Value {
                 if let Some(w) = obj.members.windows(2).find(|w| w[0].0 == w[1].0) {
                     return Err(w[0].0.to_lossy());
                 }
+                obj.sorted = true;
                 obj.members.iter_mut().try_for_each(|(_, v)| v.sort_keys())
             }
             _ => Ok(()),
