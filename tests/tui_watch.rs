@@ -70,3 +70,51 @@ fn changes_on_disk_reach_the_app() {
     assert_eq!(app.timeline().report().calls.len(), 3);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_thousand_rapid_rewrites_end_on_the_final_content() {
+    let dir = std::env::temp_dir().join(format!("toolstorm-watch-burst-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("incident.json");
+    let versions = [
+        common::fixture("demo/lost_ack.retry.cassette.json"),
+        common::fixture("demo/timeout.retry.cassette.json"),
+        "{\"calls\": [".to_owned(),
+        String::new(),
+        common::fixture("demo/rate_limit.resilient.cassette.json"),
+    ];
+    std::fs::write(&path, &versions[0]).expect("write");
+    let mut app = App::new(document::open(&path).expect("open"));
+    let (tx, rx) = channel();
+    let _watcher = spawn_watcher(&path, tx).expect("watcher");
+    std::thread::sleep(Duration::from_millis(200));
+    for i in 0..1000 {
+        // Plain writes (truncate + write: readers can see half-written states) and atomic ones.
+        let text = &versions[i % versions.len()];
+        if i % 3 == 0 {
+            toolstorm::atomic::write(&path, text.as_bytes()).expect("atomic write");
+        } else {
+            std::fs::write(&path, text).expect("write");
+        }
+        // Events are handled as they come, like the running app does.
+        while let Ok(event) = rx.try_recv() {
+            for action in to_actions(event, &app) {
+                dispatch(&mut app, action);
+            }
+        }
+    }
+    // The final state: a valid file.
+    let last = common::fixture("demo/lost_ack.resilient.cassette.json");
+    std::fs::write(&path, &last).expect("final write");
+    wait_and_apply(&mut app, &rx);
+    assert_eq!(app.status_kind, StatusKind::Info, "{}", app.status);
+    assert_eq!(app.timeline().report().effects.len(), 1);
+    assert_eq!(
+        app.tab().digest,
+        toolstorm::cassette::Cassette::loads(&last)
+            .expect("valid")
+            .digest()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

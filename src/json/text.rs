@@ -295,7 +295,10 @@ mod tests {
         let long = Text::from("a string well over twenty-one bytes".to_owned());
         assert_eq!(short.as_str(), Some("key"));
         assert_eq!(long.as_str(), Some("a string well over twenty-one bytes"));
-        assert!(short > long, "code-point order holds across representations");
+        assert!(
+            short > long,
+            "code-point order holds across representations"
+        );
         assert_eq!(
             Text::from("x".repeat(21)),
             Text::from("x".repeat(21).as_str())

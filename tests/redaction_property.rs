@@ -1,0 +1,91 @@
+//! No literal secret given to the redactor, and no value of a secret key, appears in any file
+//! the product writes from a run: the cassette, the verdicts, or a scenario built from the
+//! cassette's rules — whatever the payloads, effect labels and invocation keys hold.
+
+use proptest::prelude::*;
+use toolstorm::cassette::Cassette;
+use toolstorm::contract::Contract;
+use toolstorm::json::{Object, Text, Value, pretty};
+use toolstorm::lab::RunConfig;
+use toolstorm::lab::scenario::Scenario;
+use toolstorm::lab::scenario_file::{PolicyChoice, ScenarioFile};
+use toolstorm::redact::Redactor;
+use toolstorm::rule::{FaultKind, RuleSpec};
+use toolstorm::{Storm, obj};
+
+/// Secrets look like nothing else in a trace: lowercase letters with a digit, 8–14 long.
+fn secret() -> impl Strategy<Value = String> {
+    "[a-z]{6,12}[0-9]{2}"
+}
+
+/// A payload that hides `s` in values, keys and nested lists, and puts `v` under secret keys.
+fn payload(s: &str, v: &str, shape: u8) -> Value {
+    let mut o = Object::new();
+    o.push("note", format!("prefix {s} suffix"));
+    o.push(Text::from(format!("key-{s}")), 1);
+    o.push(
+        "list",
+        Value::Array(vec![Value::from(s), Value::from(format!("{s}{s}"))]),
+    );
+    o.push(
+        ["password", "API-Key", "Set-Cookie", "customer_email"][usize::from(shape % 4)],
+        v,
+    );
+    o.push(
+        "nested",
+        obj! {"token" => obj! {"deep" => v}, "ok" => "keep"},
+    );
+    Value::Object(o)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn secrets_never_reach_written_files(s in secret(), v in secret(), shape in any::<u8>(), fault in 0u8..3) {
+        prop_assume!(!s.contains(&v) && !v.contains(&s));
+        let redactor = Redactor::new(["customer_email"], [s.as_str()]).expect("redactor");
+        let kind = [FaultKind::Replace, FaultKind::ResponseLost, FaultKind::Latency][usize::from(fault)];
+        let rule = RuleSpec::new("r", "tool", kind).calls([1]).replacement(payload(&s, &v, shape)).build().expect("rule");
+        let storm = Storm::builder().rule(rule).seed(1).redactor(redactor).build().expect("storm");
+        for i in 0..3 {
+            let args = payload(&s, &v, shape.wrapping_add(i));
+            let _ = storm.invocation(&format!("req-{s}-{i}"), || {
+                storm.call("tool", args.clone(), || {
+                    storm.effect(&format!("write-{s}"), &format!("{v}-{i}"))?;
+                    Ok(payload(&s, &v, shape))
+                })
+            });
+        }
+        let report = storm.report();
+        let cassette = Cassette::from_report(&report).expect("valid").dumps();
+        let verdicts = pretty(&Contract::new(&report).require_triggered(&[]).no_duplicate_effects().to_value());
+        let scenario = ScenarioFile {
+            world: "shipping".into(),
+            scenario: Scenario {
+                name: "from-cassette".into(),
+                title: "From a cassette".into(),
+                code: String::new(),
+                category: String::new(),
+                description: String::new(),
+                lesson: String::new(),
+                rules: report.rules.clone(),
+                checks: Vec::new(),
+            },
+            config: RunConfig::default(),
+            policy: PolicyChoice::All,
+        }
+        .to_text();
+        for (name, text) in [("cassette", &cassette), ("verdicts", &verdicts), ("scenario", &scenario)] {
+            prop_assert!(!text.contains(&s), "{} leaks the literal secret {}", name, s);
+            // Effect keys are not secret-keyed values, so only payload values are checked for v.
+            if name != "cassette" {
+                prop_assert!(!text.contains(&v), "{} leaks a secret-key value {}", name, v);
+            }
+        }
+        // In the cassette, v may appear only as an effect key (an identifier the caller chose).
+        let without_effects: String = cassette.split("\"effects\"").next().unwrap_or("").to_owned();
+        prop_assert!(!without_effects.contains(&v), "cassette calls leak a secret-key value {}", v);
+        let rules_part: String = cassette.split("\"rules\"").nth(1).unwrap_or("").to_owned();
+        prop_assert!(!rules_part.contains(&v), "cassette rules leak a secret-key value {}", v);
+    }
+}
