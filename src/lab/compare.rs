@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use crate::contract::Check;
-use crate::json::Text;
+use crate::json::{Text, canonical};
 use crate::report::{Call, Coverage, Report};
 
 /// How one aligned row of the two timelines differs.
@@ -96,7 +96,7 @@ pub struct RunDiff {
     pub flipped: Vec<Flip>,
     /// Whole-run verdict (before, after).
     pub passed: (bool, bool),
-    /// Whether the two reports are identical.
+    /// Whether the two reports are identical (same digest).
     pub identical: bool,
 }
 
@@ -152,8 +152,11 @@ pub fn call_changes(a: &Call, b: &Call) -> Vec<&'static str> {
         ("injected", a.injected != b.injected),
         ("executed", a.executed != b.executed),
         ("error", error(a) != error(b)),
-        ("output", a.output != b.output),
-        ("arguments", a.arguments != b.arguments),
+        ("output", canonical(&a.output) != canonical(&b.output)),
+        (
+            "arguments",
+            canonical(&a.arguments) != canonical(&b.arguments),
+        ),
         (
             "timing",
             a.started.to_bits() != b.started.to_bits()
@@ -260,7 +263,8 @@ pub fn compare(
             crate::contract::verdict(before_checks),
             crate::contract::verdict(after_checks),
         ),
-        identical: before == after,
+        // Key order differs between a run and a loaded file; the digest does not.
+        identical: before.digest() == after.digest(),
     }
 }
 

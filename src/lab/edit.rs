@@ -457,6 +457,15 @@ pub fn scenario_from_report(report: &Report, name: &str) -> Result<ScenarioFile,
     normalized(&file)
 }
 
+/// The policy choice that reproduces a recorded run: the single policy whose run of `file`
+/// has `digest`, or all three when none does.
+pub fn infer_policy(file: &ScenarioFile, digest: &str) -> PolicyChoice {
+    Policy::ALL
+        .into_iter()
+        .find(|p| super::run(&file.scenario, *p, &file.config).is_ok_and(|r| r.digest == digest))
+        .map_or(PolicyChoice::All, PolicyChoice::One)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,6 +593,10 @@ mod tests {
         assert_eq!(s.scenario.rules.len(), 1);
         let rerun = super::super::run(&s.scenario, Policy::Retry, &s.config).expect("run");
         assert_eq!(rerun.digest, run.digest, "same rules, seed and budget");
+        assert_eq!(
+            infer_policy(&s, &run.digest),
+            PolicyChoice::One(Policy::Retry)
+        );
         let mut other = run.report.clone();
         other.calls[0].tool = "other".into();
         assert!(scenario_from_report(&other, "x").is_err());
