@@ -47,17 +47,18 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             ),
             theme.dim,
         ),
-        Span::styled(format!(" · {}", app.doc.name()), theme.text),
     ];
+    // The runner's settings (before the file name, which a narrow terminal cuts first).
     if let Some(e) = &app.editor {
+        if e.dirty() {
+            spans.insert(2, Span::styled(" ● unsaved", theme.fault));
+        }
         spans.push(Span::styled(
             format!(" · {}", super::editor::settings_tail(app)),
             theme.dim,
         ));
-        if e.dirty() {
-            spans.push(Span::styled(" · ● unsaved", theme.fault));
-        }
     }
+    spans.push(Span::styled(format!(" · {}", app.doc.name()), theme.text));
     if report.budget_rejections > 0 {
         spans.push(Span::styled(
             format!(" · {} refused", report.budget_rejections),
