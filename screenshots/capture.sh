@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Captures the running explorer under tmux and renders the screens as SVG for the README.
 # Usage: screenshots/capture.sh   (from the repository root; needs tmux and python3)
+#        BIN=target/debug/toolstorm-tui screenshots/capture.sh   (use an already built binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build -q --release
-bin=target/release/toolstorm-tui
+if [ -z "${BIN:-}" ]; then cargo build -q --release; fi
+bin=${BIN:-target/release/toolstorm-tui}
 shot() { # name cols rows file keys...
   local name=$1 cols=$2 rows=$3 file=$4; shift 4
   tmux kill-session -t shot 2>/dev/null || true
@@ -20,4 +21,8 @@ shot incident-duplicate 120 36 cassettes/incident.json G
 shot incident-lost-ack 120 36 cassettes/incident.json j
 shot comparison 120 36 cassettes/lost-ack-comparison.json l l G
 shot rate-limit-help 100 30 scenarios/rate_limit.json '?'
+# The runner: edit the lost-ack rule's ordinals (1 → 3) on the retry run, then compare.
+shot runner-editor 120 36 scenarios/lost_ack.json l j i l l l Enter BSpace 3
+shot runner-compare 120 36 scenarios/lost_ack.json l j i l l l Enter BSpace 3 Enter Escape c
+shot runner-policies 120 36 scenarios/lost_ack.json i l l l Enter BSpace 3 Enter Escape v
 echo "wrote screenshots/*.svg"

@@ -3,6 +3,8 @@
 //! Also home to the executor's world, [`orbit`].
 
 pub mod campaign;
+pub mod compare;
+pub mod edit;
 pub mod offline;
 pub mod orbit;
 pub mod policy;

@@ -3,12 +3,13 @@
 //! Elm-style: [`app::App`] is plain state changed by [`app::App::update`] from one
 //! [`action::Action`] enum; [`keymap`] maps keys to actions (and feeds the help overlay);
 //! [`view`] draws `&App`; [`runtime`] is the thin loop that owns the terminal, input thread
-//! and file watcher.
+//! and file watcher. [`runner`] edits the scenario, reruns, compares and writes files.
 
 pub mod action;
 pub mod app;
 pub mod document;
 pub mod keymap;
+pub mod runner;
 pub mod runtime;
 pub mod theme;
 pub mod view;

@@ -1,6 +1,8 @@
 //! Everything that can happen to the app: one [`Action`] enum in, [`Command`]s out (side
 //! effects the runtime carries out and answers with new actions).
 
+use std::path::PathBuf;
+
 use super::document::Document;
 
 /// A change the user or the runtime asks for.
@@ -82,6 +84,92 @@ pub enum Action {
     FileChanged,
     /// A reload finished.
     Reloaded(Result<Box<Document>, String>),
+
+    // The runner: editing, rerunning, comparing and writing.
+    /// Open or close the rule editor.
+    ToggleEditor,
+    /// Editor: previous / next rule (`by` rows).
+    EditRule(isize),
+    /// Editor: previous / next field.
+    EditField(isize),
+    /// Editor: start typing the selected field.
+    EditStart,
+    /// Add a rule after the selected one.
+    AddRule,
+    /// Duplicate the selected rule.
+    DuplicateRule,
+    /// Delete the selected rule.
+    DeleteRule,
+    /// Move the selected rule up (`-1`) or down (`1`).
+    MoveRule(isize),
+    /// Undo the last edit.
+    Undo,
+    /// Redo an undone edit.
+    Redo,
+    /// Change the seed by this much.
+    ShiftSeed(i64),
+    /// Cycle the probability override.
+    CycleProbability,
+    /// Change the call budget by this much.
+    ShiftBudget(i64),
+    /// Cycle the policy (optimistic, retry, resilient, all).
+    CyclePolicy,
+    /// Run the current configuration again.
+    Rerun,
+    /// Show or hide the previous-vs-new comparison.
+    ToggleCompare,
+    /// Show or hide the runs side by side.
+    TogglePolicies,
+    /// Run the configuration twice and compare digests.
+    CheckDeterminism,
+    /// Save the scenario (to its file, or ask where).
+    Save,
+    /// Save the scenario under a new name.
+    SaveAs,
+    /// Write the shown run's cassette.
+    WriteCassette,
+    /// Write the contract verdicts.
+    WriteVerdicts,
+    /// A character typed into a text field or path prompt.
+    Char(char),
+    /// Delete the last typed character.
+    Backspace,
+    /// Accept the typed text.
+    Submit,
+    /// Drop the typed text.
+    Cancel,
+    /// An answer to a question (`y`, `n`, `d`, `m`).
+    Answer(char),
+    /// A rerun finished.
+    Reran(Result<Box<Document>, String>),
+    /// The target exists and is not the open file: ask before overwriting.
+    ConfirmOverwrite(WriteKind, PathBuf),
+    /// A write finished.
+    Written(WriteKind, PathBuf, Result<(), String>),
+    /// The determinism check finished (its message; `Err` when digests differ or it failed).
+    DeterminismChecked(Result<String, String>),
+}
+
+/// What the runner writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    /// The scenario file.
+    Scenario,
+    /// The shown run's cassette.
+    Cassette,
+    /// The contract verdicts (`run --verdict` shape).
+    Verdicts,
+}
+
+impl WriteKind {
+    /// For messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            WriteKind::Scenario => "scenario",
+            WriteKind::Cassette => "cassette",
+            WriteKind::Verdicts => "verdicts",
+        }
+    }
 }
 
 /// A side effect for the runtime.
@@ -89,4 +177,18 @@ pub enum Action {
 pub enum Command {
     /// Read the open file again and answer with [`Action::Reloaded`].
     Reload,
+    /// Run the editor's scenario and answer with [`Action::Reran`].
+    Rerun,
+    /// Write a file atomically; unless `force`, ask first when it exists and is not the open
+    /// file. Answers with [`Action::Written`] or [`Action::ConfirmOverwrite`].
+    Write {
+        /// What.
+        kind: WriteKind,
+        /// Where.
+        path: PathBuf,
+        /// Overwrite without asking.
+        force: bool,
+    },
+    /// Run the configuration twice; answers with [`Action::DeterminismChecked`].
+    CheckDeterminism,
 }

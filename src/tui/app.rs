@@ -1,10 +1,14 @@
 //! The app's state and its update function: plain data (the open document, the selected run
-//! and step, focus, mode, filter, status line) changed only by [`App::update`], which returns
-//! the side effects to run as [`Command`]s. No terminal, channel or file handle in here.
+//! and step, focus, mode, filter, status line, the runner's editor and previous runs) changed
+//! only by [`App::update`], which returns the side effects to run as [`Command`]s. No
+//! terminal, channel or file handle in here. The runner's part of `update` lives in
+//! [`super::runner`].
+
+use std::path::PathBuf;
 
 use ratatui::layout::Rect;
 
-use super::action::{Action, Command};
+use super::action::{Action, Command, WriteKind};
 use super::document::{Document, RunTab};
 use super::view;
 use crate::report::Call;
@@ -19,6 +23,46 @@ pub enum Mode {
     Filter(String),
     /// The key help overlay.
     Help,
+    /// The rule editor has the keys.
+    Edit,
+    /// Typing a new value for the selected rule field.
+    EditField(String),
+    /// Typing a path to write to.
+    Prompt(WriteKind, String),
+    /// A yes/no (or which-version) question.
+    Confirm(Question),
+}
+
+/// A question the user must answer before anything is lost or overwritten.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Question {
+    /// The target exists and is not the open file: overwrite it? (`y` / `n`)
+    Overwrite(WriteKind, PathBuf),
+    /// Quit with unsaved edits? (`y` / `n`)
+    Quit,
+    /// The file changed on disk while there are unsaved edits: keep the disk version (`d`) or
+    /// yours (`m`)? The other stays one undo step away.
+    Conflict,
+}
+
+/// What the main area shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Screen {
+    /// The timeline and details.
+    Explore,
+    /// The previous and the new run side by side.
+    Compare,
+    /// Every run of the document (the three policies) side by side.
+    Policies,
+}
+
+/// The rule editor's selection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EditCursor {
+    /// Selected rule.
+    pub rule: usize,
+    /// Selected field (index into [`crate::lab::edit::Field::ALL`]).
+    pub field: usize,
 }
 
 /// Which pane has focus (scroll keys and the wheel act on it).
@@ -85,6 +129,20 @@ pub struct App {
     pub size: Rect,
     /// Set when the app should exit.
     pub quit: bool,
+    /// The scenario being edited (created on the first edit).
+    pub editor: Option<crate::lab::edit::Editor>,
+    /// Where `w` saves the scenario (`None`: ask).
+    pub save_path: Option<PathBuf>,
+    /// The runs before the last rerun, for the compare view.
+    pub previous: Option<Vec<RunTab>>,
+    /// What the main area shows.
+    pub screen: Screen,
+    /// The rule editor's selection.
+    pub edit: EditCursor,
+    /// Why the last edit was refused (shown inline in the editor).
+    pub edit_error: Option<String>,
+    /// A version read from disk waiting for the user to resolve a conflict.
+    pub pending_disk: Option<Box<Document>>,
 }
 
 impl App {
@@ -102,7 +160,18 @@ impl App {
             status_kind: StatusKind::Info,
             size: Rect::new(0, 0, 100, 30),
             quit: false,
+            editor: None,
+            save_path: None,
+            previous: None,
+            screen: Screen::Explore,
+            edit: EditCursor::default(),
+            edit_error: None,
+            pending_disk: None,
         };
+        if let Some(file) = &app.doc.scenario {
+            app.editor = crate::lab::edit::Editor::new(file).ok();
+            app.save_path = app.doc.path.clone();
+        }
         app.cursor = app.visible().first().copied();
         app
     }
@@ -147,7 +216,7 @@ impl App {
             .collect()
     }
 
-    fn move_to(&mut self, target: Option<usize>, what: &str) {
+    pub(super) fn move_to(&mut self, target: Option<usize>, what: &str) {
         match target {
             Some(t) => {
                 self.cursor = Some(t);
@@ -158,7 +227,7 @@ impl App {
         }
     }
 
-    fn info(&mut self, text: String) {
+    pub(super) fn info(&mut self, text: String) {
         self.status = text;
         self.status_kind = StatusKind::Info;
     }
@@ -191,9 +260,10 @@ impl App {
     /// Applies an action; returns the side effects to carry out.
     pub fn update(&mut self, action: Action) -> Vec<Command> {
         match action {
-            Action::Quit => self.quit = true,
+            Action::Quit => return self.request_quit(),
             Action::Back => match self.mode {
-                Mode::Browse => self.quit = true,
+                Mode::Browse => return self.request_quit(),
+                Mode::EditField(_) => self.mode = Mode::Edit,
                 _ => self.mode = Mode::Browse,
             },
             Action::Next => self.scroll_or_step(1),
@@ -265,6 +335,7 @@ impl App {
                 }
             }
             Action::Reloaded(result) => self.reloaded(result),
+            other => return self.update_runner(other),
         }
         Vec::new()
     }
@@ -321,7 +392,7 @@ impl App {
     }
 
     /// Puts the cursor back on the call with id `keep` (or the nearest one).
-    fn restore_cursor(&mut self, keep: Option<u64>) {
+    pub(super) fn restore_cursor(&mut self, keep: Option<u64>) {
         let visible = self.visible();
         self.cursor = match keep {
             Some(id) => {
@@ -338,6 +409,7 @@ impl App {
 
     fn reloaded(&mut self, result: Result<Box<Document>, String>) {
         match result {
+            Ok(doc) if self.editor.is_some() => self.reloaded_while_editing(doc),
             Ok(doc) => {
                 let keep = self.selected().map(|c| c.id);
                 self.doc = *doc;

@@ -1,5 +1,6 @@
 //! What the UI has open: a cassette or report, a run file, a comparison (several runs), or a
-//! scenario file (run on open). Each run becomes a [`RunTab`] with its timeline and verdicts.
+//! scenario file (run on open). Each run becomes a [`RunTab`] with its timeline and verdicts;
+//! a shipping scenario keeps its [`ScenarioFile`] so the runner can edit and rerun it.
 
 use std::path::{Path, PathBuf};
 
@@ -66,6 +67,9 @@ pub struct Document {
     pub kind: DocKind,
     /// Its runs (at least one).
     pub runs: Vec<RunTab>,
+    /// The shipping scenario the runs come from, when known (scenario files, and after an
+    /// edit); the runner edits and reruns it.
+    pub scenario: Option<ScenarioFile>,
 }
 
 impl Document {
@@ -122,6 +126,7 @@ pub fn open(path: &Path) -> Result<Document, String> {
                     checks,
                     max_calls: 100,
                 }],
+                scenario: None,
             })
         }
         Some(_) => {
@@ -189,7 +194,12 @@ fn from_cassettes(
             }
         })
         .collect();
-    Ok(Document { path, kind, runs })
+    Ok(Document {
+        path,
+        kind,
+        runs,
+        scenario: None,
+    })
 }
 
 /// Runs a scenario file's policies and opens the runs.
@@ -215,5 +225,6 @@ pub fn from_scenario(path: Option<PathBuf>, file: &ScenarioFile) -> Result<Docum
         path,
         kind: DocKind::Scenario,
         runs,
+        scenario: Some(file.clone()),
     })
 }

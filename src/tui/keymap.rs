@@ -1,5 +1,6 @@
-//! Keys → actions: a pure table, testable without a terminal; the help overlay is generated
-//! from the same table.
+//! Keys → actions: pure tables, testable without a terminal; the help overlay is generated
+//! from the same tables. [`BROWSE`] moves around, [`RUNNER`] edits settings, reruns and writes
+//! (while browsing and in the editor), [`EDITOR`] works inside the rule editor.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -130,7 +131,7 @@ pub const BROWSE: &[Binding] = &[
     },
     Binding {
         keys: "/",
-        help: "filter the timeline by tool or status",
+        help: "filter by tool or status",
         codes: &[KeyCode::Char('/')],
         action: || Action::StartFilter,
     },
@@ -148,7 +149,7 @@ pub const BROWSE: &[Binding] = &[
     },
     Binding {
         keys: "q / Esc",
-        help: "quit (Esc closes help or filter first)",
+        help: "quit; Esc backs out",
         codes: &[KeyCode::Char('q')],
         action: || Action::Quit,
     },
@@ -160,12 +161,208 @@ pub const BROWSE: &[Binding] = &[
     },
 ];
 
+/// Runner keys (while browsing and in the rule editor), in help order.
+pub const RUNNER: &[Binding] = &[
+    Binding {
+        keys: "i",
+        help: "rule editor (open / close)",
+        codes: &[KeyCode::Char('i')],
+        action: || Action::ToggleEditor,
+    },
+    Binding {
+        keys: "s / S",
+        help: "seed +1 / -1",
+        codes: &[KeyCode::Char('s')],
+        action: || Action::ShiftSeed(1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('S')],
+        action: || Action::ShiftSeed(-1),
+    },
+    Binding {
+        keys: "P",
+        help: "probability override",
+        codes: &[KeyCode::Char('P')],
+        action: || Action::CycleProbability,
+    },
+    Binding {
+        keys: "b / B",
+        help: "call budget +1 / -1",
+        codes: &[KeyCode::Char('b')],
+        action: || Action::ShiftBudget(1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('B')],
+        action: || Action::ShiftBudget(-1),
+    },
+    Binding {
+        keys: "o",
+        help: "policy: opt/retry/resil/all",
+        codes: &[KeyCode::Char('o')],
+        action: || Action::CyclePolicy,
+    },
+    Binding {
+        keys: "u / C-r",
+        help: "undo / redo an edit",
+        codes: &[KeyCode::Char('u')],
+        action: || Action::Undo,
+    },
+    Binding {
+        keys: "R",
+        help: "rerun now",
+        codes: &[KeyCode::Char('R')],
+        action: || Action::Rerun,
+    },
+    Binding {
+        keys: "c",
+        help: "compare previous / new run",
+        codes: &[KeyCode::Char('c')],
+        action: || Action::ToggleCompare,
+    },
+    Binding {
+        keys: "v",
+        help: "policies side by side",
+        codes: &[KeyCode::Char('v')],
+        action: || Action::TogglePolicies,
+    },
+    Binding {
+        keys: "=",
+        help: "determinism check",
+        codes: &[KeyCode::Char('=')],
+        action: || Action::CheckDeterminism,
+    },
+    Binding {
+        keys: "w / W",
+        help: "save scenario / save as",
+        codes: &[KeyCode::Char('w')],
+        action: || Action::Save,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('W')],
+        action: || Action::SaveAs,
+    },
+    Binding {
+        keys: "C / V",
+        help: "write cassette / verdicts",
+        codes: &[KeyCode::Char('C')],
+        action: || Action::WriteCassette,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('V')],
+        action: || Action::WriteVerdicts,
+    },
+];
+
+/// Keys inside the rule editor, in help order (runner keys work there too).
+pub const EDITOR: &[Binding] = &[
+    Binding {
+        keys: "↑↓ / j k",
+        help: "pick a rule",
+        codes: &[KeyCode::Up, KeyCode::Char('k')],
+        action: || Action::EditRule(-1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Down, KeyCode::Char('j')],
+        action: || Action::EditRule(1),
+    },
+    Binding {
+        keys: "←→ / h l",
+        help: "pick a field",
+        codes: &[KeyCode::Left, KeyCode::Char('h')],
+        action: || Action::EditField(-1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Right, KeyCode::Char('l'), KeyCode::Tab],
+        action: || Action::EditField(1),
+    },
+    Binding {
+        keys: "Enter",
+        help: "edit the field",
+        codes: &[KeyCode::Enter],
+        action: || Action::EditStart,
+    },
+    Binding {
+        keys: "a / d",
+        help: "add / duplicate rule",
+        codes: &[KeyCode::Char('a')],
+        action: || Action::AddRule,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('d')],
+        action: || Action::DuplicateRule,
+    },
+    Binding {
+        keys: "D / Del",
+        help: "delete rule",
+        codes: &[KeyCode::Char('D'), KeyCode::Delete],
+        action: || Action::DeleteRule,
+    },
+    Binding {
+        keys: "[ / ]",
+        help: "move rule up / down",
+        codes: &[KeyCode::Char('[')],
+        action: || Action::MoveRule(-1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char(']')],
+        action: || Action::MoveRule(1),
+    },
+    Binding {
+        keys: "i / Esc",
+        help: "close the editor",
+        codes: &[KeyCode::Esc],
+        action: || Action::Back,
+    },
+];
+
+fn find(table: &[Binding], code: KeyCode) -> Option<Action> {
+    table
+        .iter()
+        .find(|b| b.codes.contains(&code))
+        .map(|b| (b.action)())
+}
+
 /// The action for a key in a mode, if any.
 pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
-    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-        return Some(Action::Quit);
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        match key.code {
+            KeyCode::Char('c') => return Some(Action::Quit),
+            KeyCode::Char('r') if matches!(mode, Mode::Browse | Mode::Edit) => {
+                return Some(Action::Redo);
+            }
+            _ => {}
+        }
     }
     match mode {
+        Mode::EditField(_) | Mode::Prompt(..) => match key.code {
+            KeyCode::Enter => Some(Action::Submit),
+            KeyCode::Esc => Some(Action::Cancel),
+            KeyCode::Backspace => Some(Action::Backspace),
+            KeyCode::Char(c) => Some(Action::Char(c)),
+            _ => None,
+        },
+        Mode::Confirm(_) => match key.code {
+            KeyCode::Char(c) => Some(Action::Answer(c)),
+            KeyCode::Esc => Some(Action::Answer('n')),
+            _ => None,
+        },
+        Mode::Edit => find(EDITOR, key.code).or_else(|| find(RUNNER, key.code)),
         Mode::Filter(_) => match key.code {
             KeyCode::Enter => Some(Action::FilterApply),
             KeyCode::Esc => Some(Action::FilterCancel),
@@ -177,20 +374,23 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Char('?') | KeyCode::Esc | KeyCode::Char('q') => Some(Action::ToggleHelp),
             _ => None,
         },
-        Mode::Browse => BROWSE
-            .iter()
-            .find(|b| b.codes.contains(&key.code))
-            .map(|b| (b.action)()),
+        Mode::Browse => find(BROWSE, key.code).or_else(|| find(RUNNER, key.code)),
     }
 }
 
-/// Help rows: keys and description (rows continuing the previous entry are folded into it).
-pub fn help_rows() -> Vec<(&'static str, &'static str)> {
-    BROWSE
+/// Help rows of a table: keys and description (rows continuing the previous entry are folded
+/// into it).
+pub fn rows(table: &[Binding]) -> Vec<(&'static str, &'static str)> {
+    table
         .iter()
         .filter(|b| !b.keys.is_empty())
         .map(|b| (b.keys, b.help))
         .collect()
+}
+
+/// Help rows of the browsing keys.
+pub fn help_rows() -> Vec<(&'static str, &'static str)> {
+    rows(BROWSE)
 }
 
 #[cfg(test)]
@@ -235,6 +435,47 @@ mod tests {
         ));
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert!(matches!(map(ctrl_c, &m), Some(Action::Quit)));
+    }
+
+    #[test]
+    fn runner_and_editor_keys() {
+        assert!(matches!(
+            map(key(KeyCode::Char('i')), &Mode::Browse),
+            Some(Action::ToggleEditor)
+        ));
+        assert!(matches!(
+            map(key(KeyCode::Char('j')), &Mode::Edit),
+            Some(Action::EditRule(1))
+        ));
+        assert!(matches!(
+            map(key(KeyCode::Char('s')), &Mode::Edit),
+            Some(Action::ShiftSeed(1))
+        ));
+        let ctrl_r = KeyEvent::new(KeyCode::Char('r'), KeyModifiers::CONTROL);
+        assert!(matches!(map(ctrl_r, &Mode::Browse), Some(Action::Redo)));
+        assert!(matches!(
+            map(
+                key(KeyCode::Char('y')),
+                &Mode::Confirm(super::super::app::Question::Quit)
+            ),
+            Some(Action::Answer('y'))
+        ));
+    }
+
+    #[test]
+    fn no_key_is_bound_twice() {
+        let mut seen = std::collections::HashSet::new();
+        for b in BROWSE.iter().chain(RUNNER) {
+            for c in b.codes {
+                assert!(seen.insert(*c), "{c:?} is bound twice");
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for b in EDITOR {
+            for c in b.codes {
+                assert!(seen.insert(*c), "{c:?} is bound twice in the editor");
+            }
+        }
     }
 
     #[test]

@@ -10,10 +10,11 @@ use crossterm::event::{self, Event as TermEvent, KeyEventKind, MouseEventKind};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 
-use super::action::{Action, Command};
+use super::action::{Action, Command, WriteKind};
 use super::app::App;
 use super::document;
 use super::keymap;
+use super::runner;
 
 /// Something that happened outside the app.
 #[derive(Debug)]
@@ -56,13 +57,29 @@ pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
     }
 }
 
-/// Carries out one command, returning the action that answers it.
+/// Carries out one command, returning the action that answers it. Runs take microseconds,
+/// so reruns happen right here; every write goes through [`crate::atomic::write`].
 pub fn perform(command: Command, app: &App) -> Action {
     match command {
         Command::Reload => match &app.doc.path {
             Some(p) => Action::Reloaded(document::open(p).map(Box::new)),
             None => Action::Reloaded(document::bundled().map(Box::new)),
         },
+        Command::Rerun => Action::Reran(runner::rerun(app)),
+        Command::CheckDeterminism => Action::DeterminismChecked(runner::determinism(app)),
+        Command::Write { kind, path, force } => {
+            // The open file, and the scenario's own save target, are ours to replace.
+            let ours = app.doc.path.as_ref() == Some(&path)
+                || (kind == WriteKind::Scenario && app.save_path.as_ref() == Some(&path));
+            if !force && !ours && path.exists() {
+                return Action::ConfirmOverwrite(kind, path);
+            }
+            let result = runner::content(app, kind).and_then(|text| {
+                crate::atomic::write(&path, text.as_bytes())
+                    .map_err(|e| crate::cli::os_error(&path, &e))
+            });
+            Action::Written(kind, path, result)
+        }
     }
 }
 

@@ -12,17 +12,20 @@
 //! never overlap.
 
 mod calls;
+mod compare;
 mod details;
+mod editor;
 mod header;
 mod help;
 mod panels;
+mod policies;
 mod strip;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::Widget;
 
-use super::app::{App, Focus};
+use super::app::{App, Focus, Mode, Screen};
 use super::theme::Theme;
 
 /// Where each region is drawn for a terminal size; `None` when it does not fit.
@@ -133,10 +136,18 @@ impl App {
     pub fn render_with(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let a = layout(self, area);
         header::render(self, a.header, buf, theme);
-        calls::render(self, a.timeline, buf, theme);
-        if let Some(r) = a.details {
-            details::render(self, r, buf, theme);
+        let main = a.details.map_or(a.timeline, |d| a.timeline.union(d));
+        match self.screen {
+            Screen::Explore => {
+                calls::render(self, a.timeline, buf, theme);
+                if let Some(r) = a.details {
+                    details::render(self, r, buf, theme);
+                }
+            }
+            Screen::Compare => compare::render(self, main, buf, theme),
+            Screen::Policies => policies::render(self, main, buf, theme),
         }
+
         if let Some(r) = a.strip {
             strip::render(self, r, buf, theme);
         }
@@ -145,8 +156,20 @@ impl App {
             panels::render_effects(self, e, buf, theme);
             panels::render_verdicts(self, v, buf, theme);
         }
+        if matches!(self.mode, Mode::Edit | Mode::EditField(_)) {
+            // The editor takes the details column (or the whole width when narrow) down to
+            // the status line, over the strip and panels.
+            let base = a.details.unwrap_or(main);
+            let r = Rect::new(
+                base.x,
+                base.y,
+                base.width,
+                a.status.y.saturating_sub(base.y),
+            );
+            editor::render(self, r.intersection(area), buf, theme);
+        }
         header::render_status(self, a.status, buf, theme);
-        if self.mode == super::app::Mode::Help {
+        if self.mode == Mode::Help {
             help::render(area, buf, theme);
         }
     }

@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::super::app::{App, Mode, StatusKind};
+use super::super::app::{App, Mode, Question, StatusKind};
 use super::super::theme::Theme;
 use super::secs;
 use crate::contract::verdict;
@@ -47,8 +47,18 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             ),
             theme.dim,
         ),
-        Span::styled(format!(" · {}", app.doc.name()), theme.text),
     ];
+    // The runner's settings (before the file name, which a narrow terminal cuts first).
+    if let Some(e) = &app.editor {
+        if e.dirty() {
+            spans.insert(2, Span::styled(" ● unsaved", theme.fault));
+        }
+        spans.push(Span::styled(
+            format!(" · {}", super::editor::settings_tail(app)),
+            theme.dim,
+        ));
+    }
+    spans.push(Span::styled(format!(" · {}", app.doc.name()), theme.text));
     if report.budget_rejections > 0 {
         spans.push(Span::styled(
             format!(" · {} refused", report.budget_rejections),
@@ -66,6 +76,30 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             Span::raw(text.clone()),
             Span::styled("▏  Enter keep · Esc clear", theme.dim),
         ]),
+        Mode::EditField(_) => Line::from(vec![
+            Span::styled(format!("edit {}: ", app.edit_field().key()), theme.title),
+            Span::styled(
+                "type a value · Enter apply (validated) · Esc cancel",
+                theme.dim,
+            ),
+        ]),
+        Mode::Prompt(kind, text) => Line::from(vec![
+            Span::styled(format!("write {} to: ", kind.label()), theme.title),
+            Span::raw(text.clone()),
+            Span::styled("▏  Enter write · Esc cancel", theme.dim),
+        ]),
+        Mode::Confirm(q) => {
+            let text = match q {
+                Question::Overwrite(_, path) => {
+                    format!("{} exists. Overwrite it? y yes · n no", path.display())
+                }
+                Question::Quit => "Unsaved edits. Quit and lose them? y quit · n stay".into(),
+                Question::Conflict => "The file changed on disk and you have unsaved edits: \
+                     d keep disk · m keep mine (the other stays one undo step back)"
+                    .into(),
+            };
+            Line::styled(text, theme.failed)
+        }
         _ => {
             let style = if app.status_kind == StatusKind::Error {
                 theme.failed

@@ -1,0 +1,577 @@
+//! The runner: the part of [`App::update`] that edits the scenario (rules, seed, probability,
+//! budget, policy; undo/redo), asks for reruns and writes, resolves questions (overwrite, quit
+//! with unsaved edits, disk-vs-local conflicts), and the pure helpers `perform` uses to carry
+//! those commands out (rerun, file contents, the determinism check).
+
+use std::path::{Path, PathBuf};
+
+use super::action::{Action, Command, WriteKind};
+use super::app::{App, Mode, Question, Screen, StatusKind};
+use super::document::{self, DocKind, Document, RunTab};
+use crate::cassette::Cassette;
+use crate::error::ConfigError;
+use crate::json::pretty;
+use crate::lab::compare::{RunDiff, compare};
+use crate::lab::edit::{self, Editor, Field};
+use crate::lab::scenario_file::{PolicyChoice, ScenarioFile};
+use crate::lab::{self, LabRun};
+
+impl App {
+    fn error(&mut self, text: String) {
+        self.status = text;
+        self.status_kind = StatusKind::Error;
+    }
+
+    /// Quits, or asks first when there are unsaved edits.
+    pub(super) fn request_quit(&mut self) -> Vec<Command> {
+        if self.editor.as_ref().is_some_and(Editor::dirty)
+            && self.mode != Mode::Confirm(Question::Quit)
+        {
+            self.mode = Mode::Confirm(Question::Quit);
+        } else {
+            self.quit = true;
+        }
+        Vec::new()
+    }
+
+    /// Makes sure there is an editor: a scenario file's, or an unsaved scenario built from a
+    /// shipping cassette (its rules, seed and budget). False, with a status message, when the
+    /// document cannot be edited.
+    fn ensure_editor(&mut self) -> bool {
+        if self.editor.is_some() {
+            return true;
+        }
+        if self.doc.kind == DocKind::Scenario && self.doc.scenario.is_none() {
+            self.error(
+                "Orbit scenarios are not editable here: edit the file in your editor and the \
+                 explorer reloads it on save"
+                    .into(),
+            );
+            return false;
+        }
+        let name = self
+            .doc
+            .path
+            .as_deref()
+            .and_then(Path::file_stem)
+            .map_or_else(
+                || "incident".to_owned(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+        let name = name.split('.').next().unwrap_or("incident").to_owned();
+        let tab = self.tab();
+        let made = edit::scenario_from_report(tab.timeline.report(), &name).and_then(|mut f| {
+            f.policy = if self.doc.runs.len() > 1 {
+                PolicyChoice::All
+            } else {
+                match tab.policy {
+                    Some(p) => PolicyChoice::One(p),
+                    None => edit::infer_policy(&f, &tab.digest),
+                }
+            };
+            Editor::unsaved(&f)
+        });
+        match made {
+            Ok(e) => {
+                self.editor = Some(e);
+                self.save_path = None;
+                true
+            }
+            Err(e) => {
+                self.error(format!("cannot edit this run: {e}"));
+                false
+            }
+        }
+    }
+
+    /// Applies one editor operation; a valid one reruns, an invalid one is shown and dropped.
+    fn edit_with(
+        &mut self,
+        what: &str,
+        op: impl FnOnce(&mut Editor, &mut super::app::EditCursor) -> Result<(), ConfigError>,
+    ) -> Vec<Command> {
+        if !self.ensure_editor() {
+            return Vec::new();
+        }
+        let mut cursor = self.edit;
+        let Some(editor) = self.editor.as_mut() else {
+            return Vec::new();
+        };
+        let before = editor.file().clone();
+        match op(editor, &mut cursor) {
+            Ok(()) => {
+                let changed = editor.file() != &before;
+                self.edit = cursor;
+                self.clamp_edit_cursor();
+                self.edit_error = None;
+                if changed {
+                    self.info(format!("{what}; rerunning"));
+                    vec![Command::Rerun]
+                } else {
+                    self.info(format!("{what}: no change"));
+                    Vec::new()
+                }
+            }
+            Err(e) => {
+                let text = e.to_string();
+                self.edit_error = Some(text.clone());
+                self.error(format!("not applied: {text}"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn clamp_edit_cursor(&mut self) {
+        let n = self.editor.as_ref().map_or(0, |e| e.rules().len());
+        self.edit.rule = self.edit.rule.min(n.saturating_sub(1));
+        self.edit.field = self.edit.field.min(Field::ALL.len() - 1);
+    }
+
+    /// The selected field.
+    pub fn edit_field(&self) -> Field {
+        Field::ALL[self.edit.field.min(Field::ALL.len() - 1)]
+    }
+
+    /// The runner's actions.
+    pub(super) fn update_runner(&mut self, action: Action) -> Vec<Command> {
+        match action {
+            Action::ToggleEditor => {
+                if self.mode == Mode::Edit {
+                    self.mode = Mode::Browse;
+                } else if self.ensure_editor() {
+                    self.mode = Mode::Edit;
+                    self.clamp_edit_cursor();
+                    self.info(
+                        "rule editor: ↑↓ rule · ←→ field · Enter edit · a add · d duplicate · D delete · [ ] move · u undo"
+                            .into(),
+                    );
+                }
+            }
+            Action::EditRule(by) => {
+                let n = self.editor.as_ref().map_or(0, |e| e.rules().len()) as isize;
+                if n > 0 {
+                    self.edit.rule = (self.edit.rule as isize + by).clamp(0, n - 1) as usize;
+                }
+            }
+            Action::EditField(by) => {
+                let n = Field::ALL.len() as isize;
+                self.edit.field = (self.edit.field as isize + by).clamp(0, n - 1) as usize;
+            }
+            Action::EditStart => {
+                if let Some(e) = &self.editor {
+                    if e.rules().is_empty() {
+                        self.info("no rules: press a to add one".into());
+                    } else {
+                        self.mode =
+                            Mode::EditField(e.field_text(self.edit.rule, self.edit_field()));
+                    }
+                }
+            }
+            Action::AddRule => {
+                return self.edit_with("rule added", |e, c| {
+                    let after = (!e.rules().is_empty()).then_some(c.rule);
+                    c.rule = e.add_rule(after)?;
+                    Ok(())
+                });
+            }
+            Action::DuplicateRule => {
+                return self.edit_with("rule duplicated", |e, c| {
+                    c.rule = e.duplicate_rule(c.rule)?;
+                    Ok(())
+                });
+            }
+            Action::DeleteRule => {
+                return self.edit_with("rule deleted", |e, c| e.delete_rule(c.rule));
+            }
+            Action::MoveRule(by) => {
+                return self.edit_with("rule moved", |e, c| {
+                    c.rule = e.move_rule(c.rule, by)?;
+                    Ok(())
+                });
+            }
+            Action::Undo | Action::Redo => {
+                let undo = matches!(action, Action::Undo);
+                let Some(e) = self.editor.as_mut() else {
+                    self.info("nothing to undo".into());
+                    return Vec::new();
+                };
+                let done = if undo { e.undo() } else { e.redo() };
+                let word = if undo { "undo" } else { "redo" };
+                if done {
+                    self.clamp_edit_cursor();
+                    self.edit_error = None;
+                    self.info(format!("{word}; rerunning"));
+                    return vec![Command::Rerun];
+                }
+                self.info(format!("nothing to {word}"));
+            }
+            Action::ShiftSeed(by) => {
+                return self.edit_with("seed changed", |e, _| e.shift_seed(by));
+            }
+            Action::CycleProbability => {
+                return self.edit_with("probability changed", |e, _| e.cycle_probability());
+            }
+            Action::ShiftBudget(by) => {
+                return self.edit_with("call budget changed", |e, _| e.shift_budget(by));
+            }
+            Action::CyclePolicy => {
+                return self.edit_with("policy changed", |e, _| e.cycle_policy());
+            }
+            Action::Rerun if self.ensure_editor() => {
+                return vec![Command::Rerun];
+            }
+            Action::ToggleCompare => {
+                if self.screen == Screen::Compare {
+                    self.screen = Screen::Explore;
+                } else if self.previous.is_some() {
+                    self.screen = Screen::Compare;
+                } else {
+                    self.info("nothing to compare yet: edit or rerun (R) first".into());
+                }
+            }
+            Action::TogglePolicies => {
+                self.screen = if self.screen == Screen::Policies {
+                    Screen::Explore
+                } else {
+                    Screen::Policies
+                };
+                if self.screen == Screen::Policies && self.doc.runs.len() == 1 {
+                    self.info("one policy runs; press o until `all` to see all three".into());
+                }
+            }
+            Action::CheckDeterminism if self.ensure_editor() => {
+                return vec![Command::CheckDeterminism];
+            }
+            Action::Save => {
+                if !self.ensure_editor() {
+                    return Vec::new();
+                }
+                match &self.save_path {
+                    Some(p) => {
+                        return vec![Command::Write {
+                            kind: WriteKind::Scenario,
+                            path: p.clone(),
+                            force: false,
+                        }];
+                    }
+                    None => self.prompt(WriteKind::Scenario),
+                }
+            }
+            Action::SaveAs if self.ensure_editor() => {
+                self.prompt(WriteKind::Scenario);
+            }
+            Action::WriteCassette => self.prompt(WriteKind::Cassette),
+            Action::WriteVerdicts if self.ensure_editor() => {
+                self.prompt(WriteKind::Verdicts);
+            }
+            Action::Char(c) => match &mut self.mode {
+                Mode::EditField(t) | Mode::Prompt(_, t) => t.push(c),
+                _ => {}
+            },
+            Action::Backspace => match &mut self.mode {
+                Mode::EditField(t) | Mode::Prompt(_, t) => {
+                    t.pop();
+                }
+                _ => {}
+            },
+            Action::Submit => match std::mem::replace(&mut self.mode, Mode::Browse) {
+                Mode::EditField(text) => {
+                    self.mode = Mode::Edit;
+                    let field = self.edit_field();
+                    let rule = self.edit.rule;
+                    let cmds = self.edit_with(&format!("{} set", field.key()), |e, _| {
+                        e.set_field(rule, field, &text)
+                    });
+                    if self.edit_error.is_some() {
+                        // Keep the text so it can be fixed.
+                        self.mode = Mode::EditField(text);
+                    }
+                    return cmds;
+                }
+                Mode::Prompt(kind, text) if !text.trim().is_empty() => {
+                    return vec![Command::Write {
+                        kind,
+                        path: PathBuf::from(text.trim()),
+                        force: false,
+                    }];
+                }
+                other => self.mode = other,
+            },
+            Action::Cancel => {
+                self.mode = match self.mode {
+                    Mode::EditField(_) => Mode::Edit,
+                    _ => Mode::Browse,
+                };
+                self.edit_error = None;
+            }
+            Action::Answer(c) => return self.answer(c),
+            Action::Reran(result) => self.reran(result),
+            Action::ConfirmOverwrite(kind, path) => {
+                self.mode = Mode::Confirm(Question::Overwrite(kind, path));
+            }
+            Action::Written(kind, path, result) => match result {
+                Ok(()) => {
+                    if kind == WriteKind::Scenario {
+                        if let Some(e) = self.editor.as_mut() {
+                            e.mark_saved();
+                        }
+                        self.save_path = Some(path.clone());
+                    }
+                    self.info(format!("wrote {} to {}", kind.label(), path.display()));
+                }
+                Err(e) => self.error(format!("could not write {}: {e}", kind.label())),
+            },
+            Action::DeterminismChecked(result) => match result {
+                Ok(text) => self.info(text),
+                Err(text) => self.error(text),
+            },
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn prompt(&mut self, kind: WriteKind) {
+        let path = self.default_path(kind);
+        self.mode = Mode::Prompt(kind, path.display().to_string());
+    }
+
+    /// Where a write goes unless the user types another path: next to the open file.
+    pub fn default_path(&self, kind: WriteKind) -> PathBuf {
+        let open = self
+            .doc
+            .path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("incident.json"));
+        let dir = open.parent().map(Path::to_path_buf).unwrap_or_default();
+        let stem = open
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stem = stem.split('.').next().unwrap_or("incident").to_owned();
+        let name = match kind {
+            WriteKind::Scenario => match &self.save_path {
+                Some(p) => return p.clone(),
+                None => format!("{stem}.scenario.json"),
+            },
+            WriteKind::Cassette => format!(
+                "{stem}.{}.cassette.json",
+                self.tab().label.replace(' ', "-")
+            ),
+            WriteKind::Verdicts => format!("{stem}.verdicts.json"),
+        };
+        dir.join(name)
+    }
+
+    fn answer(&mut self, c: char) -> Vec<Command> {
+        let Mode::Confirm(q) = std::mem::replace(&mut self.mode, Mode::Browse) else {
+            return Vec::new();
+        };
+        match (q, c) {
+            (Question::Overwrite(kind, path), 'y') => {
+                return vec![Command::Write {
+                    kind,
+                    path,
+                    force: true,
+                }];
+            }
+            (Question::Overwrite(..), _) => self.info("not written".into()),
+            (Question::Quit, 'y') => self.quit = true,
+            (Question::Quit, _) => self.info("still here; w saves the scenario".into()),
+            (Question::Conflict, 'd') => {
+                if let Some(doc) = self.pending_disk.take() {
+                    let disk = doc.scenario.clone();
+                    if let (Some(e), Some(disk)) = (self.editor.as_mut(), disk)
+                        && let Err(err) = e.take_disk(&disk)
+                    {
+                        self.error(format!("disk version is invalid: {err}"));
+                        return Vec::new();
+                    }
+                    self.replace_runs(*doc);
+                    self.info(
+                        "took the disk version; your edits are one undo step back (u)".into(),
+                    );
+                }
+            }
+            (Question::Conflict, 'm') => {
+                if let Some(doc) = self.pending_disk.take()
+                    && let (Some(e), Some(disk)) = (self.editor.as_mut(), doc.scenario.as_ref())
+                {
+                    let _ = e.keep_local(disk);
+                }
+                self.info(
+                    "kept your edits (unsaved); the disk version is one undo step back".into(),
+                );
+            }
+            (q @ Question::Conflict, _) => self.mode = Mode::Confirm(q),
+        }
+        Vec::new()
+    }
+
+    /// The file on disk changed while an editor is open.
+    pub(super) fn reloaded_while_editing(&mut self, doc: Box<Document>) {
+        let Some(editor) = self.editor.as_mut() else {
+            return;
+        };
+        let Some(disk) = doc.scenario.clone() else {
+            // The open file is a cassette; the edited scenario is separate from it.
+            self.info("the open cassette changed on disk; your edited scenario is kept".into());
+            return;
+        };
+        if editor.same_as(&disk) {
+            return; // Our own save, or no change in meaning.
+        }
+        if editor.dirty() {
+            self.pending_disk = Some(doc);
+            self.mode = Mode::Confirm(Question::Conflict);
+            return;
+        }
+        if let Err(e) = editor.take_disk(&disk) {
+            self.error(format!("file on disk is invalid: {e}"));
+            return;
+        }
+        let summary = self.replace_runs(*doc);
+        self.info(format!("reloaded from disk and rerun: {summary}"));
+    }
+
+    /// Shows new runs, keeping the old ones for the compare view and the cursor on the same
+    /// step; returns the diff summary for the shown run.
+    fn replace_runs(&mut self, mut doc: Document) -> String {
+        let keep = self.selected().map(|c| c.id);
+        let label = self.tab().label.clone();
+        doc.path = self.doc.path.clone();
+        if doc.path.is_none() || self.doc.kind != DocKind::Scenario {
+            doc.kind = DocKind::Scenario;
+        }
+        let old = std::mem::replace(&mut self.doc, doc);
+        self.run = self
+            .doc
+            .runs
+            .iter()
+            .position(|t| t.label == label)
+            .unwrap_or(0);
+        self.previous = Some(old.runs);
+        self.restore_cursor(keep);
+        if self.doc.runs.len() > 1 && self.previous.as_ref().is_some_and(|p| p.len() == 1) {
+            self.screen = Screen::Policies;
+        } else if self.screen == Screen::Policies && self.doc.runs.len() == 1 {
+            self.screen = Screen::Explore;
+        }
+        self.diff().map_or_else(String::new, |d| d.summary())
+    }
+
+    fn reran(&mut self, result: Result<Box<Document>, String>) {
+        match result {
+            Ok(doc) => {
+                let summary = self.replace_runs(*doc);
+                let dirty = if self.editor.as_ref().is_some_and(Editor::dirty) {
+                    " · unsaved"
+                } else {
+                    ""
+                };
+                let prefix = if self.status.is_empty() || self.status_kind == StatusKind::Error {
+                    "rerun".to_owned()
+                } else {
+                    self.status.trim_end_matches("; rerunning").to_owned()
+                };
+                self.info(format!("{prefix}: {summary}{dirty}"));
+            }
+            Err(e) => self.error(format!("rerun failed: {e}")),
+        }
+    }
+
+    /// The previous run matching the shown one (same label, else the first).
+    pub fn previous_tab(&self) -> Option<&RunTab> {
+        let prev = self.previous.as_ref()?;
+        prev.iter()
+            .find(|t| t.label == self.tab().label)
+            .or(prev.first())
+    }
+
+    /// The previous run vs the shown one.
+    pub fn diff(&self) -> Option<RunDiff> {
+        let before = self.previous_tab()?;
+        let after = self.tab();
+        Some(compare(
+            before.timeline.report(),
+            &before.checks,
+            after.timeline.report(),
+            &after.checks,
+        ))
+    }
+}
+
+/// Runs the editor's scenario (every policy it names) as a new document.
+pub fn rerun(app: &App) -> Result<Box<Document>, String> {
+    let editor = app.editor.as_ref().ok_or("nothing to rerun")?;
+    document::from_scenario(app.doc.path.clone(), editor.file()).map(Box::new)
+}
+
+fn lab_runs(file: &ScenarioFile) -> Result<Vec<LabRun>, String> {
+    file.policy
+        .policies()
+        .into_iter()
+        .map(|p| lab::run(&file.scenario, p, &file.config))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("ConfigurationError: {e}"))
+}
+
+/// The bytes a write produces: the scenario text, the shown run's cassette, or the verdicts
+/// (the same document `run --verdict` writes).
+pub fn content(app: &App, kind: WriteKind) -> Result<String, String> {
+    let file = || {
+        app.editor
+            .as_ref()
+            .map(Editor::file)
+            .ok_or_else(|| "no scenario to write".to_owned())
+    };
+    match kind {
+        WriteKind::Scenario => Ok(file()?.to_text()),
+        WriteKind::Cassette => Cassette::from_report(app.timeline().report())
+            .map(|c| c.dumps())
+            .map_err(|e| format!("ConfigurationError: {e}")),
+        WriteKind::Verdicts => {
+            let f = file()?;
+            let runs = lab_runs(f)?;
+            Ok(pretty(&crate::cli::lab_run::verdicts_value(
+                &f.scenario.name,
+                &f.config,
+                &runs,
+            )) + "\n")
+        }
+    }
+}
+
+/// Runs the current configuration twice and compares the digests with each other and with
+/// the shown runs.
+pub fn determinism(app: &App) -> Result<String, String> {
+    let file = app
+        .editor
+        .as_ref()
+        .map(Editor::file)
+        .ok_or("nothing to run")?;
+    let (a, b) = (lab_runs(file)?, lab_runs(file)?);
+    let mut same = true;
+    let mut parts = Vec::new();
+    for (x, y) in a.iter().zip(&b) {
+        let shown = app
+            .doc
+            .runs
+            .iter()
+            .find(|t| t.policy == Some(x.policy))
+            .is_none_or(|t| t.digest == x.digest);
+        same &= x.digest == y.digest && shown;
+        parts.push(format!(
+            "{} {}",
+            x.policy,
+            &x.digest[..12.min(x.digest.len())]
+        ));
+    }
+    let text = parts.join(" · ");
+    if same {
+        Ok(format!(
+            "deterministic: two runs, identical digests ({text})"
+        ))
+    } else {
+        Err(format!("NOT deterministic: digests differ ({text})"))
+    }
+}

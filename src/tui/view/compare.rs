@@ -1,0 +1,156 @@
+//! The compare view: the previous and the new run side by side, aligned by tool and per-tool
+//! ordinal (`+` added, `-` removed, `~` changed), then fault, effect and coverage deltas and
+//! every verdict that flipped.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Widget};
+
+use super::super::app::App;
+use super::super::theme::{FAIL, PASS, Theme};
+use super::calls::{clip, fault_text};
+use super::pane;
+use crate::lab::compare::{CallChange, pass_word};
+use crate::report::{Call, Coverage};
+
+fn call_text(c: &Call) -> String {
+    let fault = fault_text(c);
+    format!(
+        "{:>3} {}#{} {}{}",
+        c.id,
+        c.tool.to_lossy(),
+        c.ordinal,
+        c.status.as_str(),
+        if fault.is_empty() {
+            String::new()
+        } else {
+            format!(" ◆ {fault}")
+        }
+    )
+}
+
+fn cov(c: Option<Coverage>) -> String {
+    c.map_or_else(
+        || "—".to_owned(),
+        |c| format!("{}/{}/{}", c.eligible, c.selected, c.triggered),
+    )
+}
+
+fn verdict_mark(p: Option<bool>) -> &'static str {
+    match p {
+        Some(true) => PASS,
+        Some(false) => FAIL,
+        None => "—",
+    }
+}
+
+/// Draws the comparison into `area`.
+pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    Clear.render(area, buf);
+    let (Some(before), Some(diff)) = (app.previous_tab(), app.diff()) else {
+        Paragraph::new("nothing to compare yet: edit or rerun (R) first")
+            .block(pane(" Compare ".into(), true, theme))
+            .render(area, buf);
+        return;
+    };
+    let after = app.tab();
+    let title = format!(
+        " Compare · {} · previous {} → new {} · {} → {} ",
+        after.label,
+        &before.digest[..8.min(before.digest.len())],
+        &after.digest[..8.min(after.digest.len())],
+        pass_word(diff.passed.0),
+        pass_word(diff.passed.1),
+    );
+    let block = pane(title, true, theme);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let mut summary: Vec<Line> = vec![Line::styled(
+        format!(
+            "calls +{} -{} ~{} · faults {}→{} · effects {}→{} · duplicates {}→{} · refused {}→{}",
+            diff.counts().0,
+            diff.counts().1,
+            diff.counts().2,
+            diff.faults.0,
+            diff.faults.1,
+            diff.effects.0,
+            diff.effects.1,
+            diff.duplicates.0,
+            diff.duplicates.1,
+            diff.refused.0,
+            diff.refused.1
+        ),
+        theme.title,
+    )];
+    for c in &diff.coverage {
+        summary.push(Line::styled(
+            format!(
+                "coverage {}: {} → {} (eligible/selected/triggered)",
+                c.rule.to_lossy(),
+                cov(c.before),
+                cov(c.after)
+            ),
+            theme.fault,
+        ));
+    }
+    for f in &diff.flipped {
+        let style = if f.after == Some(true) {
+            theme.ok
+        } else {
+            theme.failed
+        };
+        summary.push(Line::styled(
+            format!(
+                "{}→{} {}: {}",
+                verdict_mark(f.before),
+                verdict_mark(f.after),
+                f.name,
+                f.detail
+            ),
+            style,
+        ));
+    }
+    if diff.flipped.is_empty() {
+        summary.push(Line::styled("no verdict flipped", theme.dim));
+    }
+    let lower = (summary.len() as u16).min(inner.height / 2);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(lower)]).areas(inner);
+    let [left, right] = Layout::horizontal([Constraint::Ratio(1, 2); 2]).areas(top);
+    let w = left.width.saturating_sub(3) as usize;
+    let b = &before.timeline.report().calls;
+    let a = &after.timeline.report().calls;
+    let side = |idx: Option<usize>, calls: &[Call]| idx.and_then(|i| calls.get(i)).map(call_text);
+    let style_of = |r: &CallChange| match r {
+        CallChange::Same(..) => theme.text,
+        CallChange::Changed(..) => theme.fault,
+        CallChange::Added(_) => theme.ok,
+        CallChange::Removed(_) => theme.failed,
+    };
+    let mut lhs = vec![Line::styled("previous", theme.dim)];
+    let mut rhs = vec![Line::styled("new", theme.dim)];
+    for r in &diff.rows {
+        let m = r.marker();
+        let st: Style = style_of(r);
+        lhs.push(Line::from(Span::styled(
+            format!("{m} {}", clip(&side(r.before(), b).unwrap_or_default(), w)),
+            st,
+        )));
+        let extra = match r {
+            CallChange::Changed(_, _, what) => format!(" ({})", what.join(", ")),
+            _ => String::new(),
+        };
+        rhs.push(Line::from(Span::styled(
+            format!(
+                "{m} {}",
+                clip(&(side(r.after(), a).unwrap_or_default() + &extra), w)
+            ),
+            st,
+        )));
+    }
+    Paragraph::new(lhs).render(left, buf);
+    Paragraph::new(rhs).render(right, buf);
+    Paragraph::new(summary).render(bottom, buf);
+}
