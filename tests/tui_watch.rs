@@ -118,3 +118,45 @@ fn a_thousand_rapid_rewrites_end_on_the_final_content() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn editing_a_scenario_on_disk_reruns_it() {
+    use toolstorm::lab::scenario_file::ScenarioFile;
+    let dir = std::env::temp_dir().join(format!("toolstorm-watch-scenario-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("lost_ack.json");
+    let original = ScenarioFile::bundled("lost_ack")
+        .expect("bundled")
+        .to_text();
+    std::fs::write(&path, &original).expect("write");
+    let mut app = App::new(document::open(&path).expect("open"));
+    let before = app.tab().digest.clone();
+    let (tx, rx) = channel();
+    let _watcher = spawn_watcher(&path, tx).expect("watcher");
+    std::thread::sleep(Duration::from_millis(200));
+    // Another program (an editor in the next pane) moves the fault to the second shipment call.
+    let edited = original.replacen(
+        "\"calls\": [\n        1\n      ]",
+        "\"calls\": [\n        2\n      ]",
+        1,
+    );
+    assert_ne!(edited, original);
+    std::fs::write(&path, &edited).expect("edit");
+    wait_and_apply(&mut app, &rx);
+    assert_eq!(app.status_kind, StatusKind::Info, "{}", app.status);
+    let file = ScenarioFile::from_text(&edited).expect("valid edit");
+    let want = toolstorm::lab::run(
+        &file.scenario,
+        app.tab().policy.expect("policy"),
+        &file.config,
+    )
+    .expect("run");
+    assert_eq!(
+        app.tab().digest,
+        want.digest,
+        "the app shows the rerun of the edited file"
+    );
+    assert_ne!(app.tab().digest, before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
