@@ -7,6 +7,7 @@
 
 pub mod action;
 pub mod app;
+pub mod approval;
 pub mod document;
 pub mod keymap;
 pub mod runner;
@@ -57,6 +58,21 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
         let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
         previous(info);
     }));
+    // An interactive approver asks its questions here, one modal at a time, before browsing.
+    let interactive = app
+        .doc
+        .orbit
+        .as_ref()
+        .filter(|s| s.approver == crate::executor::scenario::ApproverChoice::Interactive)
+        .cloned();
+    if let (Some(scenario), Some(p)) = (interactive, path.as_deref()) {
+        let mut prompt =
+            approval::TerminalPrompt::new(&mut terminal, &rx, theme::Theme::from_env());
+        match document::open_orbit(p, scenario, &mut prompt) {
+            Ok(doc) => app = app::App::new(doc),
+            Err(e) => app.status = e,
+        }
+    }
     let result = runtime::run(&mut terminal, &mut app, &rx);
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();

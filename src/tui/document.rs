@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::cassette::{self, Cassette, LoadError};
 use crate::contract::Check;
+use crate::executor::approval::{NoTerminal, Prompt};
+use crate::executor::batch::BatchResult;
+use crate::executor::scenario::ExecutorScenario;
 use crate::json::{Value, parse};
 use crate::lab::scenario_file::ScenarioFile;
 use crate::lab::{self, Policy};
@@ -56,6 +59,8 @@ pub struct RunTab {
     pub max_calls: i64,
     /// Report digest.
     pub digest: String,
+    /// For executor runs: each batch's lanes, envelopes and log (empty otherwise).
+    pub batches: Vec<BatchResult>,
 }
 
 /// An open document.
@@ -70,6 +75,8 @@ pub struct Document {
     /// The shipping scenario the runs come from, when known (scenario files, and after an
     /// edit); the runner edits and reruns it.
     pub scenario: Option<ScenarioFile>,
+    /// The executor scenario, for Orbit files (re-run with a person's approvals in the TUI).
+    pub orbit: Option<ExecutorScenario>,
 }
 
 impl Document {
@@ -104,30 +111,9 @@ pub fn open(path: &Path) -> Result<Document, String> {
         .map(|w| w.as_str().unwrap_or("").to_owned());
     match world.as_deref() {
         Some("orbit") => {
-            let scenario = crate::executor::scenario::ExecutorScenario::from_value(&value)
+            let scenario = ExecutorScenario::from_value(&value)
                 .map_err(|e| crate::cli::lab_run::scenario_error_line(path, &e))?;
-            let run = crate::lab::orbit::run::run(&scenario, scenario.seed, None)
-                .map_err(|e| crate::cli::lab_run::scenario_error_line(path, &e))?;
-            let checks = cassette::check(
-                &[Cassette::from_report(&run.report)
-                    .map_err(|e| format!("ConfigurationError: {e}"))?],
-                100,
-            )
-            .map(|s| s.runs.into_iter().next().unwrap_or_default())
-            .map_err(|e| format!("ConfigurationError: {}", e.message))?;
-            Ok(Document {
-                path: Some(path.to_path_buf()),
-                kind: DocKind::Scenario,
-                runs: vec![RunTab {
-                    label: "executor".into(),
-                    policy: None,
-                    digest: run.digest.clone(),
-                    timeline: Timeline::new(run.report),
-                    checks,
-                    max_calls: 100,
-                }],
-                scenario: None,
-            })
+            open_orbit(path, scenario, &mut NoTerminal)
         }
         Some(_) => {
             let file = ScenarioFile::from_value(&value)
@@ -140,6 +126,38 @@ pub fn open(path: &Path) -> Result<Document, String> {
             from_cassettes(Some(path.to_path_buf()), names, cassettes)
         }
     }
+}
+
+/// Runs an executor scenario (asking `prompt` when its approver is interactive) and opens the
+/// run: its report as the timeline, its batches as lanes.
+pub fn open_orbit(
+    path: &Path,
+    scenario: ExecutorScenario,
+    prompt: &mut dyn Prompt,
+) -> Result<Document, String> {
+    let run = crate::lab::orbit::run::run_with_prompt(&scenario, scenario.seed, None, prompt)
+        .map_err(|e| crate::cli::lab_run::scenario_error_line(path, &e))?;
+    let checks = cassette::check(
+        &[Cassette::from_report(&run.report).map_err(|e| format!("ConfigurationError: {e}"))?],
+        100,
+    )
+    .map(|s| s.runs.into_iter().next().unwrap_or_default())
+    .map_err(|e| format!("ConfigurationError: {}", e.message))?;
+    Ok(Document {
+        path: Some(path.to_path_buf()),
+        kind: DocKind::Scenario,
+        runs: vec![RunTab {
+            label: "executor".into(),
+            policy: None,
+            digest: run.digest.clone(),
+            timeline: Timeline::new(run.report),
+            checks,
+            max_calls: 100,
+            batches: run.batches,
+        }],
+        scenario: None,
+        orbit: Some(scenario),
+    })
 }
 
 /// Opens the bundled incident.
@@ -191,6 +209,7 @@ fn from_cassettes(
                 timeline: Timeline::new(c.report),
                 checks,
                 max_calls,
+                batches: Vec::new(),
             }
         })
         .collect();
@@ -199,6 +218,7 @@ fn from_cassettes(
         kind,
         runs,
         scenario: None,
+        orbit: None,
     })
 }
 
@@ -218,6 +238,7 @@ pub fn from_scenario(path: Option<PathBuf>, file: &ScenarioFile) -> Result<Docum
                 checks: run.checks.clone(),
                 max_calls: file.config.max_calls,
                 timeline: Timeline::new(run.report),
+                batches: Vec::new(),
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -226,5 +247,6 @@ pub fn from_scenario(path: Option<PathBuf>, file: &ScenarioFile) -> Result<Docum
         kind: DocKind::Scenario,
         runs,
         scenario: Some(file.clone()),
+        orbit: None,
     })
 }

@@ -4,7 +4,7 @@
 //! ┌ header: file · kind · run · seed · clock · verdict · digest ───────────────────────┐
 //! │ Timeline (invocations)                    │ Details (selected call)                 │
 //! │  ✗◆  2   0.080s create_shipment …         │ decision trace, error, effects, payloads │
-//! ├ Time strip: one lane per tool, fault spans, cursor ──────────────────────────────────┤
+//! ├ Time strip: one lane per tool, fault spans, cursor (executor runs: one lane per call) ┤
 //! │ Coverage          │ Effects ledger          │ Verdicts (as of this step)              │
 //! └ status line ───────────────────────────────────────────────────────────────────────┘
 //! ```
@@ -17,6 +17,7 @@ mod details;
 mod editor;
 mod header;
 mod help;
+mod lanes;
 mod panels;
 mod policies;
 mod strip;
@@ -60,7 +61,11 @@ pub fn layout(app: &App, area: Rect) -> Areas {
         Constraint::Length(1),
     ])
     .areas(area);
-    let lanes = strip::lanes(app).len().clamp(1, MAX_LANES) as u16;
+    let lanes = if app.tab().batches.is_empty() {
+        strip::lanes(app).len().clamp(1, MAX_LANES) as u16
+    } else {
+        lanes::rows(app).clamp(1, lanes::MAX_ROWS) as u16
+    };
     let show_bottom = body.height >= 18;
     let show_strip = body.height >= 12;
     let bottom_h = if show_bottom {
@@ -149,7 +154,11 @@ impl App {
         }
 
         if let Some(r) = a.strip {
-            strip::render(self, r, buf, theme);
+            if self.tab().batches.is_empty() {
+                strip::render(self, r, buf, theme);
+            } else {
+                lanes::render(self, r, buf, theme);
+            }
         }
         if let (Some(c), Some(e), Some(v)) = (a.coverage, a.effects, a.verdicts) {
             panels::render_coverage(self, c, buf, theme);

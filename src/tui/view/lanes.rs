@@ -1,0 +1,128 @@
+//! Executor batches as parallel lanes on the virtual clock: one row per function call, showing
+//! the wait for a slot (`░`), each attempt (`━`, ending `▪` ok or `✗` failed), retry pauses
+//! (`·`), the deadline (`┆`), the moment the model got its answer (`▌`) and work that went on
+//! after a timeout (`╌`, its late commit included) — with the envelope kind, virtual ms,
+//! attempts and the approval decision.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::widgets::Widget;
+
+use super::super::app::App;
+use super::super::theme::Theme;
+use super::calls::clip;
+use super::pane;
+
+/// Most lanes shown.
+pub const MAX_ROWS: usize = 10;
+
+/// Rows needed: one per call of every batch.
+pub fn rows(app: &App) -> usize {
+    app.tab().batches.iter().map(|b| b.lanes.len()).sum()
+}
+
+/// Draws the lanes.
+pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let batches = &app.tab().batches;
+    let start = batches.first().map_or(0, |b| b.started_ms);
+    let end = batches
+        .iter()
+        .map(|b| b.settled_ms.max(b.answered_ms))
+        .max()
+        .unwrap_or(1)
+        .max(start + 1);
+    let answered: Vec<String> = batches
+        .iter()
+        .map(|b| {
+            format!(
+                "{} calls answered in {:.1}s",
+                b.lanes.len(),
+                (b.answered_ms - b.started_ms) as f64 / 1000.0
+            )
+        })
+        .collect();
+    let title = format!(
+        " Batch lanes · {} · ┆ deadline ▌ answered ╌ late work ",
+        answered.join(" · ")
+    );
+    let block = pane(title, false, theme);
+    let body = block.inner(area);
+    block.render(area, buf);
+    if body.width < 30 || body.height == 0 {
+        return;
+    }
+    let label_w: u16 = 22;
+    let info_w: u16 = 30;
+    let track_x = body.x + label_w + 1;
+    let track_w = body.width.saturating_sub(label_w + info_w + 2).max(4);
+    let span = (end - start) as f64;
+    let col = |ms: u64| {
+        track_x
+            + ((((ms.saturating_sub(start)) as f64 / span) * f64::from(track_w - 1)).round() as u16)
+                .min(track_w - 1)
+    };
+    let bottom = body.y + body.height;
+    for (y, lane) in (body.y..bottom).zip(batches.iter().flat_map(|b| b.lanes.iter())) {
+        let failed = lane.kind != "ok";
+        let kind_style = if failed { theme.failed } else { theme.ok };
+        buf.set_string(
+            body.x,
+            y,
+            clip(&format!("{} {}", lane.call_id, lane.name), label_w as usize),
+            theme.text,
+        );
+        buf.set_string(track_x, y, " ".repeat(track_w as usize), Style::new());
+        let mut last_end: Option<u64> = None;
+        for a in &lane.attempts {
+            if let Some(prev) = last_end {
+                for x in (col(prev) + 1)..col(a.started_ms) {
+                    buf.set_string(x, y, "·", theme.dim);
+                }
+            }
+            for x in col(a.queued_ms)..col(a.started_ms) {
+                buf.set_string(x, y, "░", theme.dim);
+            }
+            let ok = a.outcome == "ok";
+            for x in col(a.started_ms)..=col(a.ended_ms) {
+                let late = a.late && x > col(lane.answered_ms);
+                let (sym, style) = if late {
+                    ("╌", theme.dim)
+                } else if a.fault.is_some() {
+                    ("━", theme.fault)
+                } else {
+                    ("━", if ok { theme.ok } else { theme.failed })
+                };
+                buf.set_string(x, y, sym, style);
+            }
+            buf.set_string(
+                col(a.ended_ms),
+                y,
+                if ok { "▪" } else { "✗" },
+                if ok { theme.ok } else { theme.failed },
+            );
+            last_end = Some(a.ended_ms);
+        }
+        if let Some(d) = lane.deadline_ms.filter(|d| *d <= end) {
+            buf.set_string(col(d), y, "┆", theme.title);
+        }
+        buf.set_string(col(lane.answered_ms), y, "▌", kind_style);
+        let approval = match &lane.approval {
+            Some((_, true)) => " · approved",
+            Some((_, false)) => " · denied",
+            None => "",
+        };
+        let info = format!(
+            "{} {}ms ×{}{approval}",
+            lane.kind,
+            lane.answered_ms.saturating_sub(lane.submitted_ms),
+            lane.attempts.len()
+        );
+        buf.set_string(
+            track_x + track_w + 1,
+            y,
+            clip(&info, info_w as usize),
+            kind_style,
+        );
+    }
+}
