@@ -1,6 +1,6 @@
 //! Crash safety of every file the tool writes: the real binary is killed with SIGKILL at
-//! spread-out moments while it writes a run file, a cassette and a verdict file over existing
-//! ones, many times. Each target must always be either the old file or the complete new one;
+//! spread-out moments while it writes a run file, a cassette, a verdict file and a scenario
+//! file over existing ones, many times. Each target must always be either the old file or the complete new one;
 //! after normal exits no temporary `.toolstorm-*` file is left.
 
 #![cfg(unix)]
@@ -23,6 +23,8 @@ fn write_all(dir: &Path) -> std::process::Child {
         .arg(dir.join("cassette.json"))
         .arg("--verdict")
         .arg(dir.join("verdict.json"))
+        .arg("--save-scenario")
+        .arg(dir.join("scenario.json"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -36,7 +38,7 @@ fn killed_writers_leave_old_or_new_files() {
     std::fs::create_dir_all(&dir).expect("dir");
     // The complete new contents, from one undisturbed run.
     assert!(write_all(&dir).wait().expect("run").success());
-    let names = ["run.json", "cassette.json", "verdict.json"];
+    let names = ["run.json", "cassette.json", "verdict.json", "scenario.json"];
     let new: Vec<Vec<u8>> = names
         .iter()
         .map(|n| std::fs::read(dir.join(n)).expect("written"))

@@ -42,6 +42,9 @@ pub struct RunArgs {
     /// Save the contract verdicts as JSON
     #[arg(long)]
     verdict: Option<PathBuf>,
+    /// Save the scenario as run (with --policy/--seed/--probability/--max-calls applied)
+    #[arg(long)]
+    save_scenario: Option<PathBuf>,
     /// Exit 1 if any contract fails
     #[arg(long)]
     fail_on_contract: bool,
@@ -63,6 +66,7 @@ impl RunArgs {
             output: None,
             cassette: None,
             verdict: None,
+            save_scenario: None,
             fail_on_contract: false,
             work_dir: None,
         }
@@ -75,6 +79,7 @@ impl RunArgs {
             ("--probability", self.probability.is_some()),
             ("--max-calls", self.max_calls.is_some()),
             ("--verdict", self.verdict.is_some()),
+            ("--save-scenario", self.save_scenario.is_some()),
             ("--fail-on-contract", self.fail_on_contract),
         ];
         if let Some((flag, _)) = lab_only.iter().find(|(_, given)| *given) {
@@ -179,7 +184,24 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
         verdict: a.verdict.clone(),
         fail_on_contract: a.fail_on_contract,
     };
-    emit(&file.scenario, choice, &config, &opts, io)
+    let code = emit(&file.scenario, choice, &config, &opts, io);
+    if let Some(path) = &a.save_scenario
+        && code != super::EXIT_USAGE
+    {
+        let saved = ScenarioFile {
+            config,
+            policy: choice,
+            ..file
+        };
+        // The overrides may not form a valid file (e.g. a budget outside 1-20 already failed).
+        if let Err(e) = ScenarioFile::from_text(&saved.to_text()) {
+            return io.fail(&scenario_error_line(path, &e));
+        }
+        if let Err(e) = atomic::write(path, saved.to_text().as_bytes()) {
+            return io.fail(&os_error(path, &e));
+        }
+    }
+    code
 }
 
 /// The verdicts document `--verdict` writes: scenario, configuration and per-run checks.
