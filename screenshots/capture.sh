@@ -25,4 +25,6 @@ shot rate-limit-help 100 30 scenarios/rate_limit.json '?'
 shot runner-editor 120 36 scenarios/lost_ack.json l j i l l l Enter BSpace 3
 shot runner-compare 120 36 scenarios/lost_ack.json l j i l l l Enter BSpace 3 Enter Escape c
 shot runner-policies 120 36 scenarios/lost_ack.json i l l l Enter BSpace 3 Enter Escape v
+# The executor: the parallel batch as lanes.
+shot orbit-lanes 120 36 scenarios/orbit-parallel.json
 echo "wrote screenshots/*.svg"
