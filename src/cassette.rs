@@ -19,8 +19,8 @@ pub use validate::{
 use crate::contract::{Check, Contract, checks_to_value, verdict};
 use crate::error::ConfigError;
 use crate::json::{
-    MAX_DOCUMENT_BYTES, Object, ParseError, ParseErrorKind, Value, canonical, canonical_len,
-    fingerprint, one_line, parse,
+    MAX_DOCUMENT_BYTES, Object, ParseError, ParseErrorKind, Value, canonical, canonical_fits,
+    canonical_len, fingerprint, one_line, parse,
 };
 use crate::redact::{Redactor, check_json};
 use crate::report::Report;
@@ -71,8 +71,8 @@ impl Cassette {
     /// [`Cassette::from_owned`] for a value that came from [`parse`], which already enforces
     /// finite numbers and the depth limit.
     fn from_parsed(mut data: Value) -> Result<Cassette, ConfigError> {
-        let size = canonical_len(&data);
-        if size > MAX_DOCUMENT_BYTES {
+        if !canonical_fits(&data, MAX_DOCUMENT_BYTES) {
+            let size = canonical_len(&data);
             return Err(
                 ConfigError::new("Cassette exceeds 8 MB limit").because(format!(
                     "canonical form is {size} bytes; at most {MAX_DOCUMENT_BYTES} allowed"

@@ -9,8 +9,8 @@ mod text;
 mod value;
 
 pub use encode::{
-    canonical, canonical_len, compact, fingerprint, one_line, pretty, quote, sha256_hex,
-    write_canonical,
+    canonical, canonical_fits, canonical_len, compact, fingerprint, one_line, pretty, quote,
+    sha256_hex, write_canonical,
 };
 pub use parse::{
     MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INT_DIGITS, ParseError, ParseErrorKind, parse,

@@ -94,6 +94,91 @@ fn field<'a>(o: &'a Object, key: &str) -> &'a Value {
     o.get(key).unwrap_or(&Value::Null)
 }
 
+/// Call keys in canonical (sorted) order: where each sits in a loaded, key-sorted call.
+const CALL_SORTED: [&str; 16] = [
+    "arguments",
+    "capture_error",
+    "elapsed",
+    "error",
+    "executed",
+    "fault",
+    "id",
+    "injected",
+    "key",
+    "kind",
+    "ordinal",
+    "output",
+    "parent_id",
+    "started",
+    "status",
+    "tool",
+];
+/// Effect keys in canonical order.
+const EFFECT_SORTED: [&str; 6] = ["at", "call_id", "identity", "key", "name", "redacted"];
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Position of `name` in a sorted key table (evaluated at compile time).
+const fn slot(table: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < table.len() {
+        if same(table[i], name) {
+            return i;
+        }
+        i += 1;
+    }
+    usize::MAX
+}
+
+/// [`field`] with a guess at the member's position: one comparison when the object is a
+/// key-sorted record (every loaded trace), a plain look-up otherwise.
+#[inline]
+fn field_at<'a>(o: &'a Object, guess: usize, key: &str) -> &'a Value {
+    match o.member_at(guess) {
+        Some((k, v)) if k.as_wtf8() == key.as_bytes() => v,
+        _ => field(o, key),
+    }
+}
+
+/// The object, when its keys are exactly `sorted` in that order (a key-sorted record with
+/// every field and nothing else): `require_keys` would pass, in one comparison per key.
+fn exact_record<'a>(raw: &'a Value, sorted: &[&str]) -> Option<&'a Object> {
+    let o = raw.as_object()?;
+    (o.len() == sorted.len()
+        && sorted.iter().enumerate().all(|(i, k)| {
+            o.member_at(i)
+                .is_some_and(|(m, _)| m.as_wtf8() == k.as_bytes())
+        }))
+    .then_some(o)
+}
+
+/// A call field, looked up by its canonical position first.
+macro_rules! call_field {
+    ($o:expr, $name:literal) => {
+        field_at($o, const { slot(&CALL_SORTED, $name) }, $name)
+    };
+}
+
+/// An effect field, looked up by its canonical position first.
+macro_rules! effect_field {
+    ($o:expr, $name:literal) => {
+        field_at($o, const { slot(&EFFECT_SORTED, $name) }, $name)
+    };
+}
+
 /// A call's fields after the per-call checks (what later checks look back at).
 struct Seen<'a> {
     obj: &'a Object,
@@ -223,14 +308,15 @@ fn check_call<'a>(
     earlier: &[Seen<'a>],
     ordinals: &mut HashMap<Text, u64>,
 ) -> Result<(Seen<'a>, Call), ConfigError> {
-    let o = require_keys(raw, &CALL_KEYS, &[])?;
-    let id = field(o, "id");
+    let o =
+        exact_record(raw, &CALL_SORTED).map_or_else(|| require_keys(raw, &CALL_KEYS, &[]), Ok)?;
+    let id = call_field!(o, "id");
     if !int_is(id, index) {
         return Err(fail("Trace calls must have contiguous invocation IDs")
             .at("id")
             .because(format!("expected {index}, found {}", brief(id))));
     }
-    let tool = match field(o, "tool") {
+    let tool = match call_field!(o, "tool") {
         Value::Str(t) if !t.is_empty() => t.clone(),
         other => {
             return Err(fail("Invalid recorded tool name")
@@ -241,7 +327,7 @@ fn check_call<'a>(
                 )));
         }
     };
-    let key = match field(o, "key") {
+    let key = match call_field!(o, "key") {
         Value::Str(t) if !t.is_empty() => t.clone(),
         other => {
             return Err(fail("Invalid recorded invocation key")
@@ -253,17 +339,17 @@ fn check_call<'a>(
         }
     };
     let ordinal = ordinals.get(&tool).copied().unwrap_or(0) + 1;
-    if !int_is(field(o, "ordinal"), ordinal) {
+    if !int_is(call_field!(o, "ordinal"), ordinal) {
         return Err(fail("Invalid per-tool invocation ordinal")
             .at("ordinal")
             .because(format!(
                 "call {index} is call {ordinal} of \"{}\", found {}",
                 tool.to_lossy(),
-                brief(field(o, "ordinal"))
+                brief(call_field!(o, "ordinal"))
             )));
     }
     ordinals.insert(tool.clone(), ordinal);
-    let parent_value = field(o, "parent_id");
+    let parent_value = call_field!(o, "parent_id");
     let parent = match parent_value {
         Value::Null => None,
         Value::Int(Int::Small(p)) if *p >= 1 && (*p as u64) < index => {
@@ -285,8 +371,8 @@ fn check_call<'a>(
                 )));
         }
     };
-    let started = duration(field(o, "started")).map_err(|e| e.at("started"))?;
-    let elapsed = duration(field(o, "elapsed")).map_err(|e| e.at("elapsed"))?;
+    let started = duration(call_field!(o, "started")).map_err(|e| e.at("started"))?;
+    let elapsed = duration(call_field!(o, "elapsed")).map_err(|e| e.at("elapsed"))?;
     if let Some((pid, p)) = parent {
         if started < p.started {
             return Err(fail("Nested call precedes its parent")
@@ -306,7 +392,7 @@ fn check_call<'a>(
                 )));
         }
     }
-    let status_value = field(o, "status");
+    let status_value = call_field!(o, "status");
     let Some(status) = status_value.as_str().and_then(Status::parse) else {
         return Err(fail("Invalid recorded call status")
             .at("status")
@@ -330,7 +416,7 @@ fn check_call<'a>(
         }
     }
     let [executed, injected, capture_error] = flags;
-    let fault = match field(o, "fault") {
+    let fault = match call_field!(o, "fault") {
         Value::Null => None,
         Value::Str(t) => Some(t.clone()),
         other => {
@@ -340,7 +426,7 @@ fn check_call<'a>(
             )));
         }
     };
-    let kind = match field(o, "kind") {
+    let kind = match call_field!(o, "kind") {
         Value::Null => None,
         other => match other.as_str().and_then(FaultKind::parse) {
             Some(k) => Some(k),
@@ -354,7 +440,7 @@ fn check_call<'a>(
             }
         },
     };
-    let error_value = field(o, "error");
+    let error_value = call_field!(o, "error");
     if status == Status::Ok && !error_value.is_null() {
         return Err(fail("Successful call cannot contain an error")
             .at("error")
@@ -379,7 +465,7 @@ fn check_call<'a>(
                 retry_after: eo.get("retry_after").and_then(Value::as_number_f64),
             });
     }
-    let arguments = field(o, "arguments");
+    let arguments = call_field!(o, "arguments");
     if capture && arguments.as_object().is_none() {
         return Err(fail("Recorded arguments must be an object")
             .at("arguments")
@@ -399,7 +485,7 @@ fn check_call<'a>(
         executed,
         injected,
         arguments: arguments.clone(),
-        output: field(o, "output").clone(),
+        output: call_field!(o, "output").clone(),
         error,
         capture_error,
     };
@@ -501,7 +587,8 @@ fn check_effect(
     labels: &mut Vec<(Text, Text)>,
     visible: &mut HashMap<(Text, Text), u64>,
 ) -> Result<Effect, ConfigError> {
-    let o = require_keys(raw, &EFFECT_KEYS, &[])?;
+    let o = exact_record(raw, &EFFECT_SORTED)
+        .map_or_else(|| require_keys(raw, &EFFECT_KEYS, &[]), Ok)?;
     for name in ["name", "key"] {
         if !nonempty_str(field(o, name)) {
             return Err(fail("Invalid effect metadata").at(name).because(format!(
@@ -510,11 +597,11 @@ fn check_effect(
             )));
         }
     }
-    let (name, key) = match (field(o, "name"), field(o, "key")) {
+    let (name, key) = match (effect_field!(o, "name"), effect_field!(o, "key")) {
         (Value::Str(n), Value::Str(k)) => (n.clone(), k.clone()),
         _ => return Err(fail("Invalid effect metadata")),
     };
-    let call_id = match small_u64(field(o, "call_id")) {
+    let call_id = match small_u64(effect_field!(o, "call_id")) {
         Some(c) if c >= 1 && c as usize <= calls.len() => c,
         _ => {
             return Err(fail("Effect references an absent call")
@@ -522,15 +609,15 @@ fn check_effect(
                 .because(format!(
                     "expected an id in 1..={}, found {}",
                     calls.len(),
-                    brief(field(o, "call_id"))
+                    brief(effect_field!(o, "call_id"))
                 )));
         }
     };
-    let at = duration(field(o, "at")).map_err(|e| e.at("at"))?;
-    let identity_value = field(o, "identity");
+    let at = duration(effect_field!(o, "at")).map_err(|e| e.at("at"))?;
+    let identity_value = effect_field!(o, "identity");
     let identity_ok =
         matches!(identity_value, Value::Int(i) if int_cmp(i, &Int::Small(1)) != Ordering::Less);
-    let redacted = match field(o, "redacted") {
+    let redacted = match effect_field!(o, "redacted") {
         Value::Bool(b) if identity_ok => *b,
         other => {
             let (path, found) = if identity_ok {
@@ -736,10 +823,10 @@ fn replay_coverage(
                 expected[i].eligible += 1;
             }
         }
-        let injected = field(o, "injected").as_bool().unwrap_or(false);
+        let injected = call_field!(o, "injected").as_bool().unwrap_or(false);
         let executed = call.executed;
-        let kind_value = field(o, "kind");
-        let Some(fault) = field(o, "fault").as_text() else {
+        let kind_value = call_field!(o, "kind");
+        let Some(fault) = call_field!(o, "fault").as_text() else {
             if !kind_value.is_null() || injected {
                 return Err(fail("A fault kind needs a rule reference")
                     .at(format!("{here}.fault"))
@@ -802,7 +889,7 @@ fn replay_coverage(
         }
         if let Some(want) = precall_error(kind, rule)
             && call.status != Status::Running
-            && (call.status != Status::Error || !field(o, "error").py_eq(&want))
+            && (call.status != Status::Error || !call_field!(o, "error").py_eq(&want))
         {
             return Err(fail("Pre-call failure must carry its declared error")
                 .at(format!("{here}.error"))
@@ -810,7 +897,7 @@ fn replay_coverage(
                     "expected status error with {}, found status {} with {}",
                     canonical(&want),
                     call.status.as_str(),
-                    brief(field(o, "error"))
+                    brief(call_field!(o, "error"))
                 )));
         }
         if kind == FaultKind::Replace && !matches!(call.status, Status::Running | Status::Ok) {
@@ -821,15 +908,15 @@ fn replay_coverage(
         if kind == FaultKind::Replace
             && call.status == Status::Ok
             && capture
-            && !field(o, "capture_error").as_bool().unwrap_or(false)
-            && canonical(field(o, "output")) != canonical(&rule.replacement)
+            && !call_field!(o, "capture_error").as_bool().unwrap_or(false)
+            && canonical(call_field!(o, "output")) != canonical(&rule.replacement)
         {
             return Err(fail("Captured replacement disagrees with its rule payload")
                 .at(format!("{here}.output"))
                 .because(format!(
                     "expected {}, found {}",
                     brief(&rule.replacement),
-                    brief(field(o, "output"))
+                    brief(call_field!(o, "output"))
                 )));
         }
         if kind == FaultKind::ResponseLost {
@@ -844,14 +931,14 @@ fn replay_coverage(
                 w.push("known", true);
                 Value::Object(w)
             };
-            if injected && (call.status != Status::Error || !field(o, "error").py_eq(&lost)) {
+            if injected && (call.status != Status::Error || !call_field!(o, "error").py_eq(&lost)) {
                 return Err(
                     fail("A triggered lost acknowledgement must record ResponseLost")
                         .at(format!("{here}.error"))
                         .because(format!(
                             "found status {} with {}",
                             call.status.as_str(),
-                            brief(field(o, "error"))
+                            brief(call_field!(o, "error"))
                         )),
                 );
             }

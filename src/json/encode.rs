@@ -34,17 +34,34 @@ fn hex_digit(n: u8) -> char {
     char::from(b"0123456789abcdef"[usize::from(n & 0x0f)])
 }
 
+/// Longest `repr` of a finite float (`-2.2250738585072014e-308`).
+const MAX_FLOAT_REPR: usize = 24;
+
+/// Whether the canonical text is at most `limit` bytes. Floats are first counted at their
+/// longest possible form, so the exact (slower) measure is only taken near the limit.
+pub fn canonical_fits(value: &Value, limit: usize) -> bool {
+    canonical_len_with(value, &|_| MAX_FLOAT_REPR) <= limit || canonical_len(value) <= limit
+}
+
 /// Length in bytes of the canonical text, without building it.
 pub fn canonical_len(value: &Value) -> usize {
+    canonical_len_with(value, &|f| py_repr(f).len())
+}
+
+fn canonical_len_with(value: &Value, float_len: &dyn Fn(f64) -> usize) -> usize {
     match value {
         Value::Array(items) => {
-            2 + items.len().saturating_sub(1) + items.iter().map(canonical_len).sum::<usize>()
+            2 + items.len().saturating_sub(1)
+                + items
+                    .iter()
+                    .map(|v| canonical_len_with(v, float_len))
+                    .sum::<usize>()
         }
         Value::Object(obj) => {
             2 + obj.len().saturating_sub(1)
                 + obj
                     .iter()
-                    .map(|(k, v)| text_len(k) + 1 + canonical_len(v))
+                    .map(|(k, v)| text_len(k) + 1 + canonical_len_with(v, float_len))
                     .sum::<usize>()
         }
         Value::Null => 4,
@@ -52,7 +69,7 @@ pub fn canonical_len(value: &Value) -> usize {
         Value::Bool(false) => 5,
         Value::Int(Int::Small(v)) => v.to_string().len(),
         Value::Int(Int::Big(s)) => s.len(),
-        Value::Float(f) => py_repr(*f).len(),
+        Value::Float(f) => float_len(*f),
         Value::Str(t) => text_len(t),
     }
 }
@@ -258,6 +275,16 @@ mod tests {
             canonical(&v),
             r#"{"":null,"a":[1.0,-0.0,"\u00e9\ud83d\ude00/\u007f"],"b":1}"#
         );
+    }
+
+    #[test]
+    fn canonical_size_is_measured_exactly() {
+        let v = parse(r#"{"a":[1.5e300,-0.0,"\u00e9\ud83d\ude00\n",12345678901234567890],"b":{}}"#)
+            .expect("valid");
+        let text = canonical(&v);
+        assert_eq!(canonical_len(&v), text.len());
+        assert!(canonical_fits(&v, text.len()));
+        assert!(!canonical_fits(&v, text.len() - 1));
     }
 
     #[test]

@@ -91,6 +91,7 @@ impl Text {
     }
 
     /// The WTF-8 bytes (UTF-8 when [`Text::as_str`] is `Some`).
+    #[inline]
     pub fn as_wtf8(&self) -> &[u8] {
         match &self.repr {
             Repr::Inline { len, buf, .. } => &buf[..usize::from(*len)],

@@ -121,14 +121,19 @@ impl Object {
 
     /// Looks a member up by key.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        if self.sorted {
+        let key = key.as_bytes();
+        // Small objects (every object of a trace): a scan that compares lengths first.
+        if !self.sorted || self.members.len() <= 24 {
             return self
                 .members
-                .binary_search_by(|(k, _)| k.as_wtf8().cmp(key.as_bytes()))
-                .ok()
-                .map(|i| &self.members[i].1);
+                .iter()
+                .find(|(k, _)| k.as_wtf8() == key)
+                .map(|(_, v)| v);
         }
-        self.members.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.members
+            .binary_search_by(|(k, _)| k.as_wtf8().cmp(key))
+            .ok()
+            .map(|i| &self.members[i].1)
     }
 
     /// Whether the key is present.
@@ -166,6 +171,12 @@ impl Object {
     /// A copy with members in canonical (sorted) order, recursively.
     pub fn into_members(self) -> Vec<(Text, Value)> {
         self.members
+    }
+
+    /// The `i`-th member in stored order.
+    #[inline]
+    pub fn member_at(&self, i: usize) -> Option<(&Text, &Value)> {
+        self.members.get(i).map(|(k, v)| (k, v))
     }
 
     /// Removes a member, returning its value.
