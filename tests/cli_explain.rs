@@ -2,31 +2,9 @@
 
 mod common;
 
-use std::ffi::OsString;
+use common::cli;
 
-use toolstorm::cli::{Io, run};
 use toolstorm::json::{Value, parse};
-
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
-        .chain(args.iter().copied())
-        .map(OsString::from)
-        .collect();
-    let code = run(
-        argv,
-        &mut Io {
-            out: &mut out,
-            err: &mut err,
-        },
-    );
-    (
-        code,
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    )
-}
 
 #[test]
 fn decide_explains_every_vector() {

@@ -4,10 +4,10 @@
 
 mod common;
 
-use std::ffi::OsString;
+use common::cli;
+
 use std::path::PathBuf;
 
-use toolstorm::cli::{Io, run};
 use toolstorm::executor::scenario::ExecutorScenario;
 use toolstorm::json::parse;
 
@@ -25,27 +25,6 @@ fn scenario_path(name: &str) -> String {
 
 fn fixture(name: &str) -> String {
     std::fs::read_to_string(root().join("tests/fixtures/executor").join(name)).expect("fixture")
-}
-
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
-        .chain(args.iter().copied())
-        .map(OsString::from)
-        .collect();
-    let code = run(
-        argv,
-        &mut Io {
-            out: &mut out,
-            err: &mut err,
-        },
-    );
-    (
-        code,
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    )
 }
 
 fn temp(name: &str) -> PathBuf {

@@ -3,32 +3,9 @@
 
 mod common;
 
-use std::ffi::OsString;
-
+use common::cli;
 use common::fixture_path;
-use toolstorm::cli::{Io, run};
 use toolstorm::lab::{Policy, scenario};
-
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
-        .chain(args.iter().copied())
-        .map(OsString::from)
-        .collect();
-    let code = run(
-        argv,
-        &mut Io {
-            out: &mut out,
-            err: &mut err,
-        },
-    );
-    (
-        code,
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    )
-}
 
 #[test]
 fn every_policy_matches_its_own_recording() {

@@ -3,11 +3,10 @@
 
 mod common;
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
+use common::cli;
 use common::transcript;
-use toolstorm::cli::{Io, run};
 use toolstorm::lab::scenario::names;
 use toolstorm::lab::scenario_file::ScenarioFile;
 
@@ -15,27 +14,6 @@ fn scenario_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios")
         .join(format!("{name}.json"))
-}
-
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
-        .chain(args.iter().copied())
-        .map(OsString::from)
-        .collect();
-    let code = run(
-        argv,
-        &mut Io {
-            out: &mut out,
-            err: &mut err,
-        },
-    );
-    (
-        code,
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    )
 }
 
 #[test]

@@ -1,31 +1,11 @@
 //! `sweep`: grid order, determinism across runs (and threads), and agreement with single runs.
 
-use std::ffi::OsString;
+mod common;
 
-use toolstorm::cli::{Io, run};
+use common::cli;
+
 use toolstorm::json::{Value, parse};
 use toolstorm::lab::{self, Policy, RunConfig, scenario};
-
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let mut out = Vec::new();
-    let mut err = Vec::new();
-    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
-        .chain(args.iter().copied())
-        .map(OsString::from)
-        .collect();
-    let code = run(
-        argv,
-        &mut Io {
-            out: &mut out,
-            err: &mut err,
-        },
-    );
-    (
-        code,
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    )
-}
 
 const GRID: [&str; 9] = [
     "sweep",

@@ -113,6 +113,12 @@ pub struct Emit {
 
 /// Reads and validates a scenario file; the error names the file, the JSON path and the reason.
 pub fn load_scenario(path: &Path) -> Result<ScenarioFile, String> {
+    let text = read_scenario_text(path)?;
+    ScenarioFile::from_text(&text).map_err(|e| scenario_error_line(path, &e))
+}
+
+/// Reads a scenario file's text (bounded, UTF-8), or the one-line error saying why not.
+pub fn read_scenario_text(path: &Path) -> Result<String, String> {
     let bytes = crate::fsread::read_document(path).map_err(|e| os_error(path, &e))?;
     if bytes.len() > crate::json::MAX_DOCUMENT_BYTES {
         return Err(format!(
@@ -120,14 +126,13 @@ pub fn load_scenario(path: &Path) -> Result<ScenarioFile, String> {
             path.display()
         ));
     }
-    let text = String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map_err(|e| {
         format!(
             "ConfigurationError: Invalid scenario file ({}: not UTF-8 at byte {})",
             path.display(),
             e.utf8_error().valid_up_to()
         )
-    })?;
-    ScenarioFile::from_text(&text).map_err(|e| scenario_error_line(path, &e))
+    })
 }
 
 /// The one-line error for a bad scenario file: message, then file, JSON path and reason.

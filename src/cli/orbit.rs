@@ -37,31 +37,8 @@ pub fn is_orbit_file(path: &Path) -> bool {
 }
 
 fn load(path: &Path) -> Result<ExecutorScenario, String> {
-    let bytes = crate::fsread::read_document(path).map_err(|e| os_error(path, &e))?;
-    if bytes.len() > crate::json::MAX_DOCUMENT_BYTES {
-        return Err(format!(
-            "ValueError: File exceeds 8 MB limit ({})",
-            path.display()
-        ));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "ConfigurationError: Invalid scenario file ({}: not UTF-8 at byte {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    ExecutorScenario::from_text(&text).map_err(|e| {
-        let mut line = format!("ConfigurationError: {} ({}", e.message, path.display());
-        if let Some(p) = &e.path {
-            line.push_str(&format!(": {p}"));
-        }
-        if let Some(d) = &e.detail {
-            line.push_str(&format!(": {d}"));
-        }
-        line.push(')');
-        line
-    })
+    let text = super::lab_run::read_scenario_text(path)?;
+    ExecutorScenario::from_text(&text).map_err(|e| super::lab_run::scenario_error_line(path, &e))
 }
 
 /// A fresh folder name under the temp folder for this run's tracker.

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use std::ffi::OsString;
+
 use toolstorm::json::{Value, parse};
 
 /// Path of a reference fixture.
@@ -75,4 +77,26 @@ pub fn transcript(rel: &str) -> Transcript {
         stdout: stdout.to_owned(),
         stderr: stderr.to_owned(),
     }
+}
+
+/// Runs the CLI in-process: exit code, stdout, stderr.
+pub fn cli(args: &[&str]) -> (i32, String, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
+        .chain(args.iter().copied())
+        .map(OsString::from)
+        .collect();
+    let code = toolstorm::cli::run(
+        argv,
+        &mut toolstorm::cli::Io {
+            out: &mut out,
+            err: &mut err,
+        },
+    );
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
 }
