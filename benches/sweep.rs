@@ -4,32 +4,17 @@
 
 use std::time::Instant;
 
-use toolstorm::lab::campaign::{Grid, Point, execute};
-use toolstorm::lab::{Policy, RunConfig, scenario};
+use toolstorm::lab::campaign::{Grid, execute};
+use toolstorm::lab::{Policy, scenario};
 
 fn grid() -> Grid {
-    let scenarios = scenario::all();
-    let mut points = Vec::new();
-    for s in 0..scenarios.len() {
-        for policy in Policy::ALL {
-            for seed in [-17, 0, 7, 42, 99, 1000] {
-                for p in [0.0, 0.25, 0.5, 0.75, 1.0] {
-                    for max_calls in [1, 2, 4, 8, 12, 20] {
-                        points.push(Point {
-                            scenario: s,
-                            policy,
-                            config: RunConfig {
-                                seed,
-                                probability: Some(p),
-                                max_calls,
-                            },
-                        });
-                    }
-                }
-            }
-        }
-    }
-    Grid { scenarios, points }
+    Grid::cartesian(
+        scenario::all(),
+        &Policy::ALL,
+        &[-17, 0, 7, 42, 99, 1000],
+        &[0.0, 0.25, 0.5, 0.75, 1.0],
+        &[1, 2, 4, 8, 12, 20],
+    )
 }
 
 fn main() {

@@ -10,7 +10,7 @@ use super::{EXIT_CONTRACT, EXIT_OK, Io, parse_python_float, parse_python_int};
 use crate::json::{Object, Value, compact};
 use crate::lab::campaign::{Grid, Outcome, Point, execute};
 use crate::lab::scenario::{self, Scenario};
-use crate::lab::{self, Policy, RunConfig};
+use crate::lab::{self, Policy};
 
 /// Flags of `sweep`.
 #[derive(Args, Debug)]
@@ -116,33 +116,17 @@ pub fn grid(a: &SweepArgs) -> Result<Grid, String> {
             return Err(format!("{name}: empty list"));
         }
     }
-    let mut points = Vec::new();
-    for s in 0..scenarios.len() {
-        for &policy in &policies {
-            for &seed in &seeds {
-                for &p in &probabilities {
-                    for &m in &budgets {
-                        points.push(Point {
-                            scenario: s,
-                            policy,
-                            config: RunConfig {
-                                seed,
-                                probability: Some(p),
-                                max_calls: m,
-                            },
-                        });
-                    }
-                }
-            }
-        }
+    let runs = scenarios.len() * policies.len() * seeds.len() * probabilities.len() * budgets.len();
+    if runs > 10_000_000 {
+        return Err(format!("the grid holds {runs} runs; at most 10,000,000"));
     }
-    if points.len() > 10_000_000 {
-        return Err(format!(
-            "the grid holds {} runs; at most 10,000,000",
-            points.len()
-        ));
-    }
-    Ok(Grid { scenarios, points })
+    Ok(Grid::cartesian(
+        scenarios,
+        &policies,
+        &seeds,
+        &probabilities,
+        &budgets,
+    ))
 }
 
 /// One `--jsonl` line.

@@ -25,6 +25,43 @@ pub struct Grid {
     pub points: Vec<Point>,
 }
 
+impl Grid {
+    /// Every combination, in grid order: scenario, policy, seed, probability, budget, each
+    /// varying slowest to fastest in that order.
+    pub fn cartesian(
+        scenarios: Vec<Scenario>,
+        policies: &[Policy],
+        seeds: &[i64],
+        probabilities: &[f64],
+        budgets: &[i64],
+    ) -> Grid {
+        let mut points = Vec::with_capacity(
+            scenarios.len() * policies.len() * seeds.len() * probabilities.len() * budgets.len(),
+        );
+        for s in 0..scenarios.len() {
+            for &policy in policies {
+                for &seed in seeds {
+                    for &p in probabilities {
+                        for &max_calls in budgets {
+                            let config = RunConfig {
+                                seed,
+                                probability: Some(p),
+                                max_calls,
+                            };
+                            points.push(Point {
+                                scenario: s,
+                                policy,
+                                config,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Grid { scenarios, points }
+    }
+}
+
 /// What a campaign keeps of one run.
 #[derive(Clone, Debug)]
 pub struct Outcome {
