@@ -14,7 +14,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with(path, |file| file.write_all(bytes))
 }
 
-/// [`write`] with the content produced by `fill`, which may fail (tests inject errors here);
+/// [`write()`] with the content produced by `fill`, which may fail (tests inject errors here);
 /// on any failure the temporary file is removed and the old target is untouched.
 pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
     let dir = match path.parent() {

@@ -1,6 +1,6 @@
 //! `run FILE`: run a scenario file headlessly, with the same output forms as `demo`, plus
 //! `--verdict` to write the contract verdicts as JSON. Also the shared output step of both.
-//! Files of world `orbit` go to the executor ([`super::orbit`]).
+//! Files of world `orbit` go to the executor (the `orbit` command module).
 
 use std::path::{Path, PathBuf};
 
