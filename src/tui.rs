@@ -45,11 +45,11 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
     }
     let mut app = app::App::new(doc);
     let (tx, rx) = channel();
-    let _watcher = path
+    let mut watcher = path
         .as_deref()
         .and_then(|p| runtime::spawn_watcher(p, tx.clone()));
     runtime::spawn_signals(tx.clone());
-    runtime::spawn_input(tx);
+    runtime::spawn_input(tx.clone());
     let mut terminal = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
     // ratatui's hook restores raw mode and the screen on a panic; mouse capture is ours to undo.
@@ -73,7 +73,10 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
             Err(e) => app.status = e,
         }
     }
-    let result = runtime::run(&mut terminal, &mut app, &rx);
+    // After "save as", the new file is the one to watch.
+    let result = runtime::run(&mut terminal, &mut app, &rx, |p| {
+        watcher = runtime::spawn_watcher(p, tx.clone());
+    });
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
     match result {

@@ -387,3 +387,35 @@ fn a_change_on_disk_reruns_and_a_conflict_keeps_both() {
     assert_eq!(app.mode, Mode::Browse);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn save_as_makes_the_new_file_the_open_one() {
+    let dir = temp_dir("save-as");
+    let (mut app, path) = open_copy(&dir, "lost_ack");
+    dispatch(&mut app, Action::ShiftSeed(1));
+    let copy = dir.join("renamed.json");
+    write_to(&mut app, Action::SaveAs, &copy);
+    assert!(copy.exists(), "{}", app.status);
+    assert_eq!(
+        app.doc.path.as_deref(),
+        Some(copy.as_path()),
+        "reloads and the watcher follow the new file"
+    );
+    // A change to the new file reloads it; the old file is left alone.
+    let text = std::fs::read_to_string(&copy).expect("saved");
+    std::fs::write(&copy, text.replace("\"seed\": 43", "\"seed\": 44")).expect("edit");
+    dispatch(&mut app, Action::FileChanged);
+    assert!(
+        app.doc
+            .scenario
+            .as_ref()
+            .is_some_and(|s| s.config.seed == 44),
+        "{}",
+        app.status
+    );
+    assert!(
+        std::fs::read_to_string(&path)
+            .expect("original")
+            .contains("\"seed\": 42")
+    );
+}

@@ -316,6 +316,8 @@ impl App {
                             e.mark_saved();
                         }
                         self.save_path = Some(path.clone());
+                        // The saved file is now the open one: reloads and the watcher follow it.
+                        self.doc.path = Some(path.clone());
                     }
                     self.info(format!("wrote {} to {}", kind.label(), path.display()));
                 }

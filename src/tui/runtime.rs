@@ -93,14 +93,17 @@ pub fn dispatch(app: &mut App, action: Action) {
     }
 }
 
-/// Draws and handles events until the app quits or the event source closes.
+/// Draws and handles events until the app quits or the event source closes. `retarget` is
+/// called with the new path whenever the open document's file changes (save as).
 pub fn run<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     events: &Receiver<Event>,
+    mut retarget: impl FnMut(&Path),
 ) -> Result<(), B::Error> {
     let size = terminal.size()?;
     app.update(Action::Resize(size.width, size.height));
+    let mut watched = app.doc.path.clone();
     loop {
         terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
         let Ok(event) = events.recv() else {
@@ -108,6 +111,12 @@ pub fn run<B: Backend>(
         };
         for action in to_actions(event, app) {
             dispatch(app, action);
+        }
+        if app.doc.path != watched {
+            watched = app.doc.path.clone();
+            if let Some(p) = &watched {
+                retarget(p);
+            }
         }
         // Test hook (debug builds only): the terminal-restore script checks a panic mid-session.
         #[cfg(debug_assertions)]
