@@ -91,7 +91,12 @@ impl Timeline {
         for c in &report.calls {
             let d = c
                 .parent_id
-                .and_then(|p| depth.get(p as usize - 1).copied())
+                .and_then(|p| {
+                    (p as usize)
+                        .checked_sub(1)
+                        .and_then(|i| depth.get(i))
+                        .copied()
+                })
                 .map_or(0, |d: usize| d + 1);
             depth.push(d);
         }
@@ -201,8 +206,10 @@ impl Timeline {
 
     /// The virtual time at which the calls `0..=step` had all finished (or started, if running).
     pub fn clock_at(&self, step: Option<usize>) -> f64 {
-        let Some(s) = step else { return 0.0 };
-        self.report.calls[..=s.min(self.len().saturating_sub(1))]
+        let (Some(s), false) = (step, self.is_empty()) else {
+            return 0.0;
+        };
+        self.report.calls[..=s.min(self.len() - 1)]
             .iter()
             .map(|c| c.started + c.elapsed.max(0.0))
             .fold(0.0, f64::max)

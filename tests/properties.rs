@@ -145,3 +145,26 @@ proptest! {
         prop_assert_eq!(loaded.digest(), report.digest());
     }
 }
+
+proptest! {
+    /// Stepping never panics, whatever the step, and the state as of the last step is the
+    /// report's own: coverage, effects and the clock.
+    #[test]
+    fn time_travel_ends_at_the_report(rules in rules(), seed in any::<i32>(), tools in prop::collection::vec(prop::sample::select(vec!["a", "b", "c1"]), 0..12)) {
+        use toolstorm::timeline::Timeline;
+        let report = run_calls(rules, i64::from(seed), &tools);
+        let t = Timeline::new(report.clone());
+        for step in (0..t.len() + 3).map(Some).chain([None]) {
+            let _ = (t.coverage_at(step), t.effects_at(step), t.verdicts_at(step, 8), t.clock_at(step));
+            if let Some(s) = step {
+                let _ = t.decisions(s);
+            }
+        }
+        let last = t.len().checked_sub(1);
+        let cov: Vec<_> = report.coverage.iter().map(|(_, c)| *c).collect();
+        prop_assert_eq!(t.coverage_at(last), cov);
+        if last.is_some() {
+            prop_assert_eq!(t.effects_at(last).len(), report.effects.len());
+        }
+    }
+}
