@@ -45,7 +45,7 @@ fn parallel_batch_as_lanes() {
         text.contains('╌'),
         "the doc read goes on after its timeout answer"
     );
-    assert_snapshot!("orbit_parallel_lanes_120x40", text);
+    assert_snapshot!("orbit_parallel_lanes_120x40", screen(&mut app, 120, 40));
 }
 
 fn interactive(path: &Path) -> ExecutorScenario {

@@ -174,6 +174,34 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             out.push(Line::from(spans));
         }
     }
+    // Executor runs: the envelope the model got for the function call this attempt served.
+    let batches = &app.tab().batches;
+    let lane = batches.iter().find_map(|b| {
+        b.lanes
+            .iter()
+            .find(|l| l.attempts.iter().any(|a| a.report_call == Some(c.id)))
+            .map(|l| (b, l))
+    });
+    if let Some((batch, lane)) = lane {
+        out.push(Line::styled(
+            format!(
+                "Envelope for {} (answered at {} ms)",
+                lane.call_id, lane.answered_ms
+            ),
+            theme.title,
+        ));
+        if let Some((question, approved)) = &lane.approval {
+            let verdict = if *approved { "approved" } else { "denied" };
+            out.push(Line::raw(format!("  approval: {verdict} · {question}")));
+        }
+        if let Some(envelope) = batch.envelopes.get(lane.index) {
+            out.extend(
+                pretty(&envelope.to_value())
+                    .lines()
+                    .map(|l| Line::raw(format!("  {l}"))),
+            );
+        }
+    }
     for (title, value) in [("Arguments", &c.arguments), ("Output", &c.output)] {
         out.push(Line::styled(title, theme.title));
         let text = match value {
