@@ -20,7 +20,6 @@ use crate::error::ConfigError;
 use crate::json::{Object, Value, parse, pretty};
 use crate::obj;
 use crate::rule::{Rule, require_keys};
-use crate::storm::MAX_SAFE_SEED;
 
 use super::{FunctionCall, Limits};
 
@@ -205,40 +204,13 @@ impl ExecutorScenario {
         if text(o, "world", true)? != WORLD {
             return Err(bad("world", "expected \"orbit\""));
         }
-        let seed = o
-            .get("seed")
-            .and_then(|s| match s {
-                Value::Int(i) => i.as_i64(),
-                _ => None,
-            })
-            .filter(|s| s.abs() <= MAX_SAFE_SEED)
-            .ok_or_else(|| {
-                bad(
-                    "seed",
-                    "expected an integer between -9007199254740991 and 9007199254740991",
-                )
-            })?;
+        let seed = crate::lab::scenario_file::seed_field(o)?;
         let read_only = match o.get("tools").map(|t| t.as_str()) {
             None | Some(Some("all")) => false,
             Some(Some("read_only")) => true,
             _ => return Err(bad("tools", "expected \"all\" or \"read_only\"")),
         };
-        let Some(Value::Array(rule_values)) = o.get("rules") else {
-            return Err(bad("rules", "expected a list of rule objects"));
-        };
-        if rule_values.len() > crate::storm::MAX_RULES {
-            return Err(bad("rules", "at most 100 rules"));
-        }
-        let mut names = std::collections::HashSet::new();
-        for (i, r) in rule_values.iter().enumerate() {
-            let rule = Rule::from_value(r).map_err(|e| e.within(&format!("rules[{i}]")))?;
-            if !names.insert(rule.name.clone()) {
-                return Err(bad(
-                    &format!("rules[{i}].name"),
-                    &format!("duplicate rule name {:?}", rule.name.to_lossy()),
-                ));
-            }
-        }
+        let rule_values = crate::lab::scenario_file::rule_list(o)?;
         let Some(Value::Array(batch_values)) = o.get("batches") else {
             return Err(bad("batches", "expected a list of batches"));
         };
@@ -286,7 +258,7 @@ impl ExecutorScenario {
             approver: approver(o.get("approver"))?,
             read_only,
             limits: limits(o.get("limits"))?,
-            rules: rule_values.clone(),
+            rules: rule_values,
             batches,
         })
     }

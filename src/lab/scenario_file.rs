@@ -102,6 +102,48 @@ pub struct ScenarioFile {
     pub policy: PolicyChoice,
 }
 
+fn invalid(key: &str, why: &str) -> ConfigError {
+    ConfigError::new("Invalid scenario file")
+        .at(key)
+        .because(why)
+}
+
+/// A scenario file's `seed`: an integer in the engine's (JavaScript-safe) range.
+pub fn seed_field(o: &Object) -> Result<i64, ConfigError> {
+    match o.get("seed") {
+        Some(Value::Int(i)) => i.as_i64().filter(|s| s.abs() <= MAX_SAFE_SEED),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        invalid(
+            "seed",
+            "expected an integer between -9007199254740991 and 9007199254740991",
+        )
+    })
+}
+
+/// A scenario file's `rules`: at most 100 valid rule objects with unique names (errors name
+/// the rule's index and field).
+pub fn rule_list(o: &Object) -> Result<Vec<Value>, ConfigError> {
+    let Some(Value::Array(rule_values)) = o.get("rules") else {
+        return Err(invalid("rules", "expected a list of rule objects"));
+    };
+    if rule_values.len() > crate::storm::MAX_RULES {
+        return Err(invalid("rules", "at most 100 rules"));
+    }
+    let mut names = std::collections::HashSet::new();
+    for (i, r) in rule_values.iter().enumerate() {
+        let rule = Rule::from_value(r).map_err(|e| e.within(&format!("rules[{i}]")))?;
+        if !names.insert(rule.name.clone()) {
+            return Err(invalid(
+                &format!("rules[{i}].name"),
+                &format!("duplicate rule name {:?}", rule.name.to_lossy()),
+            ));
+        }
+    }
+    Ok(rule_values.clone())
+}
+
 fn string_field(o: &Object, key: &str, required: bool) -> Result<String, ConfigError> {
     match o.get(key) {
         None if !required => Ok(String::new()),
@@ -154,16 +196,7 @@ impl ScenarioFile {
                 ),
             ));
         }
-        let seed = match o.get("seed") {
-            Some(Value::Int(i)) => i.as_i64().filter(|s| s.abs() <= MAX_SAFE_SEED),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            bad(
-                "seed",
-                "expected an integer between -9007199254740991 and 9007199254740991",
-            )
-        })?;
+        let seed = seed_field(o)?;
         let max_calls = match o.get("max_calls") {
             Some(Value::Int(i)) => i.as_i64().filter(|n| LAB_MAX_CALLS.contains(n)),
             _ => None,
@@ -191,22 +224,7 @@ impl ScenarioFile {
             .and_then(Value::as_str)
             .and_then(PolicyChoice::parse)
             .ok_or_else(|| bad("policy", "expected optimistic, retry, resilient or all"))?;
-        let Some(Value::Array(rule_values)) = o.get("rules") else {
-            return Err(bad("rules", "expected a list of rule objects"));
-        };
-        if rule_values.len() > crate::storm::MAX_RULES {
-            return Err(bad("rules", "at most 100 rules"));
-        }
-        let mut names = std::collections::HashSet::new();
-        for (i, r) in rule_values.iter().enumerate() {
-            let rule = Rule::from_value(r).map_err(|e| e.within(&format!("rules[{i}]")))?;
-            if !names.insert(rule.name.clone()) {
-                return Err(bad(
-                    &format!("rules[{i}].name"),
-                    &format!("duplicate rule name {:?}", rule.name.to_lossy()),
-                ));
-            }
-        }
+        let rule_values = rule_list(o)?;
         let latency_budget = match o.get("latency_budget") {
             None => DEFAULT_LATENCY_BUDGET,
             Some(v) => match v.as_number_f64() {
@@ -250,7 +268,7 @@ impl ScenarioFile {
             category: string_field(o, "category", false)?,
             description: string_field(o, "description", false)?,
             lesson: string_field(o, "lesson", false)?,
-            rules: rule_values.clone(),
+            rules: rule_values,
             checks,
         };
         let config = RunConfig {
