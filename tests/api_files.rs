@@ -2,6 +2,8 @@
 //! and counts match, canonical files re-save byte for byte, and `inspect` / `check` print what
 //! the reference printed (`cli/inspect`, `cli/check`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use toolstorm::cassette::{Cassette, Replay, check, inspect_json, inspect_text, load_document};
@@ -16,15 +18,7 @@ fn json_file(rel: &str) -> Value {
     parse(&text).expect(rel)
 }
 
-fn get<'a>(v: &'a Value, key: &str) -> &'a Value {
-    v.as_object()
-        .and_then(|o| o.get(key))
-        .unwrap_or(&Value::Null)
-}
-
-fn s(v: &Value, key: &str) -> String {
-    get(v, key).as_str().unwrap_or_default().to_owned()
-}
+use common::{field as get, text_of as s};
 
 #[test]
 fn manifest_files_load_with_their_digests_counts_and_replayability() {

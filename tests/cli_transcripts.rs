@@ -122,14 +122,19 @@ fn replay(rel: &str, scratch: &std::path::Path) -> Vec<String> {
 fn check_all(names: Vec<String>, min: usize) {
     assert!(names.len() >= min, "only {} transcripts", names.len());
     let scratch = std::env::temp_dir().join(format!("toolstorm-cli-{}-{min}", std::process::id()));
-    let mut failures = Vec::new();
-    for name in &names {
-        let problems = replay(name, &scratch);
-        if !problems.is_empty() {
-            failures.push(format!("{name}:\n  {}", problems.join("\n  ")));
-        }
-    }
+    report_all(&names, |name| replay(name, &scratch));
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// Replays every transcript and fails once, listing every one that differs.
+fn report_all(names: &[String], replay_one: impl Fn(&str) -> Vec<String>) {
+    let failures: Vec<String> = names
+        .iter()
+        .filter_map(|n| {
+            let p = replay_one(n);
+            (!p.is_empty()).then(|| format!("{n}:\n  {}", p.join("\n  ")))
+        })
+        .collect();
     assert!(
         failures.is_empty(),
         "{} of {} transcripts differ:\n{}",
@@ -202,20 +207,7 @@ fn replay_process(rel: &str) -> Vec<String> {
 
 fn check_all_process(names: Vec<String>, min: usize) {
     assert!(names.len() >= min, "only {} transcripts", names.len());
-    let failures: Vec<String> = names
-        .iter()
-        .filter_map(|n| {
-            let p = replay_process(n);
-            (!p.is_empty()).then(|| format!("{n}:\n  {}", p.join("\n  ")))
-        })
-        .collect();
-    assert!(
-        failures.is_empty(),
-        "{} of {} transcripts differ:\n{}",
-        failures.len(),
-        names.len(),
-        failures.join("\n")
-    );
+    report_all(&names, replay_process);
 }
 
 #[test]

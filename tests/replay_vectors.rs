@@ -1,6 +1,8 @@
 //! Every session in `replay_vectors.json`: construction, each call's return value or error
 //! (type, message and attributes), and `assert_consumed`.
 
+mod common;
+
 use std::path::PathBuf;
 
 use toolstorm::cassette::{Cassette, DiffKind, Replay};
@@ -12,15 +14,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference")
 }
 
-fn get<'a>(v: &'a Value, key: &str) -> &'a Value {
-    v.as_object()
-        .and_then(|o| o.get(key))
-        .unwrap_or(&Value::Null)
-}
-
-fn s(v: &Value, key: &str) -> String {
-    get(v, key).as_str().unwrap_or_default().to_owned()
-}
+use common::{field as get, text_of as s};
 
 const NAN_MARK: &str = "\u{0}toolstorm-test-nan";
 

@@ -1,11 +1,9 @@
 //! `demo` and `scenarios`: the reference's lab commands, with its flags, defaults, output
 //! and exit codes.
 
-use std::path::PathBuf;
-
 use clap::Args;
 
-use super::lab_run::{Emit, emit};
+use super::lab_run::{OutputFlags, emit};
 use super::{Io, PyInt, parse_python_float, py_int};
 use crate::lab::scenario::{self, names};
 use crate::lab::scenario_file::PolicyChoice;
@@ -38,18 +36,8 @@ pub struct DemoArgs {
     /// Call budget (1-20)
     #[arg(long, default_value = "8", value_parser = py_int, allow_hyphen_values = true)]
     max_calls: PyInt,
-    /// Print the complete JSON result
-    #[arg(long)]
-    json: bool,
-    /// Save the complete result as JSON
-    #[arg(long)]
-    output: Option<PathBuf>,
-    /// Save a single policy trace for replay
-    #[arg(long)]
-    cassette: Option<PathBuf>,
-    /// Exit 1 if any contract fails
-    #[arg(long)]
-    fail_on_contract: bool,
+    #[command(flatten)]
+    out: OutputFlags,
 }
 
 /// Runs `demo`.
@@ -74,14 +62,7 @@ pub fn run(a: &DemoArgs, io: &mut Io<'_>) -> i32 {
     if a.seed.0.is_none() {
         return io.fail("ConfigurationError: Seed must be an integer in the JavaScript-safe range");
     }
-    let opts = Emit {
-        json: a.json,
-        output: a.output.clone(),
-        cassette: a.cassette.clone(),
-        verdict: None,
-        fail_on_contract: a.fail_on_contract,
-    };
-    emit(&sc, choice, &config, &opts, io)
+    emit(&sc, choice, &config, &a.out.emit(None), io)
 }
 
 /// Runs `scenarios`: one line per scenario, name padded to 15 columns, then the title.

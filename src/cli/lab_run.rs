@@ -13,6 +13,36 @@ use crate::json::{Object, Value, canonical, pretty};
 use crate::lab::scenario_file::{PolicyChoice, ScenarioFile};
 use crate::lab::{self, LabRun, RunConfig, Scenario, comparison_value, header_line};
 
+/// The output flags `demo` and `run` share.
+#[derive(Args, Debug, Clone, Default)]
+pub struct OutputFlags {
+    /// Print the complete JSON result
+    #[arg(long)]
+    pub json: bool,
+    /// Save the complete result as JSON
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Save a single policy trace for replay
+    #[arg(long)]
+    pub cassette: Option<PathBuf>,
+    /// Exit 1 if any contract fails
+    #[arg(long)]
+    pub fail_on_contract: bool,
+}
+
+impl OutputFlags {
+    /// Where results go, plus an optional verdict file.
+    pub fn emit(&self, verdict: Option<PathBuf>) -> Emit {
+        Emit {
+            json: self.json,
+            output: self.output.clone(),
+            cassette: self.cassette.clone(),
+            verdict,
+            fail_on_contract: self.fail_on_contract,
+        }
+    }
+}
+
 /// Flags of `run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -30,24 +60,14 @@ pub struct RunArgs {
     /// Override the file's call budget (1-20)
     #[arg(long, value_parser = py_int, allow_hyphen_values = true)]
     max_calls: Option<PyInt>,
-    /// Print the complete JSON result
-    #[arg(long)]
-    json: bool,
-    /// Save the complete result as JSON
-    #[arg(long)]
-    output: Option<PathBuf>,
-    /// Save the run's trace as a cassette (single policy only)
-    #[arg(long)]
-    cassette: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputFlags,
     /// Save the contract verdicts as JSON
     #[arg(long)]
     verdict: Option<PathBuf>,
     /// Save the scenario as run (with --policy/--seed/--probability/--max-calls applied)
     #[arg(long)]
     save_scenario: Option<PathBuf>,
-    /// Exit 1 if any contract fails
-    #[arg(long)]
-    fail_on_contract: bool,
     /// Folder for the Orbit tracker's file (orbit scenarios; default: a fresh temp folder)
     #[arg(long)]
     work_dir: Option<PathBuf>,
@@ -62,12 +82,9 @@ impl RunArgs {
             seed: None,
             probability: None,
             max_calls: None,
-            json: false,
-            output: None,
-            cassette: None,
+            out: OutputFlags::default(),
             verdict: None,
             save_scenario: None,
-            fail_on_contract: false,
             work_dir: None,
         }
     }
@@ -80,7 +97,7 @@ impl RunArgs {
             ("--max-calls", self.max_calls.is_some()),
             ("--verdict", self.verdict.is_some()),
             ("--save-scenario", self.save_scenario.is_some()),
-            ("--fail-on-contract", self.fail_on_contract),
+            ("--fail-on-contract", self.out.fail_on_contract),
         ];
         if let Some((flag, _)) = lab_only.iter().find(|(_, given)| *given) {
             return Err(format!(
@@ -89,9 +106,9 @@ impl RunArgs {
         }
         Ok(super::orbit::RunOptions {
             seed: self.seed,
-            json: self.json,
-            output: self.output.clone(),
-            cassette: self.cassette.clone(),
+            json: self.out.json,
+            output: self.out.output.clone(),
+            cassette: self.out.cassette.clone(),
             work_dir: self.work_dir.clone(),
         })
     }
@@ -182,13 +199,7 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
     if let Some(PyInt(m)) = a.max_calls {
         config.max_calls = m.unwrap_or(i64::MAX);
     }
-    let opts = Emit {
-        json: a.json,
-        output: a.output.clone(),
-        cassette: a.cassette.clone(),
-        verdict: a.verdict.clone(),
-        fail_on_contract: a.fail_on_contract,
-    };
+    let opts = a.out.emit(a.verdict.clone());
     let code = emit(&file.scenario, choice, &config, &opts, io);
     if let Some(path) = &a.save_scenario
         && code != super::EXIT_USAGE

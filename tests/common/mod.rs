@@ -100,3 +100,15 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&err).into_owned(),
     )
 }
+
+/// Member `key`, or `null` when absent (lenient, for optional fields).
+pub fn field<'a>(v: &'a Value, key: &str) -> &'a Value {
+    v.as_object()
+        .and_then(|o| o.get(key))
+        .unwrap_or(&Value::Null)
+}
+
+/// String member, or empty when absent.
+pub fn text_of(v: &Value, key: &str) -> String {
+    field(v, key).as_str().unwrap_or_default().to_owned()
+}
