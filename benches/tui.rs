@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use toolstorm::document::Document;
 use toolstorm::tui::action::Action;
 use toolstorm::tui::app::App;
-use toolstorm::tui::document;
 use toolstorm::tui::theme::Theme;
 
 mod common;
@@ -22,14 +22,14 @@ fn main() {
     let mut opens = Vec::new();
     for _ in 0..5 {
         let start = Instant::now();
-        let mut app = App::new(document::open(&path).expect("opens"));
+        let mut app = App::new(Document::open(&path).expect("opens"));
         app.update(Action::Resize(200, 60));
         terminal
             .draw(|f| app.render_with(f.area(), f.buffer_mut(), &theme))
             .expect("draw");
         opens.push(start.elapsed().as_secs_f64());
     }
-    let mut app = App::new(document::open(&path).expect("opens"));
+    let mut app = App::new(Document::open(&path).expect("opens"));
     app.update(Action::Resize(200, 60));
     let mut frames = Vec::new();
     for _ in 0..50 {

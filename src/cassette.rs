@@ -274,17 +274,7 @@ impl LoadError {
     /// The Python exception class the reference prints.
     pub fn class_name(&self) -> &'static str {
         match self {
-            LoadError::Io { error, .. } => match error.raw_os_error() {
-                Some(2) => "FileNotFoundError",
-                Some(21) => "IsADirectoryError",
-                Some(20) => "NotADirectoryError",
-                Some(1 | 13) => "PermissionError",
-                _ => match error.kind() {
-                    io::ErrorKind::NotFound => "FileNotFoundError",
-                    io::ErrorKind::PermissionDenied => "PermissionError",
-                    _ => "OSError",
-                },
-            },
+            LoadError::Io { error, .. } => crate::fsread::python_class(error),
             LoadError::TooLarge { .. } | LoadError::Comparison { .. } => "ValueError",
             LoadError::Utf8 { .. } => "UnicodeDecodeError",
             LoadError::Config { .. } => "ConfigurationError",
@@ -294,19 +284,7 @@ impl LoadError {
     /// The reference's exception message (`str(exc)`).
     pub fn reference_message(&self) -> String {
         match self {
-            LoadError::Io { path, error } => {
-                let text = error.to_string();
-                let strerror = text.split(" (os error").next().unwrap_or(&text).to_owned();
-                match error.raw_os_error() {
-                    Some(code) => {
-                        format!(
-                            "[Errno {code}] {strerror}: {}",
-                            python_repr(&path.to_string_lossy())
-                        )
-                    }
-                    None => strerror,
-                }
-            }
+            LoadError::Io { path, error } => crate::fsread::python_message(path, error),
             LoadError::TooLarge { .. } => "File exceeds 8 MB limit".to_owned(),
             LoadError::Utf8 { problem, .. } => problem.python_message(),
             LoadError::Comparison { message, .. } => (*message).to_owned(),
@@ -392,35 +370,6 @@ impl fmt::Display for LoadError {
 }
 
 impl std::error::Error for LoadError {}
-
-/// Python's `repr()` of a string (as used in OS error messages).
-pub fn python_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
 
 /// Reads what `inspect` and `check` accept: a report, a run file (`report` key) or a
 /// comparison (`runs` of 1–100 objects with `report`), each report validated as a cassette.

@@ -1,14 +1,17 @@
-//! The command line: `toolstorm-tui [FILE]` and the headless subcommands for CI. Parsing is
-//! clap; each command lives in its own module, writes to the given streams and returns its
-//! exit code (0 ok, 1 a failed contract, 2 bad input), so tests can drive it in-process.
+//! The command line: argument parsing, output formatting and exit codes for the headless
+//! subcommands. Parsing is clap; each command lives in its own module, opens files through
+//! [`crate::document`], writes to the given streams and returns its exit code
+//! ([`crate::exit`]), so tests can drive it in-process. `toolstorm-tui [FILE]` is not run
+//! here: [`dispatch`] hands it back to the binary, which starts the explorer.
 
 mod demo;
 mod explain;
-pub mod lab_run;
 mod orbit;
+mod output;
 mod replay;
+mod run;
 mod sweep;
-pub mod trace;
+mod trace;
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -16,15 +19,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-/// Exit code for success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code when a contract failed (with `--fail-on-contract`, `check`, `replay`).
-pub const EXIT_CONTRACT: i32 = 1;
-/// Exit code for bad input or usage.
-pub const EXIT_USAGE: i32 = 2;
-
-/// Program name used in messages.
-pub const PROGRAM: &str = "toolstorm-tui";
+use crate::exit::{self, PROGRAM};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -55,7 +50,7 @@ enum Command {
     /// Replay a lab policy against a recorded shipping cassette, offline
     Replay(replay::ReplayArgs),
     /// Run a scenario file headlessly (shipping lab or Orbit executor)
-    Run(lab_run::RunArgs),
+    Run(run::RunArgs),
     /// List the Orbit tools, or print their function-tool schemas
     Tools(orbit::ToolsArgs),
     /// Run a campaign over a grid of scenarios, policies, seeds, probabilities and budgets
@@ -86,14 +81,34 @@ impl Io<'_> {
     }
 
     /// Prints `toolstorm-tui: {message}` to standard error and returns exit code 2.
-    pub fn fail(&mut self, message: &str) -> i32 {
+    pub fn fail(&mut self, message: impl std::fmt::Display) -> i32 {
         let _ = writeln!(self.err, "{PROGRAM}: {message}");
-        EXIT_USAGE
+        exit::USAGE
     }
 }
 
-/// Parses `args` (including the program name) and runs the command.
-pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
+/// What the command line asked for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A command ran (or the arguments were wrong, or help was printed): exit with this code.
+    Exit(i32),
+    /// No command: open this file (or the bundled incident) in the explorer.
+    Explore(Option<PathBuf>),
+}
+
+impl Outcome {
+    /// The exit code of a command that ran; `None` when the explorer was asked for.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            Outcome::Exit(c) => Some(*c),
+            Outcome::Explore(_) => None,
+        }
+    }
+}
+
+/// Parses `args` (including the program name) and runs the command, or says that the
+/// explorer was asked for.
+pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Outcome {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -104,27 +119,23 @@ pub fn run(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> i32 {
             } else {
                 let _ = io.err.write_all(text.as_bytes());
             }
-            return code;
+            return Outcome::Exit(code);
         }
     };
-    match cli.command {
+    let code = match cli.command {
         Some(Command::Demo(a)) => demo::run(&a, io),
         Some(Command::Scenarios) => demo::scenarios(io),
         Some(Command::Replay(a)) => replay::run(&a, io),
         Some(Command::Inspect(a)) => trace::inspect(&a, io),
         Some(Command::Check(a)) => trace::check(&a, io),
-        Some(Command::Run(a)) => lab_run::run(&a, io),
+        Some(Command::Run(a)) => run::run(&a, io),
         Some(Command::Tools(a)) => orbit::tools(&a, io),
         Some(Command::Sweep(a)) => sweep::run(&a, io),
         Some(Command::Decide(a)) => explain::decide(&a, io),
         Some(Command::Canonical(a)) => explain::canonical(&a, io),
-        None => open(cli.file, io),
-    }
-}
-
-/// `toolstorm-tui [FILE]`: open the file (or the bundled incident) in the explorer.
-fn open(file: Option<PathBuf>, io: &mut Io<'_>) -> i32 {
-    crate::tui::explore(file, io.err)
+        None => return Outcome::Explore(cli.file),
+    };
+    Outcome::Exit(code)
 }
 
 /// An integer flag parsed like Python's `int()`: `None` for a valid integer outside `i64`
@@ -170,23 +181,4 @@ pub fn parse_python_float(s: &str) -> Result<f64, String> {
     t.replace('_', "")
         .parse::<f64>()
         .map_err(|_| format!("invalid float value: '{s}'"))
-}
-
-/// Python's rendering of an OS error on a path: `FileNotFoundError: [Errno 2] No such file or
-/// directory: 'x'`.
-pub fn os_error(path: &std::path::Path, e: &std::io::Error) -> String {
-    let class = match e.kind() {
-        std::io::ErrorKind::NotFound => "FileNotFoundError",
-        std::io::ErrorKind::PermissionDenied => "PermissionError",
-        std::io::ErrorKind::IsADirectory => "IsADirectoryError",
-        std::io::ErrorKind::NotADirectory => "NotADirectoryError",
-        std::io::ErrorKind::AlreadyExists => "FileExistsError",
-        _ => "OSError",
-    };
-    let text = e.to_string();
-    let text = text.split(" (os error").next().unwrap_or(&text).to_owned();
-    match e.raw_os_error() {
-        Some(n) => format!("{class}: [Errno {n}] {text}: '{}'", path.display()),
-        None => format!("{class}: {text}: '{}'", path.display()),
-    }
 }

@@ -1,6 +1,7 @@
 //! Reading the files users give us, safely: at most 8,000,001 bytes are ever read (so a huge
 //! or endlessly growing file, or `/dev/zero`, costs bounded time and memory), and FIFOs,
 //! devices and sockets are refused before they are opened (a FIFO would block forever).
+//! Also how an OS error on a path reads, in Python's words (the reference's messages).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -47,4 +48,64 @@ fn describe(meta: &std::fs::Metadata) -> &'static str {
     }
     let _ = meta;
     "a special file"
+}
+
+/// The Python exception class for an OS error (`FileNotFoundError`, `IsADirectoryError`, ...).
+pub fn python_class(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(2) => "FileNotFoundError",
+        Some(21) => "IsADirectoryError",
+        Some(20) => "NotADirectoryError",
+        Some(1 | 13) => "PermissionError",
+        Some(17) => "FileExistsError",
+        _ => match e.kind() {
+            io::ErrorKind::NotFound => "FileNotFoundError",
+            io::ErrorKind::PermissionDenied => "PermissionError",
+            io::ErrorKind::IsADirectory => "IsADirectoryError",
+            io::ErrorKind::NotADirectory => "NotADirectoryError",
+            io::ErrorKind::AlreadyExists => "FileExistsError",
+            _ => "OSError",
+        },
+    }
+}
+
+/// Python's `str()` of an OS error on `path`: `[Errno 2] No such file or directory: 'x'`.
+/// Errors of our own (a FIFO refused) name the path the same way.
+pub fn python_message(path: &Path, e: &io::Error) -> String {
+    let text = e.to_string();
+    let strerror = text.split(" (os error").next().unwrap_or(&text);
+    let shown = python_repr(&path.to_string_lossy());
+    match e.raw_os_error() {
+        Some(code) => format!("[Errno {code}] {strerror}: {shown}"),
+        None => format!("{strerror}: {shown}"),
+    }
+}
+
+/// Python's `repr()` of a string (as used in OS error messages).
+pub fn python_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }

@@ -152,10 +152,16 @@ pub fn run(scenario: &Scenario, policy: Policy, config: &RunConfig) -> Result<La
 
 /// Runs every policy, in the reference's order.
 pub fn compare(scenario: &Scenario, config: &RunConfig) -> Result<Vec<LabRun>, ConfigError> {
-    Policy::ALL
-        .iter()
-        .map(|p| run(scenario, *p, config))
-        .collect()
+    run_policies(scenario, &Policy::ALL, config)
+}
+
+/// Runs the given policies, in order.
+pub fn run_policies(
+    scenario: &Scenario,
+    policies: &[Policy],
+    config: &RunConfig,
+) -> Result<Vec<LabRun>, ConfigError> {
+    policies.iter().map(|p| run(scenario, *p, config)).collect()
 }
 
 /// The contract for a lab run: core checks, then the scenario's own.
@@ -330,6 +336,28 @@ pub fn comparison_value(scenario: &str, config: &RunConfig, runs: &[LabRun]) -> 
         "runs",
         Value::Array(runs.iter().map(LabRun::to_value).collect()),
     );
+    Value::Object(o)
+}
+
+/// The verdicts document (`run --verdict`, the explorer's `V`): scenario, configuration and
+/// per-run checks.
+pub fn verdicts_value(scenario: &str, config: &RunConfig, runs: &[LabRun]) -> Value {
+    let mut o = Object::new();
+    o.push("schema_version", 1);
+    o.push("scenario", scenario);
+    o.push("config", config_value(scenario, config));
+    o.push("passed", runs.iter().all(LabRun::passed));
+    let items = runs
+        .iter()
+        .map(|r| {
+            let mut v = Object::new();
+            v.push("policy", r.policy.as_str());
+            v.push("digest", r.digest.as_str());
+            v.push("contract", checks_to_value(&r.checks));
+            Value::Object(v)
+        })
+        .collect();
+    o.push("runs", Value::Array(items));
     Value::Object(o)
 }
 

@@ -57,7 +57,9 @@
 //! - [`lab`]: the bundled shipping world, recovery policies, scenarios and campaigns; the Orbit
 //!   world the executor runs in.
 //! - [`executor`]: the robust tool executor — parallel, time-boxed, classified, permissioned.
-//! - [`atomic`]: crash-safe file writes.
+//! - [`document`]: one way in — open any file (cassette, run file, comparison, scenario of any
+//!   world), validate it, run it; one typed error with one message.
+//! - [`atomic`], [`fsread`], [`exit`]: crash-safe writes, bounded reads, exit codes.
 //!
 //! The engine reads no wall clock and no OS randomness: time comes from a [`clock::Clock`],
 //! decisions from a seed. The `tui` feature (on by default) adds the command line and the
@@ -70,14 +72,17 @@ pub mod cli;
 pub mod clock;
 pub mod contract;
 pub mod decision;
+pub mod document;
 pub mod error;
 pub mod executor;
+pub mod exit;
 pub mod fsread;
 pub mod json;
 pub mod lab;
 pub mod redact;
 pub mod report;
 pub mod rule;
+pub mod scenario_fields;
 pub mod storm;
 pub mod timeline;
 #[cfg(feature = "tui")]

@@ -1,9 +1,12 @@
-//! `toolstorm-tui`: the binary. A thin shell around [`toolstorm::cli`]: installs color-eyre's
-//! panic and error hooks first (the explorer's terminal setup wraps them, so a panic restores
-//! the terminal before the report is printed), then runs the command.
+//! `toolstorm-tui`: the binary. Installs color-eyre's panic and error hooks first (the
+//! explorer's terminal setup wraps them, so a panic restores the terminal before the report is
+//! printed), then hands the arguments to the command line; when they ask for no command, it
+//! starts the explorer. The two faces meet only here.
 
 use std::io::Write;
 use std::process::ExitCode;
+
+use toolstorm::cli::{self, Io, Outcome};
 
 fn main() -> ExitCode {
     if let Err(e) = color_eyre::install() {
@@ -13,13 +16,20 @@ fn main() -> ExitCode {
     let stderr = std::io::stderr();
     let mut out = stdout.lock();
     let mut err = stderr.lock();
-    let code = toolstorm::cli::run(
+    let outcome = cli::dispatch(
         std::env::args_os(),
-        &mut toolstorm::cli::Io {
+        &mut Io {
             out: &mut out,
             err: &mut err,
         },
     );
     let _ = out.flush();
+    let code = match outcome {
+        Outcome::Exit(code) => code,
+        Outcome::Explore(file) => {
+            drop(out);
+            toolstorm::tui::explore(file, &mut err)
+        }
+    };
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }

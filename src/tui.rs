@@ -8,7 +8,7 @@
 pub mod action;
 pub mod app;
 pub mod approval;
-pub mod document;
+pub mod focus;
 pub mod keymap;
 pub mod runner;
 pub mod runtime;
@@ -21,27 +21,30 @@ use std::sync::mpsc::channel;
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 
+use crate::document::{Document, Scenario, Settings};
+use crate::executor::scenario::ApproverChoice;
+use crate::exit::{self, PROGRAM};
+
 /// Opens `path` (or the bundled incident) in the explorer. Errors in the file are printed
 /// before the terminal is touched; returns the exit code.
 pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
     let doc = match &path {
-        Some(p) => document::open(p),
-        None => document::bundled(),
+        Some(p) => Document::open(p),
+        None => Document::bundled(),
     };
     let doc = match doc {
         Ok(d) => d,
         Err(e) => {
-            let _ = writeln!(err, "{}: {e}", crate::cli::PROGRAM);
-            return crate::cli::EXIT_USAGE;
+            let _ = writeln!(err, "{PROGRAM}: {e}");
+            return exit::USAGE;
         }
     };
     if !std::io::stdout().is_terminal() {
         let _ = writeln!(
             err,
-            "{}: the explorer needs a terminal; for headless use try `inspect`, `check` or `run`",
-            crate::cli::PROGRAM
+            "{PROGRAM}: the explorer needs a terminal; for headless use try `inspect`, `check` or `run`"
         );
-        return crate::cli::EXIT_USAGE;
+        return exit::USAGE;
     }
     let mut app = app::App::new(doc);
     let (tx, rx) = channel();
@@ -63,14 +66,18 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
         .doc
         .orbit
         .as_ref()
-        .filter(|s| s.approver == crate::executor::scenario::ApproverChoice::Interactive)
+        .filter(|s| s.approver == ApproverChoice::Interactive)
         .cloned();
-    if let (Some(scenario), Some(p)) = (interactive, path.as_deref()) {
+    if let Some(orbit) = interactive {
         let mut prompt =
             approval::TerminalPrompt::new(&mut terminal, &rx, theme::Theme::from_env());
-        match document::open_orbit(p, scenario, &mut prompt) {
+        let scenario = Scenario::Orbit(orbit);
+        let doc = scenario
+            .run(path.as_deref(), &Settings::default(), &mut prompt)
+            .and_then(|run| Document::from_run(path.clone(), &scenario, run));
+        match doc {
             Ok(doc) => app = app::App::new(doc),
-            Err(e) => app.status = e,
+            Err(e) => app.status = e.to_string(),
         }
     }
     // After "save as", the new file is the one to watch.
@@ -80,10 +87,10 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
     match result {
-        Ok(()) => crate::cli::EXIT_OK,
+        Ok(()) => exit::OK,
         Err(e) => {
-            let _ = writeln!(err, "{}: terminal error: {e}", crate::cli::PROGRAM);
-            crate::cli::EXIT_USAGE
+            let _ = writeln!(err, "{PROGRAM}: terminal error: {e}");
+            exit::USAGE
         }
     }
 }

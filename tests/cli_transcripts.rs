@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use common::{fixture_path, transcript};
-use toolstorm::cli::{Io, run};
+use toolstorm::cli::{Io, dispatch};
 
 struct Outcome {
     code: i32,
@@ -22,13 +22,15 @@ fn run_cli(args: &[String]) -> Outcome {
     let argv: Vec<OsString> = std::iter::once("toolstorm-tui".into())
         .chain(args.iter().map(OsString::from))
         .collect();
-    let code = run(
+    let code = dispatch(
         argv,
         &mut Io {
             out: &mut out,
             err: &mut err,
         },
-    );
+    )
+    .code()
+    .expect("a command, not the explorer");
     Outcome {
         code,
         out: String::from_utf8(out).expect("utf-8 stdout"),

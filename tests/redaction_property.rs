@@ -60,8 +60,7 @@ proptest! {
         let cassette = Cassette::from_report(&report).expect("valid").dumps();
         let verdicts = pretty(&Contract::new(&report).require_triggered(&[]).no_duplicate_effects().to_value());
         let scenario = ScenarioFile {
-            world: "shipping".into(),
-            scenario: Scenario {
+                scenario: Scenario {
                 name: "from-cassette".into(),
                 title: "From a cassette".into(),
                 code: String::new(),

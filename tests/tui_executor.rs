@@ -8,11 +8,12 @@ use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use insta::assert_snapshot;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use toolstorm::document::{Document, Scenario, Settings};
+use toolstorm::executor::approval::Prompt;
 use toolstorm::executor::scenario::{ApproverChoice, ExecutorScenario};
 use toolstorm::tui::action::Action;
 use toolstorm::tui::app::App;
 use toolstorm::tui::approval::TerminalPrompt;
-use toolstorm::tui::document;
 use toolstorm::tui::runtime::Event;
 use toolstorm::tui::theme::Theme;
 
@@ -32,7 +33,7 @@ fn screen(app: &mut App, w: u16, h: u16) -> String {
 
 #[test]
 fn parallel_batch_as_lanes() {
-    let mut doc = document::open(&scenario_path("orbit-parallel.json")).expect("opens");
+    let mut doc = Document::open(&scenario_path("orbit-parallel.json")).expect("opens");
     doc.path = Some(PathBuf::from("scenarios/orbit-parallel.json"));
     let mut app = App::new(doc);
     let lanes = &app.tab().batches[0].lanes;
@@ -62,6 +63,15 @@ fn key(c: char) -> Event {
     )))
 }
 
+/// Runs the scenario at `path` with an interactive approver answered by `prompt`.
+fn run_orbit(path: &Path, prompt: &mut dyn Prompt) -> Document {
+    let scenario = Scenario::Orbit(interactive(path));
+    let run = scenario
+        .run(Some(path), &Settings::default(), prompt)
+        .expect("runs");
+    Document::from_run(Some(path.to_path_buf()), &scenario, run).expect("opens")
+}
+
 #[test]
 fn the_approval_modal_needs_an_explicit_yes() {
     let path = scenario_path("orbit-injection.json");
@@ -76,7 +86,7 @@ fn the_approval_modal_needs_an_explicit_yes() {
     let mut terminal = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
     let doc = {
         let mut prompt = TerminalPrompt::new(&mut terminal, &rx, Theme::new(true));
-        document::open_orbit(&path, interactive(&path), &mut prompt).expect("runs")
+        run_orbit(&path, &mut prompt)
     };
     // The last modal drawn is the second question.
     let modal = terminal.backend().to_string();
@@ -111,6 +121,6 @@ fn the_approval_modal_needs_an_explicit_yes() {
     let (tx, rx) = channel::<Event>();
     drop(tx);
     let mut prompt = TerminalPrompt::new(&mut terminal, &rx, Theme::new(true));
-    let doc = document::open_orbit(&path, interactive(&path), &mut prompt).expect("runs");
+    let doc = run_orbit(&path, &mut prompt);
     assert_eq!(doc.runs[0].timeline.report().effects.len(), 0);
 }

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use insta::assert_snapshot;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use toolstorm::document::{self, Document, Scenario};
 use toolstorm::lab::scenario_file::{PolicyChoice, ScenarioFile};
 use toolstorm::lab::{Policy, edit::Field};
 use toolstorm::tui::action::{Action, WriteKind};
 use toolstorm::tui::app::{App, Mode, Question, Screen, StatusKind};
-use toolstorm::tui::document;
 use toolstorm::tui::runtime::dispatch;
 use toolstorm::tui::theme::Theme;
 
@@ -33,13 +33,13 @@ fn temp_dir(name: &str) -> PathBuf {
 fn open_copy(dir: &Path, scenario: &str) -> (App, PathBuf) {
     let path = dir.join(format!("{scenario}.json"));
     std::fs::copy(repo(&format!("scenarios/{scenario}.json")), &path).expect("copy");
-    let app = App::new(document::open(&path).expect("open"));
+    let app = App::new(Document::open(&path).expect("open"));
     (app, path)
 }
 
 /// Opens a repository file under a relative name (stable snapshots).
 fn open_rel(rel: &str) -> App {
-    let mut doc = document::open(&repo(rel)).expect("open");
+    let mut doc = Document::open(&repo(rel)).expect("open");
     doc.path = Some(PathBuf::from(rel));
     App::new(doc)
 }
@@ -222,7 +222,6 @@ fn a_shipping_cassette_becomes_an_unsaved_scenario_and_orbit_says_no() {
     dispatch(&mut app, Action::ShiftSeed(0));
     let e = app.editor.as_ref().expect("editor from the cassette");
     assert!(e.dirty(), "never saved");
-    assert_eq!(e.file().world, "shipping");
     assert_eq!(
         e.file().policy,
         PolicyChoice::One(Policy::Retry),
@@ -270,7 +269,7 @@ fn written_files_load_and_match_run() {
     dispatch(&mut app, Action::Save);
     assert!(app.status.starts_with("wrote scenario"), "{}", app.status);
     assert!(!app.editor.as_ref().is_some_and(|e| e.dirty()));
-    let saved = ScenarioFile::load(&path).expect("saved file loads");
+    let saved = shipping(&path);
     assert_eq!(saved.config.seed, 45);
     assert_eq!(saved.policy, PolicyChoice::One(Policy::Retry));
 
@@ -336,7 +335,7 @@ fn a_change_on_disk_reruns_and_a_conflict_keeps_both() {
     assert_eq!(app.timeline().report().duplicate_effects(), 1);
 
     // Another program edits the rule: reload and rerun, previous run kept for compare.
-    let mut file = ScenarioFile::load(&path).expect("load");
+    let mut file = shipping(&path);
     file.scenario.rules[0] = toolstorm::json::parse(
         r#"{"name":"lost-receipt","tool":"create_shipment","kind":"response_lost","calls":[4]}"#,
     )
@@ -418,4 +417,12 @@ fn save_as_makes_the_new_file_the_open_one() {
             .expect("original")
             .contains("\"seed\": 42")
     );
+}
+
+/// The shipping scenario file at `path`, read through the document layer.
+fn shipping(path: &Path) -> ScenarioFile {
+    match document::open_scenario(path) {
+        Ok(Scenario::Shipping(f)) => f,
+        other => panic!("{}: not a shipping scenario: {other:?}", path.display()),
+    }
 }

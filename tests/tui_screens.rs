@@ -5,20 +5,21 @@ mod common;
 
 use std::path::PathBuf;
 
+use crossterm::event::{Event as TermEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use insta::assert_snapshot;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Color;
+use toolstorm::document::{DocKind, Document};
 use toolstorm::tui::action::Action;
 use toolstorm::tui::app::{App, Focus, Mode};
-use toolstorm::tui::document::{self, DocKind};
-use toolstorm::tui::runtime::dispatch;
+use toolstorm::tui::runtime::{Event, dispatch, to_actions};
 use toolstorm::tui::theme::Theme;
 
 fn open(rel: &str) -> App {
     let path = common::fixture_path(rel);
-    let mut doc = document::open(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let mut doc = Document::open(&path).unwrap_or_else(|e| panic!("{rel}: {e}"));
     // Show a relative name so snapshots do not depend on where the checkout lives.
     doc.path = Some(PathBuf::from(rel));
     App::new(doc)
@@ -190,13 +191,20 @@ fn mouse_click_selects_a_row() {
     let mut app = open("demo/lost_ack.retry.cassette.json");
     screen(&mut app, 100, 30, true);
     // Timeline body starts at row 2 (header, border), after the column header row: row 3 is call 1.
-    app.update(Action::Click { col: 10, row: 5 });
+    let mouse = |kind, app: &mut App| {
+        let event = Event::Terminal(TermEvent::Mouse(MouseEvent {
+            kind,
+            column: 10,
+            row: 5,
+            modifiers: KeyModifiers::NONE,
+        }));
+        for action in to_actions(event, app) {
+            dispatch(app, action);
+        }
+    };
+    mouse(MouseEventKind::Down(MouseButton::Left), &mut app);
     assert_eq!(app.cursor, Some(2));
-    app.update(Action::Wheel {
-        down: false,
-        col: 10,
-        row: 5,
-    });
+    mouse(MouseEventKind::ScrollUp, &mut app);
     assert_eq!(app.cursor, Some(1));
 }
 
@@ -206,7 +214,7 @@ fn reload_keeps_the_cursor_and_survives_bad_files() {
     std::fs::create_dir_all(&dir).expect("dir");
     let path: PathBuf = dir.join("trace.json");
     std::fs::write(&path, common::fixture("demo/lost_ack.retry.cassette.json")).expect("write");
-    let mut app = App::new(document::open(&path).expect("open"));
+    let mut app = App::new(Document::open(&path).expect("open"));
     app.update(Action::Last);
     std::fs::write(&path, "{\"truncated\": ").expect("write");
     dispatch(&mut app, Action::FileChanged);

@@ -7,8 +7,8 @@ mod common;
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
+use toolstorm::document::Document;
 use toolstorm::tui::app::{App, StatusKind};
-use toolstorm::tui::document;
 use toolstorm::tui::runtime::{Event, dispatch, spawn_watcher, to_actions};
 
 fn wait_and_apply(app: &mut App, rx: &std::sync::mpsc::Receiver<Event>) {
@@ -33,7 +33,7 @@ fn changes_on_disk_reach_the_app() {
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("incident.json");
     std::fs::write(&path, common::fixture("demo/lost_ack.retry.cassette.json")).expect("write");
-    let mut app = App::new(document::open(&path).expect("open"));
+    let mut app = App::new(Document::open(&path).expect("open"));
     app.cursor = Some(2);
     let (tx, rx) = channel();
     let _watcher = spawn_watcher(&path, tx).expect("watcher");
@@ -85,7 +85,7 @@ fn a_thousand_rapid_rewrites_end_on_the_final_content() {
         common::fixture("demo/rate_limit.resilient.cassette.json"),
     ];
     std::fs::write(&path, &versions[0]).expect("write");
-    let mut app = App::new(document::open(&path).expect("open"));
+    let mut app = App::new(Document::open(&path).expect("open"));
     let (tx, rx) = channel();
     let _watcher = spawn_watcher(&path, tx).expect("watcher");
     std::thread::sleep(Duration::from_millis(200));
@@ -130,7 +130,7 @@ fn editing_a_scenario_on_disk_reruns_it() {
         .expect("bundled")
         .to_text();
     std::fs::write(&path, &original).expect("write");
-    let mut app = App::new(document::open(&path).expect("open"));
+    let mut app = App::new(Document::open(&path).expect("open"));
     let before = app.tab().digest.clone();
     let (tx, rx) = channel();
     let _watcher = spawn_watcher(&path, tx).expect("watcher");

@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use super::lab_run::{OutputFlags, emit};
+use super::output::{OutputFlags, emit};
 use super::{Io, PyInt, parse_python_float, py_int};
 use crate::lab::scenario::{self, names};
 use crate::lab::scenario_file::PolicyChoice;
@@ -57,12 +57,15 @@ pub fn run(a: &DemoArgs, io: &mut Io<'_>) -> i32 {
     if let Err(e) = lab::check_config(&config)
         .and_then(|_| lab::scenario_rules(&sc, config.probability).map(|_| ()))
     {
-        return io.fail(&format!("ConfigurationError: {}", e.message));
+        return io.fail(format!("ConfigurationError: {}", e.message));
     }
     if a.seed.0.is_none() {
         return io.fail("ConfigurationError: Seed must be an integer in the JavaScript-safe range");
     }
-    emit(&sc, choice, &config, &a.out.emit(None), io)
+    match lab::run_policies(&sc, &choice.policies(), &config) {
+        Ok(runs) => emit(&sc, choice, &config, &runs, &a.out, None, io),
+        Err(e) => io.fail(format!("ConfigurationError: {}", e.message)),
+    }
 }
 
 /// Runs `scenarios`: one line per scenario, name padded to 15 columns, then the title.

@@ -2,13 +2,14 @@
 //! fault decision, and the canonical bytes (and digest) of a JSON document.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::{Io, os_error, parse_python_float};
+use super::{Io, parse_python_float};
 use crate::decision::Draw;
 use crate::json::{self, MAX_DOCUMENT_BYTES, Object, Text, Value, float::py_repr, one_line};
+use crate::{document, exit};
 
 /// Flags of `decide`.
 #[derive(Args, Debug)]
@@ -92,46 +93,28 @@ pub struct CanonicalArgs {
 
 /// Runs `canonical`.
 pub fn canonical(a: &CanonicalArgs, io: &mut Io<'_>) -> i32 {
-    let (name, bytes) = match &a.file {
-        Some(p) if p.as_os_str() != "-" => {
-            let read = crate::fsread::read_document(p);
-            match read {
-                Ok(b) => (p.display().to_string(), b),
-                Err(e) => return io.fail(&os_error(p, &e)),
-            }
-        }
+    let value = match &a.file {
+        Some(p) if p.as_os_str() != "-" => document::read_json(p),
         _ => {
             let mut buf = Vec::new();
             if let Err(e) = std::io::stdin()
                 .take(MAX_DOCUMENT_BYTES as u64 + 1)
                 .read_to_end(&mut buf)
             {
-                return io.fail(&format!("OSError: standard input: {e}"));
+                return io.fail(format!("OSError: standard input: {e}"));
             }
-            ("<stdin>".to_owned(), buf)
+            document::parse_json(Path::new("<stdin>"), &buf)
         }
     };
-    if bytes.len() > MAX_DOCUMENT_BYTES {
-        return io.fail(&format!("ValueError: File exceeds 8 MB limit ({name})"));
-    }
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            return io.fail(&format!(
-                "ConfigurationError: Invalid or excessively nested JSON ({name}: not UTF-8 at byte {})",
-                e.utf8_error().valid_up_to()
-            ));
-        }
-    };
-    match json::parse(&text) {
+    match value {
         Ok(v) => {
             if a.digest {
                 io.println(&json::fingerprint(&v));
             } else {
                 io.println(&json::canonical(&v));
             }
-            0
+            exit::OK
         }
-        Err(e) => io.fail(&format!("ConfigurationError: {e} ({name})")),
+        Err(e) => io.fail(e),
     }
 }

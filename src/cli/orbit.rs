@@ -1,48 +1,19 @@
-//! The executor's commands: `run FILE` for scenario files of world `orbit` (dispatched from
-//! `run`), and `tools` to list the Orbit tools or print their function-tool schemas.
-//! Headless: an interactive approver has no terminal here and denies.
+//! The executor's output: what `run FILE` prints and writes for a scenario of world `orbit`
+//! (headless: an interactive approver has no terminal here and denies), and `tools`, which
+//! lists the Orbit tools or prints their function-tool schemas.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{EXIT_OK, Io, PyInt, os_error};
-use crate::atomic;
-use crate::executor::scenario::{ExecutorScenario, names_world};
+use super::Io;
+use super::output::{OutputFlags, write_file};
+use crate::exit;
 use crate::json::{canonical, pretty};
 use crate::lab::orbit::{self, run::OrbitRun};
 
-/// What `run` passes on for an executor scenario.
-#[derive(Debug, Default)]
-pub struct RunOptions {
-    /// Override the file's seed.
-    pub seed: Option<PyInt>,
-    /// Print the complete JSON result.
-    pub json: bool,
-    /// Save the complete result as JSON.
-    pub output: Option<PathBuf>,
-    /// Save the trace as a cassette.
-    pub cassette: Option<PathBuf>,
-    /// Where the tracker writes (default: a fresh folder under the system's temp folder).
-    pub work_dir: Option<PathBuf>,
-}
-
-/// Whether `path` holds a scenario of the executor's world (unreadable files are not).
-pub fn is_orbit_file(path: &Path) -> bool {
-    crate::fsread::read_document(path)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|t| crate::json::parse(&t).ok())
-        .is_some_and(|v| names_world(&v))
-}
-
-fn load(path: &Path) -> Result<ExecutorScenario, String> {
-    let text = super::lab_run::read_scenario_text(path)?;
-    ExecutorScenario::from_text(&text).map_err(|e| super::lab_run::scenario_error_line(path, &e))
-}
-
 /// A fresh folder name under the temp folder for this run's tracker.
-fn fresh_work_dir() -> PathBuf {
+pub fn fresh_work_dir() -> PathBuf {
     let base = std::env::temp_dir();
     let pid = std::process::id();
     (1u32..)
@@ -51,38 +22,21 @@ fn fresh_work_dir() -> PathBuf {
         .unwrap_or_else(|| base.join(format!("toolstorm-orbit-{pid}")))
 }
 
-/// Runs an executor scenario file.
-pub fn run_file(path: &Path, opts: &RunOptions, io: &mut Io<'_>) -> i32 {
-    let scenario = match load(path) {
-        Ok(s) => s,
-        Err(msg) => return io.fail(&msg),
-    };
-    let seed = match opts.seed {
-        None => scenario.seed,
-        Some(PyInt(Some(s))) if s.abs() <= crate::storm::MAX_SAFE_SEED => s,
-        Some(_) => {
-            return io
-                .fail("ConfigurationError: Seed must be an integer in the JavaScript-safe range");
-        }
-    };
-    let work_dir = opts.work_dir.clone().unwrap_or_else(fresh_work_dir);
-    let result: OrbitRun = match orbit::run::run(&scenario, seed, Some(work_dir)) {
-        Ok(r) => r,
-        Err(e) => return io.fail(&format!("ConfigurationError: {e}")),
-    };
-    if let Some(p) = &opts.cassette {
-        let text = canonical(&result.report.to_value()) + "\n";
-        if let Err(e) = atomic::write(p, text.as_bytes()) {
-            return io.fail(&os_error(p, &e));
-        }
+/// Writes and prints an executor scenario's run: the cassette and JSON result files, then the
+/// log as text or the result as JSON.
+pub fn print_run(result: &OrbitRun, out: &OutputFlags, io: &mut Io<'_>) -> i32 {
+    if let Some(p) = &out.cassette
+        && let Err(code) = write_file(p, &(canonical(&result.report.to_value()) + "\n"), io)
+    {
+        return code;
     }
     let json = pretty(&result.to_value()) + "\n";
-    if let Some(p) = &opts.output
-        && let Err(e) = atomic::write(p, json.as_bytes())
+    if let Some(p) = &out.output
+        && let Err(code) = write_file(p, &json, io)
     {
-        return io.fail(&os_error(p, &e));
+        return code;
     }
-    if opts.json {
+    if out.json {
         io.print(&json);
     } else {
         for line in result.text_lines() {
@@ -92,7 +46,7 @@ pub fn run_file(path: &Path, opts: &RunOptions, io: &mut Io<'_>) -> i32 {
             io.println(&format!("tracker file: {}", p.display()));
         }
     }
-    EXIT_OK
+    exit::OK
 }
 
 /// Flags of `tools`.
@@ -114,7 +68,7 @@ pub fn tools(a: &ToolsArgs, io: &mut Io<'_>) -> i32 {
     }
     if a.schema {
         io.print(&(pretty(&registry.function_tools()) + "\n"));
-        return EXIT_OK;
+        return exit::OK;
     }
     let w = registry
         .tools()
@@ -142,5 +96,5 @@ pub fn tools(a: &ToolsArgs, io: &mut Io<'_>) -> i32 {
             )
         ));
     }
-    EXIT_OK
+    exit::OK
 }

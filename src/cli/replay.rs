@@ -7,9 +7,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::Io;
 use super::trace::load;
-use super::{EXIT_CONTRACT, EXIT_OK, Io};
 use crate::cassette::{ClosestRecord, DiffKind};
+use crate::document::Error;
+use crate::exit;
 use crate::json::one_line;
 use crate::lab::Policy;
 use crate::lab::offline::{OfflineReplay, replay_policy};
@@ -36,14 +38,14 @@ pub fn run(a: &ReplayArgs, io: &mut Io<'_>) -> i32 {
     let cassette = match (a.run, cassettes.len()) {
         (None, 1) => &cassettes[0],
         (None, n) => {
-            return io.fail(&format!(
+            return io.fail(format!(
                 "ValueError: {} holds {n} runs; choose one with --run 1..{n}",
                 a.file.display()
             ));
         }
         (Some(i), n) if (1..=n).contains(&i) => &cassettes[i - 1],
         (Some(i), n) => {
-            return io.fail(&format!(
+            return io.fail(format!(
                 "ValueError: --run {i}: {} holds {n} run(s)",
                 a.file.display()
             ));
@@ -54,23 +56,13 @@ pub fn run(a: &ReplayArgs, io: &mut Io<'_>) -> i32 {
     };
     let result = match replay_policy(cassette, policy) {
         Ok(r) => r,
-        Err(e) => {
-            let mut line = format!("ConfigurationError: {} ({}", e.message, a.file.display());
-            if let Some(p) = &e.path {
-                line.push_str(&format!(" at {p}"));
-            }
-            if let Some(d) = &e.detail {
-                line.push_str(&format!(": {d}"));
-            }
-            line.push(')');
-            return io.fail(&line);
-        }
+        Err(e) => return io.fail(Error::run(Some(&a.file), e)),
     };
     print(a, policy, cassette.report.calls.len(), &result, io);
     if result.matched() {
-        EXIT_OK
+        exit::OK
     } else {
-        EXIT_CONTRACT
+        exit::CONTRACT_FAILED
     }
 }
 

@@ -6,7 +6,8 @@ use std::io::IsTerminal;
 
 use clap::Args;
 
-use super::{EXIT_CONTRACT, EXIT_OK, Io, parse_python_float, parse_python_int};
+use super::{Io, parse_python_float, parse_python_int};
+use crate::exit;
 use crate::json::{Object, Value, compact};
 use crate::lab::campaign::{Grid, Outcome, Point, execute};
 use crate::lab::scenario::{self, Scenario};
@@ -150,7 +151,7 @@ pub fn jsonl_line(grid: &Grid, point: &Point, o: &Outcome) -> String {
 pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     let grid = match grid(a) {
         Ok(g) => g,
-        Err(e) => return io.fail(&format!("ValueError: {e}")),
+        Err(e) => return io.fail(format!("ValueError: {e}")),
     };
     let show_progress = !a.jsonl && std::io::stderr().is_terminal();
     let bar = |done: usize, total: usize| {
@@ -164,7 +165,7 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     };
     let outcomes = match execute(&grid, if show_progress { Some(&bar) } else { None }) {
         Ok(o) => o,
-        Err(e) => return io.fail(&format!("ConfigurationError: {e}")),
+        Err(e) => return io.fail(format!("ConfigurationError: {e}")),
     };
     if show_progress {
         eprintln!();
@@ -178,9 +179,9 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
         summary(&grid, &outcomes, io);
     }
     if a.fail_on_contract && any_failed {
-        EXIT_CONTRACT
+        exit::CONTRACT_FAILED
     } else {
-        EXIT_OK
+        exit::OK
     }
 }
 

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{Io, PyInt, py_int};
-use crate::cassette::{self, Cassette, LoadError};
+use crate::cassette::{self, Cassette};
+use crate::document;
 
 /// Flags of `inspect`.
 #[derive(Args, Debug)]
@@ -31,25 +32,11 @@ pub struct CheckArgs {
     json: bool,
 }
 
-/// The one-line error for a file that cannot be used: the reference's text, then where.
-pub fn load_error_line(e: &LoadError) -> String {
-    let head = format!("{}: {}", e.class_name(), e.reference_message());
-    match e {
-        LoadError::Io { .. } => head,
-        LoadError::Config { path, error, .. } => {
-            // explain() is "file: message at path: detail"; keep the part after the message.
-            let full = e.explain();
-            let prefix = format!("{}: {}", path.display(), error.message);
-            let rest = full.strip_prefix(&prefix).unwrap_or("");
-            format!("{head} ({}{rest})", path.display())
-        }
-        other => format!("{head} ({})", other.explain()),
-    }
-}
-
-/// Loads every cassette of a document, or prints why not.
+/// Loads every cassette of a trace document, or prints why not.
 pub fn load(path: &std::path::Path, io: &mut Io<'_>) -> Result<Vec<Cassette>, i32> {
-    cassette::load_document(path).map_err(|e| io.fail(&load_error_line(&e)))
+    document::open_trace(path)
+        .map(|t| t.cassettes)
+        .map_err(|e| io.fail(e))
 }
 
 /// Runs `inspect`.
@@ -82,6 +69,6 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
             }
             summary.exit_code()
         }
-        Err(e) => io.fail(&format!("ConfigurationError: {}", e.message)),
+        Err(e) => io.fail(format!("ConfigurationError: {}", e.message)),
     }
 }

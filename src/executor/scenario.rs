@@ -17,9 +17,12 @@
 //! ```
 
 use crate::error::ConfigError;
-use crate::json::{Object, Value, parse, pretty};
+use crate::json::{Value, parse, pretty};
 use crate::obj;
 use crate::rule::{Rule, require_keys};
+use crate::scenario_fields::{
+    self, as_invalid, head, invalid as bad, rule_list, seed_field, text_field as text,
+};
 
 use super::{FunctionCall, Limits};
 
@@ -102,28 +105,6 @@ pub struct ExecutorScenario {
     pub batches: Vec<Vec<FunctionCall>>,
 }
 
-fn bad(path: &str, why: &str) -> ConfigError {
-    ConfigError::new("Invalid scenario file")
-        .at(path)
-        .because(why)
-}
-
-fn text(o: &Object, key: &str, required: bool) -> Result<String, ConfigError> {
-    match o.get(key) {
-        None if !required => Ok(String::new()),
-        Some(Value::Str(t)) if !required || !t.is_empty() => Ok(t.to_lossy()),
-        _ => Err(bad(key, "expected a non-empty string")),
-    }
-}
-
-/// Whether a parsed document names the executor's world (so `run FILE` can dispatch on it).
-pub fn names_world(v: &Value) -> bool {
-    v.as_object()
-        .and_then(|o| o.get("world"))
-        .and_then(Value::as_str)
-        == Some(WORLD)
-}
-
 fn limits(v: Option<&Value>) -> Result<Limits, ConfigError> {
     let mut out = Limits::default();
     let Some(v) = v else {
@@ -193,24 +174,14 @@ fn approver(v: Option<&Value>) -> Result<ApproverChoice, ConfigError> {
 impl ExecutorScenario {
     /// Validates a parsed document.
     pub fn from_value(v: &Value) -> Result<ExecutorScenario, ConfigError> {
-        let o = require_keys(v, &REQUIRED, &OPTIONAL).map_err(|e| ConfigError {
-            message: "Invalid scenario file",
-            path: e.path,
-            detail: e.detail.or(Some(e.message.into())),
-        })?;
-        if !matches!(o.get("schema_version"), Some(Value::Int(i)) if i.as_i64() == Some(1)) {
-            return Err(bad("schema_version", "expected 1"));
-        }
-        if text(o, "world", true)? != WORLD {
-            return Err(bad("world", "expected \"orbit\""));
-        }
-        let seed = crate::lab::scenario_file::seed_field(o)?;
+        let o = head(v, &REQUIRED, &OPTIONAL, WORLD)?;
+        let seed = seed_field(o)?;
         let read_only = match o.get("tools").map(|t| t.as_str()) {
             None | Some(Some("all")) => false,
             Some(Some("read_only")) => true,
             _ => return Err(bad("tools", "expected \"all\" or \"read_only\"")),
         };
-        let rule_values = crate::lab::scenario_file::rule_list(o)?;
+        let rule_values = rule_list(o)?;
         let Some(Value::Array(batch_values)) = o.get("batches") else {
             return Err(bad("batches", "expected a list of batches"));
         };
@@ -235,14 +206,8 @@ impl ExecutorScenario {
                 .iter()
                 .enumerate()
                 .map(|(i, item)| {
-                    FunctionCall::from_value(item).map_err(|e| {
-                        ConfigError {
-                            message: "Invalid scenario file",
-                            path: e.path,
-                            detail: e.detail.or(Some(e.message.into())),
-                        }
-                        .within(&format!("batches[{b}][{i}]"))
-                    })
+                    FunctionCall::from_value(item)
+                        .map_err(|e| as_invalid(e).within(&format!("batches[{b}][{i}]")))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             batches.push(calls);
@@ -273,11 +238,7 @@ impl ExecutorScenario {
 
     /// The validated rules.
     pub fn rules(&self) -> Result<Vec<Rule>, ConfigError> {
-        self.rules
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Rule::from_value(r).map_err(|e| e.within(&format!("rules[{i}]"))))
-            .collect()
+        scenario_fields::rules(&self.rules)
     }
 
     /// The document, every field spelled out.
@@ -293,7 +254,7 @@ impl ExecutorScenario {
             .map(|b| Value::Array(b.iter().map(FunctionCall::to_value).collect()))
             .collect();
         obj! {
-            "schema_version" => 1,
+            "schema_version" => scenario_fields::SCHEMA_VERSION,
             "world" => WORLD,
             "name" => self.name.as_str(),
             "title" => self.title.as_str(),

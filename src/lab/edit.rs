@@ -433,7 +433,6 @@ pub fn scenario_from_report(report: &Report, name: &str) -> Result<ScenarioFile,
     }
     .clamp(*LAB_MAX_CALLS.start(), *LAB_MAX_CALLS.end());
     let file = ScenarioFile {
-        world: "shipping".into(),
         scenario: Scenario {
             name: name.to_owned(),
             title: format!("Edited {name}"),

@@ -20,20 +20,16 @@
 //! rule's. The core checks (every rule exercised, no duplicate effects, call budget) always
 //! apply; `checks` lists the scenario-specific ones, in order.
 
-use std::path::Path;
-
 use crate::error::ConfigError;
 use crate::json::{Object, Value, parse, pretty};
-use crate::rule::{Rule, require_keys};
-use crate::storm::MAX_SAFE_SEED;
+use crate::rule::Rule;
+use crate::scenario_fields::{SCHEMA_VERSION, head, invalid, rule_list, seed_field, text_field};
 
 use super::scenario::{DEFAULT_LATENCY_BUDGET, Scenario, ScenarioCheck};
 use super::{LAB_MAX_CALLS, Policy, RunConfig, scenario_rules};
 
-/// The scenario file format version.
-pub const SCENARIO_SCHEMA_VERSION: i64 = 1;
-/// Worlds a scenario file may name.
-pub const WORLDS: [&str; 1] = ["shipping"];
+/// The world shipping scenario files name.
+pub const WORLD: &str = "shipping";
 
 const REQUIRED: [&str; 8] = [
     "schema_version",
@@ -92,8 +88,6 @@ impl PolicyChoice {
 /// A scenario file's content.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScenarioFile {
-    /// The world the scenario runs in (`shipping`).
-    pub world: String,
     /// The scenario.
     pub scenario: Scenario,
     /// Seed, probability override and budget.
@@ -102,68 +96,11 @@ pub struct ScenarioFile {
     pub policy: PolicyChoice,
 }
 
-fn invalid(key: &str, why: &str) -> ConfigError {
-    ConfigError::new("Invalid scenario file")
-        .at(key)
-        .because(why)
-}
-
-/// A scenario file's `seed`: an integer in the engine's (JavaScript-safe) range.
-pub fn seed_field(o: &Object) -> Result<i64, ConfigError> {
-    match o.get("seed") {
-        Some(Value::Int(i)) => i.as_i64().filter(|s| s.abs() <= MAX_SAFE_SEED),
-        _ => None,
-    }
-    .ok_or_else(|| {
-        invalid(
-            "seed",
-            "expected an integer between -9007199254740991 and 9007199254740991",
-        )
-    })
-}
-
-/// A scenario file's `rules`: at most 100 valid rule objects with unique names (errors name
-/// the rule's index and field).
-pub fn rule_list(o: &Object) -> Result<Vec<Value>, ConfigError> {
-    let Some(Value::Array(rule_values)) = o.get("rules") else {
-        return Err(invalid("rules", "expected a list of rule objects"));
-    };
-    if rule_values.len() > crate::storm::MAX_RULES {
-        return Err(invalid("rules", "at most 100 rules"));
-    }
-    let mut names = std::collections::HashSet::new();
-    for (i, r) in rule_values.iter().enumerate() {
-        let rule = Rule::from_value(r).map_err(|e| e.within(&format!("rules[{i}]")))?;
-        if !names.insert(rule.name.clone()) {
-            return Err(invalid(
-                &format!("rules[{i}].name"),
-                &format!("duplicate rule name {:?}", rule.name.to_lossy()),
-            ));
-        }
-    }
-    Ok(rule_values.clone())
-}
-
-fn string_field(o: &Object, key: &str, required: bool) -> Result<String, ConfigError> {
-    match o.get(key) {
-        None if !required => Ok(String::new()),
-        Some(Value::Str(t)) if !required || !t.is_empty() => Ok(t.to_lossy()),
-        _ => Err(ConfigError::new("Invalid scenario file")
-            .at(key)
-            .because(if required {
-                "expected a non-empty string"
-            } else {
-                "expected a string"
-            })),
-    }
-}
-
 impl ScenarioFile {
     /// The file for a bundled scenario, with the demo's defaults.
     pub fn bundled(name: &str) -> Option<ScenarioFile> {
         let scenario = super::scenario::bundled(name)?;
         Some(ScenarioFile {
-            world: "shipping".into(),
             scenario,
             config: RunConfig::default(),
             policy: PolicyChoice::All,
@@ -172,30 +109,8 @@ impl ScenarioFile {
 
     /// Validates a parsed scenario document.
     pub fn from_value(v: &Value) -> Result<ScenarioFile, ConfigError> {
-        let o = require_keys(v, &REQUIRED, &OPTIONAL).map_err(|e| ConfigError {
-            message: "Invalid scenario file",
-            path: e.path,
-            detail: e.detail.or(Some(e.message.into())),
-        })?;
-        let bad = |key: &str, why: &str| {
-            ConfigError::new("Invalid scenario file")
-                .at(key)
-                .because(why)
-        };
-        if !matches!(o.get("schema_version"), Some(Value::Int(i)) if i.as_i64() == Some(SCENARIO_SCHEMA_VERSION))
-        {
-            return Err(bad("schema_version", "expected 1"));
-        }
-        let world = string_field(o, "world", true)?;
-        if !WORLDS.contains(&world.as_str()) {
-            return Err(bad(
-                "world",
-                &format!(
-                    "unknown world {world:?}; expected one of: {}",
-                    WORLDS.join(", ")
-                ),
-            ));
-        }
+        let o = head(v, &REQUIRED, &OPTIONAL, WORLD)?;
+        let bad = invalid;
         let seed = seed_field(o)?;
         let max_calls = match o.get("max_calls") {
             Some(Value::Int(i)) => i.as_i64().filter(|n| LAB_MAX_CALLS.contains(n)),
@@ -262,12 +177,12 @@ impl ScenarioFile {
             }
         }
         let scenario = Scenario {
-            name: string_field(o, "name", true)?,
-            title: string_field(o, "title", true)?,
-            code: string_field(o, "code", false)?,
-            category: string_field(o, "category", false)?,
-            description: string_field(o, "description", false)?,
-            lesson: string_field(o, "lesson", false)?,
+            name: text_field(o, "name", true)?,
+            title: text_field(o, "title", true)?,
+            code: text_field(o, "code", false)?,
+            category: text_field(o, "category", false)?,
+            description: text_field(o, "description", false)?,
+            lesson: text_field(o, "lesson", false)?,
             rules: rule_values,
             checks,
         };
@@ -279,7 +194,6 @@ impl ScenarioFile {
         // The probability override must also give valid rules.
         scenario_rules(&scenario, probability)?;
         Ok(ScenarioFile {
-            world,
             scenario,
             config,
             policy,
@@ -294,28 +208,12 @@ impl ScenarioFile {
         ScenarioFile::from_value(&v)
     }
 
-    /// Reads a scenario file.
-    pub fn load(path: &Path) -> Result<ScenarioFile, crate::error::Error> {
-        let bytes = crate::fsread::read_document(path).map_err(|e| {
-            crate::error::Error::raised("OSError", format!("{}: {e}", path.display()))
-        })?;
-        if bytes.len() > crate::json::MAX_DOCUMENT_BYTES {
-            return Err(ConfigError::new("Invalid scenario file")
-                .because("the file exceeds 8,000,000 bytes")
-                .into());
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            ConfigError::new("Invalid scenario file").because(format!("not UTF-8: {e}"))
-        })?;
-        Ok(ScenarioFile::from_text(&text)?)
-    }
-
     /// The document, with every rule field spelled out.
     pub fn to_value(&self) -> Value {
         let s = &self.scenario;
         let mut o = Object::new();
-        o.push("schema_version", SCENARIO_SCHEMA_VERSION);
-        o.push("world", self.world.as_str());
+        o.push("schema_version", SCHEMA_VERSION);
+        o.push("world", WORLD);
         o.push("name", s.name.as_str());
         o.push("title", s.title.as_str());
         o.push("code", s.code.as_str());

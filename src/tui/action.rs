@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use super::document::Document;
+use super::focus::Focus;
+use crate::document::{Document, Error};
 
 /// A change the user or the runtime asks for.
 #[derive(Clone, Debug)]
@@ -60,21 +61,20 @@ pub enum Action {
     ToggleHelp,
     /// Close an overlay or the filter; quit from plain browsing.
     Back,
-    /// A mouse click at a cell.
+    /// A mouse click, resolved against the drawn screen at the edge (the runtime asks the
+    /// view what is under the cell).
     Click {
-        /// Column.
-        col: u16,
-        /// Row.
-        row: u16,
+        /// The pane clicked, if any.
+        pane: Option<Focus>,
+        /// The call on the timeline row clicked, if any.
+        call: Option<usize>,
     },
-    /// Mouse wheel over a cell.
+    /// The mouse wheel, over a pane (or none).
     Wheel {
         /// Down (true) or up.
         down: bool,
-        /// Column.
-        col: u16,
-        /// Row.
-        row: u16,
+        /// The pane under the pointer, if any.
+        pane: Option<Focus>,
     },
     /// The terminal was resized.
     Resize(u16, u16),
@@ -83,7 +83,7 @@ pub enum Action {
     /// The open file changed on disk.
     FileChanged,
     /// A reload finished.
-    Reloaded(Result<Box<Document>, String>),
+    Reloaded(Result<Box<Document>, Error>),
 
     // The runner: editing, rerunning, comparing and writing.
     /// Open or close the rule editor.
@@ -141,7 +141,7 @@ pub enum Action {
     /// An answer to a question (`y`, `n`, `d`, `m`).
     Answer(char),
     /// A rerun finished.
-    Reran(Result<Box<Document>, String>),
+    Reran(Result<Box<Document>, Error>),
     /// The target exists and is not the open file: ask before overwriting.
     ConfirmOverwrite(WriteKind, PathBuf),
     /// A write finished.

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use ratatui::layout::Rect;
 
 use super::action::{Action, Command, WriteKind};
-use super::document::{Document, RunTab};
-use super::view;
+pub use super::focus::Focus;
+use crate::document::{Document, Error, Run};
 use crate::report::Call;
 use crate::timeline::Timeline;
 
@@ -65,36 +65,6 @@ pub struct EditCursor {
     pub field: usize,
 }
 
-/// Which pane has focus (scroll keys and the wheel act on it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Focus {
-    /// The invocation list.
-    Timeline,
-    /// The selected call's details.
-    Details,
-    /// Per-rule coverage.
-    Coverage,
-    /// The effect ledger.
-    Effects,
-    /// Contract verdicts.
-    Verdicts,
-}
-
-impl Focus {
-    const ORDER: [Focus; 5] = [
-        Focus::Timeline,
-        Focus::Details,
-        Focus::Coverage,
-        Focus::Effects,
-        Focus::Verdicts,
-    ];
-
-    fn shift(self, by: isize) -> Focus {
-        let i = Focus::ORDER.iter().position(|f| *f == self).unwrap_or(0) as isize;
-        Focus::ORDER[(i + by).rem_euclid(Focus::ORDER.len() as isize) as usize]
-    }
-}
-
 /// Whether the status line reports a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusKind {
@@ -134,7 +104,7 @@ pub struct App {
     /// Where `w` saves the scenario (`None`: ask).
     pub save_path: Option<PathBuf>,
     /// The runs before the last rerun, for the compare view.
-    pub previous: Option<Vec<RunTab>>,
+    pub previous: Option<Vec<Run>>,
     /// What the main area shows.
     pub screen: Screen,
     /// The rule editor's selection.
@@ -177,7 +147,7 @@ impl App {
     }
 
     /// The shown run.
-    pub fn tab(&self) -> &RunTab {
+    pub fn tab(&self) -> &Run {
         &self.doc.runs[self.run.min(self.doc.runs.len().saturating_sub(1))]
     }
 
@@ -321,9 +291,16 @@ impl App {
                     Mode::Help
                 };
             }
-            Action::Click { col, row } => self.click(col, row),
-            Action::Wheel { down, col, row } => {
-                if let Some(f) = view::pane_at(self, col, row) {
+            Action::Click { pane, call } => {
+                if let Some(pane) = pane {
+                    self.focus = pane;
+                }
+                if call.is_some() {
+                    self.move_to(call, "call");
+                }
+            }
+            Action::Wheel { down, pane } => {
+                if let Some(f) = pane {
                     self.focus = f;
                 }
                 self.scroll_or_step(if down { 1 } else { -1 });
@@ -407,7 +384,7 @@ impl App {
         };
     }
 
-    fn reloaded(&mut self, result: Result<Box<Document>, String>) {
+    fn reloaded(&mut self, result: Result<Box<Document>, Error>) {
         match result {
             Ok(doc) if self.editor.is_some() => self.reloaded_while_editing(doc),
             Ok(doc) => {
@@ -417,20 +394,18 @@ impl App {
                 self.restore_cursor(keep);
                 self.info("reloaded from disk".into());
             }
+            // Gone (deleted, or mid-replace by an editor): wait for it to come back.
+            Err(e) if e.is_missing() => {
+                self.status = "the file was removed from disk; still showing the last version \
+                               (it reloads when the file is back)"
+                    .into();
+                self.status_kind = StatusKind::Error;
+            }
             Err(e) => {
                 self.status =
                     format!("file on disk is invalid, still showing the last good version: {e}");
                 self.status_kind = StatusKind::Error;
             }
-        }
-    }
-
-    fn click(&mut self, col: u16, row: u16) {
-        if let Some(pane) = view::pane_at(self, col, row) {
-            self.focus = pane;
-        }
-        if let Some(index) = view::timeline_row_at(self, col, row) {
-            self.move_to(Some(index), "call");
         }
     }
 }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::action::{Action, Command, WriteKind};
 use super::app::{App, Mode, Question, Screen, StatusKind};
-use super::document::{self, DocKind, Document, RunTab};
 use crate::cassette::Cassette;
+use crate::document::{DocKind, Document, Error, Run};
 use crate::error::ConfigError;
 use crate::json::pretty;
 use crate::lab::compare::{RunDiff, compare};
@@ -461,7 +461,7 @@ impl App {
         self.diff().map_or_else(String::new, |d| d.summary())
     }
 
-    fn reran(&mut self, result: Result<Box<Document>, String>) {
+    fn reran(&mut self, result: Result<Box<Document>, Error>) {
         match result {
             Ok(doc) => {
                 let summary = self.replace_runs(*doc);
@@ -482,7 +482,7 @@ impl App {
     }
 
     /// The previous run matching the shown one (same label, else the first).
-    pub fn previous_tab(&self) -> Option<&RunTab> {
+    pub fn previous_tab(&self) -> Option<&Run> {
         let prev = self.previous.as_ref()?;
         prev.iter()
             .find(|t| t.label == self.tab().label)
@@ -503,18 +503,19 @@ impl App {
 }
 
 /// Runs the editor's scenario (every policy it names) as a new document.
-pub fn rerun(app: &App) -> Result<Box<Document>, String> {
-    let editor = app.editor.as_ref().ok_or("nothing to rerun")?;
-    document::from_scenario(app.doc.path.clone(), editor.file()).map(Box::new)
+pub fn rerun(app: &App) -> Result<Box<Document>, Error> {
+    let Some(editor) = app.editor.as_ref() else {
+        return Err(Error::run(
+            None,
+            ConfigError::new("Nothing to rerun").because("no scenario is being edited"),
+        ));
+    };
+    Document::run_shipping(app.doc.path.clone(), editor.file()).map(Box::new)
 }
 
 fn lab_runs(file: &ScenarioFile) -> Result<Vec<LabRun>, String> {
-    file.policy
-        .policies()
-        .into_iter()
-        .map(|p| lab::run(&file.scenario, p, &file.config))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("ConfigurationError: {e}"))
+    lab::run_policies(&file.scenario, &file.policy.policies(), &file.config)
+        .map_err(|e| Error::run(None, e).to_string())
 }
 
 /// The bytes a write produces: the scenario text, the shown run's cassette, or the verdicts
@@ -534,11 +535,7 @@ pub fn content(app: &App, kind: WriteKind) -> Result<String, String> {
         WriteKind::Verdicts => {
             let f = file()?;
             let runs = lab_runs(f)?;
-            Ok(pretty(&crate::cli::lab_run::verdicts_value(
-                &f.scenario.name,
-                &f.config,
-                &runs,
-            )) + "\n")
+            Ok(pretty(&lab::verdicts_value(&f.scenario.name, &f.config, &runs)) + "\n")
         }
     }
 }

@@ -12,9 +12,10 @@ use ratatui::backend::Backend;
 
 use super::action::{Action, Command, WriteKind};
 use super::app::App;
-use super::document;
 use super::keymap;
 use super::runner;
+use super::view;
+use crate::document::{Document, Error};
 
 /// Something that happened outside the app.
 #[derive(Debug)]
@@ -35,23 +36,18 @@ pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
         Event::Terminal(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
             keymap::map(k, &app.mode).into_iter().collect()
         }
-        Event::Terminal(TermEvent::Mouse(m)) => match m.kind {
-            MouseEventKind::Down(_) => vec![Action::Click {
-                col: m.column,
-                row: m.row,
-            }],
-            MouseEventKind::ScrollDown => vec![Action::Wheel {
-                down: true,
-                col: m.column,
-                row: m.row,
-            }],
-            MouseEventKind::ScrollUp => vec![Action::Wheel {
-                down: false,
-                col: m.column,
-                row: m.row,
-            }],
-            _ => Vec::new(),
-        },
+        Event::Terminal(TermEvent::Mouse(m)) => {
+            let pane = view::pane_at(app, m.column, m.row);
+            match m.kind {
+                MouseEventKind::Down(_) => vec![Action::Click {
+                    pane,
+                    call: view::timeline_row_at(app, m.column, m.row),
+                }],
+                MouseEventKind::ScrollDown => vec![Action::Wheel { down: true, pane }],
+                MouseEventKind::ScrollUp => vec![Action::Wheel { down: false, pane }],
+                _ => Vec::new(),
+            }
+        }
         Event::Terminal(TermEvent::Resize(w, h)) => vec![Action::Resize(w, h)],
         Event::Terminal(_) => Vec::new(),
     }
@@ -62,8 +58,8 @@ pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
 pub fn perform(command: Command, app: &App) -> Action {
     match command {
         Command::Reload => match &app.doc.path {
-            Some(p) => Action::Reloaded(document::open(p).map(Box::new)),
-            None => Action::Reloaded(document::bundled().map(Box::new)),
+            Some(p) => Action::Reloaded(Document::open(p).map(Box::new)),
+            None => Action::Reloaded(Document::bundled().map(Box::new)),
         },
         Command::Rerun => Action::Reran(runner::rerun(app)),
         Command::CheckDeterminism => Action::DeterminismChecked(runner::determinism(app)),
@@ -76,7 +72,7 @@ pub fn perform(command: Command, app: &App) -> Action {
             }
             let result = runner::content(app, kind).and_then(|text| {
                 crate::atomic::write(&path, text.as_bytes())
-                    .map_err(|e| crate::cli::os_error(&path, &e))
+                    .map_err(|e| Error::io(&path, e).to_string())
             });
             Action::Written(kind, path, result)
         }

@@ -87,13 +87,15 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
         .chain(args.iter().copied())
         .map(OsString::from)
         .collect();
-    let code = toolstorm::cli::run(
+    let code = toolstorm::cli::dispatch(
         argv,
         &mut toolstorm::cli::Io {
             out: &mut out,
             err: &mut err,
         },
-    );
+    )
+    .code()
+    .expect("a command, not the explorer");
     (
         code,
         String::from_utf8_lossy(&out).into_owned(),

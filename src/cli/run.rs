@@ -1,0 +1,122 @@
+//! `run FILE`: run a scenario file of any world headlessly. The library opens and runs it
+//! ([`crate::document`]); this module turns flags into settings and prints the result: a
+//! shipping scenario as `demo` prints (plus `--verdict`, `--save-scenario`), an Orbit scenario
+//! as the executor's log.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::output::{OutputFlags, emit, write_file};
+use super::{Io, PyInt, orbit, py_int};
+use crate::document::{self, Error, Scenario, ScenarioRun, Settings};
+use crate::executor::approval::NoTerminal;
+use crate::lab::scenario_file::{PolicyChoice, ScenarioFile};
+
+/// Flags of `run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The scenario file
+    file: PathBuf,
+    /// Override the file's policy (optimistic, retry, resilient, all)
+    #[arg(long, value_parser = ["optimistic", "retry", "resilient", "all"])]
+    policy: Option<String>,
+    /// Override the file's seed
+    #[arg(long, value_parser = py_int, allow_hyphen_values = true)]
+    seed: Option<PyInt>,
+    /// Override every rule's probability
+    #[arg(long, value_parser = super::parse_python_float, allow_hyphen_values = true)]
+    probability: Option<f64>,
+    /// Override the file's call budget (1-20)
+    #[arg(long, value_parser = py_int, allow_hyphen_values = true)]
+    max_calls: Option<PyInt>,
+    #[command(flatten)]
+    out: OutputFlags,
+    /// Save the contract verdicts as JSON
+    #[arg(long)]
+    verdict: Option<PathBuf>,
+    /// Save the scenario as run (with --policy/--seed/--probability/--max-calls applied)
+    #[arg(long)]
+    save_scenario: Option<PathBuf>,
+    /// Folder for the Orbit tracker's file (orbit scenarios; default: a fresh temp folder)
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// The flags as settings; a value outside the integers the engine takes is kept out of
+    /// range, so the library refuses it with its own message.
+    fn settings(&self) -> Settings {
+        Settings {
+            policy: self.policy.as_deref().and_then(PolicyChoice::parse),
+            seed: self.seed.map(|s| s.0.unwrap_or(i64::MAX)),
+            probability: self.probability,
+            max_calls: self.max_calls.map(|m| m.0.unwrap_or(i64::MAX)),
+            work_dir: self.work_dir.clone(),
+        }
+    }
+
+    /// The first flag given that only shipping scenarios take.
+    fn lab_only_flag(&self) -> Option<&'static str> {
+        [
+            ("--policy", self.policy.is_some()),
+            ("--probability", self.probability.is_some()),
+            ("--max-calls", self.max_calls.is_some()),
+            ("--verdict", self.verdict.is_some()),
+            ("--save-scenario", self.save_scenario.is_some()),
+            ("--fail-on-contract", self.out.fail_on_contract),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    }
+}
+
+/// Runs `run`.
+pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
+    let scenario = match document::open_scenario(&a.file) {
+        Ok(s) => s,
+        Err(e) => return io.fail(&e),
+    };
+    let mut settings = a.settings();
+    if let Scenario::Orbit(_) = &scenario {
+        if let Some(flag) = a.lab_only_flag() {
+            return io.fail(format!(
+                "ValueError: {flag} applies to shipping scenarios, not to orbit scenario files"
+            ));
+        }
+        settings.work_dir = Some(a.work_dir.clone().unwrap_or_else(orbit::fresh_work_dir));
+    }
+    let result = match scenario.run(Some(&a.file), &settings, &mut NoTerminal) {
+        Ok(r) => r,
+        Err(e) => return io.fail(&e),
+    };
+    match result {
+        ScenarioRun::Orbit(r) => orbit::print_run(&r, &a.out, io),
+        ScenarioRun::Lab(lab) => {
+            let code = emit(
+                &lab.file.scenario,
+                lab.file.policy,
+                &lab.file.config,
+                &lab.runs,
+                &a.out,
+                a.verdict.as_deref(),
+                io,
+            );
+            match &a.save_scenario {
+                Some(path) if code != crate::exit::USAGE => {
+                    save_scenario(path, &lab.file, io).map_or_else(|c| c, |()| code)
+                }
+                _ => code,
+            }
+        }
+    }
+}
+
+/// Writes the scenario as run, after checking the overrides still make a valid file.
+fn save_scenario(path: &std::path::Path, file: &ScenarioFile, io: &mut Io<'_>) -> Result<(), i32> {
+    let text = file.to_text();
+    if let Err(e) = ScenarioFile::from_text(&text) {
+        return Err(io.fail(Error::invalid(Some(path), e)));
+    }
+    write_file(path, &text, io)
+}

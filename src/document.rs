@@ -1,0 +1,362 @@
+//! One way in: what is this file and what does it hold. A file is read once with the bounded
+//! reader, recognised — a cassette or bare report, a run file, a comparison, or a scenario file
+//! of some world — validated, and returned as typed data; or the reason it cannot be used, as
+//! one [`Error`] whose `Display` is the line both faces print.
+//!
+//! Three ways to ask, one reading path:
+//! - [`open_trace`]: the reference's semantics for `inspect`, `check` and `replay` (traces only).
+//! - [`open_scenario`]: a scenario file of any world, for `run`.
+//! - [`Document::open`]: anything; a scenario is run on open. This is what the explorer shows.
+//!
+//! ```
+//! use toolstorm::document::Document;
+//!
+//! let doc = Document::open("cassettes/incident.json".as_ref())?;
+//! for run in &doc.runs {
+//!     let passed = run.checks.iter().all(|c| c.passed);
+//!     println!("{}: {} calls, {}", run.label, run.timeline.report().calls.len(),
+//!              if passed { "PASS" } else { "FAIL" });
+//! }
+//! // The incident is a lost acknowledgement that committed twice: `check` fails it.
+//! assert!(!doc.runs[0].checks.iter().all(|c| c.passed));
+//! # Ok::<(), toolstorm::document::Error>(())
+//! ```
+
+mod error;
+mod scenario;
+
+use std::path::{Path, PathBuf};
+
+pub use error::{Error, OsError, Problem};
+pub use scenario::{LabRuns, Scenario, ScenarioRun, Settings, World};
+
+use crate::cassette::{self, Cassette, Utf8Problem, json_error};
+use crate::contract::Check;
+use crate::executor::approval::{NoTerminal, Prompt};
+use crate::executor::batch::BatchResult;
+use crate::executor::scenario::ExecutorScenario;
+use crate::json::{MAX_DOCUMENT_BYTES, Value, parse};
+use crate::lab::Policy;
+use crate::lab::scenario_file::ScenarioFile;
+use crate::scenario_fields::invalid;
+use crate::timeline::Timeline;
+
+/// The lost-acknowledgement incident shipped with the binary, opened when no file is given.
+pub const BUNDLED_INCIDENT: &str = include_str!("../cassettes/incident.json");
+/// The name shown for the bundled incident.
+pub const BUNDLED_NAME: &str = "cassettes/incident.json (bundled)";
+/// The call budget `check` judges traces against unless told otherwise.
+pub const DEFAULT_MAX_CALLS: i64 = 100;
+
+/// What kind of file is open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocKind {
+    /// A bare report or cassette.
+    Cassette,
+    /// A run file (`report` inside).
+    RunFile,
+    /// A comparison (`runs`).
+    Comparison,
+    /// A scenario file, run on open.
+    Scenario,
+}
+
+impl DocKind {
+    /// Short label for the header.
+    pub fn label(self) -> &'static str {
+        match self {
+            DocKind::Cassette => "cassette",
+            DocKind::RunFile => "run",
+            DocKind::Comparison => "comparison",
+            DocKind::Scenario => "scenario",
+        }
+    }
+}
+
+/// The traces a cassette, run file or comparison holds, validated as the reference does.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    /// Cassette, run file or comparison.
+    pub kind: DocKind,
+    /// Each run's recorded policy name, when the file has one.
+    pub labels: Vec<Option<String>>,
+    /// Each run's cassette, in file order (at least one).
+    pub cassettes: Vec<Cassette>,
+}
+
+/// What a file holds, before anything runs.
+#[derive(Clone, Debug)]
+pub enum Contents {
+    /// Recorded traces.
+    Trace(Trace),
+    /// A scenario to run.
+    Scenario(Scenario),
+}
+
+/// One run the user can step through.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Label (policy name or `run N`).
+    pub label: String,
+    /// The policy, when known.
+    pub policy: Option<Policy>,
+    /// The recorded run.
+    pub timeline: Timeline,
+    /// The verdict for the whole run (the lab's full contract, or `check`'s).
+    pub checks: Vec<Check>,
+    /// Call budget the verdicts use.
+    pub max_calls: i64,
+    /// Report digest.
+    pub digest: String,
+    /// For executor runs: each batch's lanes, envelopes and log (empty otherwise).
+    pub batches: Vec<BatchResult>,
+}
+
+/// An open document: its runs, and the scenario they come from when there is one.
+#[derive(Clone, Debug)]
+pub struct Document {
+    /// Where it came from (`None` for the bundled incident).
+    pub path: Option<PathBuf>,
+    /// What it is.
+    pub kind: DocKind,
+    /// Its runs (at least one).
+    pub runs: Vec<Run>,
+    /// The shipping scenario the runs come from, when known (scenario files, and after an
+    /// edit); the runner edits and reruns it.
+    pub scenario: Option<ScenarioFile>,
+    /// The executor scenario, for Orbit files (re-run with a person's approvals in the TUI).
+    pub orbit: Option<ExecutorScenario>,
+}
+
+/// Reads `path` once (bounded) and parses it as JSON, with the reference's limits.
+pub fn read_json(path: &Path) -> Result<Value, Error> {
+    let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
+    parse_json(path, &bytes)
+}
+
+/// Parses bytes read from `path` (or a stream named so) as JSON, with the reference's limits.
+pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value, Error> {
+    if bytes.len() > MAX_DOCUMENT_BYTES {
+        return Err(Error::new(path, Problem::TooLarge));
+    }
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Error::new(path, Problem::NotUtf8(Utf8Problem::new(bytes, &e))))?;
+    parse(text).map_err(|e| Error::invalid(Some(path), json_error(&e)))
+}
+
+/// Validates a parsed scenario document of the world it names. A document without a `world`
+/// is read as a shipping scenario (so the message says what is missing).
+fn scenario_from_value(path: &Path, value: &Value) -> Result<Scenario, Error> {
+    let world = match value.as_object().and_then(|o| o.get("world")) {
+        None => World::Shipping,
+        Some(w) => match w.as_str().and_then(World::parse) {
+            Some(world) => world,
+            None => {
+                let names: Vec<&str> = World::ALL.iter().map(|w| w.as_str()).collect();
+                let why = match w.as_str() {
+                    Some(name) => format!(
+                        "unknown world {name:?}; expected one of: {}",
+                        names.join(", ")
+                    ),
+                    None => "expected a non-empty string".to_owned(),
+                };
+                return Err(Error::invalid(Some(path), invalid("world", &why)));
+            }
+        },
+    };
+    let parsed = match world {
+        World::Shipping => ScenarioFile::from_value(value).map(Scenario::Shipping),
+        World::Orbit => ExecutorScenario::from_value(value).map(Scenario::Orbit),
+    };
+    parsed.map_err(|e| Error::invalid(Some(path), e))
+}
+
+/// The document's kind and the policy name of each run, when recorded.
+fn trace_labels(value: &Value) -> (DocKind, Vec<Option<String>>) {
+    let policy = |v: &Value| {
+        v.as_object()
+            .and_then(|o| o.get("policy"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    match value.as_object() {
+        Some(o) if o.contains_key("runs") => {
+            let runs = o
+                .get("runs")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().map(policy).collect())
+                .unwrap_or_default();
+            (DocKind::Comparison, runs)
+        }
+        Some(o) if o.contains_key("report") => (DocKind::RunFile, vec![policy(value)]),
+        _ => (DocKind::Cassette, Vec::new()),
+    }
+}
+
+/// The traces of a parsed trace document.
+fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
+    let (kind, labels) = trace_labels(&value);
+    let cassettes = cassette::document_cassettes(path, value).map_err(Error::from)?;
+    Ok(Trace {
+        kind,
+        labels,
+        cassettes,
+    })
+}
+
+/// Reads `path` and says what it holds: traces (validated) or a scenario (validated, not run).
+/// A top-level `world` key makes a scenario file.
+pub fn read(path: &Path) -> Result<Contents, Error> {
+    let value = read_json(path)?;
+    if value.as_object().is_some_and(|o| o.contains_key("world")) {
+        scenario_from_value(path, &value).map(Contents::Scenario)
+    } else {
+        trace_from_value(path, value).map(Contents::Trace)
+    }
+}
+
+/// Reads `path` as the reference reads traces (`inspect`, `check`, `replay`): a bare report, a
+/// run file or a comparison, with its limits, verdicts and messages.
+pub fn open_trace(path: &Path) -> Result<Trace, Error> {
+    trace_from_value(path, read_json(path)?)
+}
+
+/// Reads `path` as a scenario file of any world (`run`).
+pub fn open_scenario(path: &Path) -> Result<Scenario, Error> {
+    scenario_from_value(path, &read_json(path)?)
+}
+
+impl Document {
+    /// Opens any file; a scenario is run with its own settings, and an interactive approver
+    /// has no one to ask (it denies).
+    pub fn open(path: &Path) -> Result<Document, Error> {
+        Document::open_with(path, &mut NoTerminal)
+    }
+
+    /// [`Document::open`], with `prompt` answering an interactive approver.
+    pub fn open_with(path: &Path, prompt: &mut dyn Prompt) -> Result<Document, Error> {
+        match read(path)? {
+            Contents::Trace(t) => Document::from_trace(Some(path.to_path_buf()), t),
+            Contents::Scenario(s) => {
+                let run = s.run(Some(path), &Settings::default(), prompt)?;
+                Document::from_run(Some(path.to_path_buf()), &s, run)
+            }
+        }
+    }
+
+    /// The bundled lost-acknowledgement incident.
+    pub fn bundled() -> Result<Document, Error> {
+        let name = Path::new(BUNDLED_NAME);
+        let c = Cassette::loads(BUNDLED_INCIDENT).map_err(|e| Error::invalid(Some(name), e))?;
+        let trace = Trace {
+            kind: DocKind::Cassette,
+            labels: vec![None],
+            cassettes: vec![c],
+        };
+        Document::from_trace(None, trace)
+    }
+
+    /// The runs of recorded traces, judged as `check` judges them.
+    pub fn from_trace(path: Option<PathBuf>, trace: Trace) -> Result<Document, Error> {
+        let max_calls = DEFAULT_MAX_CALLS;
+        let summary = cassette::check(&trace.cassettes, max_calls)
+            .map_err(|e| Error::invalid(path.as_deref(), e))?;
+        let runs = trace
+            .cassettes
+            .into_iter()
+            .zip(summary.runs)
+            .enumerate()
+            .map(|(i, (c, checks))| {
+                let name = trace.labels.get(i).cloned().flatten();
+                Run {
+                    label: name.clone().unwrap_or_else(|| format!("run {}", i + 1)),
+                    policy: name.as_deref().and_then(Policy::parse),
+                    digest: c.digest(),
+                    timeline: Timeline::new(c.report),
+                    checks,
+                    max_calls,
+                    batches: Vec::new(),
+                }
+            })
+            .collect();
+        Ok(Document {
+            path,
+            kind: trace.kind,
+            runs,
+            scenario: None,
+            orbit: None,
+        })
+    }
+
+    /// The runs of a scenario that has run.
+    pub fn from_run(
+        path: Option<PathBuf>,
+        scenario: &Scenario,
+        run: ScenarioRun,
+    ) -> Result<Document, Error> {
+        let (runs, scenario_file, orbit) = match run {
+            ScenarioRun::Lab(lab) => {
+                let runs = lab
+                    .runs
+                    .into_iter()
+                    .map(|r| Run {
+                        label: r.policy.as_str().to_owned(),
+                        policy: Some(r.policy),
+                        digest: r.digest,
+                        checks: r.checks,
+                        max_calls: r.config.max_calls,
+                        timeline: Timeline::new(r.report),
+                        batches: Vec::new(),
+                    })
+                    .collect();
+                (runs, Some(lab.file), None)
+            }
+            ScenarioRun::Orbit(o) => {
+                let o = *o;
+                // An executor run is judged as `check` judges its cassette.
+                let checks = Cassette::from_report(&o.report)
+                    .and_then(|c| cassette::check(&[c], DEFAULT_MAX_CALLS))
+                    .map_err(|e| Error::run(path.as_deref(), e))?
+                    .runs
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default();
+                let run = Run {
+                    label: "executor".into(),
+                    policy: None,
+                    digest: o.digest,
+                    timeline: Timeline::new(o.report),
+                    checks,
+                    max_calls: DEFAULT_MAX_CALLS,
+                    batches: o.batches,
+                };
+                let orbit = match scenario {
+                    Scenario::Orbit(s) => Some(s.clone()),
+                    Scenario::Shipping(_) => None,
+                };
+                (vec![run], None, orbit)
+            }
+        };
+        Ok(Document {
+            path,
+            kind: DocKind::Scenario,
+            runs,
+            scenario: scenario_file,
+            orbit,
+        })
+    }
+
+    /// Runs a shipping scenario (the editor's, or a file's) and opens its runs.
+    pub fn run_shipping(path: Option<PathBuf>, file: &ScenarioFile) -> Result<Document, Error> {
+        let scenario = Scenario::Shipping(file.clone());
+        let run = scenario.run(path.as_deref(), &Settings::default(), &mut NoTerminal)?;
+        Document::from_run(path, &scenario, run)
+    }
+
+    /// The name shown in the header.
+    pub fn name(&self) -> String {
+        self.path
+            .as_ref()
+            .map_or_else(|| BUNDLED_NAME.to_owned(), |p| p.display().to_string())
+    }
+}

@@ -1,0 +1,211 @@
+//! The document layer: one way in for every kind of file. Each kind is recognised and opened
+//! with its runs and checks; each failure is a typed error the faces can match on, with one
+//! line naming the file, the JSON path and the reason; scenario files of every world run
+//! through one library call.
+
+mod common;
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use toolstorm::document::{
+    self, Contents, DocKind, Document, Error, Problem, Scenario, ScenarioRun, Settings, World,
+};
+use toolstorm::executor::approval::NoTerminal;
+use toolstorm::lab::Policy;
+use toolstorm::lab::scenario_file::PolicyChoice;
+use toolstorm::tui::action::Action;
+use toolstorm::tui::app::{App, StatusKind};
+use toolstorm::tui::runtime::dispatch;
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-docs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir.join(name)
+}
+
+#[test]
+fn every_kind_of_file_is_recognised() {
+    let cases = [
+        ("cassettes/incident.json", DocKind::Cassette, 1),
+        ("cassettes/lost-ack-comparison.json", DocKind::Comparison, 3),
+        (
+            "tests/fixtures/reference/demo/lost_ack.retry.run.json",
+            DocKind::RunFile,
+            1,
+        ),
+        ("scenarios/lost_ack.json", DocKind::Scenario, 3),
+        ("scenarios/orbit-parallel.json", DocKind::Scenario, 1),
+    ];
+    for (rel, kind, runs) in cases {
+        let doc = Document::open(&repo(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert_eq!(doc.kind, kind, "{rel}");
+        assert_eq!(doc.runs.len(), runs, "{rel}");
+        assert!(
+            doc.runs.iter().all(|r| !r.checks.is_empty()),
+            "{rel}: judged"
+        );
+    }
+    // A run file keeps its policy's name; a comparison labels every run.
+    let run = Document::open(&repo(
+        "tests/fixtures/reference/demo/lost_ack.retry.run.json",
+    ))
+    .expect("run file");
+    assert_eq!(run.runs[0].policy, Some(Policy::Retry));
+    let cmp = Document::open(&repo("cassettes/lost-ack-comparison.json")).expect("comparison");
+    let labels: Vec<&str> = cmp.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["optimistic", "retry", "resilient"]);
+}
+
+#[test]
+fn read_says_what_a_file_holds_without_running_it() {
+    match document::read(&repo("scenarios/orbit-injection.json")).expect("reads") {
+        Contents::Scenario(s) => {
+            assert_eq!(s.world(), World::Orbit);
+            assert!(!s.title().is_empty());
+        }
+        Contents::Trace(_) => panic!("an orbit scenario is not a trace"),
+    }
+    match document::read(&repo("cassettes/incident.json")).expect("reads") {
+        Contents::Trace(t) => {
+            assert_eq!(t.kind, DocKind::Cassette);
+            assert_eq!(t.cassettes.len(), 1);
+        }
+        Contents::Scenario(_) => panic!("a cassette is not a scenario"),
+    }
+}
+
+#[test]
+fn a_missing_file_and_an_invalid_file_are_different_errors() {
+    let missing = Document::open(&scratch("not-there.json")).expect_err("missing");
+    assert!(missing.is_missing());
+    match &missing.problem {
+        Problem::Unreadable(e) => assert_eq!(e.0.kind(), ErrorKind::NotFound),
+        other => panic!("want Unreadable, got {other:?}"),
+    }
+    assert_eq!(missing.class_name(), "FileNotFoundError");
+
+    let bad = scratch("bad-rule.json");
+    let text = std::fs::read_to_string(repo("scenarios/lost_ack.json"))
+        .expect("read")
+        .replacen("\"response_lost\"", "\"explode\"", 1);
+    std::fs::write(&bad, text).expect("write");
+    let invalid = Document::open(&bad).expect_err("invalid");
+    assert!(!invalid.is_missing());
+    match &invalid.problem {
+        Problem::Invalid(e) => {
+            assert_eq!(e.message, "Invalid fault rule");
+            assert_eq!(e.path.as_deref(), Some("rules[0].kind"));
+        }
+        other => panic!("want Invalid, got {other:?}"),
+    }
+    // One line: the reference's class and message, then the file, the JSON path and why.
+    assert_eq!(
+        invalid.to_string(),
+        format!(
+            "ConfigurationError: Invalid fault rule ({} at rules[0].kind: Unknown fault kind)",
+            bad.display()
+        )
+    );
+}
+
+#[test]
+fn the_explorer_tells_a_removed_file_from_a_broken_one() {
+    let path = scratch("watched.json");
+    std::fs::write(&path, common::fixture("demo/lost_ack.retry.cassette.json")).expect("write");
+    let mut app = App::new(Document::open(&path).expect("open"));
+    let calls = app.timeline().report().calls.len();
+
+    std::fs::remove_file(&path).expect("remove");
+    dispatch(&mut app, Action::FileChanged);
+    assert_eq!(app.status_kind, StatusKind::Error);
+    assert!(app.status.contains("removed"), "{}", app.status);
+    assert!(!app.status.contains("invalid"), "{}", app.status);
+    assert_eq!(
+        app.timeline().report().calls.len(),
+        calls,
+        "last version kept"
+    );
+
+    std::fs::write(&path, "{\"schema_version\": ").expect("write");
+    dispatch(&mut app, Action::FileChanged);
+    assert!(app.status.contains("invalid"), "{}", app.status);
+    assert!(!app.status.contains("removed"), "{}", app.status);
+
+    // The same two cases arrive as typed errors the app matches on, whatever their text.
+    let mut app2 = app.clone();
+    app2.update(Action::Reloaded(Err(Error::io(
+        &path,
+        std::io::Error::from(ErrorKind::NotFound),
+    ))));
+    assert!(app2.status.contains("removed"), "{}", app2.status);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn scenario_files_of_every_world_run_through_one_call() {
+    let lab = document::open_scenario(&repo("scenarios/lost_ack.json")).expect("lab");
+    let settings = Settings {
+        policy: Some(PolicyChoice::One(Policy::Retry)),
+        seed: Some(7),
+        ..Settings::default()
+    };
+    match lab.run(None, &settings, &mut NoTerminal).expect("runs") {
+        ScenarioRun::Lab(l) => {
+            assert_eq!(l.runs.len(), 1);
+            assert_eq!(l.runs[0].policy, Policy::Retry);
+            assert_eq!(l.file.config.seed, 7, "the settings are applied");
+            // The same run through the lab directly gives the same digest.
+            let direct = toolstorm::lab::run(&l.file.scenario, Policy::Retry, &l.file.config)
+                .expect("lab run");
+            assert_eq!(direct.digest, l.runs[0].digest);
+        }
+        ScenarioRun::Orbit(_) => panic!("a shipping scenario runs in the lab"),
+    }
+    let orbit = document::open_scenario(&repo("scenarios/orbit-parallel.json")).expect("orbit");
+    assert!(matches!(orbit, Scenario::Orbit(_)));
+    match orbit
+        .run(None, &Settings::default(), &mut NoTerminal)
+        .expect("runs")
+    {
+        ScenarioRun::Orbit(r) => assert!(!r.batches.is_empty()),
+        ScenarioRun::Lab(_) => panic!("an orbit scenario runs in the executor"),
+    }
+    // Settings the scenario cannot take are run errors naming the file.
+    let path = repo("scenarios/lost_ack.json");
+    let too_many = Settings {
+        max_calls: Some(99),
+        ..Settings::default()
+    };
+    let e = lab
+        .run(Some(&path), &too_many, &mut NoTerminal)
+        .expect_err("budget out of range");
+    assert!(matches!(e.problem, Problem::Run(_)));
+    assert!(
+        e.to_string()
+            .contains("Demo call budget must be between 1 and 20")
+    );
+    assert!(e.to_string().contains("lost_ack.json"));
+}
+
+#[test]
+fn traces_are_read_with_the_reference_semantics_only() {
+    // `inspect` and `check` never run a scenario: a scenario file is not a valid trace.
+    let e = document::open_trace(&repo("scenarios/lost_ack.json")).expect_err("not a trace");
+    assert_eq!(e.class_name(), "ConfigurationError");
+    let unknown_world = scratch("mars.json");
+    std::fs::write(&unknown_world, "{\"world\": \"mars\"}").expect("write");
+    let e = Document::open(&unknown_world).expect_err("unknown world");
+    assert_eq!(
+        e.config_error().and_then(|c| c.path.as_deref()),
+        Some("world")
+    );
+    assert!(
+        e.to_string().contains("expected one of: shipping, orbit"),
+        "{e}"
+    );
+}
