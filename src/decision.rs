@@ -6,13 +6,12 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::json::{Text, Value, canonical};
+use crate::json::{Text, write_text};
 
-/// One explained decision.
-#[derive(Clone, Debug, PartialEq)]
+/// One decision's draw. Only the number is kept: the hashed text can be as long as the
+/// tool name, so [`Draw::input`] rebuilds it when someone wants to see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Draw {
-    /// The canonical JSON the hash is taken over.
-    pub canonical: String,
     /// The first 64 bits of the SHA-256, big-endian.
     pub value: u64,
 }
@@ -20,20 +19,21 @@ pub struct Draw {
 impl Draw {
     /// Computes the draw for a seed, rule name, called tool and raw invocation key.
     pub fn new(seed: i64, rule: &Text, tool: &Text, key: &Text) -> Draw {
-        let input = Value::Array(vec![
-            Value::from(seed),
-            Value::Str(rule.clone()),
-            Value::Str(tool.clone()),
-            Value::Str(key.clone()),
-        ]);
-        let canonical = canonical(&input);
-        let digest = Sha256::digest(canonical.as_bytes());
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&digest[..8]);
-        Draw {
-            canonical,
-            value: u64::from_be_bytes(first),
+        Drawer::new(seed, tool, key).draw(rule)
+    }
+
+    /// The canonical JSON the hash is taken over: `[seed,"rule","tool","key"]`.
+    pub fn input(seed: i64, rule: &Text, tool: &Text, key: &Text) -> String {
+        let bytes = rule.as_wtf8().len() + tool.as_wtf8().len() + key.as_wtf8().len();
+        let mut out = String::with_capacity(24 + bytes);
+        out.push('[');
+        out.push_str(&seed.to_string());
+        for t in [rule, tool, key] {
+            out.push(',');
+            write_text(t, &mut out);
         }
+        out.push(']');
+        out
     }
 
     /// The draw as a fraction of 2^64 (for display only).
@@ -44,6 +44,46 @@ impl Draw {
     /// Whether the draw selects at `probability` (exact comparison).
     pub fn hits(&self, probability: f64) -> bool {
         hits(self.value, probability)
+    }
+}
+
+/// The draws of one call for any number of rules: the call's part of the hashed text (seed,
+/// tool, key) is encoded once, and each rule's draw hashes it without copying.
+#[derive(Clone, Debug)]
+pub struct Drawer {
+    head: String,
+    tail: String,
+}
+
+impl Drawer {
+    /// Prepares the draws for `tool`'s call keyed `key` under `seed`.
+    pub fn new(seed: i64, tool: &Text, key: &Text) -> Drawer {
+        let mut tail = String::with_capacity(tool.as_wtf8().len() + key.as_wtf8().len() + 8);
+        tail.push(',');
+        write_text(tool, &mut tail);
+        tail.push(',');
+        write_text(key, &mut tail);
+        tail.push(']');
+        Drawer {
+            head: format!("[{seed},"),
+            tail,
+        }
+    }
+
+    /// The draw for `rule`.
+    pub fn draw(&self, rule: &Text) -> Draw {
+        let mut name = String::with_capacity(rule.as_wtf8().len() + 2);
+        write_text(rule, &mut name);
+        let mut h = Sha256::new();
+        h.update(self.head.as_bytes());
+        h.update(name.as_bytes());
+        h.update(self.tail.as_bytes());
+        let digest = h.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        Draw {
+            value: u64::from_be_bytes(first),
+        }
     }
 }
 
@@ -84,7 +124,12 @@ mod tests {
             &"#1".into(),
         );
         assert_eq!(
-            d.canonical,
+            Draw::input(
+                42,
+                &"lost-receipt".into(),
+                &"create_shipment".into(),
+                &"#1".into()
+            ),
             r##"[42,"lost-receipt","create_shipment","#1"]"##
         );
         assert_eq!(d.value, 618255713456486337);

@@ -10,7 +10,7 @@ mod value;
 
 pub use encode::{
     canonical, canonical_fits, canonical_len, compact, fingerprint, one_line, pretty, quote,
-    sha256_hex, write_canonical,
+    sha256_hex, write_canonical, write_text,
 };
 pub use parse::{
     MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INT_DIGITS, ParseError, ParseErrorKind, parse,

@@ -79,6 +79,7 @@ pub mod exit;
 pub mod fsread;
 pub mod json;
 pub mod lab;
+pub mod printable;
 pub mod redact;
 pub mod report;
 pub mod rule;

@@ -236,6 +236,45 @@ pub fn duration(v: &Value) -> Result<f64, ConfigError> {
     }
 }
 
+/// Which rules' tool globs match each tool name seen so far. A run calls few distinct tools
+/// many times, so each (rule, tool name) pair is matched once, and the name's code points are
+/// decoded once for all rules. Look a call's tool up once ([`ToolMatches::row`]), then ask
+/// per rule ([`ToolMatches::eligible`]).
+#[derive(Clone, Debug, Default)]
+pub struct ToolMatches {
+    index: std::collections::HashMap<Text, usize>,
+    rows: Vec<Box<[bool]>>,
+}
+
+impl ToolMatches {
+    /// The row of `tool`: for each of `rules`, whether its glob matches.
+    pub fn row(&mut self, rules: &[Rule], tool: &Text) -> usize {
+        if let Some(&r) = self.index.get(tool) {
+            return r;
+        }
+        let points: Vec<u32> = tool.code_points().collect();
+        self.rows.push(
+            rules
+                .iter()
+                .map(|r| r.matches_tool_points(&points))
+                .collect(),
+        );
+        self.index.insert(tool.clone(), self.rows.len() - 1);
+        self.rows.len() - 1
+    }
+
+    /// Whether `rules[i]` applies to the `ordinal`-th call of the tool whose row is `row`.
+    pub fn eligible(&self, rules: &[Rule], row: usize, i: usize, ordinal: u64) -> bool {
+        let matched = self
+            .rows
+            .get(row)
+            .and_then(|r| r.get(i))
+            .copied()
+            .unwrap_or(false);
+        matched && rules.get(i).is_some_and(|r| r.covers_ordinal(ordinal))
+    }
+}
+
 /// Compares two nonnegative-or-any integers by value.
 pub fn int_cmp(a: &Int, b: &Int) -> Ordering {
     match (a, b) {
@@ -377,17 +416,26 @@ impl Rule {
         Value::Object(o)
     }
 
-    /// Whether the rule applies to this call of `tool` (its `ordinal`-th call).
+    /// Whether the rule applies to this call of `tool` (its `ordinal`-th call). Loops over
+    /// many calls should use [`ToolMatches`], which matches each tool name once.
     pub fn eligible(&self, tool: &Text, ordinal: u64) -> bool {
-        self.applies_to_ordinal(ordinal) && self.glob.matches(tool)
+        self.covers_ordinal(ordinal) && self.glob.matches(tool)
     }
 
-    fn applies_to_ordinal(&self, ordinal: u64) -> bool {
+    /// Whether the rule's `calls` (empty: every call) include this ordinal. `calls` is kept
+    /// sorted, so this is a binary search.
+    pub fn covers_ordinal(&self, ordinal: u64) -> bool {
         self.calls.is_empty()
-            || self
-                .calls
-                .iter()
-                .any(|c| c.as_i64().is_some_and(|c| c as u64 == ordinal))
+            || i64::try_from(ordinal).is_ok_and(|o| {
+                self.calls
+                    .binary_search_by(|c| int_cmp(c, &Int::Small(o)))
+                    .is_ok()
+            })
+    }
+
+    /// Whether the rule's tool glob matches a tool name given as code points.
+    pub fn matches_tool_points(&self, tool: &[u32]) -> bool {
+        self.glob.matches_code_points(tool)
     }
 
     /// Whether `selected` selections have used up the limit.

@@ -20,13 +20,13 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::{Clock, VirtualClock};
-use crate::decision::Draw;
+use crate::decision::Drawer;
 use crate::error::{ConfigError, Error, Result};
 use crate::json::float::round6;
 use crate::json::{Int, Text, Value};
 use crate::redact::Redactor;
 use crate::report::{Call, Coverage, Effect, ErrorRecord, Report, Status};
-use crate::rule::{FaultKind, Rule};
+use crate::rule::{FaultKind, Rule, ToolMatches};
 
 /// Largest seed magnitude a run accepts (JavaScript-safe integers).
 pub const MAX_SAFE_SEED: i64 = 9_007_199_254_740_991;
@@ -150,6 +150,8 @@ struct State {
     active: Vec<usize>,
     /// Invocation keys set by [`Storm::invocation`], innermost last.
     keys: Vec<Text>,
+    /// Which rules match each tool name called so far.
+    tool_matches: ToolMatches,
 }
 
 /// One run of the engine: wrap tool calls with [`Storm::call`], record commits with
@@ -340,14 +342,16 @@ impl Storm {
         st.ordinals.insert(tool.clone(), ordinal);
 
         let mut chosen: Option<usize> = None;
+        let row = st.tool_matches.row(&self.rules, &tool);
+        let drawer = Drawer::new(self.seed, &tool, &raw_key);
         for (i, rule) in self.rules.iter().enumerate() {
-            if !rule.eligible(&tool, ordinal) {
+            if !st.tool_matches.eligible(&self.rules, row, i, ordinal) {
                 continue;
             }
             st.coverage[i].eligible += 1;
             if chosen.is_none()
                 && !rule.limit_reached(st.coverage[i].selected)
-                && Draw::new(self.seed, &rule.name, &tool, &raw_key).hits(rule.probability)
+                && drawer.draw(&rule.name).hits(rule.probability)
             {
                 chosen = Some(i);
                 st.coverage[i].selected += 1;

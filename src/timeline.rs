@@ -3,14 +3,15 @@
 //! which one won and why). Pure data over a [`Report`]; the terminal UI draws it, tests check
 //! it.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::contract::{Check, Contract};
-use crate::decision::Draw;
+use crate::decision::{Draw, Drawer};
 use crate::json::{Int, Text};
 use crate::redact::MARKER;
 use crate::report::{Call, Coverage, Report};
-use crate::rule::Rule;
+use crate::rule::{Rule, ToolMatches};
 
 /// Coverage snapshots are kept every this many calls, so any step is cheap to rebuild.
 const CHECKPOINT_EVERY: usize = 256;
@@ -61,6 +62,14 @@ pub struct Timeline {
     effects_by_call: Vec<Vec<usize>>,
     /// Nesting depth per call.
     depth: Vec<usize>,
+    /// Which rules match each distinct tool name.
+    tool_matches: ToolMatches,
+    /// Per call index, its tool's row in `tool_matches`.
+    row_of_call: Vec<usize>,
+    /// The distinct tool names called, in order of first call.
+    tools: Vec<Text>,
+    /// The last call's decisions, by call index.
+    last_decisions: RefCell<Option<(usize, Vec<RuleDecision>)>>,
 }
 
 impl Timeline {
@@ -100,9 +109,26 @@ impl Timeline {
                 .map_or(0, |d: usize| d + 1);
             depth.push(d);
         }
+        let mut tool_matches = ToolMatches::default();
+        let mut tools = Vec::new();
+        let row_of_call = report
+            .calls
+            .iter()
+            .map(|c| {
+                let row = tool_matches.row(&rules, &c.tool);
+                if row == tools.len() {
+                    tools.push(c.tool.clone());
+                }
+                row
+            })
+            .collect();
         let mut t = Timeline {
             report,
             rules,
+            tool_matches,
+            row_of_call,
+            tools,
+            last_decisions: RefCell::new(None),
             checkpoints: Vec::new(),
             first_commit,
             effects_by_call,
@@ -115,17 +141,28 @@ impl Timeline {
     fn build_checkpoints(&mut self) {
         let mut cov = vec![Coverage::default(); self.rules.len()];
         self.checkpoints.push(cov.clone());
-        for (i, call) in self.report.calls.iter().enumerate() {
-            self.apply(&mut cov, call);
+        for i in 0..self.report.calls.len() {
+            self.apply(&mut cov, i);
             if (i + 1) % CHECKPOINT_EVERY == 0 {
                 self.checkpoints.push(cov.clone());
             }
         }
     }
 
-    fn apply(&self, cov: &mut [Coverage], call: &Call) {
+    /// Whether rule `rule` applies to the call at `index`.
+    fn eligible(&self, index: usize, rule: usize) -> bool {
+        let (Some(call), Some(&row)) = (self.report.calls.get(index), self.row_of_call.get(index))
+        else {
+            return false;
+        };
+        self.tool_matches
+            .eligible(&self.rules, row, rule, call.ordinal)
+    }
+
+    fn apply(&self, cov: &mut [Coverage], index: usize) {
+        let call = &self.report.calls[index];
         for (i, rule) in self.rules.iter().enumerate() {
-            if rule.eligible(&call.tool, call.ordinal) {
+            if self.eligible(index, i) {
                 cov[i].eligible += 1;
                 if call.fault.as_ref() == Some(&rule.name) {
                     cov[i].selected += 1;
@@ -155,6 +192,11 @@ impl Timeline {
         self.report.calls.is_empty()
     }
 
+    /// The distinct tool names called, in order of first call.
+    pub fn tools(&self) -> &[Text] {
+        &self.tools
+    }
+
     /// Nesting depth of call `index` (roots are 0).
     pub fn depth(&self, index: usize) -> usize {
         self.depth.get(index).copied().unwrap_or(0)
@@ -169,8 +211,8 @@ impl Timeline {
             .get(k)
             .cloned()
             .unwrap_or_else(|| vec![Coverage::default(); self.rules.len()]);
-        for call in &self.report.calls[k * CHECKPOINT_EVERY..upto] {
-            self.apply(&mut cov, call);
+        for i in k * CHECKPOINT_EVERY..upto {
+            self.apply(&mut cov, i);
         }
         cov
     }
@@ -259,8 +301,20 @@ impl Timeline {
         checks
     }
 
-    /// Why each rule did or did not fault call `index`.
+    /// Why each rule did or did not fault call `index`. The last answer is remembered: the
+    /// explorer asks for the selected call on every frame, and a draw hashes the tool name.
     pub fn decisions(&self, index: usize) -> Vec<RuleDecision> {
+        if let Some((i, d)) = self.last_decisions.borrow().as_ref()
+            && *i == index
+        {
+            return d.clone();
+        }
+        let d = self.compute_decisions(index);
+        *self.last_decisions.borrow_mut() = Some((index, d.clone()));
+        d
+    }
+
+    fn compute_decisions(&self, index: usize) -> Vec<RuleDecision> {
         let Some(call) = self.report.calls.get(index) else {
             return Vec::new();
         };
@@ -271,28 +325,29 @@ impl Timeline {
         };
         // The recorded key is redacted; a key that lost a secret cannot be re-drawn.
         let key_ok = call.key.as_str().is_some_and(|k| !k.contains(MARKER));
+        let drawer = match (seed, key_ok) {
+            (Some(s), true) => Some(Drawer::new(s, &call.tool, &call.key)),
+            _ => None,
+        };
+        let draw = |rule: &Rule| drawer.as_ref().map(|d| d.draw(&rule.name));
         let mut winner_seen = false;
         self.rules
             .iter()
             .enumerate()
             .map(|(i, rule)| {
-                let outcome = if !rule.eligible(&call.tool, call.ordinal) {
+                let outcome = if !self.eligible(index, i) {
                     RuleOutcome::NotEligible
                 } else if winner_seen {
                     RuleOutcome::Shadowed
                 } else if call.fault.as_ref() == Some(&rule.name) {
                     winner_seen = true;
-                    RuleOutcome::Selected {
-                        draw: draw(seed, key_ok, rule, &call.tool, &call.key),
-                    }
+                    RuleOutcome::Selected { draw: draw(rule) }
                 } else if rule.limit_reached(before[i].selected) {
                     RuleOutcome::LimitReached {
                         limit: rule.limit.as_ref().and_then(Int::as_i64).unwrap_or(0) as u64,
                     }
                 } else {
-                    RuleOutcome::Missed {
-                        draw: draw(seed, key_ok, rule, &call.tool, &call.key),
-                    }
+                    RuleOutcome::Missed { draw: draw(rule) }
                 };
                 RuleDecision { rule: i, outcome }
             })
@@ -314,13 +369,6 @@ impl Timeline {
         (0..from.min(self.len()))
             .rev()
             .find(|&i| pred(i, &self.report.calls[i]))
-    }
-}
-
-fn draw(seed: Option<i64>, key_ok: bool, rule: &Rule, tool: &Text, key: &Text) -> Option<Draw> {
-    match (seed, key_ok) {
-        (Some(s), true) => Some(Draw::new(s, &rule.name, tool, key)),
-        _ => None,
     }
 }
 

@@ -80,17 +80,53 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
             Err(e) => app.status = e.to_string(),
         }
     }
-    // After "save as", the new file is the one to watch.
-    let result = runtime::run(&mut terminal, &mut app, &rx, |p| {
-        watcher = runtime::spawn_watcher(p, tx.clone());
-    });
+    let mut hooks = Terminal {
+        tx: tx.clone(),
+        watcher: &mut watcher,
+    };
+    let result = runtime::run(&mut terminal, &mut app, &rx, &tx, &mut hooks);
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
     match result {
-        Ok(()) => exit::OK,
+        Ok(runtime::Ending::Quit) => exit::OK,
+        Ok(runtime::Ending::Signal(n)) => 128 + n,
         Err(e) => {
             let _ = writeln!(err, "{PROGRAM}: terminal error: {e}");
             exit::USAGE
         }
+    }
+}
+
+/// What the loop needs from the real terminal: the file watcher follows "save as", and a
+/// suspend gives the terminal back to the shell until the process is continued.
+struct Terminal<'a> {
+    tx: std::sync::mpsc::Sender<runtime::Event>,
+    watcher: &'a mut Option<notify::RecommendedWatcher>,
+}
+
+impl runtime::Hooks for Terminal<'_> {
+    fn retarget(&mut self, path: &std::path::Path) {
+        *self.watcher = runtime::spawn_watcher(path, self.tx.clone());
+    }
+
+    fn suspend(&mut self) {
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            DisableMouseCapture,
+            crossterm::cursor::Show
+        );
+        ratatui::restore();
+        #[cfg(unix)]
+        {
+            // Stop as the shell expects; execution continues here on SIGCONT (`fg`).
+            let _ = signal_hook::low_level::emulate_default_handler(signal_hook::consts::SIGTSTP);
+        }
+        let _ = crossterm::terminal::enable_raw_mode();
+        let _ = crossterm::execute!(
+            std::io::stdout(),
+            crossterm::terminal::EnterAlternateScreen,
+            crossterm::cursor::Hide,
+            EnableMouseCapture
+        );
     }
 }

@@ -75,17 +75,24 @@ fn run_orbit(path: &Path, prompt: &mut dyn Prompt) -> Document {
 #[test]
 fn the_approval_modal_needs_an_explicit_yes() {
     let path = scenario_path("orbit-injection.json");
-    // y for add_label, Enter (the default: no) for post_comment.
+    // y for add_label, Enter (the default: no) for post_comment, each typed while its
+    // question is on screen.
     let (tx, rx) = channel();
-    tx.send(key('y')).expect("send");
-    tx.send(Event::Terminal(TermEvent::Key(KeyEvent::new(
-        KeyCode::Enter,
-        KeyModifiers::NONE,
-    ))))
-    .expect("send");
     let mut terminal = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
     let doc = {
-        let mut prompt = TerminalPrompt::new(&mut terminal, &rx, Theme::new(true));
+        let answer = tx.clone();
+        let mut prompt =
+            TerminalPrompt::new(&mut terminal, &rx, Theme::new(true)).on_shown(move |n| {
+                let code = if n == 1 {
+                    KeyCode::Char('y')
+                } else {
+                    KeyCode::Enter
+                };
+                let _ = answer.send(Event::Terminal(TermEvent::Key(KeyEvent::new(
+                    code,
+                    KeyModifiers::NONE,
+                ))));
+            });
         run_orbit(&path, &mut prompt)
     };
     // The last modal drawn is the second question.
@@ -116,6 +123,27 @@ fn the_approval_modal_needs_an_explicit_yes() {
         1,
         "only the approved label committed"
     );
+
+    // Typeahead: two y's typed before any question was drawn approve nothing.
+    let (tx, rx) = channel();
+    tx.send(key('y')).expect("send");
+    tx.send(key('y')).expect("send");
+    let mut shown = Vec::new();
+    let doc = {
+        let answer = tx.clone();
+        let mut prompt = TerminalPrompt::new(&mut terminal, &rx, Theme::new(true)).on_shown(|n| {
+            shown.push(n);
+            let _ = answer.send(key('n'));
+        });
+        run_orbit(&path, &mut prompt)
+    };
+    assert_eq!(
+        shown,
+        [1, 2],
+        "each question was shown before it was answered"
+    );
+    assert_eq!(doc.runs[0].timeline.report().effects.len(), 0);
+    drop(tx);
 
     // A closed input (or a termination signal) answers no.
     let (tx, rx) = channel::<Event>();

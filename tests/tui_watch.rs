@@ -7,9 +7,12 @@ mod common;
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
+use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use toolstorm::document::Document;
 use toolstorm::tui::app::{App, StatusKind};
-use toolstorm::tui::runtime::{Event, dispatch, spawn_watcher, to_actions};
+use toolstorm::tui::runtime::{Ending, Event, Hooks, dispatch, run, spawn_watcher, to_actions};
 
 fn wait_and_apply(app: &mut App, rx: &std::sync::mpsc::Receiver<Event>) {
     let event = rx
@@ -158,5 +161,98 @@ fn editing_a_scenario_on_disk_reruns_it() {
         "the app shows the rerun of the edited file"
     );
     assert_ne!(app.tab().digest, before);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The terminal loop's needs, for a test: nothing to watch, nothing to suspend.
+struct NoHooks;
+
+impl Hooks for NoHooks {
+    fn retarget(&mut self, _: &std::path::Path) {}
+    fn suspend(&mut self) {}
+}
+
+fn key(c: char) -> Event {
+    Event::Terminal(TermEvent::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::NONE,
+    )))
+}
+
+#[test]
+fn a_reload_never_blocks_the_loop() {
+    let dir = std::env::temp_dir().join(format!("toolstorm-bgload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("incident.json");
+    std::fs::write(&path, common::fixture("demo/lost_ack.retry.cassette.json")).expect("write");
+    let mut app = App::new(Document::open(&path).expect("open"));
+    std::fs::write(
+        &path,
+        common::fixture("demo/lost_ack.resilient.cassette.json"),
+    )
+    .expect("write");
+    let mut terminal = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
+
+    // A change, then `q` at once: the loop answers `q` before the load (which runs on a
+    // worker and answers through the channel, behind the `q`) is applied.
+    let (tx, rx) = channel();
+    tx.send(Event::FileChanged).expect("send");
+    tx.send(key('q')).expect("send");
+    let ending = run(&mut terminal, &mut app, &rx, &tx, &mut NoHooks).expect("runs");
+    assert_eq!(ending, Ending::Quit);
+    assert_eq!(
+        app.timeline().report().effects.len(),
+        2,
+        "old content still shown"
+    );
+    assert!(!app.status.contains("reloaded"), "{}", app.status);
+
+    // Left running, the load arrives and is shown; an older answer is dropped.
+    let mut app = App::new(Document::open(&path).expect("open"));
+    std::fs::write(&path, common::fixture("demo/lost_ack.retry.cassette.json")).expect("write");
+    let (tx, rx) = channel();
+    tx.send(Event::Loaded(
+        0,
+        Ok(Box::new(Document::bundled().expect("bundled"))),
+    ))
+    .expect("send");
+    tx.send(Event::FileChanged).expect("send");
+    let quitter = tx.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let _ = quitter.send(key('q'));
+    });
+    run(&mut terminal, &mut app, &rx, &tx, &mut NoHooks).expect("runs");
+    assert!(app.status.contains("reloaded"), "{}", app.status);
+    assert_eq!(
+        app.timeline().report().effects.len(),
+        2,
+        "the file's content"
+    );
+    assert_eq!(
+        app.doc.path.as_deref(),
+        Some(path.as_path()),
+        "not the stale answer"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_invalid_banner_goes_when_the_file_is_restored() {
+    let dir = std::env::temp_dir().join(format!("toolstorm-banner-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("lost_ack.json");
+    let good = toolstorm::lab::scenario_file::ScenarioFile::bundled("lost_ack")
+        .expect("bundled")
+        .to_text();
+    std::fs::write(&path, &good).expect("write");
+    let mut app = App::new(Document::open(&path).expect("open"));
+    std::fs::write(&path, "{\"schema_version\": ").expect("write");
+    dispatch(&mut app, toolstorm::tui::action::Action::FileChanged);
+    assert_eq!(app.status_kind, StatusKind::Error, "{}", app.status);
+    std::fs::write(&path, &good).expect("write");
+    dispatch(&mut app, toolstorm::tui::action::Action::FileChanged);
+    assert_eq!(app.status_kind, StatusKind::Info, "{}", app.status);
+    assert!(!app.status.contains("invalid"), "{}", app.status);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use crate::error::ConfigError;
 use crate::json::{Int, Object, Text, Value, canonical};
 use crate::report::{Call, Coverage, Effect, ErrorRecord, Report, Status};
-use crate::rule::{FaultKind, Rule, duration, int_cmp, require_keys};
+use crate::rule::{FaultKind, Rule, ToolMatches, duration, int_cmp, require_keys};
 
 /// Most calls, and most effects, a trace may hold.
 pub const MAX_TRACE_ITEMS: usize = 10_000;
@@ -815,12 +815,14 @@ fn replay_coverage(
         .map(|(i, r)| (&r.name, i))
         .collect();
     let mut expected = vec![Coverage::default(); rules.len()];
+    let mut matches = ToolMatches::default();
     for (pos, call) in calls.iter().enumerate() {
         let here = format!("calls[{pos}]");
         let o = call.obj;
-        for (i, rule) in rules.iter().enumerate() {
-            if rule.eligible(&call.tool, call.ordinal) {
-                expected[i].eligible += 1;
+        let row = matches.row(rules, &call.tool);
+        for (i, cov) in expected.iter_mut().enumerate() {
+            if matches.eligible(rules, row, i, call.ordinal) {
+                cov.eligible += 1;
             }
         }
         let injected = call_field!(o, "injected").as_bool().unwrap_or(false);
@@ -848,20 +850,15 @@ fn replay_coverage(
                     rule.name.to_lossy()
                 )));
         }
-        if kind_value.as_str() != Some(rule.kind.as_str())
-            || !rule.eligible(&call.tool, call.ordinal)
-        {
+        let covers = matches.eligible(rules, row, ri, call.ordinal);
+        if kind_value.as_str() != Some(rule.kind.as_str()) || !covers {
             return Err(fail("Call fault does not match its rule")
                 .at(format!("{here}.kind"))
                 .because(format!(
                     "rule \"{}\" is {} and {} this call",
                     rule.name.to_lossy(),
                     rule.kind,
-                    if rule.eligible(&call.tool, call.ordinal) {
-                        "covers"
-                    } else {
-                        "does not cover"
-                    }
+                    if covers { "covers" } else { "does not cover" }
                 )));
         }
         let cov = &mut expected[ri];

@@ -39,26 +39,27 @@ pub fn decide(a: &DecideArgs, io: &mut Io<'_>) -> i32 {
     if !(a.probability.is_finite() && (0.0..=1.0).contains(&a.probability)) {
         return io.fail("ConfigurationError: Rule probability must be between 0 and 1");
     }
-    let draw = Draw::new(
-        a.seed,
-        &Text::from(a.rule.as_str()),
-        &Text::from(a.tool.as_str()),
-        &Text::from(a.key.as_str()),
+    let (rule, tool, key) = (
+        Text::from(a.rule.as_str()),
+        Text::from(a.tool.as_str()),
+        Text::from(a.key.as_str()),
     );
+    let input = Draw::input(a.seed, &rule, &tool, &key);
+    let draw = Draw::new(a.seed, &rule, &tool, &key);
     let selected = draw.hits(a.probability);
     if a.json {
         let mut o = Object::new();
-        o.push("canonical", draw.canonical.as_str());
+        o.push("canonical", input.as_str());
         o.push("u64", draw.value.to_string());
         o.push("fraction", Value::Float(draw.fraction()));
         o.push("probability", Value::Float(a.probability));
         o.push("selected", selected);
         io.println(&one_line(&Value::Object(o)));
     } else {
-        io.println(&format!("input      {}", draw.canonical));
+        io.println(&format!("input      {input}"));
         io.println(&format!(
             "sha256     {}",
-            json::sha256_hex(draw.canonical.as_bytes())
+            json::sha256_hex(input.as_bytes())
         ));
         io.println(&format!(
             "draw       {} (0x{:016x})",

@@ -76,6 +76,8 @@ pub enum Action {
         /// The pane under the pointer, if any.
         pane: Option<Focus>,
     },
+    /// Stop the program and give the terminal back until it is continued (Ctrl-Z, SIGTSTP).
+    Suspend,
     /// The terminal was resized.
     Resize(u16, u16),
     /// Reload the open file now.
@@ -177,6 +179,8 @@ impl WriteKind {
 pub enum Command {
     /// Read the open file again and answer with [`Action::Reloaded`].
     Reload,
+    /// Give the terminal back and stop the process until it is continued (Ctrl-Z).
+    Suspend,
     /// Run the editor's scenario and answer with [`Action::Reran`].
     Rerun,
     /// Write a file atomically; unless `force`, ask first when it exists and is not the open

@@ -312,6 +312,7 @@ impl App {
                 }
             }
             Action::Reloaded(result) => self.reloaded(result),
+            Action::Suspend => return vec![Command::Suspend],
             other => return self.update_runner(other),
         }
         Vec::new()

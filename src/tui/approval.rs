@@ -1,7 +1,8 @@
 //! The interactive approver as a modal: when an executor scenario asks a person before a
 //! side-effecting call, the explorer shows the question (`Approve add_label(issue_id=92,
 //! label='severity:S1')? [y/N]`) and waits for one key. Only `y` approves; any other key, a
-//! termination signal or a closed input answers no — the safe default.
+//! termination signal or a closed input answers no — the safe default. Keys typed before a
+//! question was on screen are thrown away: an answer needs a key pressed while it is shown.
 
 use std::sync::mpsc::Receiver;
 
@@ -24,6 +25,7 @@ pub struct TerminalPrompt<'a, B: Backend> {
     events: &'a Receiver<Event>,
     theme: Theme,
     asked: usize,
+    shown: Option<Box<dyn FnMut(usize) + 'a>>,
 }
 
 impl<'a, B: Backend> TerminalPrompt<'a, B> {
@@ -34,7 +36,15 @@ impl<'a, B: Backend> TerminalPrompt<'a, B> {
             events,
             theme,
             asked: 0,
+            shown: None,
         }
+    }
+
+    /// Calls `f` with the question's number each time a question is first on screen and the
+    /// keys typed before it were discarded (tests answer from here).
+    pub fn on_shown(mut self, f: impl FnMut(usize) + 'a) -> Self {
+        self.shown = Some(Box::new(f));
+        self
     }
 }
 
@@ -66,6 +76,7 @@ impl<B: Backend> Prompt for TerminalPrompt<'_, B> {
         self.asked += 1;
         let n = self.asked;
         let theme = self.theme;
+        let mut first = true;
         loop {
             let drawn = self
                 .terminal
@@ -73,12 +84,25 @@ impl<B: Backend> Prompt for TerminalPrompt<'_, B> {
             if drawn.is_err() {
                 return Some("n".into());
             }
+            if first {
+                first = false;
+                // Typeahead: whatever was typed before this question was visible is not an
+                // answer to it.
+                while let Ok(event) = self.events.try_recv() {
+                    if matches!(event, Event::Terminate(_)) {
+                        return Some("n".into());
+                    }
+                }
+                if let Some(f) = self.shown.as_mut() {
+                    f(n);
+                }
+            }
             match self.events.recv() {
                 Ok(Event::Terminal(TermEvent::Key(k))) if k.kind != KeyEventKind::Release => {
                     let yes = matches!(k.code, KeyCode::Char('y' | 'Y'));
                     return Some(if yes { "y" } else { "n" }.into());
                 }
-                Ok(Event::Terminate) | Err(_) => return Some("n".into()),
+                Ok(Event::Terminate(_)) | Err(_) => return Some("n".into()),
                 Ok(_) => continue, // resizes and file changes: redraw and keep asking
             }
         }

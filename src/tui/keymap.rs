@@ -343,6 +343,7 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
     if key.modifiers.contains(KeyModifiers::CONTROL) {
         match key.code {
             KeyCode::Char('c') => return Some(Action::Quit),
+            KeyCode::Char('z') => return Some(Action::Suspend),
             KeyCode::Char('r') if matches!(mode, Mode::Browse | Mode::Edit) => {
                 return Some(Action::Redo);
             }

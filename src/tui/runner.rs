@@ -420,7 +420,12 @@ impl App {
             return;
         };
         if editor.same_as(&disk) {
-            return; // Our own save, or no change in meaning.
+            // Our own save, or no change in meaning — but a file that was invalid on disk and
+            // is now back to what we hold is worth saying, and the old banner must go.
+            if self.status_kind == StatusKind::Error {
+                self.info("the file on disk is valid again (same as the editor's)".into());
+            }
+            return;
         }
         if editor.dirty() {
             self.pending_disk = Some(doc);

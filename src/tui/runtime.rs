@@ -1,6 +1,9 @@
-//! The thin terminal loop: crossterm input, a debounced file watcher and resizes feed one
-//! event channel; events become actions at the edge; commands come back from `update` and are
-//! carried out here. Generic over the backend, so tests can drive it with `TestBackend`.
+//! The thin terminal loop: crossterm input, a debounced file watcher, signals and background
+//! loads feed one event channel; events become actions at the edge (mouse cells are resolved
+//! against the drawn layout here); commands come back from `update` and are carried out here.
+//! Reading a file never blocks the loop: reloads run on a worker thread and arrive as events,
+//! and only the newest one is shown. Generic over the backend, so tests can drive it with
+//! `TestBackend`.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
@@ -24,15 +27,40 @@ pub enum Event {
     Terminal(TermEvent),
     /// The open file changed on disk (already debounced).
     FileChanged,
-    /// A termination signal arrived (SIGTERM, SIGHUP, SIGINT).
-    Terminate,
+    /// A signal that ends the program arrived (SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1):
+    /// restore the terminal and exit with 128 + its number.
+    Terminate(i32),
+    /// SIGTSTP arrived (or Ctrl-Z was pressed): give the terminal back and stop until SIGCONT.
+    Suspend,
+    /// A background reload finished (the number says which request it answers).
+    Loaded(u64, Result<Box<Document>, Error>),
+}
+
+/// How the loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The user quit.
+    Quit,
+    /// A signal ended it (its number).
+    Signal(i32),
+}
+
+/// What the loop needs from the program around it.
+pub trait Hooks {
+    /// The open document's file changed (save as): watch the new one.
+    fn retarget(&mut self, path: &Path);
+    /// Give the terminal back, stop the process until it is continued, then take the terminal
+    /// again (the loop redraws everything afterwards).
+    fn suspend(&mut self);
 }
 
 /// Turns an outside event into actions.
 pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
     match event {
         Event::FileChanged => vec![Action::FileChanged],
-        Event::Terminate => vec![Action::Quit],
+        Event::Terminate(_) => vec![Action::Quit],
+        Event::Suspend => vec![Action::Suspend],
+        Event::Loaded(_, result) => vec![Action::Reloaded(result)],
         Event::Terminal(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
             keymap::map(k, &app.mode).into_iter().collect()
         }
@@ -53,14 +81,22 @@ pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
     }
 }
 
-/// Carries out one command, returning the action that answers it. Runs take microseconds,
-/// so reruns happen right here; every write goes through [`crate::atomic::write`].
-pub fn perform(command: Command, app: &App) -> Action {
-    match command {
-        Command::Reload => match &app.doc.path {
-            Some(p) => Action::Reloaded(Document::open(p).map(Box::new)),
-            None => Action::Reloaded(Document::bundled().map(Box::new)),
-        },
+/// Reads the open document again (the bundled incident when there is no file).
+pub fn load(path: Option<&Path>) -> Result<Box<Document>, Error> {
+    match path {
+        Some(p) => Document::open(p),
+        None => Document::bundled(),
+    }
+    .map(Box::new)
+}
+
+/// Carries out one command right here, returning the action that answers it (none for a
+/// suspend, which only the terminal loop can do). Runs take microseconds; every write goes
+/// through [`crate::atomic::write`].
+pub fn perform(command: Command, app: &App) -> Option<Action> {
+    Some(match command {
+        Command::Reload => Action::Reloaded(load(app.doc.path.as_deref())),
+        Command::Suspend => return None,
         Command::Rerun => Action::Reran(runner::rerun(app)),
         Command::CheckDeterminism => Action::DeterminismChecked(runner::determinism(app)),
         Command::Write { kind, path, force } => {
@@ -68,7 +104,7 @@ pub fn perform(command: Command, app: &App) -> Action {
             let ours = app.doc.path.as_ref() == Some(&path)
                 || (kind == WriteKind::Scenario && app.save_path.as_ref() == Some(&path));
             if !force && !ours && path.exists() {
-                return Action::ConfirmOverwrite(kind, path);
+                return Some(Action::ConfirmOverwrite(kind, path));
             }
             let result = runner::content(app, kind).and_then(|text| {
                 crate::atomic::write(&path, text.as_bytes())
@@ -76,42 +112,84 @@ pub fn perform(command: Command, app: &App) -> Action {
             });
             Action::Written(kind, path, result)
         }
-    }
+    })
 }
 
-/// Applies an action and every command it causes.
+/// Applies an action and every command it causes, carrying each out at once (tests and
+/// scripts; the terminal loop reloads in the background instead).
 pub fn dispatch(app: &mut App, action: Action) {
+    dispatch_with(app, action, &mut |command, app| perform(command, app));
+}
+
+/// Applies an action; `run` carries out each command and may answer it at once.
+fn dispatch_with(
+    app: &mut App,
+    action: Action,
+    run: &mut dyn FnMut(Command, &App) -> Option<Action>,
+) {
     let mut queue = vec![action];
     while let Some(a) = queue.pop() {
         for command in app.update(a) {
-            queue.push(perform(command, app));
+            if let Some(next) = run(command, app) {
+                queue.push(next);
+            }
         }
     }
 }
 
-/// Draws and handles events until the app quits or the event source closes. `retarget` is
-/// called with the new path whenever the open document's file changes (save as).
+/// Draws and handles events until the app quits, a signal ends it or the event source
+/// closes. `tx` feeds the same channel as `events` (background reloads answer through it).
 pub fn run<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     events: &Receiver<Event>,
-    mut retarget: impl FnMut(&Path),
-) -> Result<(), B::Error> {
+    tx: &Sender<Event>,
+    hooks: &mut dyn Hooks,
+) -> Result<Ending, B::Error> {
     let size = terminal.size()?;
     app.update(Action::Resize(size.width, size.height));
     let mut watched = app.doc.path.clone();
+    // The number of the newest reload asked for (0: none yet); other answers are dropped.
+    let mut latest = 0u64;
     loop {
         terminal.draw(|frame| frame.render_widget(&*app, frame.area()))?;
         let Ok(event) = events.recv() else {
-            return Ok(());
+            return Ok(Ending::Quit);
         };
+        let signal = match &event {
+            Event::Terminate(n) => Some(*n),
+            Event::Loaded(n, _) if *n == 0 || *n != latest => continue,
+            _ => None,
+        };
+        let mut suspend = false;
         for action in to_actions(event, app) {
-            dispatch(app, action);
+            dispatch_with(app, action, &mut |command, app| match command {
+                Command::Reload => {
+                    latest += 1;
+                    let (n, path, tx) = (latest, app.doc.path.clone(), tx.clone());
+                    std::thread::spawn(move || {
+                        let _ = tx.send(Event::Loaded(n, load(path.as_deref())));
+                    });
+                    None
+                }
+                Command::Suspend => {
+                    suspend = true;
+                    None
+                }
+                other => perform(other, app),
+            });
+        }
+        if suspend {
+            hooks.suspend();
+            terminal.clear()?;
+        }
+        if let Some(n) = signal {
+            return Ok(Ending::Signal(n));
         }
         if app.doc.path != watched {
             watched = app.doc.path.clone();
             if let Some(p) = &watched {
-                retarget(p);
+                hooks.retarget(p);
             }
         }
         // Test hook (debug builds only): the terminal-restore script checks a panic mid-session.
@@ -120,21 +198,28 @@ pub fn run<B: Backend>(
             panic!("test panic requested by TOOLSTORM_TUI_TEST_PANIC");
         }
         if app.quit {
-            return Ok(());
+            return Ok(Ending::Quit);
         }
     }
 }
 
-/// Turns SIGTERM, SIGHUP and SIGINT into [`Event::Terminate`], so the loop ends normally and
-/// the terminal is restored.
+/// Turns the signals that end a program (SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1) into
+/// [`Event::Terminate`] and SIGTSTP into [`Event::Suspend`], so the loop restores the terminal
+/// before exiting or stopping.
 pub fn spawn_signals(tx: Sender<Event>) {
     #[cfg(unix)]
     {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT]) {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGUSR1};
+        let wanted = [SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGTSTP];
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new(wanted) {
             std::thread::spawn(move || {
-                for _ in signals.forever() {
-                    if tx.send(Event::Terminate).is_err() {
+                for n in signals.forever() {
+                    let event = if n == SIGTSTP {
+                        Event::Suspend
+                    } else {
+                        Event::Terminate(n)
+                    };
+                    if tx.send(event).is_err() {
                         return;
                     }
                 }

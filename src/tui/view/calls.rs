@@ -10,6 +10,7 @@ use ratatui::widgets::{Paragraph, Widget};
 use super::super::app::{App, Focus};
 use super::super::theme::{DUPLICATE, FAILED, INJECTED, SELECTED_ONLY, Theme};
 use super::pane;
+use crate::printable::shown;
 use crate::report::{Call, Status};
 use crate::timeline::Timeline;
 
@@ -60,8 +61,8 @@ fn status_text(c: &Call) -> &'static str {
 /// Fault column text: `rule · phase`.
 pub fn fault_text(c: &Call) -> String {
     match (&c.fault, c.kind) {
-        (Some(f), Some(k)) => format!("{} · {}", f.to_lossy(), k.phase()),
-        (Some(f), None) => f.to_lossy(),
+        (Some(f), Some(k)) => format!("{} · {}", shown(f), k.phase()),
+        (Some(f), None) => shown(f),
         _ => String::new(),
     }
 }
@@ -78,8 +79,10 @@ impl Columns {
     fn fit(t: &Timeline, width: usize) -> Columns {
         let calls = &t.report().calls;
         let longest = |f: &dyn Fn(usize) -> usize| (0..calls.len()).map(f).max().unwrap_or(0);
-        let tool = longest(&|i| calls[i].tool.len_chars() + 2 * t.depth(i).min(6)).clamp(4, 24);
-        let key = longest(&|i| calls[i].key.len_chars()).clamp(3, 10);
+        let tool =
+            longest(&|i| calls[i].tool.code_points().take(32).count() + 2 * t.depth(i).min(6))
+                .clamp(4, 24);
+        let key = longest(&|i| calls[i].key.code_points().take(32).count()).clamp(3, 10);
         let status = longest(&|i| status_text(&calls[i]).len()).max(6);
         // marks 2, id 5, start 8, ordinal 4, fx 3, and a space after tool, key, status, fault.
         let fixed = 2 + 5 + 8 + 4 + 3 + key + status + 4;
@@ -127,7 +130,7 @@ fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, selected: bool
         status: status_w,
         fault: fault_w,
     } = *cols;
-    let tool = clip(&format!("{indent}{}", c.tool.to_lossy()), tool_w);
+    let tool = clip(&format!("{indent}{}", shown(&c.tool)), tool_w);
     let fx_text = match (fx, dup) {
         (0, _) => String::new(),
         (n, true) => format!("{n}{DUPLICATE}"),
@@ -151,7 +154,7 @@ fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, selected: bool
         Span::styled(format!("{:>7} ", format!("{:.3}", c.started)), base),
         Span::styled(format!("{tool:<tool_w$} "), base),
         Span::styled(format!("{:>3} ", c.ordinal), base),
-        Span::styled(format!("{:<key_w$} ", clip(&c.key.to_lossy(), key_w)), base),
+        Span::styled(format!("{:<key_w$} ", clip(&shown(&c.key), key_w)), base),
         Span::styled(
             format!("{:<status_w$} ", status_text(c)),
             pick(status_style),

@@ -13,6 +13,7 @@ use super::super::theme::{FAIL, PASS, Theme};
 use super::calls::{clip, fault_text};
 use super::pane;
 use crate::lab::compare::{CallChange, pass_word};
+use crate::printable::shown;
 use crate::report::{Call, Coverage};
 
 fn call_text(c: &Call) -> String {
@@ -20,7 +21,7 @@ fn call_text(c: &Call) -> String {
     format!(
         "{:>3} {}#{} {}{}",
         c.id,
-        c.tool.to_lossy(),
+        shown(&c.tool),
         c.ordinal,
         c.status.as_str(),
         if fault.is_empty() {
@@ -88,7 +89,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         summary.push(Line::styled(
             format!(
                 "coverage {}: {} → {} (eligible/selected/triggered)",
-                c.rule.to_lossy(),
+                shown(&c.rule),
                 cov(c.before),
                 cov(c.after)
             ),

@@ -11,6 +11,7 @@ use super::super::app::{App, Focus};
 use super::super::theme::{DUPLICATE, Theme};
 use super::{pane, secs};
 use crate::json::{Value, float::py_repr, pretty};
+use crate::printable::{printable, shown};
 use crate::timeline::RuleOutcome;
 
 fn kv<'a>(key: &str, value: String, theme: &Theme) -> Line<'a> {
@@ -40,9 +41,9 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
     };
     let c = &t.report().calls[index];
     let mut out = vec![Line::from(vec![
-        Span::styled(format!("#{} {}", c.id, c.tool.to_lossy()), theme.title),
+        Span::styled(format!("#{} {}", c.id, shown(&c.tool)), theme.title),
         Span::styled(
-            format!("  ordinal {} · key {}", c.ordinal, c.key.to_lossy()),
+            format!("  ordinal {} · key {}", c.ordinal, shown(&c.key)),
             theme.dim,
         ),
     ])];
@@ -53,7 +54,7 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
         Some(e) => format!(
             "{} · {}{}{}",
             c.status.as_str(),
-            e.type_name.to_lossy(),
+            shown(&e.type_name),
             if e.known { " (portable)" } else { "" },
             e.retry_after
                 .map_or(String::new(), |r| format!(" · retry after {}", secs(r)))
@@ -90,7 +91,7 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             Span::styled(
                 format!(
                     "{} · {} · {} · {}",
-                    f.to_lossy(),
+                    shown(f),
                     k,
                     k.phase(),
                     if c.injected {
@@ -111,7 +112,7 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
         ));
         for d in decisions {
             let rule = &t.rules()[d.rule];
-            let name = rule.name.to_lossy();
+            let name = shown(&rule.name);
             let (mark, text, style) = match &d.outcome {
                 RuleOutcome::NotEligible => continue,
                 RuleOutcome::Selected { draw } => (
@@ -155,8 +156,8 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             let fx = &t.report().effects[e];
             let mut spans = vec![Span::raw(format!(
                 "  {} {} @{} · identity {}",
-                fx.name.to_lossy(),
-                fx.key.to_lossy(),
+                shown(&fx.name),
+                shown(&fx.key),
                 secs(fx.at),
                 fx.identity
             ))];
@@ -211,10 +212,33 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             Value::Null if title == "Output" && c.failed() => "(none: the call failed)".to_owned(),
             v => pretty(v),
         };
-        out.extend(text.lines().map(|l| Line::raw(format!("  {l}"))));
+        out.extend(payload_lines(&text));
     }
     out
 }
+
+/// The most lines of one payload the pane shows (a payload can be megabytes).
+const MAX_PAYLOAD_LINES: usize = 400;
+
+/// A payload's lines, indented, each escaped and cut, with a note when lines were left out.
+fn payload_lines(text: &str) -> Vec<Line<'static>> {
+    let mut out: Vec<Line<'static>> = text
+        .lines()
+        .take(MAX_PAYLOAD_LINES)
+        .map(|l| Line::raw(format!("  {}", printable(l, MAX_LINE_SHOWN))))
+        .collect();
+    let total = text.lines().count();
+    if total > MAX_PAYLOAD_LINES {
+        out.push(Line::raw(format!(
+            "  … ({} more lines)",
+            total - MAX_PAYLOAD_LINES
+        )));
+    }
+    out
+}
+
+/// The most characters of one payload line the pane shows.
+const MAX_LINE_SHOWN: usize = 2000;
 
 /// Draws the details pane.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {

@@ -11,6 +11,7 @@ use super::super::app::{App, Focus};
 use super::super::theme::{DUPLICATE, FAIL, PASS, Theme};
 use super::calls::clip;
 use super::{pane, secs};
+use crate::printable::shown;
 
 fn step_label(app: &App) -> String {
     match app.cursor {
@@ -38,7 +39,7 @@ pub fn render_coverage(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let at_end = app.cursor.is_some_and(|c| c + 1 == t.len());
     for (rule, c) in t.rules().iter().zip(&cov) {
         let never = c.triggered == 0;
-        let name = clip(&rule.name.to_lossy(), w.saturating_sub(16).max(4));
+        let name = clip(&shown(&rule.name), w.saturating_sub(16).max(4));
         let mut spans = vec![Span::raw(format!(
             "{name:<w1$} {:>4} {:>3} {:>4}",
             c.eligible,
@@ -101,7 +102,7 @@ pub fn render_effects(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             continue;
         };
         let first = &t.report().effects[first_index];
-        let head = format!("{} {} ", first.name.to_lossy(), first.key.to_lossy());
+        let head = format!("{} {} ", shown(&first.name), shown(&first.key));
         if group.len() > 1 {
             lines.push(Line::from(vec![Span::styled(
                 format!("{DUPLICATE} {head}×{}", group.len()),

@@ -11,6 +11,7 @@ use super::super::theme::{FAIL, FAILED, INJECTED, PASS, Theme};
 use super::calls::clip;
 use super::pane;
 use crate::contract::verdict;
+use crate::printable::shown;
 
 /// Draws the runs side by side into `area`.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
@@ -39,12 +40,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
                 if c.failed() { FAILED } else { " " },
                 if c.injected { INJECTED } else { " " }
             );
-            let text = format!(
-                "{mark}{:>3} {} {}",
-                c.id,
-                c.tool.to_lossy(),
-                c.status.as_str()
-            );
+            let text = format!("{mark}{:>3} {} {}", c.id, shown(&c.tool), c.status.as_str());
             let style = if c.failed() { theme.failed } else { theme.text };
             lines.push(Line::styled(clip(&text, w), style));
         }

@@ -9,16 +9,11 @@ use super::super::app::App;
 use super::super::theme::Theme;
 use super::{pane, secs};
 use crate::json::Text;
+use crate::printable::shown;
 
 /// Tool names in order of first call.
-pub fn lanes(app: &App) -> Vec<Text> {
-    let mut out: Vec<Text> = Vec::new();
-    for c in &app.timeline().report().calls {
-        if !out.contains(&c.tool) {
-            out.push(c.tool.clone());
-        }
-    }
-    out
+pub fn lanes(app: &App) -> &[Text] {
+    app.timeline().tools()
 }
 
 /// Draws the strip.
@@ -35,7 +30,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     }
     let label_w = lanes
         .iter()
-        .map(|l| l.len_chars())
+        .map(|l| l.code_points().take(64).count())
         .max()
         .unwrap_or(4)
         .clamp(4, 16) as u16;
@@ -45,7 +40,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         |x: f64| track_x + (((x / total) * f64::from(track_w - 1)).round() as u16).min(track_w - 1);
     for (lane, tool) in lanes.iter().enumerate().take(body.height as usize) {
         let y = body.y + lane as u16;
-        let name: String = tool.to_lossy().chars().take(label_w as usize).collect();
+        let name: String = shown(tool).chars().take(label_w as usize).collect();
         buf.set_string(
             body.x,
             y,
