@@ -1,13 +1,28 @@
-//! Atomic file writes: a temporary `.toolstorm-*` file in the destination folder (mode 0600),
-//! written and flushed to disk, then renamed over the target. A reader — or a crash — sees the
-//! old file or the complete new one, never a truncated mix.
+//! Atomic file writes: a private temporary file (`.toolstorm-<pid>-<random>.tmp`, made by
+//! `tempfile`) in the destination folder, written and flushed to disk, then renamed over the
+//! target. A reader — or a crash — sees the old file or the complete new one, never a
+//! truncated mix.
+//!
+//! - An existing file keeps its permissions; a new file is private (0600), as the reference
+//!   writes its cassettes and verdicts.
+//! - A symlink is written through: the file it points to is replaced and the link stays (a
+//!   dangling link creates its target).
+//! - Temporary files a killed writer left behind (ours by name, from a process that is gone,
+//!   or older than a day) are removed on the next write to the same folder.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
+/// Prefix of our temporary files.
+const TEMP_PREFIX: &str = ".toolstorm-";
+/// Suffix of our temporary files.
+const TEMP_SUFFIX: &str = ".tmp";
+/// A temporary file older than this is stale whoever made it.
+const STALE_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
+/// The most symlinks followed to find the file to replace.
+const MAX_LINKS: usize = 40;
 
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -17,56 +32,107 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// [`write()`] with the content produced by `fill`, which may fail (tests inject errors here);
 /// on any failure the temporary file is removed and the old target is untouched.
 pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
-    let dir = match path.parent() {
+    let target = resolve_links(path)?;
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
     fs::create_dir_all(&dir)?;
-    let (tmp, mut file) = create_temp(&dir)?;
-    let result = (|| {
-        fill(&mut file)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)?;
-        // Make the rename itself durable where the platform allows it.
-        if let Ok(d) = File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    sweep_stale(&dir);
+    let existing = fs::metadata(&target).ok().filter(fs::Metadata::is_file);
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .suffix(TEMP_SUFFIX)
+        .tempfile_in(&dir)?;
+    fill(temp.as_file_mut())?;
+    if let Some(meta) = existing {
+        temp.as_file().set_permissions(meta.permissions())?;
     }
-    result
+    temp.as_file().sync_all()?;
+    // On failure the temporary file is dropped, which removes it.
+    temp.persist(&target).map_err(|e| e.error)?;
+    // Make the rename itself durable where the platform allows it.
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
 }
 
-fn create_temp(dir: &Path) -> io::Result<(PathBuf, File)> {
-    let pid = std::process::id();
-    for _ in 0..1000 {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".toolstorm-{pid}-{n}.tmp"));
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        match options.open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+/// The file a write to `path` replaces: `path` itself, or what its symlinks lead to.
+fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let next = fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if next.is_relative() => dir.join(next),
+                    _ => next,
+                };
+            }
+            _ => return Ok(current),
         }
     }
-    Err(io::Error::new(
-        io::ErrorKind::AlreadyExists,
-        "no free temporary file name",
-    ))
+    Err(io::Error::other(format!(
+        "more than {MAX_LINKS} symbolic links to follow: {}",
+        path.display()
+    )))
+}
+
+/// Removes temporary files of ours in `dir` that a killed writer left: made by a process that
+/// no longer runs (where the OS says so), or older than a day. Errors are ignored: a sweep is
+/// housekeeping, never a reason to fail a write.
+fn sweep_stale(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        if !meta.is_file() || pid == me {
+            continue;
+        }
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if old || !process_alive(pid) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The process id in one of our temporary file names.
+fn temp_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(TEMP_PREFIX)?.strip_suffix(TEMP_SUFFIX)?;
+    rest.split_once('-')?.0.parse().ok()
+}
+
+/// Whether process `pid` runs; assumed so where the OS cannot tell (then only age counts).
+fn process_alive(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .expect("dir")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(TEMP_PREFIX))
+            .collect()
+    }
 
     #[test]
     fn replaces_whole_file_and_leaves_no_temp() {
@@ -76,14 +142,17 @@ mod tests {
         write(&target, b"old").expect("first write");
         write(&target, b"new content").expect("second write");
         assert_eq!(fs::read(&target).expect("read"), b"new content");
-        let leftovers: Vec<_> = fs::read_dir(dir.join("sub"))
-            .expect("dir")
-            .filter_map(Result::ok)
-            .filter(|e| e.file_name().to_string_lossy().starts_with(".toolstorm-"))
-            .collect();
-        assert!(leftovers.is_empty());
+        assert!(leftovers(&dir.join("sub")).is_empty());
         // A target that is a directory fails and keeps nothing behind.
         assert!(write(&dir.join("sub"), b"x").is_err());
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn temp_names_carry_the_writer() {
+        assert_eq!(temp_owner(".toolstorm-4242-aB3xYz.tmp"), Some(4242));
+        assert_eq!(temp_owner(".toolstorm-x-1.tmp"), None);
+        assert_eq!(temp_owner("toolstorm-1-1.tmp"), None);
+        assert_eq!(temp_owner(".toolstorm-1-1.json"), None);
     }
 }

@@ -519,17 +519,23 @@ impl CheckSummary {
         if self.passed() { 0 } else { 1 }
     }
 
-    /// Text output: `PASS`/`FAIL`, then `✓`/`✗` lines, per cassette.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
+    /// Text output: `PASS`/`FAIL`, then `✓`/`✗` lines, per cassette. One entry per printed
+    /// line (a name holding a newline stays inside its line).
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
         for checks in &self.runs {
-            out.push_str(if verdict(checks) { "PASS\n" } else { "FAIL\n" });
+            out.push(if verdict(checks) { "PASS" } else { "FAIL" }.to_owned());
             for c in checks {
                 let mark = if c.passed { '✓' } else { '✗' };
-                out.push_str(&format!("{mark} {}: {}\n", c.name, c.detail));
+                out.push(format!("{mark} {}: {}", c.name, c.detail));
             }
         }
         out
+    }
+
+    /// [`CheckSummary::lines`] as text, each line ending in a newline.
+    pub fn text(&self) -> String {
+        self.lines().iter().map(|l| format!("{l}\n")).collect()
     }
 
     /// `--json` output: one line plus a newline.

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::exit::{self, PROGRAM};
+use crate::printable;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -69,20 +70,26 @@ pub struct Io<'a> {
     pub err: &'a mut dyn Write,
 }
 
+/// Every line either stream gets goes through [`crate::printable::line`]: names from files
+/// cannot retitle the terminal, move its cursor or reorder text, and a line is never longer
+/// than a screenful of text. JSON output is plain ASCII already, so it passes unchanged.
 impl Io<'_> {
     /// Prints a line to standard output (a closed pipe is not an error worth reporting).
     pub fn println(&mut self, line: &str) {
-        let _ = writeln!(self.out, "{line}");
+        let _ = writeln!(self.out, "{}", printable::line(line));
     }
 
-    /// Prints text to standard output as is.
+    /// Prints lines of text (each ending in a newline) to standard output.
     pub fn print(&mut self, text: &str) {
-        let _ = self.out.write_all(text.as_bytes());
+        for line in text.lines() {
+            self.println(line);
+        }
     }
 
     /// Prints `toolstorm-tui: {message}` to standard error and returns exit code 2.
     pub fn fail(&mut self, message: impl std::fmt::Display) -> i32 {
-        let _ = writeln!(self.err, "{PROGRAM}: {message}");
+        let message = message.to_string();
+        let _ = writeln!(self.err, "{PROGRAM}: {}", printable::line(&message));
         exit::USAGE
     }
 }

@@ -207,11 +207,17 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
 /// Reads `path` and says what it holds: traces (validated) or a scenario (validated, not run).
 /// A top-level `world` key makes a scenario file.
 pub fn read(path: &Path) -> Result<Contents, Error> {
-    let value = read_json(path)?;
+    let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
+    read_bytes(path, &bytes)
+}
+
+/// [`read`] for bytes already in memory (`name` is what messages call them).
+pub fn read_bytes(name: &Path, bytes: &[u8]) -> Result<Contents, Error> {
+    let value = parse_json(name, bytes)?;
     if value.as_object().is_some_and(|o| o.contains_key("world")) {
-        scenario_from_value(path, &value).map(Contents::Scenario)
+        scenario_from_value(name, &value).map(Contents::Scenario)
     } else {
-        trace_from_value(path, value).map(Contents::Trace)
+        trace_from_value(name, value).map(Contents::Trace)
     }
 }
 

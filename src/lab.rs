@@ -19,6 +19,7 @@ use crate::contract::{Check, Contract, checks_to_value, verdict};
 use crate::error::{ConfigError, Error, Result};
 use crate::json::float::{py_fixed, round6};
 use crate::json::{Object, Value};
+use crate::redact::Redactor;
 use crate::report::{Report, Status};
 use crate::rule::Rule;
 use crate::storm::Storm;
@@ -279,8 +280,14 @@ impl LabRun {
         o.push("policy", self.policy.as_str());
         o.push("seed", self.config.seed);
         o.push("config", self.config_value());
-        o.push("outcome", self.outcome.clone());
-        o.push("shipments", Value::Array(self.shipments.clone()));
+        // The report's payloads were redacted when captured; the outcome and receipts the
+        // policy saw were not, and go to files and terminals too.
+        let redactor = Redactor::default();
+        o.push("outcome", redactor.redact(&self.outcome));
+        o.push(
+            "shipments",
+            Value::Array(self.shipments.iter().map(|s| redactor.redact(s)).collect()),
+        );
         o.push("report", self.report.to_value());
         o.push("contract", checks_to_value(&self.checks));
         let mut stats = Object::new();

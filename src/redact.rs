@@ -170,6 +170,13 @@ impl Redactor {
         })
     }
 
+    /// A record or result for a file or the screen (an outcome, a receipt, an envelope, a
+    /// tracker action): the same redaction as captured payloads, without their size and depth
+    /// limits. A value whose keys would collide after redaction is withheld whole.
+    pub fn redact(&self, value: &Value) -> Value {
+        self.walk(value).unwrap_or_else(|_| Value::from(MARKER))
+    }
+
     /// Payload capture: redaction, then the depth check starting at depth 3.
     pub fn capture(&self, value: &Value) -> Result<Value, ConfigError> {
         let out = self.scrub(value)?;

@@ -10,6 +10,7 @@ pub use glob::Glob;
 
 use crate::error::ConfigError;
 use crate::json::{Int, Object, Text, Value};
+use crate::printable::quoted;
 use crate::redact::check_json;
 
 /// The six fault kinds.
@@ -215,7 +216,7 @@ pub fn require_keys<'a>(
             .is_none_or(|k| !required.contains(&k) && !optional.contains(&k))
     }) {
         return Err(ConfigError::new("Unknown document fields")
-            .because(format!("unexpected \"{}\"", extra.to_lossy())));
+            .because(format!("unexpected \"{}\"", quoted(&extra.to_lossy()))));
     }
     Ok(obj)
 }
@@ -385,7 +386,16 @@ impl Rule {
     pub fn from_value(v: &Value) -> Result<Rule, ConfigError> {
         let o = require_keys(v, &RULE_KEYS[..3], &RULE_KEYS[3..])?;
         Rule::construct(o).map_err(|inner| {
-            let detail = inner.message.to_string();
+            // The constructor's message is the reference's; for people, say what a
+            // probability must be (a duration check catches a negative one).
+            let detail = match (inner.path.as_deref(), inner.detail) {
+                (Some("probability"), got) => format!(
+                    "expected a number between 0 and 1{}",
+                    got.map_or(String::new(), |g| format!(", {g}"))
+                ),
+                (_, Some(d)) => format!("{}: {d}", inner.message),
+                (_, None) => inner.message.to_string(),
+            };
             ConfigError {
                 message: "Invalid fault rule",
                 path: inner.path,

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use crate::error::ConfigError;
 use crate::json::{Object, Value};
+use crate::printable::quoted;
 use crate::rule::{Rule, require_keys};
 use crate::storm::{MAX_RULES, MAX_SAFE_SEED};
 
@@ -92,7 +93,7 @@ pub fn rule_list(o: &Object) -> Result<Vec<Value>, ConfigError> {
         if !names.insert(rule.name.clone()) {
             return Err(invalid(
                 &format!("rules[{i}].name"),
-                &format!("duplicate rule name {:?}", rule.name.to_lossy()),
+                &format!("duplicate rule name \"{}\"", quoted(&rule.name.to_lossy())),
             ));
         }
     }

@@ -24,6 +24,7 @@ use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crate::document::{Document, Scenario, Settings};
 use crate::executor::scenario::ApproverChoice;
 use crate::exit::{self, PROGRAM};
+use crate::printable;
 
 /// Opens `path` (or the bundled incident) in the explorer. Errors in the file are printed
 /// before the terminal is touched; returns the exit code.
@@ -35,7 +36,7 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
     let doc = match doc {
         Ok(d) => d,
         Err(e) => {
-            let _ = writeln!(err, "{PROGRAM}: {e}");
+            let _ = writeln!(err, "{PROGRAM}: {}", printable::line(&e.to_string()));
             return exit::USAGE;
         }
     };

@@ -91,10 +91,21 @@ fn replay(rel: &str, scratch: &std::path::Path) -> Vec<String> {
         if got.err.is_empty() {
             problems.push("no usage error on stderr".into());
         }
+    } else if t.stderr.is_empty() {
+        if !got.err.is_empty() {
+            problems.push(format!("unexpected stderr {:?}", got.err));
+        }
     } else {
-        let want = t.stderr.replacen("toolstorm:", "toolstorm-tui:", 1);
-        if got.err != want {
-            problems.push(format!("stderr {:?} (want {want:?})", got.err));
+        // The reference's line, then (ours) what was wrong, on the same one line.
+        let want = t
+            .stderr
+            .trim_end()
+            .replacen("toolstorm:", "toolstorm-tui:", 1);
+        if !got.err.starts_with(&want) || got.err.lines().count() != 1 {
+            problems.push(format!(
+                "stderr {:?} (want a line starting {want:?})",
+                got.err
+            ));
         }
     }
     for (path, rel_ref) in written {

@@ -107,7 +107,8 @@ fn a_missing_file_and_an_invalid_file_are_different_errors() {
     assert_eq!(
         invalid.to_string(),
         format!(
-            "ConfigurationError: Invalid fault rule ({} at rules[0].kind: Unknown fault kind)",
+            "ConfigurationError: Invalid fault rule ({} at rules[0].kind: Unknown fault kind: \
+             expected timeout, rate_limit, unavailable, response_lost, replace or latency)",
             bad.display()
         )
     );

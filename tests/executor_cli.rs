@@ -227,3 +227,45 @@ fn bad_orbit_files_name_the_file_path_and_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn without_work_dir_the_tracker_folder_is_private_and_removed() {
+    // The real binary, with its temporary folder pointed at a scratch folder we can inspect.
+    let tmp = temp("tmpdir-for-tracker");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["run", &scenario_path("orbit-timeout-commit")])
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("tracker: 1 action"), "{stdout}");
+    assert!(
+        stdout.contains("removed at exit (keep it with --work-dir DIR)"),
+        "{stdout}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn a_call_id_used_twice_in_a_batch_is_refused() {
+    let text = edited("orbit-parallel", "\"call_B\"", "\"call_A\"");
+    let path = temp("dup-call-id.json");
+    std::fs::write(&path, text).expect("write");
+    let (code, out, err) = cli(&["run", path.to_str().expect("path")]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        err.contains("Invalid scenario file")
+            && err.contains("batches[0][1].call_id")
+            && err.contains("call id \"call_A\" is used twice"),
+        "{err}"
+    );
+}

@@ -5,6 +5,8 @@
 //! Measured bounds (release or debug alike): at most 8,000,001 bytes are read from any file;
 //! nesting stops at depth 33; integers stop at 4,301 digits.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -218,4 +220,166 @@ fn unreadable_file() {
         out.stderr
     );
     let _ = std::fs::remove_file(&path);
+}
+
+/// Text that would act on a terminal: an OSC title change, a bell, a raw newline, a
+/// right-to-left override and a C1 control.
+const EVIL: &str = "ev\u{1b}]0;pwned\u{7}il\nname\u{202e}x\u{9b}2J";
+
+/// Whether `out` holds anything a terminal would act on (other than the newlines that end
+/// lines).
+fn acts_on_a_terminal(out: &str) -> Option<char> {
+    out.chars()
+        .find(|&c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
+}
+
+fn json_string(s: &str) -> String {
+    toolstorm::json::quote(s)
+}
+
+#[test]
+fn names_from_files_never_reach_the_terminal_raw() {
+    let evil = json_string(EVIL);
+    // check: a rule that never fired is named in a verdict line.
+    let cassette = scratch("evil-rule.json");
+    std::fs::write(
+        &cassette,
+        format!(
+            r#"{{"budget_rejections":0,"calls":[],"capture":true,"clock":"VirtualClock","coverage":{{{evil}:{{"eligible":0,"selected":0,"triggered":0}}}},"effects":[],"rules":[{{"calls":[],"delay":0.0,"kind":"timeout","limit":null,"name":{evil},"probability":1.0,"replacement":null,"tool":"t"}}],"schema_version":1,"seed":0}}"#
+        ),
+    )
+    .expect("write");
+    let p = cassette.to_str().expect("path");
+    let out = run(&["check", p]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert_eq!(acts_on_a_terminal(&out.stdout), None, "{:?}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("ev\\x1b]0;pwned\\x07il\\nname\\u202ex\\x9b2J"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        out.stdout.lines().count(),
+        4,
+        "the newline stays inside its line"
+    );
+
+    // run: a shipping scenario's title and rule name; an Orbit scenario's title and call id.
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/lost_ack.json"),
+    )
+    .expect("read")
+    .replacen("\"Lost acknowledgement\"", &evil, 1)
+    .replacen("\"lost-receipt\"", &evil, 1);
+    let scenario = scratch("evil-scenario.json");
+    std::fs::write(&scenario, text).expect("write");
+    let out = run(&["run", scenario.to_str().expect("path")]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("pwned"), "{}", out.stdout);
+    assert_eq!(acts_on_a_terminal(&out.stdout), None, "{:?}", out.stdout);
+
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/orbit-parallel.json"),
+    )
+    .expect("read")
+    .replacen("\"Parallel batch with faults\"", &evil, 1)
+    .replacen("\"call_A\"", &evil, 1);
+    let orbit = scratch("evil-orbit.json");
+    std::fs::write(&orbit, text).expect("write");
+    let work = scratch("evil-orbit-work");
+    let out = run(&[
+        "run",
+        orbit.to_str().expect("path"),
+        "--work-dir",
+        work.to_str().expect("path"),
+    ]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.matches("pwned").count() >= 2, "{}", out.stdout);
+    assert_eq!(acts_on_a_terminal(&out.stdout), None, "{:?}", out.stdout);
+
+    // Error lines that quote a name, from every command and the explorer.
+    let bad = scratch("evil-fault.json");
+    std::fs::write(
+        &bad,
+        format!(
+            r##"{{"budget_rejections":0,"calls":[{{"arguments":{{}},"capture_error":false,"elapsed":0.0,"error":null,"executed":true,"fault":{evil},"id":1,"injected":false,"key":"#1","kind":"timeout","ordinal":1,"output":null,"parent_id":null,"started":0.0,"status":"ok","tool":"t"}}],"capture":true,"clock":"VirtualClock","coverage":{{}},"effects":[],"rules":[],"schema_version":1,"seed":0}}"##
+        ),
+    )
+    .expect("write");
+    let b = bad.to_str().expect("path");
+    for args in [vec!["inspect", b], vec!["check", b], vec![b]] {
+        let out = run(&args);
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("pwned"), "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert_eq!(
+            acts_on_a_terminal(&out.stderr),
+            None,
+            "{args:?}: {:?}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_seven_megabyte_name_gives_a_short_error() {
+    let name = json_string(&"n".repeat(7_000_000));
+    let bad = scratch("huge-fault.json");
+    std::fs::write(
+        &bad,
+        format!(
+            r##"{{"budget_rejections":0,"calls":[{{"arguments":{{}},"capture_error":false,"elapsed":0.0,"error":null,"executed":true,"fault":{name},"id":1,"injected":false,"key":"#1","kind":"timeout","ordinal":1,"output":null,"parent_id":null,"started":0.0,"status":"ok","tool":"t"}}],"capture":true,"clock":"VirtualClock","coverage":{{}},"effects":[],"rules":[],"schema_version":1,"seed":0}}"##
+        ),
+    )
+    .expect("write");
+    let out = run(&["check", bad.to_str().expect("path")]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Call references an unknown fault rule"),
+        "{}",
+        &out.stderr[..200]
+    );
+    assert!(out.stderr.len() < 1000, "{} bytes", out.stderr.len());
+    assert!(out.stderr.contains("more characters"), "{}", out.stderr);
+}
+
+/// Every worst case we can build is inspected, checked and opened in the explorer (to its
+/// first frame) well within the watchdog. In a release build each takes under 0.2 s whole
+/// process (`cargo bench --bench hostile`); before the linear glob and ordinal lookups they
+/// took from 4 s to 11 minutes.
+#[test]
+fn no_valid_file_stalls_us() {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use toolstorm::document::Document;
+    use toolstorm::tui::app::App;
+    use toolstorm::tui::theme::Theme;
+
+    let dir = scratch("worst");
+    for (name, path) in common::worst::write_all(&dir) {
+        let p = path.to_str().expect("path");
+        for cmd in ["inspect", "check"] {
+            let out = run(&[cmd, p]);
+            assert!(
+                matches!(out.code, Some(0 | 1)),
+                "{name} {cmd}: {}",
+                out.stderr
+            );
+        }
+        let start = Instant::now();
+        let mut app = App::new(Document::open(&path).expect("opens"));
+        let mut terminal = Terminal::new(TestBackend::new(200, 60)).expect("terminal");
+        app.update(toolstorm::tui::action::Action::Resize(200, 60));
+        terminal
+            .draw(|f| app.render_with(f.area(), f.buffer_mut(), &Theme::new(true)))
+            .expect("draw");
+        let took = start.elapsed();
+        eprintln!("{name}: first frame in {took:?}");
+        assert!(
+            took < Duration::from_secs(20),
+            "{name}: first frame after {took:?}"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
 }

@@ -104,3 +104,72 @@ fn read_only_directory_keeps_old_target() {
     assert!(leftovers(&dir).is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[cfg(unix)]
+#[test]
+fn an_existing_file_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempdir("mode");
+    let target = dir.join("scenario.json");
+    std::fs::write(&target, "{}\n").expect("seed");
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    cassette().save(&target).expect("save");
+    let mode = std::fs::metadata(&target)
+        .expect("meta")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o644, "overwriting keeps the file's permissions");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_is_written_through() {
+    let dir = tempdir("link");
+    let real = dir.join("real.json");
+    let link = dir.join("link.json");
+    std::fs::write(&real, "old\n").expect("seed");
+    std::os::unix::fs::symlink("real.json", &link).expect("symlink");
+    cassette().save(&link).expect("save");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("meta")
+            .file_type()
+            .is_symlink(),
+        "the link stays a link"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&real).expect("read"),
+        cassette().dumps(),
+        "the file it points to got the new content"
+    );
+    // A dangling link creates its target.
+    let dangling = dir.join("dangling.json");
+    std::os::unix::fs::symlink("made-by-write.json", &dangling).expect("symlink");
+    cassette().save(&dangling).expect("save");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("made-by-write.json")).expect("read"),
+        cassette().dumps()
+    );
+    assert!(leftovers(&dir).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stale_temporary_files_are_swept_on_the_next_write() {
+    let dir = tempdir("sweep");
+    // Left by a writer that was killed (no such process), by a live process (pid 1: kept,
+    // it may still be writing), and a file of someone else's that merely looks similar.
+    let dead = dir.join(".toolstorm-999999999-aBcDeF.tmp");
+    let live = dir.join(".toolstorm-1-aBcDeF.tmp");
+    let other = dir.join(".toolstorm-notes.tmp");
+    for p in [&dead, &live, &other] {
+        std::fs::write(p, "partial").expect("seed");
+    }
+    cassette().save(dir.join("trace.json")).expect("save");
+    assert!(!dead.exists(), "a dead writer's temporary file is removed");
+    assert!(live.exists(), "a live writer's temporary file is kept");
+    assert!(other.exists(), "files that are not ours are kept");
+    let _ = std::fs::remove_dir_all(&dir);
+}

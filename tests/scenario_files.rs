@@ -188,3 +188,115 @@ fn verdict_file_holds_every_check() {
                 && common::get(c, "passed").as_bool() == Some(false))
     );
 }
+
+#[test]
+fn secrets_never_reach_written_results() {
+    let fake = r#"{"name": "fake-receipt", "tool": "create_shipment", "kind": "replace", "calls": [1], "probability": 1.0, "limit": null, "delay": 0.0, "replacement": {"shipment_id": "SHP-9", "api_key": "sk-live-123"}}"#;
+    let text = ScenarioFile::bundled("lost_ack")
+        .expect("bundled")
+        .to_text()
+        .replacen("\"policy\": \"all\"", "\"policy\": \"optimistic\"", 1);
+    let start = text.find("\"rules\": [").expect("rules") + "\"rules\": [".len();
+    let end = start + text[start..].find("\n  ]").expect("end of rules");
+    let scenario = format!("{}{fake}{}", &text[..start], &text[end..]);
+    let path = write_temp("secret-receipt.json", &scenario);
+    let output = write_temp("secret-output.json", "");
+    let (code, out, err) = cli(&[
+        "run",
+        path.to_str().expect("path"),
+        "--json",
+        "--output",
+        output.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let written = std::fs::read_to_string(&output).expect("output");
+    for (what, text) in [("stdout", &out), ("--output", &written)] {
+        assert!(
+            !text.contains("sk-live-123"),
+            "{what} leaks the secret:\n{text}"
+        );
+        assert!(text.contains("\"api_key\": \"[REDACTED]\""), "{what}");
+        // The receipt the policy got is the outcome, redacted like the report's copy.
+        let v = toolstorm::json::parse(text).expect("json");
+        let outcome = common::get(&v, "outcome");
+        assert!(
+            toolstorm::json::canonical(outcome).contains("[REDACTED]"),
+            "{what}"
+        );
+    }
+
+    // Orbit: a replaced read returns a secret to the model; the envelope in the result is
+    // redacted.
+    let orbit = std::fs::read_to_string(scenario_path("orbit-parallel"))
+        .expect("read")
+        .replacen("\"kind\": \"unavailable\",", "\"kind\": \"replace\",", 1)
+        .replacen(
+            "\"replacement\": null",
+            "\"replacement\": {\"id\": 41, \"password\": \"hunter2\"}",
+            1,
+        );
+    let path = write_temp("secret-orbit.json", &orbit);
+    let work = std::env::temp_dir().join(format!("toolstorm-scn-work-{}", std::process::id()));
+    let (code, out, err) = cli(&[
+        "run",
+        path.to_str().expect("path"),
+        "--json",
+        "--work-dir",
+        work.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !out.contains("hunter2"),
+        "the orbit result leaks the secret"
+    );
+    assert!(out.contains("[REDACTED]"));
+}
+
+#[test]
+fn probability_errors_say_what_a_probability_must_be() {
+    // demo: the reference's line, then the flag's problem.
+    let (code, _, err) = cli(&["demo", "--probability", "nan"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err.trim_end(),
+        "toolstorm-tui: ConfigurationError: Invalid fault rule (--probability nan: expected a number between 0 and 1)"
+    );
+    // A rule's own probability of -1 is not a "duration".
+    let p = write_temp(
+        "negative-probability.json",
+        &edited(
+            "lost_ack",
+            "\"probability\": 1.0,\n      \"limit\"",
+            "\"probability\": -1,\n      \"limit\"",
+        )
+        .replacen("\"probability\": 1.0,", "\"probability\": null,", 1),
+    );
+    let (code, _, err) = cli(&["run", p.to_str().expect("path")]);
+    assert_eq!(code, 2);
+    assert!(err.contains("Invalid fault rule"), "{err}");
+    assert!(
+        err.contains("rules[0].probability: expected a number between 0 and 1, got -1"),
+        "{err}"
+    );
+    assert!(!err.contains("Duration"), "{err}");
+    // The override is named as such.
+    let (code, _, err) = cli(&[
+        "run",
+        &scenario_path("lost_ack").to_string_lossy(),
+        "--probability",
+        "-1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("the probability for every rule must be a number between 0 and 1"),
+        "{err}"
+    );
+    // Invalid JSON is said once, not twice.
+    let p = write_temp("truncated-once.json", "{\"schema_version\": 1,");
+    let (_, _, err) = cli(&["run", p.to_str().expect("path")]);
+    assert_eq!(
+        err.matches("Invalid or excessively nested JSON").count(),
+        1,
+        "{err}"
+    );
+}

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::ConfigError;
 use crate::json::{Int, Object, Text, Value, canonical};
+use crate::printable::quoted;
 use crate::report::{Call, Coverage, Effect, ErrorRecord, Report, Status};
 use crate::rule::{FaultKind, Rule, ToolMatches, duration, int_cmp, require_keys};
 
@@ -273,7 +274,7 @@ pub fn validate_report(data: &Value) -> Result<Report, ConfigError> {
         if recorded != Some(expected[i]) {
             let e = expected[i];
             return Err(fail("Coverage counts disagree with recorded calls")
-                .at(format!("coverage.{}", rule.name.to_lossy()))
+                .at(format!("coverage.{}", quoted(&rule.name.to_lossy())))
                 .because(format!(
                     "recorded {}, the calls give eligible {}, selected {}, triggered {}",
                     recorded.map_or_else(
@@ -530,7 +531,7 @@ fn check_error(v: &Value) -> Result<ErrorRecord, ConfigError> {
             .at("type")
             .because(format!(
                 "\"{}\" is not one of RateLimited, ToolTimeout, ResponseLost, ToolUnavailable",
-                type_name.to_lossy()
+                quoted(&type_name.to_lossy())
             )));
     }
     let is_rate_limit = known && type_name == "RateLimited";
@@ -742,14 +743,14 @@ fn check_coverage(value: &Value, rules: &[Rule]) -> Result<Vec<(Text, Coverage)>
         let extra = cov.keys().find(|k| !names.contains(k));
         let missing = rules.iter().map(|r| &r.name).find(|n| !keys.contains(n));
         return Err(mismatch.because(match (missing, extra) {
-            (Some(m), _) => format!("no coverage for rule \"{}\"", m.to_lossy()),
-            (None, Some(x)) => format!("coverage for unknown rule \"{}\"", x.to_lossy()),
+            (Some(m), _) => format!("no coverage for rule \"{}\"", quoted(&m.to_lossy())),
+            (None, Some(x)) => format!("coverage for unknown rule \"{}\"", quoted(&x.to_lossy())),
             (None, None) => "key sets differ".to_owned(),
         }));
     }
     let mut out = Vec::with_capacity(cov.len());
     for (name, entry) in cov.iter() {
-        let here = format!("coverage.{}", name.to_lossy());
+        let here = format!("coverage.{}", quoted(&name.to_lossy()));
         let o = require_keys(entry, &COVERAGE_KEYS, &[]).map_err(|e| e.within(&here))?;
         let bad = || fail("Invalid rule coverage counts").at(here.clone());
         let mut counts = Vec::with_capacity(3);
@@ -839,7 +840,7 @@ fn replay_coverage(
         let Some(&ri) = index.get(fault) else {
             return Err(fail("Call references an unknown fault rule")
                 .at(format!("{here}.fault"))
-                .because(format!("no rule named \"{}\"", fault.to_lossy())));
+                .because(format!("no rule named \"{}\"", quoted(&fault.to_lossy()))));
         };
         let rule = &rules[ri];
         if rule.probability == 0.0 {
@@ -847,7 +848,7 @@ fn replay_coverage(
                 .at(format!("{here}.fault"))
                 .because(format!(
                     "rule \"{}\" has probability 0",
-                    rule.name.to_lossy()
+                    quoted(&rule.name.to_lossy())
                 )));
         }
         let covers = matches.eligible(rules, row, ri, call.ordinal);
@@ -856,7 +857,7 @@ fn replay_coverage(
                 .at(format!("{here}.kind"))
                 .because(format!(
                     "rule \"{}\" is {} and {} this call",
-                    rule.name.to_lossy(),
+                    quoted(&rule.name.to_lossy()),
                     rule.kind,
                     if covers { "covers" } else { "does not cover" }
                 )));
@@ -871,7 +872,7 @@ fn replay_coverage(
                 .at(format!("{here}.fault"))
                 .because(format!(
                     "rule \"{}\" selected {} times, limit {}",
-                    rule.name.to_lossy(),
+                    quoted(&rule.name.to_lossy()),
                     cov.selected,
                     limit.to_decimal()
                 )));
@@ -944,7 +945,7 @@ fn replay_coverage(
                 .at(format!("{here}.injected"))
                 .because(format!(
                     "rule \"{}\" was selected but injected is false",
-                    rule.name.to_lossy()
+                    quoted(&rule.name.to_lossy())
                 )));
         }
     }

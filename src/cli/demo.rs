@@ -57,7 +57,20 @@ pub fn run(a: &DemoArgs, io: &mut Io<'_>) -> i32 {
     if let Err(e) = lab::check_config(&config)
         .and_then(|_| lab::scenario_rules(&sc, config.probability).map(|_| ()))
     {
-        return io.fail(format!("ConfigurationError: {}", e.message));
+        // The reference's line, then what was wrong with the flag.
+        let flag = if e
+            .path
+            .as_deref()
+            .is_some_and(|p| p.ends_with(".probability"))
+        {
+            format!(
+                " (--probability {}: expected a number between 0 and 1)",
+                crate::json::float::py_repr(a.probability)
+            )
+        } else {
+            String::new()
+        };
+        return io.fail(format!("ConfigurationError: {}{flag}", e.message));
     }
     if a.seed.0.is_none() {
         return io.fail("ConfigurationError: Seed must be an integer in the JavaScript-safe range");

@@ -2,8 +2,6 @@
 //! (headless: an interactive approver has no terminal here and denies), and `tools`, which
 //! lists the Orbit tools or prints their function-tool schemas.
 
-use std::path::PathBuf;
-
 use clap::Args;
 
 use super::Io;
@@ -12,19 +10,10 @@ use crate::exit;
 use crate::json::{canonical, pretty};
 use crate::lab::orbit::{self, run::OrbitRun};
 
-/// A fresh folder name under the temp folder for this run's tracker.
-pub fn fresh_work_dir() -> PathBuf {
-    let base = std::env::temp_dir();
-    let pid = std::process::id();
-    (1u32..)
-        .map(|n| base.join(format!("toolstorm-orbit-{pid}-{n}")))
-        .find(|p| !p.exists())
-        .unwrap_or_else(|| base.join(format!("toolstorm-orbit-{pid}")))
-}
-
 /// Writes and prints an executor scenario's run: the cassette and JSON result files, then the
-/// log as text or the result as JSON.
-pub fn print_run(result: &OrbitRun, out: &OutputFlags, io: &mut Io<'_>) -> i32 {
+/// log as text or the result as JSON. `kept`: the tracker's folder stays after exit (it was
+/// given with `--work-dir`).
+pub fn print_run(result: &OrbitRun, out: &OutputFlags, kept: bool, io: &mut Io<'_>) -> i32 {
     if let Some(p) = &out.cassette
         && let Err(code) = write_file(p, &(canonical(&result.report.to_value()) + "\n"), io)
     {
@@ -42,8 +31,13 @@ pub fn print_run(result: &OrbitRun, out: &OutputFlags, io: &mut Io<'_>) -> i32 {
         for line in result.text_lines() {
             io.println(&line);
         }
-        if let (false, Some(p)) = (result.tracker.is_empty(), &result.tracker_path) {
-            io.println(&format!("tracker file: {}", p.display()));
+        match (result.tracker.is_empty(), &result.tracker_path) {
+            (false, Some(p)) if kept => io.println(&format!("tracker file: {}", p.display())),
+            (false, _) => io.println(
+                "tracker file: in a private temporary folder, removed at exit \
+                 (keep it with --work-dir DIR)",
+            ),
+            (true, _) => {}
         }
     }
     exit::OK

@@ -38,7 +38,8 @@ pub struct RunArgs {
     /// Save the scenario as run (with --policy/--seed/--probability/--max-calls applied)
     #[arg(long)]
     save_scenario: Option<PathBuf>,
-    /// Folder for the Orbit tracker's file (orbit scenarios; default: a fresh temp folder)
+    /// Folder for the Orbit tracker's file, kept after the run (orbit scenarios; default: a
+    /// private temporary folder, removed at exit)
     #[arg(long)]
     work_dir: Option<PathBuf>,
 }
@@ -78,20 +79,33 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
         Err(e) => return io.fail(&e),
     };
     let mut settings = a.settings();
+    // Without --work-dir the tracker writes into a private folder (0700) removed at exit.
+    let mut scratch = None;
     if let Scenario::Orbit(_) = &scenario {
         if let Some(flag) = a.lab_only_flag() {
             return io.fail(format!(
                 "ValueError: {flag} applies to shipping scenarios, not to orbit scenario files"
             ));
         }
-        settings.work_dir = Some(a.work_dir.clone().unwrap_or_else(orbit::fresh_work_dir));
+        settings.work_dir = match &a.work_dir {
+            Some(dir) => Some(dir.clone()),
+            None => match tempfile::Builder::new()
+                .prefix("toolstorm-orbit-")
+                .tempdir()
+            {
+                Ok(dir) => Some(scratch.insert(dir).path().to_path_buf()),
+                Err(e) => {
+                    return io.fail(format!("OSError: no temporary folder for the tracker: {e}"));
+                }
+            },
+        };
     }
     let result = match scenario.run(Some(&a.file), &settings, &mut NoTerminal) {
         Ok(r) => r,
         Err(e) => return io.fail(&e),
     };
     match result {
-        ScenarioRun::Orbit(r) => orbit::print_run(&r, &a.out, io),
+        ScenarioRun::Orbit(r) => orbit::print_run(&r, &a.out, scratch.is_none(), io),
         ScenarioRun::Lab(lab) => {
             let code = emit(
                 &lab.file.scenario,

@@ -65,7 +65,9 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
             if a.json {
                 io.print(&summary.json());
             } else {
-                io.print(&summary.text());
+                for line in summary.lines() {
+                    io.println(&line);
+                }
             }
             summary.exit_code()
         }

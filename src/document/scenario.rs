@@ -123,6 +123,14 @@ impl Scenario {
                 "Seed must be an integer in the JavaScript-safe range",
             )));
         }
+        if let Some(p) = settings.probability.filter(|p| !(0.0..=1.0).contains(p)) {
+            return Err(fail(ConfigError::new("Invalid fault rule").because(
+                format!(
+                    "the probability for every rule must be a number between 0 and 1, got {}",
+                    crate::json::float::py_repr(p)
+                ),
+            )));
+        }
         match self {
             Scenario::Shipping(file) => {
                 let file = settings.apply(file);

@@ -4,6 +4,7 @@
 
 use crate::json::float::py_repr;
 use crate::json::{Object, Value, one_line};
+use crate::redact::Redactor;
 
 use super::registry::ToolSpec;
 
@@ -19,13 +20,19 @@ pub struct ApprovalRequest<'a> {
 }
 
 impl ApprovalRequest<'_> {
-    /// The call as a person reads it: `add_label(issue_id=92, label='severity:S1')`.
+    /// The call as a person reads it: `add_label(issue_id=92, label='severity:S1')`. Values
+    /// are redacted as records are (a `password=` argument shows as `'[REDACTED]'`): the
+    /// question is drawn on screen and kept in the run's result.
     pub fn describe(&self) -> String {
-        let args: Vec<String> = self
-            .arguments
-            .iter()
-            .map(|(k, v)| format!("{}={}", k.to_lossy(), py_literal(v)))
-            .collect();
+        let redacted = Redactor::default().redact(&Value::Object(self.arguments.clone()));
+        let args: Vec<String> = redacted
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .map(|(k, v)| format!("{}={}", k.to_lossy(), py_literal(v)))
+                    .collect()
+            })
+            .unwrap_or_default();
         format!("{}({})", self.tool.name, args.join(", "))
     }
 

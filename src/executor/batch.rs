@@ -24,6 +24,7 @@ use rand_chacha::rand_core::RngCore;
 use crate::error::Error;
 use crate::json::{Object, Value};
 use crate::obj;
+use crate::redact::Redactor;
 use crate::storm::{CallHandle, Prelude, Storm};
 
 use super::approval::{ApprovalRequest, Approver};
@@ -193,14 +194,21 @@ impl BatchResult {
         self.lanes.iter().map(|l| l.call_id.clone()).collect()
     }
 
-    /// The batch object (`--json`).
+    /// The batch object (`--json`), its outputs redacted as records are.
     pub fn to_value(&self) -> Value {
+        let redactor = Redactor::default();
+        let outputs = self
+            .envelopes
+            .iter()
+            .zip(&self.lanes)
+            .map(|(e, lane)| e.recorded_item(&lane.call_id, &redactor))
+            .collect();
         obj! {
             "batch" => self.batch,
             "started_ms" => self.started_ms,
             "answered_ms" => self.answered_ms,
             "settled_ms" => self.settled_ms,
-            "outputs" => Value::Array(self.outputs.clone()),
+            "outputs" => Value::Array(outputs),
             "log" => Value::Array(self.log.iter().map(LogRow::to_value).collect()),
             "lanes" => Value::Array(self.lanes.iter().map(Lane::to_value).collect()),
         }

@@ -4,6 +4,7 @@
 
 use crate::json::{Value, compact};
 use crate::obj;
+use crate::redact::Redactor;
 
 use super::taxonomy::{ErrorKind, Failure};
 
@@ -81,12 +82,22 @@ impl Envelope {
         compact(&self.to_value())
     }
 
-    /// The `{"type": "function_call_output", "call_id", "output"}` item.
+    /// The `{"type": "function_call_output", "call_id", "output"}` item the model gets.
     pub fn output_item(&self, call_id: &str) -> Value {
         obj! {
             "type" => "function_call_output",
             "call_id" => call_id,
             "output" => self.to_text(),
+        }
+    }
+
+    /// The same item as a record keeps it: the envelope redacted before it is turned into
+    /// text (inside the text, keys are out of the redactor's sight).
+    pub fn recorded_item(&self, call_id: &str, redactor: &Redactor) -> Value {
+        obj! {
+            "type" => "function_call_output",
+            "call_id" => call_id,
+            "output" => compact(&redactor.redact(&self.to_value())),
         }
     }
 }

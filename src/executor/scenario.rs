@@ -19,6 +19,7 @@
 use crate::error::ConfigError;
 use crate::json::{Value, parse, pretty};
 use crate::obj;
+use crate::printable::quoted;
 use crate::rule::{Rule, require_keys};
 use crate::scenario_fields::{
     self, as_invalid, head, invalid as bad, rule_list, seed_field, text_field as text,
@@ -210,6 +211,16 @@ impl ExecutorScenario {
                         .map_err(|e| as_invalid(e).within(&format!("batches[{b}][{i}]")))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            let mut ids = std::collections::HashSet::new();
+            if let Some(i) = calls.iter().position(|c| !ids.insert(c.call_id.as_str())) {
+                return Err(bad(
+                    &format!("batches[{b}][{i}].call_id"),
+                    &format!(
+                        "call id \"{}\" is used twice in this batch; each call needs its own",
+                        quoted(&calls[i].call_id)
+                    ),
+                ));
+            }
             batches.push(calls);
         }
         Ok(ExecutorScenario {

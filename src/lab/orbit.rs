@@ -19,6 +19,7 @@ use crate::executor::registry::{Param, ParamType, Registry, ToolSpec};
 use crate::executor::{ToolError, Toolbox};
 use crate::json::{Int, Object, Value, compact, parse, sha256_hex};
 use crate::obj;
+use crate::printable::{is_unsafe, quoted};
 
 /// `get_issue(issue_id)`.
 pub const GET_ISSUE: &str = "get_issue";
@@ -438,10 +439,12 @@ impl Orbit {
         let id = self.issue_id(args)?;
         let label = args.get("label").and_then(Value::as_str).unwrap_or("");
         let n = label.chars().count();
-        if n == 0 || n > 50 || label.chars().any(char::is_control) || label.trim() != label {
+        if n == 0 || n > 50 || label.chars().any(is_unsafe) || label.trim() != label {
             return Err(ToolError::InvalidValue {
                 message: format!(
-                    "Invalid label {label:?}: use 1-50 characters, no control characters or outer spaces"
+                    "Invalid label \"{}\": use 1-50 characters, no control or \
+                     bidirectional-override characters, no outer spaces",
+                    quoted(label)
                 ),
                 hint: None,
             });
@@ -571,6 +574,34 @@ mod tests {
         assert_eq!(
             doc.section("ORB-1101").map(|s| s.0.as_str()),
             Some("ORB-1101 LeaseExpired")
+        );
+    }
+
+    #[test]
+    fn labels_that_would_reorder_text_never_reach_the_tracker() {
+        let mut o = Orbit::new().expect("data");
+        let mut commits = 0;
+        for label in ["evil\u{202e}txt", "a\u{1b}[31m", "x\u{2066}y", "\u{200f}"] {
+            let args = obj! {"issue_id" => 92, "label" => label};
+            let r = o.run(ADD_LABEL, args.as_object().expect("obj"), &mut |_, _| {
+                commits += 1;
+                Ok(())
+            });
+            assert!(
+                matches!(r, Err(ToolError::InvalidValue { .. })),
+                "{label:?}: {r:?}"
+            );
+        }
+        assert_eq!(commits, 0);
+        assert!(o.tracker().actions().is_empty());
+        let args = obj! {"issue_id" => 92, "label" => "severity:S1"};
+        assert!(
+            o.run(
+                ADD_LABEL,
+                args.as_object().expect("obj"),
+                &mut |_, _| Ok(())
+            )
+            .is_ok()
         );
     }
 

@@ -1,6 +1,8 @@
 //! Shared helpers for the reference-driven tests.
 #![allow(dead_code)]
 
+pub mod worst;
+
 use std::path::PathBuf;
 
 use std::ffi::OsString;

@@ -11,6 +11,7 @@ use crate::executor::{BatchResult, Executor};
 use crate::json::Value;
 use crate::json::float::py_fixed;
 use crate::obj;
+use crate::redact::Redactor;
 use crate::report::Report;
 
 use super::Orbit;
@@ -103,9 +104,11 @@ pub fn seconds(ms: u64) -> String {
 }
 
 impl OrbitRun {
-    /// The result object (`--json`).
+    /// The result object (`--json`, `--output`). Envelopes, approval questions and tracker
+    /// actions hold what tools returned and were given: they go through the redactor, as the
+    /// report's payloads did when captured.
     pub fn to_value(&self) -> Value {
-        obj! {
+        Redactor::default().redact(&obj! {
             "scenario" => self.scenario.name.as_str(),
             "world" => "orbit",
             "seed" => self.seed,
@@ -114,7 +117,7 @@ impl OrbitRun {
             "tracker" => Value::Array(self.tracker.clone()),
             "report" => self.report.to_value(),
             "digest" => self.digest.as_str(),
-        }
+        })
     }
 
     /// The lines `run` prints.

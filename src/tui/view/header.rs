@@ -10,6 +10,7 @@ use super::super::app::{App, Mode, Question, StatusKind};
 use super::super::theme::Theme;
 use super::secs;
 use crate::contract::verdict;
+use crate::printable;
 
 /// Draws the header.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
@@ -58,7 +59,10 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             theme.dim,
         ));
     }
-    spans.push(Span::styled(format!(" · {}", app.doc.name()), theme.text));
+    spans.push(Span::styled(
+        format!(" · {}", printable::quoted(&app.doc.name())),
+        theme.text,
+    ));
     if report.budget_rejections > 0 {
         spans.push(Span::styled(
             format!(" · {} refused", report.budget_rejections),
@@ -113,7 +117,7 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             let text = if app.status.is_empty() {
                 "? keys · q quit · Tab focus · f next fault · e next effect".to_owned()
             } else {
-                app.status.clone()
+                printable::line(&app.status).into_owned()
             };
             spans.push(Span::styled(text, style));
             Line::from(spans)
