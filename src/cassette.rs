@@ -10,7 +10,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use replay::{ArgumentDiff, ClosestRecord, DiffKind, Replay};
+pub use replay::{ArgumentDiff, ClosestRecord, DiffKind, Replay, diff_arguments};
 pub use validate::{
     CALL_KEYS, COVERAGE_KEYS, EFFECT_KEYS, MAX_RULES, MAX_TRACE_ITEMS, PORTABLE_ERRORS,
     REPORT_KEYS, validate_report,

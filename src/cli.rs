@@ -6,6 +6,7 @@
 
 mod demo;
 mod explain;
+mod mcp;
 mod orbit;
 mod output;
 mod replay;
@@ -56,6 +57,8 @@ enum Command {
     Tools(orbit::ToolsArgs),
     /// Run a campaign over a grid of scenarios, policies, seeds, probabilities and budgets
     Sweep(sweep::SweepArgs),
+    /// Put an MCP proxy in front of a server: inject faults, record, or replay a recording
+    Mcp(mcp::McpArgs),
     /// Explain one fault decision
     Decide(explain::DecideArgs),
     /// Print the canonical form (or digest) of a JSON document
@@ -138,6 +141,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Ou
         Some(Command::Run(a)) => run::run(&a, io),
         Some(Command::Tools(a)) => orbit::tools(&a, io),
         Some(Command::Sweep(a)) => sweep::run(&a, io),
+        Some(Command::Mcp(a)) => mcp::run(&a, io),
         Some(Command::Decide(a)) => explain::decide(&a, io),
         Some(Command::Canonical(a)) => explain::canonical(&a, io),
         None => return Outcome::Explore(cli.file),

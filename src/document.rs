@@ -8,6 +8,9 @@
 //! - [`open_scenario`]: a scenario file of any world, for `run`.
 //! - [`Document::open`]: anything; a scenario is run on open. This is what the explorer shows.
 //!
+//! A cassette with a `.mcp.json` sidecar next to it is an MCP recording: the sidecar's session
+//! facts come with it, and its own call budget and checks judge it.
+//!
 //! ```
 //! use toolstorm::document::Document;
 //!
@@ -30,14 +33,17 @@ use std::path::{Path, PathBuf};
 pub use error::{Error, OsError, Problem};
 pub use scenario::{LabRuns, Scenario, ScenarioRun, Settings, World};
 
-use crate::cassette::{self, Cassette, Utf8Problem, json_error};
+use crate::cassette::{self, Cassette, CheckSummary, Utf8Problem, json_error};
 use crate::contract::Check;
+use crate::error::ConfigError;
 use crate::executor::approval::{NoTerminal, Prompt};
 use crate::executor::batch::BatchResult;
 use crate::executor::scenario::ExecutorScenario;
 use crate::json::{MAX_DOCUMENT_BYTES, Value, parse};
 use crate::lab::Policy;
 use crate::lab::scenario_file::ScenarioFile;
+use crate::mcp::scenario::{McpCheck, McpScenario};
+use crate::mcp::session::{McpSession, SessionError, sidecar_path};
 use crate::scenario_fields::invalid;
 use crate::timeline::Timeline;
 
@@ -59,6 +65,8 @@ pub enum DocKind {
     Comparison,
     /// A scenario file, run on open.
     Scenario,
+    /// A session recorded by the MCP proxy: a cassette with its `.mcp.json` sidecar.
+    McpRecording,
 }
 
 impl DocKind {
@@ -69,6 +77,7 @@ impl DocKind {
             DocKind::RunFile => "run",
             DocKind::Comparison => "comparison",
             DocKind::Scenario => "scenario",
+            DocKind::McpRecording => "mcp recording",
         }
     }
 }
@@ -82,6 +91,8 @@ pub struct Trace {
     pub labels: Vec<Option<String>>,
     /// Each run's cassette, in file order (at least one).
     pub cassettes: Vec<Cassette>,
+    /// The session facts of an MCP recording (its sidecar), when there is one.
+    pub mcp: Option<McpSession>,
 }
 
 /// What a file holds, before anything runs.
@@ -126,6 +137,9 @@ pub struct Document {
     pub scenario: Option<ScenarioFile>,
     /// The executor scenario, for Orbit files (re-run with a person's approvals in the TUI).
     pub orbit: Option<ExecutorScenario>,
+    /// The session facts of an MCP recording: per call, what the client received and the
+    /// evidence of each effect.
+    pub mcp: Option<McpSession>,
 }
 
 /// Reads `path` once (bounded) and parses it as JSON, with the reference's limits.
@@ -167,6 +181,7 @@ fn scenario_from_value(path: &Path, value: &Value) -> Result<Scenario, Error> {
     let parsed = match world {
         World::Shipping => ScenarioFile::from_value(value).map(Scenario::Shipping),
         World::Orbit => ExecutorScenario::from_value(value).map(Scenario::Orbit),
+        World::Mcp => McpScenario::from_value(value).map(Scenario::Mcp),
     };
     parsed.map_err(|e| Error::invalid(Some(path), e))
 }
@@ -201,14 +216,63 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
         kind,
         labels,
         cassettes,
+        mcp: None,
     })
+}
+
+/// The sidecar of an MCP recording at `path`, if there is one (a bare cassette only).
+fn sidecar_of(path: &Path, trace: &mut Trace) -> Result<(), Error> {
+    let side = sidecar_path(path);
+    if trace.kind != DocKind::Cassette || !side.exists() {
+        return Ok(());
+    }
+    let session = McpSession::load(&side).map_err(|e| match e {
+        SessionError::Io(e) => Error::io(&side, e),
+        SessionError::Invalid(c) => Error::invalid(Some(&side), c),
+    })?;
+    trace.kind = DocKind::McpRecording;
+    trace.mcp = Some(session);
+    Ok(())
+}
+
+/// `check`'s verdicts for a trace: every rule fired, no duplicate effects, the call budget
+/// (`max_calls`, else an MCP recording's own budget, else 100) — plus an MCP scenario's own
+/// checks.
+pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, ConfigError> {
+    let budget = max_calls
+        .or(trace.mcp.as_ref().map(|m| m.max_calls))
+        .unwrap_or(DEFAULT_MAX_CALLS);
+    let mut summary = cassette::check(&trace.cassettes, budget)?;
+    if let Some(m) = &trace.mcp {
+        for (checks, c) in summary.runs.iter_mut().zip(&trace.cassettes) {
+            for check in &m.checks {
+                match check {
+                    McpCheck::RetryAfterRespected => {
+                        let n = crate::lab::retry_after_violations(&c.report);
+                        checks.push(Check {
+                            name: "Retry-after respected".into(),
+                            passed: n == 0,
+                            detail: format!("{n} retry(s) occurred before the advertised delay"),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(summary)
 }
 
 /// Reads `path` and says what it holds: traces (validated) or a scenario (validated, not run).
 /// A top-level `world` key makes a scenario file.
 pub fn read(path: &Path) -> Result<Contents, Error> {
     let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
-    read_bytes(path, &bytes)
+    match read_bytes(path, &bytes)? {
+        Contents::Trace(mut t) => {
+            sidecar_of(path, &mut t)?;
+            Ok(Contents::Trace(t))
+        }
+        other => Ok(other),
+    }
 }
 
 /// [`read`] for bytes already in memory (`name` is what messages call them).
@@ -224,7 +288,9 @@ pub fn read_bytes(name: &Path, bytes: &[u8]) -> Result<Contents, Error> {
 /// Reads `path` as the reference reads traces (`inspect`, `check`, `replay`): a bare report, a
 /// run file or a comparison, with its limits, verdicts and messages.
 pub fn open_trace(path: &Path) -> Result<Trace, Error> {
-    trace_from_value(path, read_json(path)?)
+    let mut trace = trace_from_value(path, read_json(path)?)?;
+    sidecar_of(path, &mut trace)?;
+    Ok(trace)
 }
 
 /// Reads `path` as a scenario file of any world (`run`).
@@ -258,15 +324,18 @@ impl Document {
             kind: DocKind::Cassette,
             labels: vec![None],
             cassettes: vec![c],
+            mcp: None,
         };
         Document::from_trace(None, trace)
     }
 
     /// The runs of recorded traces, judged as `check` judges them.
     pub fn from_trace(path: Option<PathBuf>, trace: Trace) -> Result<Document, Error> {
-        let max_calls = DEFAULT_MAX_CALLS;
-        let summary = cassette::check(&trace.cassettes, max_calls)
-            .map_err(|e| Error::invalid(path.as_deref(), e))?;
+        let summary = judge(&trace, None).map_err(|e| Error::invalid(path.as_deref(), e))?;
+        let max_calls = trace
+            .mcp
+            .as_ref()
+            .map_or(DEFAULT_MAX_CALLS, |m| m.max_calls);
         let runs = trace
             .cassettes
             .into_iter()
@@ -291,6 +360,7 @@ impl Document {
             runs,
             scenario: None,
             orbit: None,
+            mcp: trace.mcp,
         })
     }
 
@@ -338,7 +408,7 @@ impl Document {
                 };
                 let orbit = match scenario {
                     Scenario::Orbit(s) => Some(s.clone()),
-                    Scenario::Shipping(_) => None,
+                    _ => None,
                 };
                 (vec![run], None, orbit)
             }
@@ -349,6 +419,7 @@ impl Document {
             runs,
             scenario: scenario_file,
             orbit,
+            mcp: None,
         })
     }
 

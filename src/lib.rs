@@ -57,6 +57,8 @@
 //! - [`lab`]: the bundled shipping world, recovery policies, scenarios and campaigns; the Orbit
 //!   world the executor runs in.
 //! - [`executor`]: the robust tool executor — parallel, time-boxed, classified, permissioned.
+//! - [`mcp`]: the MCP boundary — a proxy that injects faults between any agent and its MCP
+//!   server, records the session as a cassette with evidence, and replays it strictly.
 //! - [`document`]: one way in — open any file (cassette, run file, comparison, scenario of any
 //!   world), validate it, run it; one typed error with one message.
 //! - [`atomic`], [`fsread`], [`exit`]: crash-safe writes, bounded reads, exit codes.
@@ -79,6 +81,7 @@ pub mod exit;
 pub mod fsread;
 pub mod json;
 pub mod lab;
+pub mod mcp;
 pub mod printable;
 pub mod redact;
 pub mod report;

@@ -12,10 +12,10 @@ fn main() -> ExitCode {
     if let Err(e) = color_eyre::install() {
         eprintln!("toolstorm-tui: could not install error reporting: {e}");
     }
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    let mut out = stdout.lock();
-    let mut err = stderr.lock();
+    // Unlocked handles: other threads (sweep's progress, an MCP server's stderr) write to the
+    // same streams, and holding a lock for the whole run would make them wait forever.
+    let mut out = std::io::stdout();
+    let mut err = std::io::stderr();
     let outcome = cli::dispatch(
         std::env::args_os(),
         &mut Io {
@@ -26,10 +26,7 @@ fn main() -> ExitCode {
     let _ = out.flush();
     let code = match outcome {
         Outcome::Exit(code) => code,
-        Outcome::Explore(file) => {
-            drop(out);
-            toolstorm::tui::explore(file, &mut err)
-        }
+        Outcome::Explore(file) => toolstorm::tui::explore(file, &mut err),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }

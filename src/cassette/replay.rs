@@ -300,6 +300,45 @@ fn join(prefix: &str, key: &str) -> String {
     }
 }
 
+/// The differences between recorded and given arguments (canonical JSON, after redaction),
+/// in path order.
+pub fn diff_arguments(recorded: &Value, given: &Value) -> Vec<ArgumentDiff> {
+    let mut out = Vec::new();
+    diff_values("", recorded, given, &mut out);
+    out
+}
+
+impl ClosestRecord {
+    /// How `replay` explains it: the record, then one line per differing argument.
+    pub fn explain_lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "closest recorded call: #{} {}{}",
+            self.position,
+            self.tool,
+            if self.same_tool {
+                ""
+            } else {
+                " (a different tool)"
+            }
+        )];
+        for d in &self.diffs {
+            let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(absent)".into());
+            let what = match d.kind {
+                DiffKind::Missing => "missing",
+                DiffKind::Unexpected => "unexpected",
+                DiffKind::Changed => "changed",
+            };
+            lines.push(format!(
+                "  {}: {what}: recorded {}, given {}",
+                d.path,
+                show(&d.recorded),
+                show(&d.given)
+            ));
+        }
+        lines
+    }
+}
+
 fn diff_values(path: &str, recorded: &Value, given: &Value, out: &mut Vec<ArgumentDiff>) {
     match (recorded, given) {
         (Value::Object(a), Value::Object(b)) => {

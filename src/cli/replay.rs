@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::Io;
 use super::trace::load;
-use crate::cassette::{ClosestRecord, DiffKind};
+use crate::cassette::ClosestRecord;
 use crate::document::Error;
 use crate::exit;
 use crate::json::one_line;
@@ -103,28 +103,7 @@ fn print(a: &ReplayArgs, policy: Policy, recorded: usize, r: &OfflineReplay, io:
 }
 
 fn print_closest(c: &ClosestRecord, io: &mut Io<'_>) {
-    io.println(&format!(
-        "  closest recorded call: #{} {}{}",
-        c.position,
-        c.tool,
-        if c.same_tool {
-            ""
-        } else {
-            " (a different tool)"
-        }
-    ));
-    for d in &c.diffs {
-        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(absent)".into());
-        let what = match d.kind {
-            DiffKind::Missing => "missing",
-            DiffKind::Unexpected => "unexpected",
-            DiffKind::Changed => "changed",
-        };
-        io.println(&format!(
-            "    {}: {what}: recorded {}, given {}",
-            d.path,
-            show(&d.recorded),
-            show(&d.given)
-        ));
+    for line in c.explain_lines() {
+        io.println(&format!("  {line}"));
     }
 }

@@ -24,9 +24,10 @@ pub struct InspectArgs {
 pub struct CheckArgs {
     /// A cassette, report, run file or comparison
     path: PathBuf,
-    /// Call budget to check against (calls plus refused calls)
-    #[arg(long, default_value = "100", value_parser = py_int, allow_hyphen_values = true)]
-    max_calls: PyInt,
+    /// Call budget to check against (calls plus refused calls) [default: an MCP recording's
+    /// own budget, else 100]
+    #[arg(long, value_parser = py_int, allow_hyphen_values = true)]
+    max_calls: Option<PyInt>,
     /// Print the contract as JSON
     #[arg(long)]
     json: bool,
@@ -55,12 +56,12 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
 
 /// Runs `check`.
 pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
-    let cassettes = match load(&a.path, io) {
-        Ok(c) => c,
-        Err(code) => return code,
+    let trace = match document::open_trace(&a.path) {
+        Ok(t) => t,
+        Err(e) => return io.fail(e),
     };
-    let max_calls = a.max_calls.0.unwrap_or(i64::MAX);
-    match cassette::check(&cassettes, max_calls) {
+    let max_calls = a.max_calls.map(|m| m.0.unwrap_or(i64::MAX));
+    match document::judge(&trace, max_calls) {
         Ok(summary) => {
             if a.json {
                 io.print(&summary.json());
@@ -68,9 +69,49 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
                 for line in summary.lines() {
                     io.println(&line);
                 }
+                if let (Some(session), [c]) = (&trace.mcp, trace.cassettes.as_slice()) {
+                    for line in duplicate_lines(&c.report, session) {
+                        io.println(&line);
+                    }
+                }
             }
             summary.exit_code()
         }
         Err(e) => io.fail(format!("ConfigurationError: {}", e.message)),
     }
+}
+
+/// For an MCP recording: each duplicate commit, the call that made it and the evidence, next
+/// to the first commit of the same effect.
+fn duplicate_lines(
+    report: &crate::report::Report,
+    session: &crate::mcp::session::McpSession,
+) -> Vec<String> {
+    let evidence = |i: usize| {
+        session
+            .evidence_of(report, i)
+            .map_or("unknown", |ev| ev.as_str())
+    };
+    let mut first: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut lines = Vec::new();
+    for (i, e) in report.effects.iter().enumerate() {
+        match first.get(&e.identity) {
+            None => {
+                first.insert(e.identity, i);
+            }
+            Some(&f) => {
+                let earlier = &report.effects[f];
+                lines.push(format!(
+                    "duplicate commit: {} {} by call #{} ({} evidence), first committed by call #{} ({} evidence)",
+                    e.name,
+                    e.key,
+                    e.call_id,
+                    evidence(i),
+                    earlier.call_id,
+                    evidence(f)
+                ));
+            }
+        }
+    }
+    lines
 }

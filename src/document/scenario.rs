@@ -11,6 +11,7 @@ use crate::executor::scenario::ExecutorScenario;
 use crate::lab::orbit::run::{OrbitRun, run_with_prompt};
 use crate::lab::scenario_file::{PolicyChoice, ScenarioFile};
 use crate::lab::{self, LabRun, RunConfig};
+use crate::mcp::scenario::McpScenario;
 use crate::storm::MAX_SAFE_SEED;
 
 /// The worlds a scenario file may name.
@@ -20,17 +21,20 @@ pub enum World {
     Shipping,
     /// The Orbit world: batches of function calls through the robust executor.
     Orbit,
+    /// The MCP boundary: faults between an agent and its MCP server (run by `mcp`).
+    Mcp,
 }
 
 impl World {
     /// Every world, in the order error messages list them.
-    pub const ALL: [World; 2] = [World::Shipping, World::Orbit];
+    pub const ALL: [World; 3] = [World::Shipping, World::Orbit, World::Mcp];
 
     /// The name files use.
     pub fn as_str(self) -> &'static str {
         match self {
             World::Shipping => crate::lab::scenario_file::WORLD,
             World::Orbit => crate::executor::scenario::WORLD,
+            World::Mcp => crate::mcp::scenario::WORLD,
         }
     }
 
@@ -47,6 +51,8 @@ pub enum Scenario {
     Shipping(ScenarioFile),
     /// An executor scenario in the Orbit world.
     Orbit(ExecutorScenario),
+    /// Faults for the MCP proxy.
+    Mcp(McpScenario),
 }
 
 /// Settings that override a scenario file's own for one run (the command line's flags).
@@ -98,6 +104,7 @@ impl Scenario {
         match self {
             Scenario::Shipping(_) => World::Shipping,
             Scenario::Orbit(_) => World::Orbit,
+            Scenario::Mcp(_) => World::Mcp,
         }
     }
 
@@ -106,6 +113,7 @@ impl Scenario {
         match self {
             Scenario::Shipping(f) => &f.scenario.title,
             Scenario::Orbit(s) => &s.title,
+            Scenario::Mcp(s) => &s.title,
         }
     }
 
@@ -144,6 +152,12 @@ impl Scenario {
                     .map(|r| ScenarioRun::Orbit(Box::new(r)))
                     .map_err(fail)
             }
+            Scenario::Mcp(_) => Err(fail(
+                ConfigError::new("An MCP scenario runs in front of a server").because(
+                    "start it with `toolstorm-tui mcp FILE --record incident.json -- COMMAND`, \
+                     then open the recording",
+                ),
+            )),
         }
     }
 }

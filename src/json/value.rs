@@ -203,9 +203,10 @@ impl FromIterator<(Text, Value)> for Object {
 }
 
 /// A JSON value.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum Value {
     /// `null`
+    #[default]
     Null,
     /// `true` / `false`
     Bool(bool),

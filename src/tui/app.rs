@@ -390,10 +390,23 @@ impl App {
             Ok(doc) if self.editor.is_some() => self.reloaded_while_editing(doc),
             Ok(doc) => {
                 let keep = self.selected().map(|c| c.id);
+                // On the last call, follow the tail: a recording that grows shows what arrived.
+                let following =
+                    self.cursor.is_some() && self.cursor == self.visible().last().copied();
+                let before = self.timeline().len();
                 self.doc = *doc;
                 self.run = self.run.min(self.doc.runs.len().saturating_sub(1));
                 self.restore_cursor(keep);
-                self.info("reloaded from disk".into());
+                let after = self.timeline().len();
+                if following && after > before {
+                    self.cursor = self.visible().last().copied();
+                    self.info(format!(
+                        "reloaded from disk: {} new call(s)",
+                        after - before
+                    ));
+                } else {
+                    self.info("reloaded from disk".into());
+                }
             }
             // Gone (deleted, or mid-replace by an editor): wait for it to come back.
             Err(e) if e.is_missing() => {

@@ -161,6 +161,17 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
                 secs(fx.at),
                 fx.identity
             ))];
+            if let Some(ev) = app
+                .doc
+                .mcp
+                .as_ref()
+                .and_then(|m| m.evidence_of(t.report(), e))
+            {
+                spans.push(Span::styled(
+                    format!("  evidence: {}", ev.as_str()),
+                    theme.dim,
+                ));
+            }
             if let Some(first) = t.duplicate_of(e) {
                 let earlier = &t.report().effects[first];
                 spans.push(Span::styled(
@@ -173,6 +184,36 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
                 ));
             }
             out.push(Line::from(spans));
+        }
+    }
+    // MCP recordings: what the client actually received, and how the call ended.
+    if let Some(record) = app.doc.mcp.as_ref().and_then(|m| m.call(c.id)) {
+        out.push(Line::styled(
+            format!("MCP request {}", crate::json::one_line(&record.request_id)),
+            theme.title,
+        ));
+        out.push(kv(
+            "client",
+            format!("got {}", record.delivered.describe()),
+            theme,
+        ));
+        if let Some(first) = record.replay_of {
+            out.push(kv(
+                "replay",
+                format!(
+                    "same commit id as call #{first}: an idempotent replay, nothing new committed"
+                ),
+                theme,
+            ));
+        }
+        if let Some(note) = &record.note {
+            out.push(kv("note", printable(note, 400).into_owned(), theme));
+        }
+        if !effects.is_empty() {
+            out.push(Line::styled(
+                "  evidence: server = listed in the result's _meta · scenario = the scenario's effects entry · annotations = not read-only (weakest)",
+                theme.dim,
+            ));
         }
     }
     // Executor runs: the envelope the model got for the function call this attempt served.

@@ -1,0 +1,23 @@
+//! The MCP boundary: real agents call their tools through MCP servers, so this is where a
+//! lost acknowledgement becomes reproducible for any agent and any server.
+//!
+//! - [`proxy`]: a transparent stdio proxy in front of a server that injects the engine's seeded
+//!   faults into `tools/call`, keeps evidence of what committed ([`evidence`]) and records the
+//!   session live ([`recorder`]) as a ToolStorm cassette plus a sidecar of session facts
+//!   ([`session`]).
+//! - [`replay`]: serves a recording as an MCP server, offline and strictly.
+//! - [`scenario`]: scenario files of world `mcp` (rules, how failures reach the client, commit
+//!   evidence, the server command).
+//! - [`wire`]: what a JSON-RPC line is, and the answers the proxy makes.
+//!
+//! A server can say what a call committed by listing it in the result's `_meta` under
+//! [`wire::EFFECTS_META_KEY`] — `{"dev.toolstorm/effects": [{"name": "shipment", "key":
+//! "o-1"}]}` — the MCP twin of [`crate::Storm::effect`], and the most trusted evidence.
+
+pub mod evidence;
+pub mod proxy;
+pub mod recorder;
+pub mod replay;
+pub mod scenario;
+pub mod session;
+pub mod wire;

@@ -1,0 +1,348 @@
+//! What a successful `tools/call` committed, and on what evidence, most trusted first:
+//! 1. the server says so — its result's `_meta` lists the effects under
+//!    [`super::wire::EFFECTS_META_KEY`] (an empty list says it committed nothing);
+//! 2. the user says so — the scenario's `effects` entry for the tool (its key from the
+//!    arguments; a commit id from the result, so a retry that gets the same id back is an
+//!    idempotent replay, not a new commit);
+//! 3. the server's annotations — a call to a tool not marked `readOnlyHint: true` is a commit
+//!    keyed by its arguments. The weakest: hints are untrusted and often absent.
+
+use std::collections::HashMap;
+
+use super::scenario::{Commit, McpScenario, at_path};
+use super::wire::EFFECTS_META_KEY;
+use crate::json::{Value, canonical, parse, sha256_hex};
+
+/// Which evidence an effect rests on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// The server listed it in the result's `_meta`.
+    Server,
+    /// The scenario's `effects` entry for the tool.
+    Scenario,
+    /// The tool is not annotated read-only.
+    Annotations,
+}
+
+impl Evidence {
+    /// Every kind, most trusted first.
+    pub const ALL: [Evidence; 3] = [Evidence::Server, Evidence::Scenario, Evidence::Annotations];
+
+    /// The name files use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Evidence::Server => "server",
+            Evidence::Scenario => "scenario",
+            Evidence::Annotations => "annotations",
+        }
+    }
+
+    /// The kind called `name`.
+    pub fn parse(name: &str) -> Option<Evidence> {
+        Evidence::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+
+    /// How a person reads it.
+    pub fn explain(self) -> &'static str {
+        match self {
+            Evidence::Server => "the server listed it in the result's _meta",
+            Evidence::Scenario => "the scenario's effects entry for this tool",
+            Evidence::Annotations => "the tool is not annotated read-only (a hint; weakest)",
+        }
+    }
+}
+
+/// One commit a call made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observed {
+    /// Effect name.
+    pub name: String,
+    /// Effect key.
+    pub key: String,
+    /// What it rests on.
+    pub evidence: Evidence,
+}
+
+/// What a successful call committed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Commits {
+    /// The effects, in order.
+    pub effects: Vec<Observed>,
+    /// Set when the result carried a commit id already seen: the call with that first commit
+    /// (an idempotent replay; nothing new committed).
+    pub replay_of: Option<u64>,
+}
+
+/// The longest effect name or key the engine records; longer ones are kept as a digest.
+const MAX_FIELD: usize = 200;
+
+/// `s`, or `sha256:<hex>` of it when it is longer than an effect field may be.
+fn field(s: String) -> String {
+    if (1..=MAX_FIELD).contains(&s.chars().count()) {
+        s
+    } else {
+        format!("sha256:{}", sha256_hex(s.as_bytes()))
+    }
+}
+
+/// A value as an effect key: a string as itself, anything else as canonical JSON.
+fn key_text(v: &Value) -> String {
+    match v.as_str() {
+        Some(s) => s.to_owned(),
+        None => canonical(v),
+    }
+}
+
+/// The structured part of a result: `structuredContent`, else the JSON of its first text
+/// block (servers put the same JSON in both).
+fn structured(result: &Value) -> Option<Value> {
+    let o = result.as_object()?;
+    if let Some(s) = o.get("structuredContent") {
+        return Some(s.clone());
+    }
+    let text = o
+        .get("content")?
+        .as_array()?
+        .iter()
+        .find(|b| {
+            b.as_object()
+                .and_then(|b| b.get("type"))
+                .and_then(Value::as_str)
+                == Some("text")
+        })?
+        .as_object()?
+        .get("text")?
+        .as_str()?;
+    parse(text).ok()
+}
+
+/// Tool annotations seen in `tools/list` results, by tool name.
+#[derive(Clone, Debug, Default)]
+pub struct ToolIndex {
+    read_only: HashMap<String, bool>,
+}
+
+impl ToolIndex {
+    /// Takes in the tools of a `tools/list` result.
+    pub fn learn(&mut self, result: &Value) {
+        let tools = result
+            .as_object()
+            .and_then(|o| o.get("tools"))
+            .and_then(Value::as_array);
+        for t in tools.into_iter().flatten() {
+            let Some(o) = t.as_object() else { continue };
+            let Some(name) = o.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let read_only = o
+                .get("annotations")
+                .and_then(Value::as_object)
+                .and_then(|a| a.get("readOnlyHint"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            self.read_only.insert(name.to_owned(), read_only);
+        }
+    }
+
+    /// Whether the server annotated `tool` read-only.
+    pub fn read_only(&self, tool: &str) -> bool {
+        self.read_only.get(tool).copied().unwrap_or(false)
+    }
+}
+
+/// Finds the commits of calls, remembering commit ids across the session.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// (effect name, commit id) → the call that first committed it.
+    first: HashMap<(String, String), u64>,
+}
+
+impl Ledger {
+    /// The commits of call `call` to `tool` with `arguments`, which succeeded with `result`.
+    pub fn commits(
+        &mut self,
+        scenario: Option<&McpScenario>,
+        tools: &ToolIndex,
+        call: u64,
+        tool: &str,
+        arguments: &Value,
+        result: &Value,
+    ) -> Commits {
+        // 1. The server's own list.
+        let listed = result
+            .as_object()
+            .and_then(|o| o.get("_meta"))
+            .and_then(Value::as_object)
+            .and_then(|m| m.get(EFFECTS_META_KEY))
+            .and_then(Value::as_array);
+        if let Some(items) = listed {
+            let effects = items
+                .iter()
+                .filter_map(|e| {
+                    let o = e.as_object()?;
+                    Some(Observed {
+                        name: field(key_text(o.get("name")?)),
+                        key: field(key_text(o.get("key")?)),
+                        evidence: Evidence::Server,
+                    })
+                })
+                .collect();
+            return Commits {
+                effects,
+                replay_of: None,
+            };
+        }
+        // 2. The scenario's word for the tool.
+        match scenario.and_then(|s| s.commit_of(tool)) {
+            Some(Commit::Nothing) => return Commits::default(),
+            Some(Commit::Effect {
+                effect,
+                key,
+                commit_id,
+            }) => {
+                if let Some(id_path) = commit_id
+                    && let Some(id) = structured(result)
+                        .as_ref()
+                        .and_then(|s| at_path(s, id_path))
+                        .map(key_text)
+                {
+                    let slot = (effect.clone(), id);
+                    if let Some(&first) = self.first.get(&slot) {
+                        return Commits {
+                            effects: Vec::new(),
+                            replay_of: Some(first),
+                        };
+                    }
+                    self.first.insert(slot, call);
+                }
+                let key = at_path(arguments, key)
+                    .map(key_text)
+                    .unwrap_or_else(|| canonical(arguments));
+                return Commits {
+                    effects: vec![Observed {
+                        name: field(effect.clone()),
+                        key: field(key),
+                        evidence: Evidence::Scenario,
+                    }],
+                    replay_of: None,
+                };
+            }
+            None => {}
+        }
+        // 3. The annotations (absent: not read-only).
+        if tools.read_only(tool) {
+            return Commits::default();
+        }
+        Commits {
+            effects: vec![Observed {
+                name: field(tool.to_owned()),
+                key: field(canonical(arguments)),
+                evidence: Evidence::Annotations,
+            }],
+            replay_of: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::obj;
+
+    fn scenario() -> McpScenario {
+        McpScenario::from_text(
+            r#"{"schema_version": 1, "world": "mcp", "name": "m", "title": "T", "seed": 1, "rules": [],
+                "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id", "commit_id": "shipment_id"},
+                            {"tool": "check_*", "effect": "none"}]}"#,
+        )
+        .expect("valid")
+    }
+
+    #[test]
+    fn the_server_s_word_comes_first() {
+        let result = crate::json::parse(
+            r#"{"content": [], "_meta": {"dev.toolstorm/effects": [{"name": "shipment", "key": "o-9"}]}}"#,
+        )
+        .expect("json");
+        let c = Ledger::default().commits(
+            Some(&scenario()),
+            &ToolIndex::default(),
+            1,
+            "create_shipment",
+            &obj! {"order_id" => "o-1"},
+            &result,
+        );
+        assert_eq!(c.effects.len(), 1);
+        assert_eq!(
+            (c.effects[0].key.as_str(), c.effects[0].evidence),
+            ("o-9", Evidence::Server)
+        );
+    }
+
+    #[test]
+    fn the_same_commit_id_again_is_an_idempotent_replay() {
+        let mut ledger = Ledger::default();
+        let sc = scenario();
+        let tools = ToolIndex::default();
+        let args = obj! {"order_id" => "o-1"};
+        let result = |id: &str| obj! {"content" => Value::Array(vec![]), "structuredContent" => obj! {"shipment_id" => id}};
+        let first = ledger.commits(
+            Some(&sc),
+            &tools,
+            1,
+            "create_shipment",
+            &args,
+            &result("SHP-1"),
+        );
+        assert_eq!(first.effects[0].evidence, Evidence::Scenario);
+        assert_eq!(first.effects[0].key, "o-1");
+        let again = ledger.commits(
+            Some(&sc),
+            &tools,
+            2,
+            "create_shipment",
+            &args,
+            &result("SHP-1"),
+        );
+        assert_eq!((again.effects.len(), again.replay_of), (0, Some(1)));
+        let new = ledger.commits(
+            Some(&sc),
+            &tools,
+            3,
+            "create_shipment",
+            &args,
+            &result("SHP-2"),
+        );
+        assert_eq!(
+            new.effects.len(),
+            1,
+            "a new id is a new commit (a duplicate of o-1)"
+        );
+        let read = ledger.commits(Some(&sc), &tools, 4, "check_inventory", &args, &result("x"));
+        assert!(read.effects.is_empty());
+    }
+
+    #[test]
+    fn annotations_are_the_last_word() {
+        let mut tools = ToolIndex::default();
+        tools.learn(
+            &crate::json::parse(
+                r#"{"tools": [{"name": "look", "annotations": {"readOnlyHint": true}}, {"name": "write"}]}"#,
+            )
+            .expect("json"),
+        );
+        let mut ledger = Ledger::default();
+        let args = obj! {"x" => 1};
+        assert!(
+            ledger
+                .commits(None, &tools, 1, "look", &args, &obj! {})
+                .effects
+                .is_empty()
+        );
+        let w = ledger.commits(None, &tools, 2, "write", &args, &obj! {});
+        assert_eq!(w.effects[0].evidence, Evidence::Annotations);
+        assert_eq!(w.effects[0].key, "{\"x\":1}");
+        let unknown = ledger.commits(None, &tools, 3, "never_listed", &args, &obj! {});
+        assert_eq!(unknown.effects.len(), 1, "no annotations: not read-only");
+    }
+}

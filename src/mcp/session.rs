@@ -1,0 +1,587 @@
+//! The session facts a ToolStorm cassette (schema v1) has no room for, kept in a sidecar next
+//! to it (`incident.json` → `incident.mcp.json`): the protocol version, client and server
+//! info, the handshake and `tools/list` exchanges, and per recorded call what the client
+//! actually received (a result, a JSON-RPC error, or nothing), the evidence each of its effects
+//! rests on, and whether it was an idempotent replay. Versioned and validated as strictly as a
+//! cassette: unknown fields, wrong types and calls out of order are errors naming the JSON
+//! path. Responses are stored redacted, as the cassette's payloads are.
+
+use std::path::{Path, PathBuf};
+
+use super::evidence::Evidence;
+use super::scenario::McpCheck;
+use crate::error::ConfigError;
+use crate::json::{MAX_DOCUMENT_BYTES, Object, Value, compact, parse};
+use crate::obj;
+use crate::redact::{Redactor, check_json};
+use crate::rule::require_keys;
+
+/// The sidecar format version.
+pub const SCHEMA_VERSION: i64 = 1;
+/// The `kind` every sidecar names.
+pub const KIND: &str = "toolstorm-mcp-session";
+/// Depth of a stored response body's root inside the sidecar (`calls[i].response.result`).
+const BODY_DEPTH: usize = 4;
+
+/// What the client received for one call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Delivered {
+    /// A result (`{"result": ...}`), as relayed or as the proxy made it.
+    Result(Value),
+    /// A JSON-RPC error (`{"error": ...}`).
+    Error(Value),
+    /// Nothing at all (an injected `no_answer`, or the client cancelled first).
+    Nothing,
+    /// Something the sidecar could not keep (over 128 KB or too deeply nested); replay cannot
+    /// give it back.
+    Unrecorded,
+}
+
+impl Delivered {
+    /// The name files use.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Delivered::Result(_) => "result",
+            Delivered::Error(_) => "error",
+            Delivered::Nothing => "nothing",
+            Delivered::Unrecorded => "unrecorded",
+        }
+    }
+
+    /// What the client saw, for people: `result`, `result (isError)`, `JSON-RPC error -32003:
+    /// ...`, `nothing`.
+    pub fn describe(&self) -> String {
+        match self {
+            Delivered::Result(r) => {
+                let is_error = r
+                    .as_object()
+                    .and_then(|o| o.get("isError"))
+                    .and_then(Value::as_bool);
+                if is_error == Some(true) {
+                    "a result with isError: true (the model sees the error)".into()
+                } else {
+                    "the result".into()
+                }
+            }
+            Delivered::Error(e) => {
+                let o = e.as_object();
+                let code = o.and_then(|o| o.get("code")).map(crate::json::one_line);
+                let msg = o.and_then(|o| o.get("message")).and_then(Value::as_str);
+                format!(
+                    "a JSON-RPC error {}: {}",
+                    code.unwrap_or_default(),
+                    crate::printable::quoted(msg.unwrap_or(""))
+                )
+            }
+            Delivered::Nothing => "nothing (no answer)".into(),
+            Delivered::Unrecorded => "an answer too large to record".into(),
+        }
+    }
+}
+
+/// One recorded call's session facts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRecord {
+    /// The cassette call id (1-based).
+    pub call: u64,
+    /// The client's JSON-RPC request id.
+    pub request_id: Value,
+    /// What the client received.
+    pub delivered: Delivered,
+    /// The evidence of each effect this call committed, in the cassette's effect order.
+    pub effects: Vec<Evidence>,
+    /// The call whose commit this one only replayed (same commit id), if any.
+    pub replay_of: Option<u64>,
+    /// What else happened (cancelled by the client, the server exited, ...).
+    pub note: Option<String>,
+}
+
+/// A request and its answer outside `tools/call` (`initialize`, `tools/list`,
+/// `server/discover`), kept so replay can answer them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Exchange {
+    /// The method.
+    pub method: String,
+    /// The request's params (redacted).
+    pub params: Value,
+    /// The answer (`{"result": ...}` or `{"error": ...}`, redacted).
+    pub response: Value,
+}
+
+/// A session's facts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct McpSession {
+    /// The protocol version the two sides agreed on.
+    pub protocol_version: Option<String>,
+    /// The client's `clientInfo`.
+    pub client_info: Value,
+    /// The server's `serverInfo`.
+    pub server_info: Value,
+    /// The server command the proxy started.
+    pub server_command: Vec<String>,
+    /// The scenario file, when faults were injected.
+    pub scenario: Option<String>,
+    /// The call budget of the session (what `check` judges the recording against).
+    pub max_calls: i64,
+    /// The scenario's own checks.
+    pub checks: Vec<McpCheck>,
+    /// Handshake and listing exchanges, in order.
+    pub exchanges: Vec<Exchange>,
+    /// Per recorded call, in call order.
+    pub calls: Vec<CallRecord>,
+}
+
+/// The sidecar of a cassette: `incident.json` → `incident.mcp.json`.
+pub fn sidecar_path(cassette: &Path) -> PathBuf {
+    let name = cassette
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".json").unwrap_or(&name);
+    cassette.with_file_name(format!("{stem}.mcp.json"))
+}
+
+/// A response body as the sidecar keeps it: redacted, and within the size and depth a
+/// document may have; `None` when it cannot be kept.
+pub fn keep(body: &Value) -> Option<Value> {
+    let out = Redactor::default().scrub(body).ok()?;
+    check_json(&out, BODY_DEPTH - 1).ok()?;
+    Some(out)
+}
+
+fn bad(path: &str, why: &str) -> ConfigError {
+    ConfigError::new("Invalid MCP session file")
+        .at(path)
+        .because(why)
+}
+
+fn body_of(v: &Value, key: &str, at: &str) -> Result<Value, ConfigError> {
+    match v.as_object() {
+        Some(o) if o.len() == 1 && o.contains_key(key) => Ok(v.clone()),
+        _ => Err(bad(at, &format!("expected {{\"{key}\": ...}}"))),
+    }
+}
+
+impl CallRecord {
+    fn to_value(&self) -> Value {
+        let (kind, response) = match &self.delivered {
+            Delivered::Result(b) | Delivered::Error(b) => (self.delivered.kind(), b.clone()),
+            other => (other.kind(), Value::Null),
+        };
+        obj! {
+            "call" => self.call,
+            "request_id" => self.request_id.clone(),
+            "delivered" => kind,
+            "response" => response,
+            "effects" => Value::Array(self.effects.iter().map(|e| Value::from(e.as_str())).collect()),
+            "replay_of" => self.replay_of,
+            "note" => self.note.as_deref(),
+        }
+    }
+
+    fn from_value(v: &Value, at: &str) -> Result<CallRecord, ConfigError> {
+        let keys = [
+            "call",
+            "request_id",
+            "delivered",
+            "response",
+            "effects",
+            "replay_of",
+            "note",
+        ];
+        let o = require_keys(v, &keys, &[]).map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
+        let field = |k: &str| o.get(k).unwrap_or(&Value::Null);
+        let call = field("call")
+            .as_i64()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| bad(&format!("{at}.call"), "expected a call id ≥ 1"))?
+            as u64;
+        let request_id = field("request_id").clone();
+        if !matches!(request_id, Value::Str(_) | Value::Int(_)) {
+            return Err(bad(
+                &format!("{at}.request_id"),
+                "expected a string or an integer",
+            ));
+        }
+        let response = field("response");
+        let here = format!("{at}.response");
+        let delivered = match field("delivered").as_str() {
+            Some("result") => Delivered::Result(body_of(response, "result", &here)?),
+            Some("error") => Delivered::Error(body_of(response, "error", &here)?),
+            Some("nothing") if response.is_null() => Delivered::Nothing,
+            Some("unrecorded") if response.is_null() => Delivered::Unrecorded,
+            Some("nothing" | "unrecorded") => return Err(bad(&here, "expected null")),
+            _ => {
+                return Err(bad(
+                    &format!("{at}.delivered"),
+                    "expected result, error, nothing or unrecorded",
+                ));
+            }
+        };
+        let Value::Array(items) = field("effects") else {
+            return Err(bad(
+                &format!("{at}.effects"),
+                "expected a list of evidence names",
+            ));
+        };
+        let effects = items
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                e.as_str().and_then(Evidence::parse).ok_or_else(|| {
+                    bad(
+                        &format!("{at}.effects[{i}]"),
+                        "expected server, scenario or annotations",
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let replay_of = match field("replay_of") {
+            Value::Null => None,
+            v => Some(
+                v.as_i64()
+                    .filter(|n| (1..call as i64).contains(n))
+                    .ok_or_else(|| {
+                        bad(
+                            &format!("{at}.replay_of"),
+                            "expected null or an earlier call id",
+                        )
+                    })? as u64,
+            ),
+        };
+        let note = match field("note") {
+            Value::Null => None,
+            Value::Str(t) => Some(t.to_lossy()),
+            _ => return Err(bad(&format!("{at}.note"), "expected null or a string")),
+        };
+        Ok(CallRecord {
+            call,
+            request_id,
+            delivered,
+            effects,
+            replay_of,
+            note,
+        })
+    }
+}
+
+impl McpSession {
+    /// The document.
+    pub fn to_value(&self) -> Value {
+        let strings =
+            |v: &[String]| Value::Array(v.iter().map(|s| Value::from(s.as_str())).collect());
+        let exchanges = self
+            .exchanges
+            .iter()
+            .map(|x| {
+                obj! {
+                    "method" => x.method.as_str(),
+                    "params" => x.params.clone(),
+                    "response" => x.response.clone(),
+                }
+            })
+            .collect();
+        let mut o = Object::new();
+        o.push("schema_version", SCHEMA_VERSION);
+        o.push("kind", KIND);
+        o.push("protocol_version", self.protocol_version.as_deref());
+        o.push("client_info", self.client_info.clone());
+        o.push("server_info", self.server_info.clone());
+        o.push("server_command", strings(&self.server_command));
+        o.push("scenario", self.scenario.as_deref());
+        o.push("max_calls", self.max_calls);
+        o.push(
+            "checks",
+            Value::Array(
+                self.checks
+                    .iter()
+                    .map(|c| Value::from(c.as_str()))
+                    .collect(),
+            ),
+        );
+        o.push("exchanges", Value::Array(exchanges));
+        o.push(
+            "calls",
+            Value::Array(self.calls.iter().map(CallRecord::to_value).collect()),
+        );
+        Value::Object(o)
+    }
+
+    /// The file text: compact JSON and a newline.
+    pub fn to_text(&self) -> String {
+        compact(&self.to_value()) + "\n"
+    }
+
+    /// Validates a parsed sidecar.
+    pub fn from_value(v: &Value) -> Result<McpSession, ConfigError> {
+        let keys = [
+            "schema_version",
+            "kind",
+            "protocol_version",
+            "client_info",
+            "server_info",
+            "server_command",
+            "scenario",
+            "max_calls",
+            "checks",
+            "exchanges",
+            "calls",
+        ];
+        let o = require_keys(v, &keys, &[]).map_err(|e| ConfigError {
+            message: "Invalid MCP session file",
+            path: e.path,
+            detail: e.detail.or(Some(e.message.into())),
+        })?;
+        let field = |k: &str| o.get(k).unwrap_or(&Value::Null);
+        if field("schema_version").as_i64() != Some(SCHEMA_VERSION) {
+            return Err(bad("schema_version", "expected 1"));
+        }
+        if field("kind").as_str() != Some(KIND) {
+            return Err(bad("kind", &format!("expected \"{KIND}\"")));
+        }
+        let opt_text = |k: &str| match field(k) {
+            Value::Null => Ok(None),
+            Value::Str(t) => Ok(Some(t.to_lossy())),
+            _ => Err(bad(k, "expected null or a string")),
+        };
+        let protocol_version = opt_text("protocol_version")?;
+        let scenario = opt_text("scenario")?;
+        for k in ["client_info", "server_info"] {
+            if !matches!(field(k), Value::Null | Value::Object(_)) {
+                return Err(bad(k, "expected null or an object"));
+            }
+        }
+        let Value::Array(cmd) = field("server_command") else {
+            return Err(bad("server_command", "expected a list of strings"));
+        };
+        let server_command = cmd
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                s.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| bad(&format!("server_command[{i}]"), "expected a string"))
+            })
+            .collect::<Result<_, _>>()?;
+        let max_calls = field("max_calls")
+            .as_i64()
+            .filter(|n| (1..=super::scenario::MAX_RECORDED_CALLS).contains(n))
+            .ok_or_else(|| bad("max_calls", "expected an integer between 1 and 10000"))?;
+        let Value::Array(check_items) = field("checks") else {
+            return Err(bad("checks", "expected a list of check names"));
+        };
+        let checks = check_items
+            .iter()
+            .enumerate()
+            .map(|(i, c)| match c.as_str() {
+                Some("retry_after_respected") => Ok(McpCheck::RetryAfterRespected),
+                _ => Err(bad(
+                    &format!("checks[{i}]"),
+                    "expected retry_after_respected",
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        let Value::Array(xs) = field("exchanges") else {
+            return Err(bad("exchanges", "expected a list"));
+        };
+        let exchanges = xs
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let at = format!("exchanges[{i}]");
+                let xo = require_keys(x, &["method", "params", "response"], &[])
+                    .map_err(|e| bad(&at, &e.detail.unwrap_or_default()))?;
+                let method = xo
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad(&format!("{at}.method"), "expected a string"))?
+                    .to_owned();
+                let response = xo.get("response").cloned().unwrap_or(Value::Null);
+                let ok = response.as_object().is_some_and(|r| {
+                    r.len() == 1 && (r.contains_key("result") || r.contains_key("error"))
+                });
+                if !ok {
+                    return Err(bad(
+                        &format!("{at}.response"),
+                        "expected {\"result\": ...} or {\"error\": ...}",
+                    ));
+                }
+                Ok(Exchange {
+                    method,
+                    params: xo.get("params").cloned().unwrap_or(Value::Null),
+                    response,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let Value::Array(items) = field("calls") else {
+            return Err(bad("calls", "expected a list of call records"));
+        };
+        let mut calls: Vec<CallRecord> = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let record = CallRecord::from_value(item, &format!("calls[{i}]"))?;
+            if calls.last().is_some_and(|p| p.call >= record.call) {
+                return Err(bad(&format!("calls[{i}].call"), "call ids must increase"));
+            }
+            calls.push(record);
+        }
+        Ok(McpSession {
+            protocol_version,
+            client_info: field("client_info").clone(),
+            server_info: field("server_info").clone(),
+            server_command,
+            scenario,
+            max_calls,
+            checks,
+            exchanges,
+            calls,
+        })
+    }
+
+    /// Reads and validates a sidecar file (at most 8,000,001 bytes are read).
+    pub fn load(path: &Path) -> Result<McpSession, SessionError> {
+        let bytes = crate::fsread::read_document(path).map_err(SessionError::Io)?;
+        if bytes.len() > MAX_DOCUMENT_BYTES {
+            return Err(SessionError::Invalid(
+                ConfigError::new("Invalid MCP session file")
+                    .because("the file exceeds 8,000,000 bytes"),
+            ));
+        }
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            SessionError::Invalid(
+                ConfigError::new("Invalid MCP session file")
+                    .because(format!("not UTF-8 at byte {}", e.valid_up_to())),
+            )
+        })?;
+        let v = parse(text).map_err(|e| {
+            SessionError::Invalid(
+                ConfigError::new("Invalid or excessively nested JSON").because(e.to_string()),
+            )
+        })?;
+        McpSession::from_value(&v).map_err(SessionError::Invalid)
+    }
+
+    /// The evidence of the cassette's effect `index` (the nth effect of its call is the nth
+    /// evidence of that call's record).
+    pub fn evidence_of(&self, report: &crate::report::Report, index: usize) -> Option<Evidence> {
+        let e = report.effects.get(index)?;
+        let nth = report.effects[..index]
+            .iter()
+            .filter(|o| o.call_id == e.call_id)
+            .count();
+        self.call(e.call_id)?.effects.get(nth).copied()
+    }
+
+    /// The record of cassette call `call`, if the sidecar has one.
+    pub fn call(&self, call: u64) -> Option<&CallRecord> {
+        self.calls
+            .binary_search_by_key(&call, |c| c.call)
+            .ok()
+            .map(|i| &self.calls[i])
+    }
+}
+
+/// Why a sidecar could not be read.
+#[derive(Debug)]
+pub enum SessionError {
+    /// The OS refused.
+    Io(std::io::Error),
+    /// Not a valid sidecar.
+    Invalid(ConfigError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> McpSession {
+        McpSession {
+            protocol_version: Some("2025-06-18".into()),
+            client_info: obj! {"name" => "agent", "version" => "1"},
+            server_info: obj! {"name" => "shipping", "version" => "1"},
+            server_command: vec!["python3".into(), "server.py".into()],
+            scenario: Some("faults.json".into()),
+            max_calls: 10000,
+            checks: vec![McpCheck::RetryAfterRespected],
+            exchanges: vec![Exchange {
+                method: "tools/list".into(),
+                params: Value::Null,
+                response: obj! {"result" => obj! {"tools" => Value::Array(vec![])}},
+            }],
+            calls: vec![
+                CallRecord {
+                    call: 1,
+                    request_id: Value::from(3),
+                    delivered: Delivered::Nothing,
+                    effects: vec![Evidence::Scenario],
+                    replay_of: None,
+                    note: Some("answer lost (injected)".into()),
+                },
+                CallRecord {
+                    call: 2,
+                    request_id: Value::from("4"),
+                    delivered: Delivered::Result(
+                        obj! {"result" => obj! {"content" => Value::Array(vec![])}},
+                    ),
+                    effects: vec![],
+                    replay_of: Some(1),
+                    note: None,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_finds_calls() {
+        let s = sample();
+        let again = McpSession::from_value(&parse(&s.to_text()).expect("json")).expect("valid");
+        assert_eq!(again, s);
+        assert_eq!(again.call(2).map(|c| c.replay_of), Some(Some(1)));
+        assert!(again.call(3).is_none());
+    }
+
+    #[test]
+    fn refuses_what_it_does_not_know() {
+        let text = sample().to_text();
+        let cases = [
+            (
+                text.replace("\"kind\":\"toolstorm-mcp-session\"", "\"kind\":\"x\""),
+                "kind",
+            ),
+            (
+                text.replace("\"effects\":[\"scenario\"]", "\"effects\":[\"gossip\"]"),
+                "calls[0].effects[0]",
+            ),
+            (
+                text.replace("\"delivered\":\"nothing\"", "\"delivered\":\"result\""),
+                "calls[0].response",
+            ),
+            (
+                text.replace("\"replay_of\":1", "\"replay_of\":2"),
+                "calls[1].replay_of",
+            ),
+            (
+                text.replace("\"call\":2", "\"call\":1")
+                    .replace("\"replay_of\":1", "\"replay_of\":null"),
+                "calls[1].call",
+            ),
+        ];
+        for (t, path) in cases {
+            let e = McpSession::from_value(&parse(&t).expect("json")).expect_err(path);
+            assert_eq!(e.path.as_deref(), Some(path), "{e}");
+        }
+        let extra = text.replacen("{\"schema_version\"", "{\"extra\":1,\"schema_version\"", 1);
+        assert!(McpSession::from_value(&parse(&extra).expect("json")).is_err());
+    }
+
+    #[test]
+    fn sidecar_names() {
+        assert_eq!(
+            sidecar_path(Path::new("a/incident.json")),
+            Path::new("a/incident.mcp.json")
+        );
+        assert_eq!(
+            sidecar_path(Path::new("trace")),
+            Path::new("trace.mcp.json")
+        );
+    }
+}

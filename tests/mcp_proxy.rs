@@ -1,0 +1,586 @@
+//! The MCP proxy end to end, with a real MCP client and a real MCP server from the official
+//! Rust SDK (`rmcp`): the client (this test) starts `toolstorm-tui mcp ...`, which starts the
+//! shipping server (`examples/mcp_shipping_server.rs`). Each test asserts what the recording
+//! holds — cassette and sidecar — not only exit codes. Raw JSON-RPC lines are used where the
+//! SDK would get in the way (malformed lines, a 2026-07-28 request, byte-for-byte relaying).
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{PeerRequestOptions, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceError, ServiceExt, object};
+use toolstorm::cassette::Cassette;
+use toolstorm::json::{Value, parse};
+use toolstorm::mcp::evidence::Evidence;
+use toolstorm::mcp::session::{Delivered, McpSession, sidecar_path};
+use toolstorm::report::Status;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
+
+/// The example server, built by `cargo test` next to the test binaries.
+fn server() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let path = dir.join("examples").join("mcp_shipping_server");
+    assert!(path.exists(), "{} (built by `cargo test`)", path.display());
+    path
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-mcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let p = dir.join(name);
+    let _ = std::fs::remove_file(&p);
+    let _ = std::fs::remove_file(sidecar_path(&p));
+    p
+}
+
+fn scenario(name: &str, body: &str) -> PathBuf {
+    let path = scratch(name);
+    std::fs::write(&path, body).expect("write");
+    path
+}
+
+/// A lost acknowledgement on the first `create_*`, answered as an `isError` result.
+const LOST_ACK: &str = r#"{
+  "schema_version": 1, "world": "mcp", "name": "lost-ack", "title": "Lost acknowledgement", "seed": 42,
+  "rules": [{"name": "lost-receipt", "tool": "create_*", "kind": "response_lost", "calls": [1]}],
+  "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id", "commit_id": "shipment_id"},
+              {"tool": "check_*", "effect": "none"}]
+}"#;
+
+/// Starts the proxy with `args` (then `-- server`) as an MCP server for an rmcp client.
+async fn connect(args: &[&str], env: &[(&str, &str)]) -> RunningService<RoleClient, ()> {
+    let server = server();
+    let cmd = tokio::process::Command::new(BIN).configure(|c| {
+        c.args(args).arg("--").arg(&server);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+    });
+    ().serve(TokioChildProcess::new(cmd).expect("spawn"))
+        .await
+        .expect("initialize through the proxy")
+}
+
+fn ship(order: &str, key: Option<&str>) -> CallToolRequestParams {
+    let args = match key {
+        Some(k) => object!({"order_id": order, "idempotency_key": k}),
+        None => object!({"order_id": order}),
+    };
+    CallToolRequestParams::new("create_shipment").with_arguments(args)
+}
+
+/// An agent that retries a failed write once (with the same idempotency key, if it has one).
+async fn agent(client: &RunningService<RoleClient, ()>, key: Option<&str>) -> Vec<String> {
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        match client.call_tool(ship("o-1", key)).await {
+            Ok(r) if r.is_error != Some(true) => {
+                let id = r
+                    .structured_content
+                    .as_ref()
+                    .and_then(|s| s.get("shipment_id"))
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("?")
+                    .to_owned();
+                seen.push(id);
+                break;
+            }
+            Ok(_) => seen.push("error".into()),
+            Err(e) => seen.push(format!("protocol error: {e}")),
+        }
+    }
+    seen
+}
+
+fn recording(path: &Path) -> (Cassette, McpSession) {
+    let c = Cassette::load(path).expect("the recording is a valid cassette");
+    let s = McpSession::load(&sidecar_path(path)).expect("the sidecar is valid");
+    (c, s)
+}
+
+fn check(path: &Path) -> (i32, String) {
+    let out = Command::new(BIN)
+        .arg("check")
+        .arg(path)
+        .output()
+        .expect("check runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_it() {
+    let faults = scenario("lost-ack.json", LOST_ACK);
+    let incident = scratch("incident.json");
+    let client = connect(
+        &[
+            "mcp",
+            faults.to_str().expect("path"),
+            "--record",
+            incident.to_str().expect("path"),
+        ],
+        &[],
+    )
+    .await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 2);
+    let stock = client
+        .call_tool(
+            CallToolRequestParams::new("check_inventory").with_arguments(object!({"sku": "A1"})),
+        )
+        .await
+        .expect("read");
+    assert_ne!(stock.is_error, Some(true));
+    let seen = agent(&client, None).await;
+    assert_eq!(
+        seen,
+        ["error", "SHP-0002"],
+        "the ack was lost, the retry shipped again"
+    );
+    client.cancel().await.expect("close");
+
+    let (c, s) = recording(&incident);
+    assert_eq!(c.report.calls.len(), 3);
+    assert_eq!(c.report.effects.len(), 2, "two commits, both of order o-1");
+    assert_eq!(c.report.duplicate_effects(), 1);
+    let lost = &c.report.calls[1];
+    assert_eq!(
+        lost.error.as_ref().map(|e| e.type_name.to_lossy()),
+        Some("ResponseLost".into())
+    );
+    assert!(lost.executed && lost.injected);
+    assert_eq!(s.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(
+        s.server_info
+            .as_object()
+            .and_then(|o| o.get("name"))
+            .and_then(Value::as_str),
+        Some("rmcp")
+    );
+    let first = s.call(2).expect("record of call 2");
+    match &first.delivered {
+        Delivered::Result(b) => {
+            let text = toolstorm::json::canonical(b);
+            assert!(
+                text.contains("\"isError\":true") && text.contains("ResponseLost"),
+                "{text}"
+            );
+        }
+        other => panic!("the client got {other:?}"),
+    }
+    assert_eq!(first.effects, [Evidence::Scenario]);
+    assert!(
+        s.call(1).is_some_and(|r| r.effects.is_empty()),
+        "a read commits nothing"
+    );
+    assert!(s.exchanges.iter().any(|x| x.method == "tools/list"));
+
+    let (code, out) = check(&incident);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("✗ No duplicate side effects: 1 duplicate effect(s) across 2 commits"),
+        "{out}"
+    );
+    assert!(
+        out.contains("duplicate commit: shipment o-1 by call #3 (scenario evidence), first committed by call #2 (scenario evidence)"),
+        "{out}"
+    );
+
+    // The recording as a server, the real one absent: the same agent gets the same answers.
+    let cmd = tokio::process::Command::new(BIN).configure(|c| {
+        c.args(["mcp", "--replay", incident.to_str().expect("path")])
+            .stderr(Stdio::piped());
+    });
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn replay");
+    let replay = ().serve(transport).await.expect("initialize from the recording");
+    assert_eq!(replay.list_all_tools().await.expect("tools").len(), 2);
+    replay
+        .call_tool(
+            CallToolRequestParams::new("check_inventory").with_arguments(object!({"sku": "A1"})),
+        )
+        .await
+        .expect("read");
+    assert_eq!(agent(&replay, None).await, ["error", "SHP-0002"]);
+    replay.cancel().await.expect("close");
+    let mut log = String::new();
+    if let Some(mut e) = stderr {
+        use tokio::io::AsyncReadExt;
+        let _ = e.read_to_string(&mut log).await;
+    }
+    assert!(log.contains("3 of 3 recorded call(s) matched"), "{log}");
+}
+
+#[tokio::test]
+async fn an_agent_that_reuses_its_idempotency_key_commits_once() {
+    let faults = scenario("lost-ack-idem.json", LOST_ACK);
+    let incident = scratch("idempotent.json");
+    let client = connect(
+        &[
+            "mcp",
+            faults.to_str().expect("path"),
+            "--record",
+            incident.to_str().expect("path"),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        agent(&client, Some("order-o-1")).await,
+        ["error", "SHP-0001"]
+    );
+    client.cancel().await.expect("close");
+    let (c, s) = recording(&incident);
+    assert_eq!(c.report.calls.len(), 2);
+    assert_eq!(
+        c.report.effects.len(),
+        1,
+        "the retry got the same shipment back"
+    );
+    assert_eq!(s.call(2).and_then(|r| r.replay_of), Some(1));
+    let (code, out) = check(&incident);
+    assert_eq!(code, 0, "{out}");
+
+    // The server's own word (`_meta`) is the stronger evidence, and agrees.
+    let incident = scratch("idempotent-meta.json");
+    let client = connect(
+        &[
+            "mcp",
+            faults.to_str().expect("path"),
+            "--record",
+            incident.to_str().expect("path"),
+        ],
+        &[("SHIPPING_EFFECTS_META", "1")],
+    )
+    .await;
+    assert_eq!(
+        agent(&client, Some("order-o-1")).await,
+        ["error", "SHP-0001"]
+    );
+    client.cancel().await.expect("close");
+    let (c, s) = recording(&incident);
+    assert_eq!(c.report.effects.len(), 1);
+    assert_eq!(
+        s.call(1).map(|r| r.effects.clone()),
+        Some(vec![Evidence::Server])
+    );
+    assert_eq!(check(&incident).0, 0);
+}
+
+#[tokio::test]
+async fn two_calls_in_flight_are_each_recorded() {
+    let incident = scratch("parallel.json");
+    let client = connect(
+        &["mcp", "--record", incident.to_str().expect("path")],
+        &[("SHIPPING_DELAY_MS", "300")],
+    )
+    .await;
+    let (a, b) = tokio::join!(
+        client.call_tool(ship("o-1", None)),
+        client.call_tool(ship("o-2", None))
+    );
+    assert_ne!(a.expect("a").is_error, Some(true));
+    assert_ne!(b.expect("b").is_error, Some(true));
+    client.cancel().await.expect("close");
+    let (c, s) = recording(&incident);
+    assert_eq!(c.report.calls.len(), 2);
+    let (x, y) = (&c.report.calls[0], &c.report.calls[1]);
+    assert!(x.status == Status::Ok && y.status == Status::Ok);
+    assert!(
+        y.started < x.started + x.elapsed,
+        "the calls overlapped: {x:?} {y:?}"
+    );
+    assert_eq!(
+        c.report.effects.len(),
+        2,
+        "no scenario: the annotations say create_shipment writes"
+    );
+    assert!(s.calls.iter().all(|r| r.effects == [Evidence::Annotations]));
+}
+
+#[tokio::test]
+async fn a_call_the_client_cancels_is_recorded_with_what_the_server_still_committed() {
+    let incident = scratch("cancelled.json");
+    let client = connect(
+        &["mcp", "--record", incident.to_str().expect("path")],
+        &[("SHIPPING_DELAY_MS", "800")],
+    )
+    .await;
+    let request =
+        rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(ship("o-9", None)));
+    let handle = client
+        .send_request_with_option(
+            request,
+            PeerRequestOptions::with_timeout(Duration::from_millis(150)),
+        )
+        .await
+        .expect("sent");
+    assert!(matches!(
+        handle.await_response().await,
+        Err(ServiceError::Timeout { .. })
+    ));
+    // Let the server finish its work while the session is still open.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    client.cancel().await.expect("close");
+    let (c, s) = recording(&incident);
+    assert_eq!(c.report.calls.len(), 1);
+    let call = &c.report.calls[0];
+    assert_eq!(call.status, Status::Cancelled, "{call:?}");
+    let record = s.call(1).expect("record");
+    assert!(
+        record
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("cancelled")),
+        "{record:?}"
+    );
+    // The rmcp server may stop the cancelled call or finish it; either way nothing is lost:
+    // a commit it reports is recorded even though the client gave up.
+    assert!(c.report.effects.len() <= 1);
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_call_leaves_a_complete_recording() {
+    let incident = scratch("crash.json");
+    let server = server();
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--record", incident.to_str().expect("path"), "--"])
+        .arg(&server)
+        .env("SHIPPING_CRASH_ON", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("proxy");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"o-1"}}}"#,
+    ];
+    for l in lines {
+        writeln!(stdin, "{l}").expect("write");
+    }
+    let out = child.wait_with_output().expect("proxy ends on its own");
+    drop(stdin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the server died under the session"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answer = stdout
+        .lines()
+        .find(|l| l.contains("\"id\":2"))
+        .expect("call 2 answered");
+    assert!(
+        answer.contains("\"error\"") && answer.contains("exited"),
+        "{answer}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the server exited") && stderr.contains("1 call(s) in flight"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("crashing on create_shipment #1"),
+        "the server's stderr passes through"
+    );
+    let (c, s) = recording(&incident);
+    assert_eq!(c.report.calls.len(), 1);
+    assert_eq!(
+        c.report.calls[0]
+            .error
+            .as_ref()
+            .map(|e| e.type_name.to_lossy()),
+        Some("ServerExited".into())
+    );
+    assert!(matches!(
+        s.call(1).map(|r| &r.delivered),
+        Some(Delivered::Error(_))
+    ));
+}
+
+/// Runs the proxy (or the server alone) on raw lines; returns stdout and stderr.
+fn raw(args: &[&str], with_proxy: bool, lines: &[&str]) -> (Vec<u8>, String) {
+    let server = server();
+    let mut cmd = if with_proxy {
+        let mut c = Command::new(BIN);
+        c.args(args).arg("--").arg(&server);
+        c
+    } else {
+        Command::new(&server)
+    };
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for l in lines {
+        writeln!(stdin, "{l}").expect("write");
+    }
+    // Give the server time to answer everything before the input closes.
+    std::thread::sleep(Duration::from_millis(500));
+    drop(stdin);
+    let out = child.wait_with_output().expect("ends");
+    (
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const HANDSHAKE: [&str; 4] = [
+    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"o-1"}}}"#,
+];
+
+#[test]
+fn with_no_rules_the_client_gets_the_server_s_bytes() {
+    let (direct, _) = raw(&[], false, &HANDSHAKE);
+    let incident = scratch("transparent.json");
+    let (proxied, log) = raw(
+        &["mcp", "--record", incident.to_str().expect("path")],
+        true,
+        &HANDSHAKE,
+    );
+    assert!(!direct.is_empty());
+    assert_eq!(proxied, direct, "{log}");
+    let (c, _) = recording(&incident);
+    assert_eq!(c.report.calls.len(), 1);
+}
+
+#[test]
+fn bad_traffic_is_relayed_and_noted_never_fatal() {
+    let incident = scratch("malformed.json");
+    let mut lines = vec![HANDSHAKE[0], HANDSHAKE[1]];
+    lines.extend([
+        "this is not json",
+        r#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#,
+        r#"{"jsonrpc":"2.0","id":77,"result":{}}"#,
+        HANDSHAKE[3],
+    ]);
+    let (out, log) = raw(
+        &["mcp", "--record", incident.to_str().expect("path")],
+        true,
+        &lines,
+    );
+    let out = String::from_utf8_lossy(&out);
+    assert!(
+        out.lines()
+            .any(|l| l.contains("\"id\":3") && l.contains("SHP-0001")),
+        "{out}\n{log}"
+    );
+    assert!(
+        log.contains("the client sent a line that is not JSON"),
+        "{log}"
+    );
+    assert!(log.contains("the client sent a JSON array"), "{log}");
+    assert!(log.contains("never asked with (77)"), "{log}");
+    let (c, _) = recording(&incident);
+    assert_eq!(c.report.calls.len(), 1, "the session went on");
+}
+
+#[test]
+fn a_2026_07_28_request_without_initialize_is_handled() {
+    let faults = scenario(
+        "unavailable.json",
+        r#"{"schema_version": 1, "world": "mcp", "name": "down", "title": "Down", "seed": 1,
+            "rules": [{"name": "down", "tool": "create_*", "kind": "unavailable"}]}"#,
+    );
+    let incident = scratch("stateless.json");
+    let line = r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"o-1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let (out, log) = raw(
+        &[
+            "mcp",
+            faults.to_str().expect("path"),
+            "--record",
+            incident.to_str().expect("path"),
+        ],
+        true,
+        &[line],
+    );
+    let out = String::from_utf8_lossy(&out);
+    let answer: Value = parse(out.lines().next().expect("an answer")).expect("json");
+    let text = toolstorm::json::canonical(&answer);
+    assert!(text.contains("\"id\":\"a-1\""), "{text}");
+    assert!(
+        text.contains("\"isError\":true") && text.contains("\"resultType\":\"complete\""),
+        "{text}\n{log}"
+    );
+    let (c, s) = recording(&incident);
+    assert_eq!(s.protocol_version.as_deref(), Some("2026-07-28"));
+    assert!(
+        !c.report.calls[0].executed,
+        "an outage before execution: the server never saw it"
+    );
+}
+
+#[test]
+fn print_config_gives_an_entry_to_paste() {
+    let out = Command::new(BIN)
+        .args([
+            "mcp",
+            "--print-config",
+            "shipping",
+            "--record",
+            "incident.json",
+            "--",
+            "python3",
+            "server.py",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let v = parse(&String::from_utf8_lossy(&out.stdout)).expect("json");
+    let entry = common::get(common::get(&v, "mcpServers"), "shipping");
+    let args: Vec<String> = common::get_array(entry, "args")
+        .iter()
+        .map(|a| a.as_str().expect("str").to_owned())
+        .collect();
+    assert_eq!(args[0], "mcp");
+    assert!(
+        Path::new(&args[2]).is_absolute() && args[2].ends_with("incident.json"),
+        "{args:?}"
+    );
+    assert_eq!(&args[3..], ["--", "python3", "server.py"]);
+    assert!(Path::new(common::get_str(entry, "command")).is_absolute());
+}
+
+#[test]
+fn an_invalid_scenario_stops_before_any_server_starts() {
+    let bad = scenario(
+        "bad.json",
+        &LOST_ACK.replace("\"response_lost\"", "\"explode\""),
+    );
+    let marker = scratch("server-started");
+    let out = Command::new(BIN)
+        .args(["mcp", bad.to_str().expect("path"), "--", "touch"])
+        .arg(&marker)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Invalid fault rule")
+            && err.contains("rules[0].kind")
+            && err.contains("bad.json"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the server never started");
+}
