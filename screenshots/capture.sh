@@ -27,4 +27,6 @@ shot runner-compare 120 36 scenarios/lost_ack.json l j i l l l Enter BSpace 3 En
 shot runner-policies 120 36 scenarios/lost_ack.json i l l l Enter BSpace 3 Enter Escape v
 # The executor: the parallel batch as lanes.
 shot orbit-lanes 120 36 scenarios/orbit-parallel.json
+# An MCP recording: the retried write after a lost acknowledgement, with its evidence.
+shot mcp-incident 120 36 cassettes/mcp-incident.json G k
 echo "wrote screenshots/*.svg"

@@ -89,7 +89,7 @@ impl Cassette {
 
     /// A cassette of a report taken from a run.
     pub fn from_report(report: &Report) -> Result<Cassette, ConfigError> {
-        Cassette::from_value(&report.to_value())
+        Cassette::from_owned(report.to_value())
     }
 
     /// Parses JSON text, then constructs.

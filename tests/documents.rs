@@ -210,3 +210,57 @@ fn traces_are_read_with_the_reference_semantics_only() {
         "{e}"
     );
 }
+
+#[test]
+fn mcp_scenarios_and_recordings_open_through_the_same_door() {
+    // The bundled MCP scenarios are valid and in their canonical layout.
+    for name in ["mcp-lost-ack", "mcp-rate-limit"] {
+        let path = repo(&format!("scenarios/{name}.json"));
+        match document::open_scenario(&path).unwrap_or_else(|e| panic!("{name}: {e}")) {
+            Scenario::Mcp(s) => {
+                assert_eq!(
+                    s.to_text(),
+                    std::fs::read_to_string(&path).expect("read"),
+                    "{name}"
+                );
+                assert!(s.server.is_some(), "{name} names the example server");
+            }
+            other => panic!("{name}: {:?}", other.world()),
+        }
+        // An MCP scenario is not run by `run` or the explorer: it says how to start it.
+        let e = Document::open(&path).expect_err("runs in front of a server");
+        assert!(matches!(e.problem, Problem::Run(_)));
+        assert!(e.to_string().contains("toolstorm-tui mcp"), "{e}");
+    }
+    // The bundled recording: a cassette with its sidecar.
+    let doc = Document::open(&repo("cassettes/mcp-incident.json")).expect("opens");
+    assert_eq!(doc.kind, DocKind::McpRecording);
+    let session = doc.mcp.as_ref().expect("sidecar");
+    assert_eq!(
+        session.calls.len(),
+        doc.runs[0].timeline.report().calls.len()
+    );
+    assert_eq!(
+        doc.runs[0].max_calls, session.max_calls,
+        "judged against its own budget"
+    );
+    assert!(
+        !doc.runs[0].checks.iter().all(|c| c.passed),
+        "the duplicate fails it"
+    );
+
+    // A broken sidecar is an error naming the sidecar, not a silent plain cassette.
+    let dir = scratch("rec");
+    let _ = std::fs::remove_file(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let cassette = dir.join("incident.json");
+    std::fs::copy(repo("cassettes/mcp-incident.json"), &cassette).expect("copy");
+    std::fs::write(dir.join("incident.mcp.json"), "{\"schema_version\": 2}").expect("write");
+    let e = Document::open(&cassette).expect_err("bad sidecar");
+    assert!(e.to_string().contains("incident.mcp.json"), "{e}");
+    assert_eq!(
+        e.config_error().map(|c| c.message),
+        Some("Invalid MCP session file")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -460,7 +460,15 @@ fn with_no_rules_the_client_gets_the_server_s_bytes() {
         &HANDSHAKE,
     );
     assert!(!direct.is_empty());
-    assert_eq!(proxied, direct, "{log}");
+    // The server answers concurrent requests in its own order; each answer must arrive byte
+    // for byte.
+    let lines = |b: &[u8]| {
+        let mut l: Vec<String> = String::from_utf8_lossy(b).lines().map(str::to_owned).collect();
+        l.sort();
+        l
+    };
+    assert_eq!(lines(&proxied), lines(&direct), "{log}");
+    assert_eq!(proxied.len(), direct.len());
     let (c, _) = recording(&incident);
     assert_eq!(c.report.calls.len(), 1);
 }
@@ -583,4 +591,83 @@ fn an_invalid_scenario_stops_before_any_server_starts() {
         "{err}"
     );
     assert!(!marker.exists(), "the server never started");
+}
+
+#[test]
+fn past_the_budget_the_proxy_only_relays_and_says_so_once() {
+    let faults = scenario(
+        "budget.json",
+        r#"{"schema_version": 1, "world": "mcp", "name": "b", "title": "B", "seed": 1, "max_calls": 2, "rules": []}"#,
+    );
+    let incident = scratch("budget-rec.json");
+    let mut lines = vec![HANDSHAKE[0], HANDSHAKE[1]];
+    let calls: Vec<String> = (10..14)
+        .map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"create_shipment","arguments":{{"order_id":"o-{i}"}}}}}}"#))
+        .collect();
+    lines.extend(calls.iter().map(String::as_str));
+    let (out, log) = raw(
+        &[
+            "mcp",
+            faults.to_str().expect("path"),
+            "--record",
+            incident.to_str().expect("path"),
+        ],
+        true,
+        &lines,
+    );
+    let out = String::from_utf8_lossy(&out);
+    for i in 10..14 {
+        assert!(
+            out.contains(&format!("\"id\":{i},")),
+            "call {i} answered: {out}"
+        );
+    }
+    assert_eq!(log.matches("budget (2) is reached").count(), 1, "{log}");
+    let (c, s) = recording(&incident);
+    assert_eq!(c.report.calls.len(), 2, "only the first two are recorded");
+    assert_eq!(
+        c.report.budget_rejections, 1,
+        "the refusal that stopped recording is counted"
+    );
+    assert_eq!(s.max_calls, 2);
+    let (code, report) = check(&incident);
+    assert_eq!(code, 1, "2 calls + 1 refused > 2: {report}");
+}
+
+#[test]
+fn an_oversized_line_is_passed_on_whole_in_both_directions() {
+    // `cat` as the "server" echoes every line back: a 9 MB line goes to it and comes back.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{}"}}}}"#,
+        "z".repeat(9_000_000)
+    );
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("proxy");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let sent = big.clone();
+    let writer = std::thread::spawn(move || {
+        writeln!(stdin, "{sent}").expect("write");
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .expect("write");
+    });
+    let out = child.wait_with_output().expect("ends");
+    writer.join().expect("writer");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "both lines came back, in order");
+    assert!(lines[0] == big, "the long line came back byte for byte");
+    assert!(lines[1].contains("notifications/initialized"));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("client message over 8 MB") && log.contains("server message over 8 MB"),
+        "{log}"
+    );
 }

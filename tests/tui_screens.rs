@@ -238,3 +238,24 @@ fn reload_keeps_the_cursor_and_survives_bad_files() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_mcp_recording_shows_what_the_client_got_and_the_evidence() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cassettes/mcp-incident.json");
+    let mut doc = Document::open(&path).expect("opens");
+    assert_eq!(doc.kind, DocKind::McpRecording);
+    doc.path = Some(PathBuf::from("cassettes/mcp-incident.json"));
+    let mut app = App::new(doc);
+    app.update(Action::Next); // call 2: the lost acknowledgement
+    let t = screen(&mut app, 120, 36, true);
+    let s = text(&t);
+    assert!(s.contains("mcp recording"), "{s}");
+    assert!(s.contains("got a result with isError: true"), "{s}");
+    assert!(s.contains("the server answered; its answer was"), "{s}");
+    assert!(
+        s.contains("evidence scenario: the scenario's effects"),
+        "{s}"
+    );
+    assert!(s.contains("Real time"), "{s}");
+    assert_snapshot!("mcp_recording_lost_ack_120x36", s);
+}

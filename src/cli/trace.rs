@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::{Io, PyInt, py_int};
 use crate::cassette::{self, Cassette};
-use crate::document;
+use crate::{document, exit};
 
 /// Flags of `inspect`.
 #[derive(Args, Debug)]
@@ -42,16 +42,32 @@ pub fn load(path: &std::path::Path, io: &mut Io<'_>) -> Result<Vec<Cassette>, i3
 
 /// Runs `inspect`.
 pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
-    let cassettes = match load(&a.path, io) {
-        Ok(c) => c,
-        Err(code) => return code,
+    let trace = match document::open_trace(&a.path) {
+        Ok(t) => t,
+        Err(e) => return io.fail(e),
     };
     if a.json {
-        io.print(&cassette::inspect_json(&cassettes));
+        io.print(&cassette::inspect_json(&trace.cassettes));
     } else {
-        io.print(&cassette::inspect_text(&cassettes));
+        io.print(&cassette::inspect_text(&trace.cassettes));
+        if let Some(m) = &trace.mcp {
+            let name = |v: &crate::json::Value| {
+                v.as_object()
+                    .and_then(|o| o.get("name"))
+                    .and_then(crate::json::Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned()
+            };
+            io.println(&format!(
+                "MCP session: protocol {}, client {}, server {}, {} recorded call(s) with what the client received",
+                m.protocol_version.as_deref().unwrap_or("unknown"),
+                name(&m.client_info),
+                name(&m.server_info),
+                m.calls.len()
+            ));
+        }
     }
-    0
+    exit::OK
 }
 
 /// Runs `check`.

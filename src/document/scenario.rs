@@ -152,12 +152,20 @@ impl Scenario {
                     .map(|r| ScenarioRun::Orbit(Box::new(r)))
                     .map_err(fail)
             }
-            Scenario::Mcp(_) => Err(fail(
-                ConfigError::new("An MCP scenario runs in front of a server").because(
-                    "start it with `toolstorm-tui mcp FILE --record incident.json -- COMMAND`, \
-                     then open the recording",
-                ),
-            )),
+            Scenario::Mcp(s) => {
+                let file = path.map_or_else(|| "FILE".to_owned(), |p| p.display().to_string());
+                let server = if s.server.is_some() {
+                    ""
+                } else {
+                    " -- SERVER COMMAND"
+                };
+                Err(fail(
+                    ConfigError::new("An MCP scenario runs in front of a server").because(format!(
+                        "start it with `toolstorm-tui mcp {file} --record incident.json{server}`, \
+                         point your agent at it, then open or check incident.json"
+                    )),
+                ))
+            }
         }
     }
 }

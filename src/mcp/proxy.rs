@@ -244,11 +244,14 @@ impl Proxy {
             Some(s) => (s.rules().map_err(ProxyError::Config)?, s.seed, s.max_calls),
             None => (Vec::new(), 0, MAX_RECORDED_CALLS),
         };
+        // Without a recording, payloads are not kept: memory stays bounded by what is in
+        // flight (the calls themselves stop at the budget).
         let storm = Storm::builder()
             .rules(rules)
             .seed(seed)
             .clock(Arc::new(RealClock::default()))
             .max_calls(max_calls as usize)
+            .capture(options.record.is_some())
             .build()
             .map_err(ProxyError::Config)?;
         let (tx, rx) = sync_channel(QUEUE);
@@ -1023,9 +1026,8 @@ impl Relay<'_> {
             Err(e @ Error::ResponseLost(_)) if !p.cancelled => {
                 let d = self.deliver_error(id, &p, e)?;
                 let n = format!(
-                    "the server's answer was dropped (injected {}); the client got {}",
-                    FaultKind::ResponseLost.as_str(),
-                    d.describe()
+                    "the server answered; its answer was dropped (injected {})",
+                    FaultKind::ResponseLost.as_str()
                 );
                 (d, Some(n))
             }
@@ -1125,6 +1127,9 @@ impl Relay<'_> {
         replay_of: Option<u64>,
         note: Option<String>,
     ) {
+        if self.recorder.is_none() {
+            return; // nothing is kept without a recording
+        }
         let record = CallRecord {
             call: p.handle.id(),
             request_id: p.request_id.clone(),
@@ -1153,7 +1158,7 @@ impl Relay<'_> {
             return;
         }
         let report = self.storm.report();
-        match r.write(&report, &self.session) {
+        match r.write(report, &self.session) {
             Ok(Written::Saved) => {}
             Ok(Written::Full(e)) => {
                 self.recording = false;

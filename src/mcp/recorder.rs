@@ -73,9 +73,11 @@ impl Recorder {
     }
 
     /// Writes both files now.
-    pub fn write(&mut self, report: &Report, session: &McpSession) -> std::io::Result<Written> {
+    pub fn write(&mut self, report: Report, session: &McpSession) -> std::io::Result<Written> {
         let start = Instant::now();
-        let cassette = match Cassette::from_report(report) {
+        let value = report.to_value();
+        drop(report);
+        let cassette = match Cassette::from_owned(value) {
             Ok(c) => c,
             Err(e) => {
                 self.due = None;

@@ -52,9 +52,11 @@ impl Delivered {
     /// ...`, `nothing`.
     pub fn describe(&self) -> String {
         match self {
-            Delivered::Result(r) => {
-                let is_error = r
+            Delivered::Result(body) => {
+                let is_error = body
                     .as_object()
+                    .and_then(|o| o.get("result"))
+                    .and_then(Value::as_object)
                     .and_then(|o| o.get("isError"))
                     .and_then(Value::as_bool);
                 if is_error == Some(true) {
@@ -63,8 +65,11 @@ impl Delivered {
                     "the result".into()
                 }
             }
-            Delivered::Error(e) => {
-                let o = e.as_object();
+            Delivered::Error(body) => {
+                let o = body
+                    .as_object()
+                    .and_then(|o| o.get("error"))
+                    .and_then(Value::as_object);
                 let code = o.and_then(|o| o.get("code")).map(crate::json::one_line);
                 let msg = o.and_then(|o| o.get("message")).and_then(Value::as_str);
                 format!(

@@ -209,10 +209,13 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
         if let Some(note) = &record.note {
             out.push(kv("note", printable(note, 400).into_owned(), theme));
         }
-        if !effects.is_empty() {
-            out.push(Line::styled(
-                "  evidence: server = listed in the result's _meta · scenario = the scenario's effects entry · annotations = not read-only (weakest)",
-                theme.dim,
+        let mut kinds: Vec<_> = record.effects.clone();
+        kinds.dedup();
+        for ev in kinds {
+            out.push(kv(
+                "evidence",
+                format!("{}: {}", ev.as_str(), ev.explain()),
+                theme,
             ));
         }
     }

@@ -20,7 +20,12 @@ pub fn lanes(app: &App) -> &[Text] {
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let t = app.timeline();
     let total = t.clock_at(t.len().checked_sub(1)).max(1e-9);
-    let title = format!(" Virtual time · 0s … {} ", secs(total));
+    let clock = if t.report().clock == "RealClock" {
+        "Real time"
+    } else {
+        "Virtual time"
+    };
+    let title = format!(" {clock} · 0s … {} ", secs(total));
     let block = pane(title, false, theme);
     let body = block.inner(area);
     block.render(area, buf);
