@@ -463,7 +463,10 @@ fn with_no_rules_the_client_gets_the_server_s_bytes() {
     // The server answers concurrent requests in its own order; each answer must arrive byte
     // for byte.
     let lines = |b: &[u8]| {
-        let mut l: Vec<String> = String::from_utf8_lossy(b).lines().map(str::to_owned).collect();
+        let mut l: Vec<String> = String::from_utf8_lossy(b)
+            .lines()
+            .map(str::to_owned)
+            .collect();
         l.sort();
         l
     };

@@ -256,3 +256,45 @@ fn the_invalid_banner_goes_when_the_file_is_restored() {
     assert!(!app.status.contains("invalid"), "{}", app.status);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn on_the_last_call_the_explorer_follows_a_growing_recording() {
+    let dir = std::env::temp_dir().join(format!("toolstorm-tail-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("session.json");
+    let full = Document::open(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cassettes/mcp-incident.json"),
+    )
+    .expect("bundled recording");
+    let report = full.runs[0].timeline.report().clone();
+    // The first two calls, as the recorder wrote them mid-session.
+    let mut early = report.clone();
+    early.calls.truncate(2);
+    early.effects.retain(|e| e.call_id <= 2);
+    let write = |r: &toolstorm::report::Report| {
+        toolstorm::cassette::Cassette::from_report(r)
+            .expect("valid")
+            .save(&path)
+            .expect("save");
+    };
+    write(&early);
+    let mut app = App::new(Document::open(&path).expect("open"));
+    app.update(toolstorm::tui::action::Action::Last);
+    assert_eq!(app.cursor, Some(1));
+    write(&report);
+    dispatch(&mut app, toolstorm::tui::action::Action::FileChanged);
+    assert_eq!(
+        app.cursor,
+        Some(2),
+        "the cursor moved to the call that arrived"
+    );
+    assert!(app.status.contains("1 new call"), "{}", app.status);
+    // Not on the last call: the cursor stays where the user put it.
+    write(&early);
+    dispatch(&mut app, toolstorm::tui::action::Action::FileChanged);
+    app.update(toolstorm::tui::action::Action::First);
+    write(&report);
+    dispatch(&mut app, toolstorm::tui::action::Action::FileChanged);
+    assert_eq!(app.cursor, Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
