@@ -224,6 +224,25 @@ pub fn assert_checks(checks: &[Check]) -> Result<(), ContractFailure> {
 }
 
 /// `{"passed", "checks": [...]}` for a list of checks.
+/// The checks of a recorded `{"passed", "checks": [{"name", "passed", "detail"}]}` contract, if
+/// it has that shape.
+pub fn checks_from_value(v: &Value) -> Option<Vec<Check>> {
+    v.as_object()?
+        .get("checks")?
+        .as_array()?
+        .iter()
+        .map(|c| {
+            let o = c.as_object()?;
+            Some(Check {
+                name: o.get("name")?.as_str()?.to_owned(),
+                passed: o.get("passed")?.as_bool()?,
+                detail: o.get("detail")?.as_str()?.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The contract object of `checks` (`--json`, run files, verdict files).
 pub fn checks_to_value(checks: &[Check]) -> Value {
     let mut o = Object::new();
     o.push("passed", verdict(checks));

@@ -93,6 +93,8 @@ pub struct Trace {
     pub cassettes: Vec<Cassette>,
     /// The session facts of an MCP recording (its sidecar), when there is one.
     pub mcp: Option<McpSession>,
+    /// Each run's verdict as the file recorded it, when it did.
+    pub recorded: Vec<Option<Recorded>>,
 }
 
 /// What a file holds, before anything runs.
@@ -121,6 +123,19 @@ pub struct Run {
     pub digest: String,
     /// For executor runs: each batch's lanes, envelopes and log (empty otherwise).
     pub batches: Vec<BatchResult>,
+    /// Which contract `checks` come from, for people: `check · budget 100`, `lab contract of
+    /// lost_ack · budget 8`, `lab contract recorded in the file · budget 8 (check: 100)`.
+    pub contract: String,
+}
+
+/// A run's verdict as its file recorded it (run files and comparisons carry the lab's
+/// contract).
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The recorded checks.
+    pub checks: Vec<Check>,
+    /// The run's own call budget (its `config.max_calls`), when recorded.
+    pub max_calls: Option<i64>,
 }
 
 /// An open document: its runs, and the scenario they come from when there is one.
@@ -186,37 +201,93 @@ fn scenario_from_value(path: &Path, value: &Value) -> Result<Scenario, Error> {
     parsed.map_err(|e| Error::invalid(Some(path), e))
 }
 
-/// The document's kind and the policy name of each run, when recorded.
-fn trace_labels(value: &Value) -> (DocKind, Vec<Option<String>>) {
-    let policy = |v: &Value| {
-        v.as_object()
+/// What a run file says about one of its runs: the policy name and the recorded verdict.
+type Described = (Option<String>, Option<Recorded>);
+
+/// The document's kind, and per run the policy name and the recorded verdict, when present.
+fn trace_labels(value: &Value) -> (DocKind, Vec<Described>) {
+    let describe = |v: &Value| {
+        let o = v.as_object();
+        let policy = o
             .and_then(|o| o.get("policy"))
             .and_then(Value::as_str)
-            .map(str::to_owned)
+            .map(str::to_owned);
+        let recorded = o
+            .and_then(|o| o.get("contract"))
+            .and_then(crate::contract::checks_from_value)
+            .map(|checks| Recorded {
+                checks,
+                max_calls: o
+                    .and_then(|o| o.get("config"))
+                    .and_then(Value::as_object)
+                    .and_then(|c| c.get("max_calls"))
+                    .and_then(Value::as_i64),
+            });
+        (policy, recorded)
     };
     match value.as_object() {
         Some(o) if o.contains_key("runs") => {
             let runs = o
                 .get("runs")
                 .and_then(Value::as_array)
-                .map(|r| r.iter().map(policy).collect())
+                .map(|r| r.iter().map(describe).collect())
                 .unwrap_or_default();
             (DocKind::Comparison, runs)
         }
-        Some(o) if o.contains_key("report") => (DocKind::RunFile, vec![policy(value)]),
+        Some(o) if o.contains_key("report") => (DocKind::RunFile, vec![describe(value)]),
         _ => (DocKind::Cassette, Vec::new()),
     }
 }
 
+/// For a valid file of another kind given where a recording belongs: what it is and what to
+/// do with it.
+fn other_kind(path: &Path, value: &Value) -> Option<String> {
+    let o = value.as_object()?;
+    let name = crate::printable::quoted(&path.display().to_string()).into_owned();
+    let program = crate::exit::PROGRAM;
+    if o.contains_key("world") {
+        return Some(format!(
+            "a scenario file, not a recording: `{program} run {name}` runs it and \
+             `{program} {name}` explores it"
+        ));
+    }
+    if o.get("kind").and_then(Value::as_str) == Some("toolstorm-mcp-session") {
+        return Some(
+            "the session sidecar of an MCP recording: open the cassette next to it (the same \
+             name without `.mcp`)"
+                .to_owned(),
+        );
+    }
+    let runs = o.get("runs").and_then(Value::as_array)?;
+    let verdicts = !runs.is_empty()
+        && runs.iter().all(|r| {
+            r.as_object()
+                .is_some_and(|r| r.contains_key("contract") && !r.contains_key("report"))
+        });
+    verdicts.then(|| {
+        "a verdict file (`run --verdict`): it holds verdicts, not calls; the calls are in the \
+         run's cassette (`run --cassette`) or result (`run --output`)"
+            .to_owned()
+    })
+}
+
 /// The traces of a parsed trace document.
 fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
-    let (kind, labels) = trace_labels(&value);
-    let cassettes = cassette::document_cassettes(path, value).map_err(Error::from)?;
+    let (kind, described) = trace_labels(&value);
+    let hint = other_kind(path, &value);
+    let cassettes = cassette::document_cassettes(path, value)
+        .map_err(Error::from)
+        .map_err(|e| match hint {
+            Some(why) => e.explained(why),
+            None => e,
+        })?;
+    let (labels, recorded) = described.into_iter().unzip();
     Ok(Trace {
         kind,
         labels,
         cassettes,
         mcp: None,
+        recorded,
     })
 }
 
@@ -325,6 +396,7 @@ impl Document {
             labels: vec![None],
             cassettes: vec![c],
             mcp: None,
+            recorded: Vec::new(),
         };
         Document::from_trace(None, trace)
     }
@@ -336,6 +408,10 @@ impl Document {
             .mcp
             .as_ref()
             .map_or(DEFAULT_MAX_CALLS, |m| m.max_calls);
+        let check_contract = match &trace.mcp {
+            Some(_) => format!("check · the recording's budget {max_calls}"),
+            None => format!("check · budget {max_calls}"),
+        };
         let runs = trace
             .cassettes
             .into_iter()
@@ -343,6 +419,20 @@ impl Document {
             .enumerate()
             .map(|(i, (c, checks))| {
                 let name = trace.labels.get(i).cloned().flatten();
+                // A run file's own verdict (the lab's contract) is what its story was judged
+                // by; `check`'s core contract is the fallback.
+                let recorded = trace.recorded.get(i).cloned().flatten();
+                let (checks, max_calls, contract) = match recorded {
+                    Some(r) => {
+                        let budget = r.max_calls.unwrap_or(max_calls);
+                        let contract = format!(
+                            "lab contract recorded in the file · budget {budget} \
+                             (check: {max_calls})"
+                        );
+                        (r.checks, budget, contract)
+                    }
+                    None => (checks, max_calls, check_contract.clone()),
+                };
                 Run {
                     label: name.clone().unwrap_or_else(|| format!("run {}", i + 1)),
                     policy: name.as_deref().and_then(Policy::parse),
@@ -351,6 +441,7 @@ impl Document {
                     checks,
                     max_calls,
                     batches: Vec::new(),
+                    contract,
                 }
             })
             .collect();
@@ -376,6 +467,10 @@ impl Document {
                     .runs
                     .into_iter()
                     .map(|r| Run {
+                        contract: format!(
+                            "lab contract of {} · budget {}",
+                            r.scenario, r.config.max_calls
+                        ),
                         label: r.policy.as_str().to_owned(),
                         policy: Some(r.policy),
                         digest: r.digest,
@@ -405,6 +500,7 @@ impl Document {
                     checks,
                     max_calls: DEFAULT_MAX_CALLS,
                     batches: o.batches,
+                    contract: format!("check · budget {DEFAULT_MAX_CALLS}"),
                 };
                 let orbit = match scenario {
                     Scenario::Orbit(s) => Some(s.clone()),

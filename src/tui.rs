@@ -8,8 +8,12 @@
 pub mod action;
 pub mod app;
 pub mod approval;
+pub mod copy;
+pub mod event;
+pub mod find;
 pub mod focus;
 pub mod keymap;
+pub mod prompt;
 pub mod runner;
 pub mod runtime;
 pub mod theme;
@@ -21,7 +25,7 @@ use std::sync::mpsc::channel;
 
 use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 
-use crate::document::{Document, Scenario, Settings};
+use crate::document::Document;
 use crate::executor::scenario::ApproverChoice;
 use crate::exit::{self, PROGRAM};
 use crate::printable;
@@ -54,6 +58,7 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
         .and_then(|p| runtime::spawn_watcher(p, tx.clone()));
     runtime::spawn_signals(tx.clone());
     runtime::spawn_input(tx.clone());
+    runtime::spawn_ticks(tx.clone());
     let mut terminal = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableMouseCapture);
     // ratatui's hook restores raw mode and the screen on a panic; mouse capture is ours to undo.
@@ -62,29 +67,23 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
         let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
         previous(info);
     }));
-    // An interactive approver asks its questions here, one modal at a time, before browsing.
-    let interactive = app
-        .doc
-        .orbit
-        .as_ref()
-        .filter(|s| s.approver == ApproverChoice::Interactive)
-        .cloned();
-    if let Some(orbit) = interactive {
-        let mut prompt =
-            approval::TerminalPrompt::new(&mut terminal, &rx, theme::Theme::from_env());
-        let scenario = Scenario::Orbit(orbit);
-        let doc = scenario
-            .run(path.as_deref(), &Settings::default(), &mut prompt)
-            .and_then(|run| Document::from_run(path.clone(), &scenario, run));
-        match doc {
-            Ok(doc) => app = app::App::new(doc),
-            Err(e) => app.status = e.to_string(),
-        }
-    }
     let mut hooks = Terminal {
         tx: tx.clone(),
         watcher: &mut watcher,
     };
+    // An interactive approver asks its questions here, one modal at a time over the explorer,
+    // before browsing (opening the file did not ask: there was no terminal yet).
+    let interactive = app
+        .doc
+        .orbit
+        .as_ref()
+        .is_some_and(|s| s.approver == ApproverChoice::Interactive);
+    if interactive {
+        let size = terminal.size().unwrap_or_default();
+        app.update(action::Action::Resize(size.width, size.height));
+        let answered = runtime::reload_asking(&mut terminal, &rx, &app, &mut hooks);
+        app.update(answered);
+    }
     let result = runtime::run(&mut terminal, &mut app, &rx, &tx, &mut hooks);
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
@@ -106,6 +105,13 @@ struct Terminal<'a> {
 }
 
 impl runtime::Hooks for Terminal<'_> {
+    fn copy(&mut self, text: &str) {
+        use std::io::Write;
+        let mut out = std::io::stdout();
+        let _ = out.write_all(runtime::osc52(text).as_bytes());
+        let _ = out.flush();
+    }
+
     fn retarget(&mut self, path: &std::path::Path) {
         *self.watcher = runtime::spawn_watcher(path, self.tx.clone());
     }

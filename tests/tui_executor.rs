@@ -46,7 +46,49 @@ fn parallel_batch_as_lanes() {
         text.contains('╌'),
         "the doc read goes on after its timeout answer"
     );
+    // Before: the deadline glyph of the legend was overwritten in every lane, the selected
+    // call's lane was not marked and the timeline cut call ids (`b1.1.call…`).
+    let lane_rows: Vec<&str> = text.lines().filter(|l| l.contains("ms ×")).collect();
+    assert_eq!(lane_rows.len(), 4, "{text}");
+    assert!(lane_rows.iter().all(|l| l.contains('┆')), "{text}");
+    assert!(lane_rows[0].contains("▶call_A"), "{text}");
+    let timeline_rows: Vec<&str> = text.lines().filter(|l| l.contains(" get_")).collect();
+    for id in ["call_A", "call_B", "call_C", "call_D"] {
+        assert!(timeline_rows.iter().any(|l| l.contains(id)), "{id}: {text}");
+    }
+    app.update(Action::Next);
+    let text = screen(&mut app, 120, 40);
+    assert!(
+        text.contains("▶call_B"),
+        "the marker follows the cursor: {text}"
+    );
+    app.update(Action::First);
     assert_snapshot!("orbit_parallel_lanes_120x40", screen(&mut app, 120, 40));
+}
+
+#[test]
+fn calls_that_never_ran_are_in_details() {
+    // Before: a denied call had no row anywhere, so the injected `post_comment` arguments
+    // could not be read.
+    let mut doc = Document::open(&scenario_path("orbit-injection.json")).expect("opens");
+    doc.path = Some(PathBuf::from("scenarios/orbit-injection.json"));
+    let mut app = App::new(doc);
+    let denied = app
+        .tab()
+        .batches
+        .iter()
+        .flat_map(|b| b.lanes.iter())
+        .filter(|l| l.kind == "denied")
+        .count();
+    assert!(denied > 0, "the scenario denies a side effect");
+    // Zoomed, Details shows the call that ran and, after it, the calls that never did.
+    app.update(Action::FocusNext);
+    app.update(Action::ToggleZoom);
+    let seen = screen(&mut app, 120, 100);
+    assert!(seen.contains("Not run in batch"), "{seen}");
+    assert!(seen.contains("post_comment"), "{seen}");
+    assert!(seen.contains("arguments as asked"), "{seen}");
+    assert!(seen.contains("denied"), "{seen}");
 }
 
 fn interactive(path: &Path) -> ExecutorScenario {
@@ -151,4 +193,108 @@ fn the_approval_modal_needs_an_explicit_yes() {
     let mut prompt = TerminalPrompt::new(&mut terminal, &rx, Theme::new(true));
     let doc = run_orbit(&path, &mut prompt);
     assert_eq!(doc.runs[0].timeline.report().effects.len(), 0);
+}
+
+/// Answers approval questions as a person would: each answer is a key sent once its question
+/// is on screen; after the last one, the keys in `then` follow.
+struct Person {
+    tx: std::sync::mpsc::Sender<Event>,
+    answers: Vec<char>,
+    then: Vec<char>,
+    shown: Vec<usize>,
+}
+
+impl toolstorm::tui::runtime::Hooks for Person {
+    fn retarget(&mut self, _: &Path) {}
+    fn suspend(&mut self) {}
+    fn copy(&mut self, _: &str) {}
+    fn asking(&mut self, n: usize) {
+        self.shown.push(n);
+        let answer = self.answers.get(n - 1).copied().unwrap_or('n');
+        let _ = self.tx.send(key(answer));
+        if n == self.answers.len() {
+            for c in self.then.drain(..) {
+                let _ = self.tx.send(key(c));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rerun_asks_again_and_keeps_earlier_answers() {
+    // Before: after a change on disk (or `r`) an interactive scenario reran with no terminal
+    // and every side effect was silently denied.
+    let dir = std::env::temp_dir().join(format!("toolstorm-approve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("orbit-injection.json");
+    let text = std::fs::read_to_string(scenario_path("orbit-injection.json")).expect("read");
+    let text = text.replace(
+        "\"approver\": \"deny_all\"",
+        "\"approver\": \"interactive\"",
+    );
+    assert!(
+        text.contains("\"interactive\""),
+        "the scenario names its approver"
+    );
+    std::fs::write(&path, text).expect("write");
+
+    let doc = Document::open(&path).expect("opens");
+    let mut app = App::new(doc);
+    let effects = |app: &App| app.tab().timeline.report().effects.len();
+    assert_eq!(effects(&app), 0, "opened with nobody to ask: denied");
+
+    let (tx, rx) = channel();
+    let mut terminal = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
+    // `r`: both questions are asked (y, n); then `r` again: both answers are kept, nothing is
+    // asked; then `q`.
+    tx.send(key('r')).expect("send");
+    // Should no question come, nothing would send `q`: end the loop rather than hang.
+    let watchdog = tx.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        let _ = watchdog.send(Event::Terminate(15));
+    });
+    let mut person = Person {
+        tx: tx.clone(),
+        answers: vec!['y', 'n'],
+        then: vec!['r', 'q'],
+        shown: Vec::new(),
+    };
+    let ending =
+        toolstorm::tui::runtime::run(&mut terminal, &mut app, &rx, &tx, &mut person).expect("runs");
+    assert_eq!(ending, toolstorm::tui::runtime::Ending::Quit);
+    assert_eq!(
+        person.shown,
+        [1, 2],
+        "asked once each, not again on the second run"
+    );
+    assert_eq!(effects(&app), 1, "the approved label committed");
+    assert_eq!(app.approvals.len(), 2);
+    assert!(app.status.contains("2 approval(s) kept"), "{}", app.status);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_approval_modal_is_drawn_over_the_run() {
+    // Before: the modal was drawn over a blank screen.
+    let path = scenario_path("orbit-injection.json");
+    let mut app = App::new(Document::open(&path).expect("opens"));
+    app.update(Action::Resize(100, 30));
+    let (tx, rx) = channel();
+    let mut terminal = Terminal::new(TestBackend::new(100, 30)).expect("terminal");
+    {
+        let answer = tx.clone();
+        let mut prompt = TerminalPrompt::new(&mut terminal, &rx, Theme::new(true))
+            .behind(&app)
+            .on_shown(move |_| {
+                let _ = answer.send(key('n'));
+            });
+        let _ = run_orbit(&path, &mut prompt);
+    }
+    let screen = terminal.backend().to_string();
+    assert!(screen.contains("Approval 2"), "{screen}");
+    assert!(
+        screen.contains("Timeline") && screen.contains("toolstorm"),
+        "the run is behind the modal: {screen}"
+    );
 }

@@ -4,6 +4,7 @@
 //! configuration.
 
 mod common;
+mod keys;
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +15,7 @@ use toolstorm::document::{self, Document, Scenario};
 use toolstorm::lab::scenario_file::{PolicyChoice, ScenarioFile};
 use toolstorm::lab::{Policy, edit::Field};
 use toolstorm::tui::action::{Action, WriteKind};
-use toolstorm::tui::app::{App, Mode, Question, Screen, StatusKind};
+use toolstorm::tui::app::{App, Mode, Purpose, Question, Screen, StatusKind};
 use toolstorm::tui::runtime::dispatch;
 use toolstorm::tui::theme::Theme;
 
@@ -54,30 +55,23 @@ fn screen(app: &mut App, w: u16, h: u16) -> String {
     terminal.backend().to_string()
 }
 
-fn type_text(app: &mut App, text: &str) {
-    for c in text.chars() {
-        dispatch(app, Action::Char(c));
-    }
-}
-
 /// Selects `field` of the selected rule and types `text` into it.
 fn set_field(app: &mut App, field: Field, text: &str) {
     let target = Field::ALL.iter().position(|f| *f == field).expect("field") as isize;
     dispatch(app, Action::EditField(target - app.edit.field as isize));
     dispatch(app, Action::EditStart);
-    if let Mode::EditField(t) = &mut app.mode {
-        t.clear();
-    }
-    type_text(app, text);
-    dispatch(app, Action::Submit);
+    keys::enter_text(app, text);
 }
 
 #[test]
 fn editing_a_rule_reruns_at_the_same_step_and_compares() {
     let dir = temp_dir("edit");
     let (mut app, _) = open_copy(&dir, "lost_ack");
-    dispatch(&mut app, Action::NextRun); // retry
-    assert_eq!(app.tab().label, "retry");
+    assert_eq!(
+        app.tab().label,
+        "retry",
+        "opens on the run that tells the story"
+    );
     dispatch(&mut app, Action::Next);
     let step = app.selected().map(|c| c.id);
     assert_eq!(step, Some(2));
@@ -88,7 +82,7 @@ fn editing_a_rule_reruns_at_the_same_step_and_compares() {
     // Invalid input is shown with the reason and never applied.
     set_field(&mut app, Field::Probability, "2");
     assert!(
-        matches!(app.mode, Mode::EditField(_)),
+        matches!(app.mode, Mode::Typing(Purpose::Field, _)),
         "the text stays to fix"
     );
     let err = app.edit_error.clone().unwrap_or_default();
@@ -189,7 +183,6 @@ fn rule_list_operations_and_settings_keys() {
 #[test]
 fn editor_compare_and_policies_screens() {
     let mut app = open_rel("scenarios/lost_ack.json");
-    dispatch(&mut app, Action::NextRun);
     dispatch(&mut app, Action::Last);
     dispatch(&mut app, Action::ToggleEditor);
     dispatch(&mut app, Action::EditField(3));
@@ -219,9 +212,10 @@ fn editor_compare_and_policies_screens() {
 fn a_shipping_cassette_becomes_an_unsaved_scenario_and_orbit_says_no() {
     let mut app = open_rel("cassettes/incident.json");
     assert!(app.editor.is_none());
-    dispatch(&mut app, Action::ShiftSeed(0));
+    // Opening the rule editor is not an edit (before: the cassette showed "unsaved" at once).
+    keys::type_keys(&mut app, "i");
     let e = app.editor.as_ref().expect("editor from the cassette");
-    assert!(e.dirty(), "never saved");
+    assert!(!e.dirty(), "nothing edited yet");
     assert_eq!(
         e.file().policy,
         PolicyChoice::One(Policy::Retry),
@@ -233,7 +227,12 @@ fn a_shipping_cassette_becomes_an_unsaved_scenario_and_orbit_says_no() {
         diff.identical,
         "same rules, seed and budget: same run: {diff:?}"
     );
-    // Quitting asks first.
+    dispatch(&mut app, Action::Quit);
+    assert!(app.quit, "nothing to lose: q quits at once");
+    app.quit = false;
+    // After an edit, quitting asks first.
+    dispatch(&mut app, Action::ShiftSeed(1));
+    assert!(app.editor.as_ref().is_some_and(|e| e.dirty()));
     dispatch(&mut app, Action::Quit);
     assert_eq!(app.mode, Mode::Confirm(Question::Quit));
     assert!(!app.quit);
@@ -241,7 +240,10 @@ fn a_shipping_cassette_becomes_an_unsaved_scenario_and_orbit_says_no() {
     assert!(!app.quit);
     // Saving an unsaved scenario asks where.
     dispatch(&mut app, Action::Save);
-    assert!(matches!(app.mode, Mode::Prompt(WriteKind::Scenario, _)));
+    assert!(matches!(
+        app.mode,
+        Mode::Typing(Purpose::Write(WriteKind::Scenario), _)
+    ));
 
     let mut orbit = open_rel("scenarios/orbit-injection.json");
     dispatch(&mut orbit, Action::ToggleEditor);
@@ -251,12 +253,24 @@ fn a_shipping_cassette_becomes_an_unsaved_scenario_and_orbit_says_no() {
 
 fn write_to(app: &mut App, action: Action, path: &Path) {
     dispatch(app, action);
-    assert!(matches!(app.mode, Mode::Prompt(..)), "{:?}", app.mode);
-    if let Mode::Prompt(_, t) = &mut app.mode {
-        t.clear();
-    }
-    type_text(app, &path.display().to_string());
-    dispatch(app, Action::Submit);
+    assert!(
+        matches!(app.mode, Mode::Typing(Purpose::Write(_), _)),
+        "{:?}",
+        app.mode
+    );
+    keys::enter_text(app, &path.display().to_string());
+}
+
+#[test]
+fn writing_to_a_folder_fails_before_asking_to_overwrite() {
+    // Before: `W` to a directory asked "exists. Overwrite it?" and only then failed.
+    let dir = temp_dir("folder");
+    let (mut app, _) = open_copy(&dir, "lost_ack");
+    write_to(&mut app, Action::WriteCassette, &dir);
+    assert!(!matches!(app.mode, Mode::Confirm(_)), "{:?}", app.mode);
+    assert_eq!(app.status_kind, StatusKind::Error);
+    assert!(app.status.contains("folder"), "{}", app.status);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -276,6 +290,13 @@ fn written_files_load_and_match_run() {
     let cassette = dir.join("tui.cassette.json");
     let verdicts = dir.join("tui.verdicts.json");
     write_to(&mut app, Action::WriteCassette, &cassette);
+    // A cassette has no budget: the message says how to judge it as this run was judged.
+    assert!(
+        app.status
+            .contains(&format!("--max-calls {}", app.tab().max_calls)),
+        "{}",
+        app.status
+    );
     write_to(&mut app, Action::WriteVerdicts, &verdicts);
     assert_eq!(app.status_kind, StatusKind::Info, "{}", app.status);
 
@@ -331,7 +352,6 @@ fn written_files_load_and_match_run() {
 fn a_change_on_disk_reruns_and_a_conflict_keeps_both() {
     let dir = temp_dir("disk");
     let (mut app, path) = open_copy(&dir, "lost_ack");
-    dispatch(&mut app, Action::NextRun);
     assert_eq!(app.timeline().report().duplicate_effects(), 1);
 
     // Another program edits the rule: reload and rerun, previous run kept for compare.

@@ -2,10 +2,13 @@
 //! where colour carries meaning, and key → action → state behaviour.
 
 mod common;
+mod keys;
 
 use std::path::PathBuf;
 
-use crossterm::event::{Event as TermEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use crossterm::event::{
+    Event as TermEvent, KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
 use insta::assert_snapshot;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -87,7 +90,16 @@ fn comparison_switches_runs() {
     let mut app = open("demo/rate_limit.all.comparison.json");
     assert_eq!(app.doc.kind, DocKind::Comparison);
     assert_eq!(app.doc.runs.len(), 3);
-    app.update(Action::NextRun);
+    assert_eq!(
+        app.tab().label,
+        "retry",
+        "opens on the run that tells the story (it retries before the advertised wait)"
+    );
+    assert!(
+        app.status.contains("the first one that fails"),
+        "{}",
+        app.status
+    );
     app.update(Action::NextRun);
     assert_eq!(app.tab().label, "resilient");
     app.update(Action::Last);
@@ -167,23 +179,61 @@ fn stepping_jumps_and_filtering() {
     app.update(Action::PrevFault);
     assert_eq!(app.cursor, Some(0));
     assert!(app.status.contains("no earlier fault"));
-    app.update(Action::StartFilter);
-    for c in "ship".chars() {
-        app.update(Action::FilterChar(c));
-    }
-    app.update(Action::FilterApply);
+    // `\` filters as you type; Enter keeps the filter.
+    keys::type_keys(&mut app, "\\ship\n");
     assert_eq!(app.visible().len(), 1);
     assert_eq!(
         app.selected().map(|c| c.tool.to_lossy()),
         Some("create_shipment".into())
     );
-    app.update(Action::StartFilter);
-    app.update(Action::FilterCancel);
+    // Esc in the prompt clears it.
+    keys::type_keys(&mut app, "\\\x1b");
     assert_eq!(app.visible().len(), 4);
-    app.update(Action::FocusNext);
+    assert_eq!(app.filter, None);
+}
+
+#[test]
+fn step_keys_step_whatever_pane_has_focus() {
+    // Before: with Details focused, `j` scrolled Details instead of stepping (help said "next
+    // step"). One meaning per key: `j` steps, `J` scrolls.
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    screen(&mut app, 100, 24, true);
+    keys::type_keys(&mut app, "\t");
     assert_eq!(app.focus, Focus::Details);
-    app.update(Action::Next);
-    assert_eq!(app.scroll[0], 1, "j scrolls the focused details pane");
+    keys::type_keys(&mut app, "j");
+    assert_eq!(app.cursor, Some(1), "j steps");
+    assert_eq!(app.scroll[0], 0);
+    keys::press(&mut app, keys::key(KeyCode::Down));
+    assert_eq!(app.cursor, Some(2), "↓ steps");
+    keys::type_keys(&mut app, "J");
+    assert_eq!(app.scroll[0], 1, "J scrolls the focused pane");
+}
+
+#[test]
+fn scrolling_stops_at_the_last_line() {
+    // Before: `J` or the wheel scrolled Details into blank space without end.
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    keys::type_keys(&mut app, "G");
+    let before = text(&screen(&mut app, 100, 24, true));
+    keys::type_keys(&mut app, "\t");
+    for _ in 0..200 {
+        keys::type_keys(&mut app, "J");
+    }
+    let max = app.drawn.max_scroll[0];
+    assert!(max > 0, "the pane has more lines than fit");
+    assert_eq!(app.scroll[0], max, "clamped to the last line");
+    let after = text(&screen(&mut app, 100, 24, true));
+    assert_ne!(before, after);
+    // The last line of the details is on screen, and the pane is not scrolled past it: the
+    // row above the bottom border is not blank.
+    let rows: Vec<&str> = after.lines().collect();
+    let details_bottom = rows
+        .iter()
+        .position(|r| r.contains("┘┌") || r.ends_with("┘\""))
+        .expect("bottom border");
+    let last = rows[details_bottom - 1];
+    let right = last.rsplit('│').nth(1).unwrap_or("");
+    assert!(!right.trim().is_empty(), "{after}");
 }
 
 #[test]

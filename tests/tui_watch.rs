@@ -170,6 +170,7 @@ struct NoHooks;
 impl Hooks for NoHooks {
     fn retarget(&mut self, _: &std::path::Path) {}
     fn suspend(&mut self) {}
+    fn copy(&mut self, _: &str) {}
 }
 
 fn key(c: char) -> Event {

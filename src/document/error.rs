@@ -125,6 +125,21 @@ impl Error {
         }
     }
 
+    /// The same error with `why` in place of the JSON path and reason: for a file that is
+    /// valid but of another kind (a scenario or verdict file given where a recording belongs),
+    /// what it is and what to do with it says more than the first field it lacks.
+    pub fn explained(mut self, why: String) -> Error {
+        match &mut self.problem {
+            Problem::Comparison { detail, .. } => *detail = why,
+            Problem::Invalid(e) | Problem::Run(e) => {
+                e.path = None;
+                e.detail = Some(why);
+            }
+            _ => {}
+        }
+        self
+    }
+
     /// Where and why, for people: the file, then the JSON path and the reason.
     fn whereabouts(&self) -> Option<String> {
         let file = self.path.as_ref().map(|p| p.display().to_string());

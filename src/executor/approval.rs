@@ -119,7 +119,7 @@ impl Prompt for NoTerminal {
     }
 }
 
-/// Asks a person through a [`Prompt`]; `y` or `yes` approves, anything else (or nobody to
+/// Asks a person through a [`Prompt`]; `y` or `yes` approves ([`approves`]), anything else (or nobody to
 /// ask) denies.
 #[derive(Clone, Debug, Default)]
 pub struct Interactive<P> {
@@ -147,11 +147,13 @@ impl<P: Prompt> Approver for Interactive<P> {
             .prompt
             .ask(&question)
             .ok_or(ApprovalError::NoTerminal)?;
-        Ok(matches!(
-            answer.trim().to_ascii_lowercase().as_str(),
-            "y" | "yes"
-        ))
+        Ok(approves(&answer))
     }
+}
+
+/// Whether a typed answer approves: `y` or `yes` in any case, nothing else.
+pub fn approves(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
 #[cfg(test)]

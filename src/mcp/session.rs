@@ -271,6 +271,20 @@ impl CallRecord {
 }
 
 impl McpSession {
+    /// A peer's name and version from its `clientInfo` / `serverInfo` (`shipping 0.1.0`).
+    pub fn peer_name(info: &Value) -> String {
+        let field = |k: &str| {
+            info.as_object()
+                .and_then(|o| o.get(k))
+                .and_then(Value::as_str)
+        };
+        match (field("name"), field("version")) {
+            (Some(n), Some(v)) => format!("{n} {v}"),
+            (Some(n), None) => n.to_owned(),
+            _ => "unnamed".to_owned(),
+        }
+    }
+
     /// The document.
     pub fn to_value(&self) -> Value {
         let strings =

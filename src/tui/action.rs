@@ -47,19 +47,33 @@ pub enum Action {
     ScrollDown,
     /// Scroll the focused pane up.
     ScrollUp,
-    /// Start typing a timeline filter.
+    /// Start typing a timeline filter (hides calls that do not match).
     StartFilter,
-    /// A character typed into the filter.
-    FilterChar(char),
-    /// Delete the last filter character.
-    FilterBackspace,
-    /// Keep the filter and go back to browsing.
-    FilterApply,
-    /// Drop the filter.
-    FilterCancel,
+    /// Start typing a search (calls stay; `n`/`N` move between matches).
+    StartSearch,
+    /// Start typing a call id to jump to.
+    StartJump,
+    /// Next search match.
+    SearchNext,
+    /// Previous search match.
+    SearchPrev,
+    /// An editing key in the text being typed (insert, move, delete, ...).
+    Input(tui_input::InputRequest),
+    /// Show the focused pane on the whole screen, or go back.
+    ToggleZoom,
+    /// Copy the selected call as JSON (to the terminal's clipboard, and shown).
+    CopyCall,
+    /// Copy the command line that reproduces the shown run.
+    CopyCommand,
+    /// Show or hide the scenario's story (title, description, lesson).
+    ToggleStory,
+    /// Show the last status message whole.
+    ShowMessage,
+    /// A second passed (status messages expire).
+    Tick,
     /// Show or hide the key help.
     ToggleHelp,
-    /// Close an overlay or the filter; quit from plain browsing.
+    /// Close whatever is open (an overlay, a prompt, zoom); never quits.
     Back,
     /// A mouse click, resolved against the drawn screen at the edge (the runtime asks the
     /// view what is under the cell).
@@ -86,6 +100,18 @@ pub enum Action {
     FileChanged,
     /// A reload finished.
     Reloaded(Result<Box<Document>, Error>),
+    /// A reload that asked a person for approvals finished: every answer so far, how many
+    /// questions were asked now and how many were answered from earlier answers.
+    ReloadedAsking {
+        /// The document.
+        result: Result<Box<Document>, Error>,
+        /// Every answer (question, approved), kept for the next run.
+        answers: Vec<(String, bool)>,
+        /// Questions asked this time.
+        asked: usize,
+        /// Questions answered as before.
+        reused: usize,
+    },
 
     // The runner: editing, rerunning, comparing and writing.
     /// Open or close the rule editor.
@@ -132,11 +158,9 @@ pub enum Action {
     WriteCassette,
     /// Write the contract verdicts.
     WriteVerdicts,
-    /// A character typed into a text field or path prompt.
-    Char(char),
-    /// Delete the last typed character.
-    Backspace,
-    /// Accept the typed text.
+    /// Pick the previous / next item of a list (the fault kinds).
+    Pick(isize),
+    /// Accept the typed text (or the picked item).
     Submit,
     /// Drop the typed text.
     Cancel,
@@ -195,4 +219,6 @@ pub enum Command {
     },
     /// Run the configuration twice; answers with [`Action::DeterminismChecked`].
     CheckDeterminism,
+    /// Put text on the terminal's clipboard (OSC 52).
+    Copy(String),
 }

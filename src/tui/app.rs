@@ -1,15 +1,19 @@
 //! The app's state and its update function: plain data (the open document, the selected run
-//! and step, focus, mode, filter, status line, the runner's editor and previous runs) changed
-//! only by [`App::update`], which returns the side effects to run as [`Command`]s. No
-//! terminal, channel or file handle in here. The runner's part of `update` lives in
-//! [`super::runner`].
+//! and step, focus, mode, filter and search, status line, the runner's editor and previous
+//! runs) changed only by [`App::update`], which returns the side effects to run as
+//! [`Command`]s. No terminal, channel or file handle in here. The runner's part of `update`
+//! lives in [`super::runner`]; finding calls (filter, search, jump) in [`super::find`].
+//!
+//! Keys have one meaning each: `j`/`k` always step, `J`/`K` scroll the focused pane, `Esc`
+//! closes things and never quits (`q` does).
 
 use std::path::PathBuf;
 
 use ratatui::layout::Rect;
 
 use super::action::{Action, Command, WriteKind};
-pub use super::focus::Focus;
+pub use super::focus::{Drawn, Focus};
+use super::prompt::TextField;
 use crate::document::{Document, Error, Run};
 use crate::report::Call;
 use crate::timeline::Timeline;
@@ -19,18 +23,48 @@ use crate::timeline::Timeline;
 pub enum Mode {
     /// Moving around.
     Browse,
-    /// Typing a timeline filter.
-    Filter(String),
-    /// The key help overlay.
+    /// The key help (scrollable).
     Help,
     /// The rule editor has the keys.
     Edit,
-    /// Typing a new value for the selected rule field.
-    EditField(String),
-    /// Typing a path to write to.
-    Prompt(WriteKind, String),
+    /// Typing text for a purpose.
+    Typing(Purpose, TextField),
+    /// Picking a rule's fault kind from the list (the index of the highlighted kind).
+    PickKind(usize),
     /// A yes/no (or which-version) question.
     Confirm(Question),
+    /// Showing a text (a copied call, the command that reproduces the run) until a key.
+    Show(String, String),
+}
+
+/// What typed text is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// The timeline filter.
+    Filter,
+    /// A search.
+    Search,
+    /// A call id to jump to.
+    Jump,
+    /// The selected rule field's new value.
+    Field,
+    /// A path to write to.
+    Write(WriteKind),
+}
+
+impl Purpose {
+    /// The prompt shown before the text.
+    pub fn prompt(self) -> &'static str {
+        match self {
+            Purpose::Filter => "filter (tool, status or rule): ",
+            Purpose::Search => "search: ",
+            Purpose::Jump => "jump to call #",
+            Purpose::Field => "edit: ",
+            Purpose::Write(WriteKind::Scenario) => "write scenario to: ",
+            Purpose::Write(WriteKind::Cassette) => "write cassette to: ",
+            Purpose::Write(WriteKind::Verdicts) => "write verdicts to: ",
+        }
+    }
 }
 
 /// A question the user must answer before anything is lost or overwritten.
@@ -68,11 +102,14 @@ pub struct EditCursor {
 /// Whether the status line reports a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusKind {
-    /// Information.
+    /// Information (goes away after a few seconds).
     Info,
-    /// A problem (e.g. the file on disk is invalid).
+    /// A problem (stays until something replaces it).
     Error,
 }
+
+/// Seconds an information message stays on the status line.
+pub const MESSAGE_SECONDS: u16 = 6;
 
 /// The application state.
 #[derive(Clone, Debug)]
@@ -87,16 +124,30 @@ pub struct App {
     pub focus: Focus,
     /// Keyboard mode.
     pub mode: Mode,
-    /// Active timeline filter (tool name or status substring).
+    /// Active timeline filter (tool name, status or rule substring).
     pub filter: Option<String>,
+    /// Active search (highlighted; `n`/`N` move between matches).
+    pub search: Option<String>,
     /// Scroll offsets of the details, coverage, effects and verdict panes.
     pub scroll: [u16; 4],
+    /// The help's scroll offset.
+    pub help_scroll: u16,
+    /// The focused pane fills the screen.
+    pub zoom: bool,
+    /// The scenario's story is shown.
+    pub story: bool,
     /// Status line text.
     pub status: String,
     /// Status line kind.
     pub status_kind: StatusKind,
+    /// Seconds the status message has been shown.
+    pub status_age: u16,
     /// Terminal size (for mapping clicks).
     pub size: Rect,
+    /// What the last layout drew.
+    pub drawn: Drawn,
+    /// Set when the effect ledger should bring the selected call's commits into view.
+    pub follow_effects: bool,
     /// Set when the app should exit.
     pub quit: bool,
     /// The scenario being edited (created on the first edit).
@@ -113,22 +164,36 @@ pub struct App {
     pub edit_error: Option<String>,
     /// A version read from disk waiting for the user to resolve a conflict.
     pub pending_disk: Option<Box<Document>>,
+    /// Answers a person gave an interactive approver (question, approved), reused when the
+    /// same scenario runs again.
+    pub approvals: Vec<(String, bool)>,
+    /// The edit a pending rerun comes from (named in the message when it finishes).
+    pub last_edit: Option<String>,
 }
 
 impl App {
-    /// A new app showing `doc`, with the cursor on the first call.
+    /// A new app showing `doc`: the run that tells the scenario's story, cursor on its first
+    /// call.
     pub fn new(doc: Document) -> App {
+        let run = story_run(&doc.runs);
         let mut app = App {
             doc,
-            run: 0,
+            run,
             cursor: None,
             focus: Focus::Timeline,
             mode: Mode::Browse,
             filter: None,
+            search: None,
             scroll: [0; 4],
+            help_scroll: 0,
+            zoom: false,
+            story: false,
             status: String::new(),
             status_kind: StatusKind::Info,
+            status_age: 0,
             size: Rect::new(0, 0, 100, 30),
+            drawn: Drawn::default(),
+            follow_effects: false,
             quit: false,
             editor: None,
             save_path: None,
@@ -137,13 +202,31 @@ impl App {
             edit: EditCursor::default(),
             edit_error: None,
             pending_disk: None,
+            approvals: Vec::new(),
+            last_edit: None,
         };
         if let Some(file) = &app.doc.scenario {
             app.editor = crate::lab::edit::Editor::new(file).ok();
             app.save_path = app.doc.path.clone();
         }
         app.cursor = app.visible().first().copied();
+        if app.doc.runs.len() > 1 {
+            app.info(format!(
+                "showing run {} of {} ({}): the first one that fails; h/l switch runs",
+                app.run + 1,
+                app.doc.runs.len(),
+                app.tab().label
+            ));
+        }
         app
+    }
+
+    /// Whether the rule editor is open (browsing it, typing a field or picking a kind).
+    pub fn editing(&self) -> bool {
+        matches!(
+            self.mode,
+            Mode::Edit | Mode::Typing(Purpose::Field, _) | Mode::PickKind(_)
+        )
     }
 
     /// The shown run.
@@ -162,36 +245,14 @@ impl App {
             .and_then(|i| self.timeline().report().calls.get(i))
     }
 
-    fn matches_filter(&self, call: &Call) -> bool {
-        match &self.filter {
-            None => true,
-            Some(f) if f.is_empty() => true,
-            Some(f) => {
-                let f = f.to_lowercase();
-                call.tool.to_lossy().to_lowercase().contains(&f)
-                    || call.status.as_str().contains(&f)
-                    || call
-                        .fault
-                        .as_ref()
-                        .is_some_and(|n| n.to_lossy().to_lowercase().contains(&f))
-            }
-        }
-    }
-
-    /// Indices of the calls the timeline shows (after the filter).
-    pub fn visible(&self) -> Vec<usize> {
-        let calls = &self.timeline().report().calls;
-        (0..calls.len())
-            .filter(|&i| self.matches_filter(&calls[i]))
-            .collect()
-    }
-
     pub(super) fn move_to(&mut self, target: Option<usize>, what: &str) {
         match target {
             Some(t) => {
+                if self.cursor != Some(t) {
+                    self.scroll[0] = 0;
+                    self.follow_effects = true;
+                }
                 self.cursor = Some(t);
-                self.scroll[0] = 0;
-                self.info(String::new());
             }
             None => self.info(format!("no {what}")),
         }
@@ -200,6 +261,13 @@ impl App {
     pub(super) fn info(&mut self, text: String) {
         self.status = text;
         self.status_kind = StatusKind::Info;
+        self.status_age = 0;
+    }
+
+    pub(super) fn error(&mut self, text: String) {
+        self.status = text;
+        self.status_kind = StatusKind::Error;
+        self.status_age = 0;
     }
 
     fn step(&mut self, by: isize) {
@@ -230,14 +298,22 @@ impl App {
     /// Applies an action; returns the side effects to carry out.
     pub fn update(&mut self, action: Action) -> Vec<Command> {
         match action {
+            Action::ScrollDown | Action::ScrollUp | Action::PageDown | Action::PageUp
+                if self.mode == Mode::Help =>
+            {
+                let by: i32 = match action {
+                    Action::ScrollDown => 1,
+                    Action::ScrollUp => -1,
+                    Action::PageDown => 10,
+                    _ => -10,
+                };
+                let max = i32::from(self.drawn.help_max);
+                self.help_scroll = (i32::from(self.help_scroll) + by).clamp(0, max) as u16;
+            }
             Action::Quit => return self.request_quit(),
-            Action::Back => match self.mode {
-                Mode::Browse => return self.request_quit(),
-                Mode::EditField(_) => self.mode = Mode::Edit,
-                _ => self.mode = Mode::Browse,
-            },
-            Action::Next => self.scroll_or_step(1),
-            Action::Prev => self.scroll_or_step(-1),
+            Action::Back => self.back(),
+            Action::Next => self.step(1),
+            Action::Prev => self.step(-1),
             Action::First => self.step(isize::MIN / 2),
             Action::Last => self.step(isize::MAX / 2),
             Action::PageDown => self.step(10),
@@ -254,40 +330,51 @@ impl App {
             Action::PrevFailure => self.jump(false, "earlier failure", |_, _, c| c.failed()),
             Action::NextRun => self.switch_run(1),
             Action::PrevRun => self.switch_run(-1),
-            Action::FocusNext => self.focus = self.focus.shift(1),
-            Action::FocusPrev => self.focus = self.focus.shift(-1),
-            Action::ScrollDown => self.scroll_focused(1),
-            Action::ScrollUp => self.scroll_focused(-1),
+            Action::FocusNext => self.focus = self.drawn.shift(self.focus, 1),
+            Action::FocusPrev => self.focus = self.drawn.shift(self.focus, -1),
+            Action::ScrollDown => self.scroll_pane(self.focus, 1),
+            Action::ScrollUp => self.scroll_pane(self.focus, -1),
             Action::StartFilter => {
-                self.mode = Mode::Filter(self.filter.clone().unwrap_or_default())
+                let text = self.filter.clone().unwrap_or_default();
+                self.mode = Mode::Typing(Purpose::Filter, TextField::new(text));
             }
-            Action::FilterChar(c) => {
-                if let Mode::Filter(text) = &mut self.mode {
-                    text.push(c);
-                    let text = text.clone();
-                    self.apply_filter(Some(text));
+            Action::StartSearch => {
+                let text = self.search.clone().unwrap_or_default();
+                self.mode = Mode::Typing(Purpose::Search, TextField::new(text));
+            }
+            Action::StartJump => self.mode = Mode::Typing(Purpose::Jump, TextField::default()),
+            Action::SearchNext => self.search_step(true),
+            Action::SearchPrev => self.search_step(false),
+            Action::ToggleZoom => {
+                self.zoom = !self.zoom;
+                if self.zoom {
+                    self.info(format!(
+                        "{} on the whole screen; z or Esc goes back",
+                        self.focus.label()
+                    ));
                 }
             }
-            Action::FilterBackspace => {
-                if let Mode::Filter(text) = &mut self.mode {
-                    text.pop();
-                    let text = text.clone();
-                    self.apply_filter(Some(text));
+            Action::ToggleStory => self.story = !self.story,
+            Action::ShowMessage => {
+                if self.status.is_empty() {
+                    self.info("no message to show".into());
+                } else {
+                    self.mode = Mode::Show("Message".into(), self.status.clone());
                 }
             }
-            Action::FilterApply => {
-                if let Mode::Filter(text) = std::mem::replace(&mut self.mode, Mode::Browse) {
-                    self.apply_filter(if text.is_empty() { None } else { Some(text) });
+            Action::CopyCall => return self.copy_call(),
+            Action::CopyCommand => return self.copy_command(),
+            Action::Tick => {
+                self.status_age = self.status_age.saturating_add(1);
+                if self.status_kind == StatusKind::Info && self.status_age >= MESSAGE_SECONDS {
+                    self.status.clear();
                 }
-            }
-            Action::FilterCancel => {
-                self.mode = Mode::Browse;
-                self.apply_filter(None);
             }
             Action::ToggleHelp => {
                 self.mode = if self.mode == Mode::Help {
                     Mode::Browse
                 } else {
+                    self.help_scroll = 0;
                     Mode::Help
                 };
             }
@@ -300,10 +387,11 @@ impl App {
                 }
             }
             Action::Wheel { down, pane } => {
-                if let Some(f) = pane {
-                    self.focus = f;
+                let by = if down { 1 } else { -1 };
+                match pane {
+                    Some(p) => self.scroll_pane(p, by),
+                    None => self.step(by),
                 }
-                self.scroll_or_step(if down { 1 } else { -1 });
             }
             Action::Resize(w, h) => self.size = Rect::new(0, 0, w, h),
             Action::Reload | Action::FileChanged => {
@@ -312,28 +400,95 @@ impl App {
                 }
             }
             Action::Reloaded(result) => self.reloaded(result),
+            Action::ReloadedAsking {
+                result,
+                answers,
+                asked,
+                reused,
+            } => {
+                let ok = result.is_ok();
+                self.approvals = answers;
+                self.reloaded(result);
+                if ok && reused > 0 {
+                    self.info(format!(
+                        "ran again: {reused} approval(s) kept from your earlier answers for the \
+                         identical call, {asked} asked"
+                    ));
+                } else if ok && asked > 0 {
+                    self.info(format!("{asked} approval question(s) answered"));
+                }
+            }
             Action::Suspend => return vec![Command::Suspend],
+            Action::Input(request) => {
+                if let Mode::Typing(purpose, field) = &mut self.mode {
+                    field.apply(request);
+                    if *purpose == Purpose::Filter {
+                        let text = field.value().to_owned();
+                        self.apply_filter((!text.is_empty()).then_some(text));
+                    }
+                }
+            }
+            Action::Submit if matches!(self.mode, Mode::Typing(p, _) if matches!(p, Purpose::Filter | Purpose::Search | Purpose::Jump)) => {
+                self.submit_find()
+            }
+            Action::Cancel if matches!(self.mode, Mode::Typing(Purpose::Filter, _)) => {
+                self.mode = Mode::Browse;
+                self.apply_filter(None);
+            }
+            Action::Cancel
+                if matches!(self.mode, Mode::Typing(Purpose::Search | Purpose::Jump, _)) =>
+            {
+                self.mode = Mode::Browse;
+            }
             other => return self.update_runner(other),
         }
         Vec::new()
     }
 
-    fn scroll_or_step(&mut self, by: isize) {
-        match self.focus {
-            Focus::Timeline => self.step(by),
-            _ => self.scroll_focused(by),
+    /// `Esc`: close what is open, innermost first. It never quits.
+    fn back(&mut self) {
+        match self.mode {
+            Mode::Browse if self.zoom => self.zoom = false,
+            Mode::Browse if self.story => self.story = false,
+            Mode::Browse if self.search.is_some() => {
+                self.search = None;
+                self.info("search cleared".into());
+            }
+            Mode::Browse => self.info("q quits".into()),
+            Mode::Typing(Purpose::Field, _) | Mode::PickKind(_) => self.mode = Mode::Edit,
+            _ => self.mode = Mode::Browse,
         }
     }
 
-    fn scroll_focused(&mut self, by: isize) {
-        let slot = match self.focus {
-            Focus::Timeline => return self.step(by),
-            Focus::Details => 0,
-            Focus::Coverage => 1,
-            Focus::Effects => 2,
-            Focus::Verdicts => 3,
-        };
-        self.scroll[slot] = (self.scroll[slot] as isize + by).clamp(0, u16::MAX as isize) as u16;
+    /// Scrolls `pane` by `by` lines (the timeline steps instead), never past its last line.
+    fn scroll_pane(&mut self, pane: Focus, by: isize) {
+        match pane.scroll_slot() {
+            None => self.step(by),
+            Some(slot) => {
+                let max = self.drawn.max_scroll[slot] as isize;
+                let now = self.scroll[slot] as isize;
+                self.scroll[slot] = (now + by).clamp(0, max.max(0)) as u16;
+            }
+        }
+    }
+
+    /// Takes in what the last layout drew: focus and scrolling stay within it, and the effect
+    /// ledger brings the selected call's commits into view.
+    pub fn apply_drawn(&mut self, drawn: Drawn) {
+        for slot in 0..4 {
+            self.scroll[slot] = self.scroll[slot].min(drawn.max_scroll[slot]);
+        }
+        self.help_scroll = self.help_scroll.min(drawn.help_max);
+        if !drawn.panes.contains(&self.focus) {
+            self.focus = Focus::Timeline;
+        }
+        if self.follow_effects {
+            if let Some(line) = drawn.effects_line {
+                self.scroll[2] = line.min(drawn.max_scroll[2]);
+            }
+            self.follow_effects = false;
+        }
+        self.drawn = drawn;
     }
 
     fn switch_run(&mut self, by: isize) {
@@ -353,7 +508,7 @@ impl App {
         ));
     }
 
-    fn apply_filter(&mut self, filter: Option<String>) {
+    pub(super) fn apply_filter(&mut self, filter: Option<String>) {
         self.filter = filter;
         let visible = self.visible();
         if let Some(c) = self.cursor
@@ -409,17 +564,29 @@ impl App {
                 }
             }
             // Gone (deleted, or mid-replace by an editor): wait for it to come back.
-            Err(e) if e.is_missing() => {
-                self.status = "the file was removed from disk; still showing the last version \
-                               (it reloads when the file is back)"
-                    .into();
-                self.status_kind = StatusKind::Error;
-            }
-            Err(e) => {
-                self.status =
-                    format!("file on disk is invalid, still showing the last good version: {e}");
-                self.status_kind = StatusKind::Error;
-            }
+            Err(e) if e.is_missing() => self.error(
+                "the file was removed from disk; still showing the last version \
+                 (it reloads when the file is back)"
+                    .into(),
+            ),
+            Err(e) => self.error(format!(
+                "file on disk is invalid, still showing the last good version: {e}"
+            )),
         }
     }
+}
+
+/// The run that tells a document's story: the first whose contract fails (on a duplicate
+/// effect or a retry before the advertised wait first, the bugs this tool is about), else the
+/// first.
+pub fn story_run(runs: &[Run]) -> usize {
+    let fails = |r: &Run, name: &str| {
+        r.checks
+            .iter()
+            .any(|c| !c.passed && c.name.starts_with(name))
+    };
+    ["No duplicate side effects", "Retry-after respected", ""]
+        .iter()
+        .find_map(|name| runs.iter().position(|r| fails(r, name)))
+        .unwrap_or(0)
 }

@@ -3,6 +3,9 @@
 //! label='severity:S1')? [y/N]`) and waits for one key. Only `y` approves; any other key, a
 //! termination signal or a closed input answers no — the safe default. Keys typed before a
 //! question was on screen are thrown away: an answer needs a key pressed while it is shown.
+//! The modal is drawn over the explorer, so the run it belongs to stays in view; when the file
+//! runs again (a change on disk, `r`), answers already given for the identical call are kept
+//! ([`Remembering`]) and only new questions are asked.
 
 use std::sync::mpsc::Receiver;
 
@@ -14,10 +17,11 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Widget, Wrap};
 
-use super::runtime::Event;
+use super::app::App;
+use super::event::Event;
 use super::theme::Theme;
 use super::view::pane;
-use crate::executor::approval::Prompt;
+use crate::executor::approval::{Prompt, approves};
 
 /// Asks questions in the terminal, one at a time.
 pub struct TerminalPrompt<'a, B: Backend> {
@@ -26,6 +30,7 @@ pub struct TerminalPrompt<'a, B: Backend> {
     theme: Theme,
     asked: usize,
     shown: Option<Box<dyn FnMut(usize) + 'a>>,
+    behind: Option<&'a App>,
 }
 
 impl<'a, B: Backend> TerminalPrompt<'a, B> {
@@ -37,7 +42,14 @@ impl<'a, B: Backend> TerminalPrompt<'a, B> {
             theme,
             asked: 0,
             shown: None,
+            behind: None,
         }
+    }
+
+    /// Draws `app` behind the modal.
+    pub fn behind(mut self, app: &'a App) -> Self {
+        self.behind = Some(app);
+        self
     }
 
     /// Calls `f` with the question's number each time a question is first on screen and the
@@ -76,11 +88,15 @@ impl<B: Backend> Prompt for TerminalPrompt<'_, B> {
         self.asked += 1;
         let n = self.asked;
         let theme = self.theme;
+        let behind = self.behind;
         let mut first = true;
         loop {
-            let drawn = self
-                .terminal
-                .draw(|f| render(question, n, f.area(), f.buffer_mut(), &theme));
+            let drawn = self.terminal.draw(|f| {
+                if let Some(app) = behind {
+                    app.render_with(f.area(), f.buffer_mut(), &theme);
+                }
+                render(question, n, f.area(), f.buffer_mut(), &theme)
+            });
             if drawn.is_err() {
                 return Some("n".into());
             }
@@ -106,5 +122,42 @@ impl<B: Backend> Prompt for TerminalPrompt<'_, B> {
                 Ok(_) => continue, // resizes and file changes: redraw and keep asking
             }
         }
+    }
+}
+
+/// A prompt that answers a question asked before (the identical text: the same tool and
+/// arguments) as it was answered then, and asks `inner` only new ones.
+pub struct Remembering<P: Prompt> {
+    inner: P,
+    /// Every answer, earlier ones first (question, approved).
+    pub answers: Vec<(String, bool)>,
+    /// Questions asked this time.
+    pub asked: usize,
+    /// Questions answered from earlier answers.
+    pub reused: usize,
+}
+
+impl<P: Prompt> Remembering<P> {
+    /// A prompt that remembers `answers` and asks `inner` the rest.
+    pub fn new(inner: P, answers: Vec<(String, bool)>) -> Self {
+        Remembering {
+            inner,
+            answers,
+            asked: 0,
+            reused: 0,
+        }
+    }
+}
+
+impl<P: Prompt> Prompt for Remembering<P> {
+    fn ask(&mut self, question: &str) -> Option<String> {
+        if let Some((_, yes)) = self.answers.iter().find(|(q, _)| q == question) {
+            self.reused += 1;
+            return Some(if *yes { "y" } else { "n" }.into());
+        }
+        self.asked += 1;
+        let answer = self.inner.ask(question)?;
+        self.answers.push((question.to_owned(), approves(&answer)));
+        Some(answer)
     }
 }

@@ -1,6 +1,8 @@
-//! Which pane has the keyboard: the panes in their Tab order.
+//! Which pane has the keyboard, and what the last drawn screen allows: the panes that are
+//! visible at this size (Tab visits only those) and how far each can scroll (scrolling stops
+//! at the last line). The view computes [`Drawn`]; the app keeps it as plain data.
 
-/// Which pane has focus (scroll keys and the wheel act on it).
+/// Which pane has focus (`J`/`K` scroll it, `z` zooms it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Focus {
     /// The invocation list.
@@ -16,7 +18,8 @@ pub enum Focus {
 }
 
 impl Focus {
-    const ORDER: [Focus; 5] = [
+    /// Every pane, in Tab order.
+    pub const ORDER: [Focus; 5] = [
         Focus::Timeline,
         Focus::Details,
         Focus::Coverage,
@@ -24,8 +27,61 @@ impl Focus {
         Focus::Verdicts,
     ];
 
-    pub(super) fn shift(self, by: isize) -> Focus {
-        let i = Focus::ORDER.iter().position(|f| *f == self).unwrap_or(0) as isize;
-        Focus::ORDER[(i + by).rem_euclid(Focus::ORDER.len() as isize) as usize]
+    /// The slot of the pane's scroll offset (`None` for the timeline, which moves the cursor).
+    pub fn scroll_slot(self) -> Option<usize> {
+        match self {
+            Focus::Timeline => None,
+            Focus::Details => Some(0),
+            Focus::Coverage => Some(1),
+            Focus::Effects => Some(2),
+            Focus::Verdicts => Some(3),
+        }
+    }
+
+    /// The pane's name, for titles and messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            Focus::Timeline => "timeline",
+            Focus::Details => "details",
+            Focus::Coverage => "coverage",
+            Focus::Effects => "effects",
+            Focus::Verdicts => "verdicts",
+        }
+    }
+}
+
+/// What the last layout drew, as far as the app's state depends on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Drawn {
+    /// The panes on screen, in Tab order.
+    pub panes: Vec<Focus>,
+    /// The furthest each scrollable pane can scroll (details, coverage, effects, verdicts).
+    pub max_scroll: [u16; 4],
+    /// The furthest the help can scroll.
+    pub help_max: u16,
+    /// The effect ledger's line of the selected call's first commit, if it has one.
+    pub effects_line: Option<u16>,
+}
+
+impl Default for Drawn {
+    fn default() -> Self {
+        Drawn {
+            panes: Focus::ORDER.to_vec(),
+            max_scroll: [u16::MAX; 4],
+            help_max: u16::MAX,
+            effects_line: None,
+        }
+    }
+}
+
+impl Drawn {
+    /// The visible pane `by` steps from `from` in Tab order (the timeline when none is).
+    pub fn shift(&self, from: Focus, by: isize) -> Focus {
+        let n = self.panes.len() as isize;
+        if n == 0 {
+            return Focus::Timeline;
+        }
+        let i = self.panes.iter().position(|f| *f == from).unwrap_or(0) as isize;
+        self.panes[(i + by).rem_euclid(n) as usize]
     }
 }

@@ -19,18 +19,18 @@ pub struct Binding {
     pub action: fn() -> Action,
 }
 
-/// Browsing keys, in help order.
+/// Browsing keys, in help order. Each key has one meaning wherever the focus is.
 pub const BROWSE: &[Binding] = &[
     Binding {
-        keys: "j / ↓ / n",
+        keys: "j / ↓",
         help: "next step",
-        codes: &[KeyCode::Char('j'), KeyCode::Down, KeyCode::Char('n')],
+        codes: &[KeyCode::Char('j'), KeyCode::Down],
         action: || Action::Next,
     },
     Binding {
-        keys: "k / ↑ / p",
+        keys: "k / ↑",
         help: "previous step",
-        codes: &[KeyCode::Char('k'), KeyCode::Up, KeyCode::Char('p')],
+        codes: &[KeyCode::Char('k'), KeyCode::Up],
         action: || Action::Prev,
     },
     Binding {
@@ -94,6 +94,36 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::PrevFailure,
     },
     Binding {
+        keys: "/",
+        help: "search ids, keys, tools, rules, payloads",
+        codes: &[KeyCode::Char('/')],
+        action: || Action::StartSearch,
+    },
+    Binding {
+        keys: "n / N",
+        help: "next / previous match",
+        codes: &[KeyCode::Char('n')],
+        action: || Action::SearchNext,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('N')],
+        action: || Action::SearchPrev,
+    },
+    Binding {
+        keys: "\\",
+        help: "filter by tool, status or rule",
+        codes: &[KeyCode::Char('\\')],
+        action: || Action::StartFilter,
+    },
+    Binding {
+        keys: ":",
+        help: "jump to a call id",
+        codes: &[KeyCode::Char(':')],
+        action: || Action::StartJump,
+    },
+    Binding {
         keys: "l / → / h / ←",
         help: "next / previous run",
         codes: &[KeyCode::Char('l'), KeyCode::Right],
@@ -107,7 +137,7 @@ pub const BROWSE: &[Binding] = &[
     },
     Binding {
         keys: "Tab / S-Tab",
-        help: "move focus between panes",
+        help: "focus the next / previous pane",
         codes: &[KeyCode::Tab],
         action: || Action::FocusNext,
     },
@@ -130,10 +160,34 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::ScrollUp,
     },
     Binding {
-        keys: "/",
-        help: "filter by tool or status",
-        codes: &[KeyCode::Char('/')],
-        action: || Action::StartFilter,
+        keys: "z",
+        help: "zoom the focused pane",
+        codes: &[KeyCode::Char('z')],
+        action: || Action::ToggleZoom,
+    },
+    Binding {
+        keys: "t",
+        help: "the scenario's story",
+        codes: &[KeyCode::Char('t')],
+        action: || Action::ToggleStory,
+    },
+    Binding {
+        keys: "y / Y",
+        help: "copy the call as JSON / the command",
+        codes: &[KeyCode::Char('y')],
+        action: || Action::CopyCall,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('Y')],
+        action: || Action::CopyCommand,
+    },
+    Binding {
+        keys: "m",
+        help: "the last message, whole",
+        codes: &[KeyCode::Char('m')],
+        action: || Action::ShowMessage,
     },
     Binding {
         keys: "r",
@@ -148,16 +202,16 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::ToggleHelp,
     },
     Binding {
-        keys: "q / Esc",
-        help: "quit; Esc backs out",
-        codes: &[KeyCode::Char('q')],
-        action: || Action::Quit,
-    },
-    Binding {
-        keys: "",
-        help: "",
+        keys: "Esc",
+        help: "close: zoom, story, search, prompts",
         codes: &[KeyCode::Esc],
         action: || Action::Back,
+    },
+    Binding {
+        keys: "q",
+        help: "quit",
+        codes: &[KeyCode::Char('q')],
+        action: || Action::Quit,
     },
 ];
 
@@ -347,15 +401,21 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Char('r') if matches!(mode, Mode::Browse | Mode::Edit) => {
                 return Some(Action::Redo);
             }
+            _ if !matches!(mode, Mode::Typing(..)) => return None,
             _ => {}
         }
     }
     match mode {
-        Mode::EditField(_) | Mode::Prompt(..) => match key.code {
+        Mode::Typing(..) => match key.code {
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Esc => Some(Action::Cancel),
-            KeyCode::Backspace => Some(Action::Backspace),
-            KeyCode::Char(c) => Some(Action::Char(c)),
+            _ => super::prompt::request(key).map(Action::Input),
+        },
+        Mode::PickKind(_) => match key.code {
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::Pick(-1)),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::Pick(1)),
+            KeyCode::Enter => Some(Action::Submit),
+            KeyCode::Esc => Some(Action::Cancel),
             _ => None,
         },
         Mode::Confirm(_) => match key.code {
@@ -363,16 +423,14 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Esc => Some(Action::Answer('n')),
             _ => None,
         },
+        Mode::Show(..) => Some(Action::Back),
         Mode::Edit => find(EDITOR, key.code).or_else(|| find(RUNNER, key.code)),
-        Mode::Filter(_) => match key.code {
-            KeyCode::Enter => Some(Action::FilterApply),
-            KeyCode::Esc => Some(Action::FilterCancel),
-            KeyCode::Backspace => Some(Action::FilterBackspace),
-            KeyCode::Char(c) => Some(Action::FilterChar(c)),
-            _ => None,
-        },
         Mode::Help => match key.code {
             KeyCode::Char('?') | KeyCode::Esc | KeyCode::Char('q') => Some(Action::ToggleHelp),
+            KeyCode::Char('j') | KeyCode::Down => Some(Action::ScrollDown),
+            KeyCode::Char('k') | KeyCode::Up => Some(Action::ScrollUp),
+            KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::PageDown),
+            KeyCode::PageUp => Some(Action::PageUp),
             _ => None,
         },
         Mode::Browse => find(BROWSE, key.code).or_else(|| find(RUNNER, key.code)),
@@ -420,22 +478,48 @@ mod tests {
             map(key(KeyCode::Esc), &Mode::Browse),
             Some(Action::Back)
         ));
-        assert!(map(key(KeyCode::Char('z')), &Mode::Browse).is_none());
+        assert!(matches!(
+            map(key(KeyCode::Char('z')), &Mode::Browse),
+            Some(Action::ToggleZoom)
+        ));
     }
 
     #[test]
-    fn filter_mode_takes_text() {
-        let m = Mode::Filter(String::new());
+    fn text_modes_take_editing_keys() {
+        use super::super::app::Purpose;
+        use super::super::prompt::TextField;
+        let m = Mode::Typing(Purpose::Filter, TextField::default());
         assert!(matches!(
             map(key(KeyCode::Char('j')), &m),
-            Some(Action::FilterChar('j'))
+            Some(Action::Input(tui_input::InputRequest::InsertChar('j')))
+        ));
+        assert!(matches!(map(key(KeyCode::Enter), &m), Some(Action::Submit)));
+        assert!(matches!(
+            map(key(KeyCode::Home), &m),
+            Some(Action::Input(tui_input::InputRequest::GoToStart))
+        ));
+        let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+        assert!(matches!(
+            map(ctrl('u'), &m),
+            Some(Action::Input(tui_input::InputRequest::DeleteLine))
         ));
         assert!(matches!(
-            map(key(KeyCode::Enter), &m),
-            Some(Action::FilterApply)
+            map(ctrl('w'), &m),
+            Some(Action::Input(tui_input::InputRequest::DeletePrevWord))
         ));
-        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert!(matches!(map(ctrl_c, &m), Some(Action::Quit)));
+        assert!(matches!(map(ctrl('c'), &m), Some(Action::Quit)));
+    }
+
+    #[test]
+    fn step_keys_mean_the_same_whatever_the_focus() {
+        // The mapping does not depend on focus at all: the same table serves every pane.
+        for code in [KeyCode::Char('j'), KeyCode::Down] {
+            assert!(matches!(map(key(code), &Mode::Browse), Some(Action::Next)));
+        }
+        assert!(matches!(
+            map(key(KeyCode::Char('J')), &Mode::Browse),
+            Some(Action::ScrollDown)
+        ));
     }
 
     #[test]

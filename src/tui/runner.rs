@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::action::{Action, Command, WriteKind};
-use super::app::{App, Mode, Question, Screen, StatusKind};
+use super::app::{App, Mode, Purpose, Question, Screen, StatusKind};
+use super::prompt::TextField;
 use crate::cassette::Cassette;
 use crate::document::{DocKind, Document, Error, Run};
 use crate::error::ConfigError;
@@ -15,13 +16,9 @@ use crate::lab::compare::{RunDiff, compare};
 use crate::lab::edit::{self, Editor, Field};
 use crate::lab::scenario_file::{PolicyChoice, ScenarioFile};
 use crate::lab::{self, LabRun};
+use crate::rule::FaultKind;
 
 impl App {
-    fn error(&mut self, text: String) {
-        self.status = text;
-        self.status_kind = StatusKind::Error;
-    }
-
     /// Quits, or asks first when there are unsaved edits.
     pub(super) fn request_quit(&mut self) -> Vec<Command> {
         if self.editor.as_ref().is_some_and(Editor::dirty)
@@ -69,7 +66,8 @@ impl App {
                     None => edit::infer_policy(&f, &tab.digest),
                 }
             };
-            Editor::unsaved(&f)
+            // Derived, not yet edited: nothing to lose until the first edit (w still asks where).
+            Editor::new(&f)
         });
         match made {
             Ok(e) => {
@@ -106,6 +104,7 @@ impl App {
                 self.edit_error = None;
                 if changed {
                     self.info(format!("{what}; rerunning"));
+                    self.last_edit = Some(what.to_owned());
                     vec![Command::Rerun]
                 } else {
                     self.info(format!("{what}: no change"));
@@ -161,10 +160,33 @@ impl App {
                 if let Some(e) = &self.editor {
                     if e.rules().is_empty() {
                         self.info("no rules: press a to add one".into());
+                    } else if self.edit_field() == Field::Kind {
+                        // The kind is one of six: pick it from the list.
+                        let now = e.field_text(self.edit.rule, Field::Kind);
+                        let at = FaultKind::ALL
+                            .iter()
+                            .position(|k| k.as_str() == now)
+                            .unwrap_or(0);
+                        self.mode = Mode::PickKind(at);
                     } else {
-                        self.mode =
-                            Mode::EditField(e.field_text(self.edit.rule, self.edit_field()));
+                        let text = e.field_text(self.edit.rule, self.edit_field());
+                        self.mode = Mode::Typing(Purpose::Field, TextField::new(text));
+                        if self.edit_field() == Field::Probability
+                            && let Some(p) = e.file().config.probability
+                        {
+                            self.info(format!(
+                                "note: the scenario's probability ({}) overrides every rule's; \
+                                 P cycles it (to `none` keeps each rule's own)",
+                                crate::json::float::py_repr(p)
+                            ));
+                        }
                     }
+                }
+            }
+            Action::Pick(by) => {
+                if let Mode::PickKind(at) = &mut self.mode {
+                    let n = FaultKind::ALL.len() as isize;
+                    *at = (*at as isize + by).rem_euclid(n) as usize;
                 }
             }
             Action::AddRule => {
@@ -201,6 +223,7 @@ impl App {
                     self.clamp_edit_cursor();
                     self.edit_error = None;
                     self.info(format!("{word}; rerunning"));
+                    self.last_edit = Some(word.to_owned());
                     return vec![Command::Rerun];
                 }
                 self.info(format!("nothing to {word}"));
@@ -264,34 +287,43 @@ impl App {
             Action::WriteVerdicts if self.ensure_editor() => {
                 self.prompt(WriteKind::Verdicts);
             }
-            Action::Char(c) => match &mut self.mode {
-                Mode::EditField(t) | Mode::Prompt(_, t) => t.push(c),
-                _ => {}
-            },
-            Action::Backspace => match &mut self.mode {
-                Mode::EditField(t) | Mode::Prompt(_, t) => {
-                    t.pop();
-                }
-                _ => {}
-            },
             Action::Submit => match std::mem::replace(&mut self.mode, Mode::Browse) {
-                Mode::EditField(text) => {
+                Mode::Typing(Purpose::Field, field) => {
                     self.mode = Mode::Edit;
-                    let field = self.edit_field();
+                    let text = field.value().to_owned();
+                    let which = self.edit_field();
                     let rule = self.edit.rule;
-                    let cmds = self.edit_with(&format!("{} set", field.key()), |e, _| {
-                        e.set_field(rule, field, &text)
+                    let cmds = self.edit_with(&format!("{} set", which.key()), |e, _| {
+                        e.set_field(rule, which, &text)
                     });
                     if self.edit_error.is_some() {
                         // Keep the text so it can be fixed.
-                        self.mode = Mode::EditField(text);
+                        self.mode = Mode::Typing(Purpose::Field, field);
                     }
                     return cmds;
                 }
-                Mode::Prompt(kind, text) if !text.trim().is_empty() => {
+                Mode::PickKind(at) => {
+                    self.mode = Mode::Edit;
+                    let kind = FaultKind::ALL[at.min(FaultKind::ALL.len() - 1)];
+                    let rule = self.edit.rule;
+                    return self.edit_with("kind set", |e, _| {
+                        e.set_field(rule, Field::Kind, kind.as_str())
+                    });
+                }
+                Mode::Typing(Purpose::Write(kind), field) if !field.value().trim().is_empty() => {
+                    let path = PathBuf::from(field.value().trim());
+                    if path.is_dir() {
+                        self.error(format!(
+                            "{} is a folder: type a file name to write the {} to",
+                            path.display(),
+                            kind.label()
+                        ));
+                        self.mode = Mode::Typing(Purpose::Write(kind), field);
+                        return Vec::new();
+                    }
                     return vec![Command::Write {
                         kind,
-                        path: PathBuf::from(text.trim()),
+                        path,
                         force: false,
                     }];
                 }
@@ -299,7 +331,7 @@ impl App {
             },
             Action::Cancel => {
                 self.mode = match self.mode {
-                    Mode::EditField(_) => Mode::Edit,
+                    Mode::Typing(Purpose::Field, _) | Mode::PickKind(_) => Mode::Edit,
                     _ => Mode::Browse,
                 };
                 self.edit_error = None;
@@ -319,7 +351,20 @@ impl App {
                         // The saved file is now the open one: reloads and the watcher follow it.
                         self.doc.path = Some(path.clone());
                     }
-                    self.info(format!("wrote {} to {}", kind.label(), path.display()));
+                    let name = path.display().to_string();
+                    let shown = crate::printable::quoted(&name);
+                    let budget = self.tab().max_calls;
+                    if kind == WriteKind::Cassette && budget != crate::document::DEFAULT_MAX_CALLS {
+                        // A cassette has no budget field: say how to judge it as this run was.
+                        self.info(format!(
+                            "wrote cassette to {shown}; it holds no budget or scenario checks: \
+                             `toolstorm-tui check {} --max-calls {budget}` judges it with this \
+                             run's budget",
+                            super::copy::shell_word(&name)
+                        ));
+                    } else {
+                        self.info(format!("wrote {} to {shown}", kind.label()));
+                    }
                 }
                 Err(e) => self.error(format!("could not write {}: {e}", kind.label())),
             },
@@ -334,7 +379,10 @@ impl App {
 
     fn prompt(&mut self, kind: WriteKind) {
         let path = self.default_path(kind);
-        self.mode = Mode::Prompt(kind, path.display().to_string());
+        self.mode = Mode::Typing(
+            Purpose::Write(kind),
+            TextField::new(path.display().to_string()),
+        );
     }
 
     /// Where a write goes unless the user types another path: next to the open file.
@@ -475,12 +523,9 @@ impl App {
                 } else {
                     ""
                 };
-                let prefix = if self.status.is_empty() || self.status_kind == StatusKind::Error {
-                    "rerun".to_owned()
-                } else {
-                    self.status.trim_end_matches("; rerunning").to_owned()
-                };
-                self.info(format!("{prefix}: {summary}{dirty}"));
+                // What was changed (never whatever message happened to be on the line).
+                let what = self.last_edit.take().unwrap_or_else(|| "rerun".to_owned());
+                self.info(format!("{what}: {summary}{dirty}"));
             }
             Err(e) => self.error(format!("rerun failed: {e}")),
         }

@@ -15,26 +15,11 @@ use ratatui::backend::Backend;
 
 use super::action::{Action, Command, WriteKind};
 use super::app::App;
+pub use super::event::Event;
 use super::keymap;
 use super::runner;
 use super::view;
 use crate::document::{Document, Error};
-
-/// Something that happened outside the app.
-#[derive(Debug)]
-pub enum Event {
-    /// A terminal event (key, mouse, resize).
-    Terminal(TermEvent),
-    /// The open file changed on disk (already debounced).
-    FileChanged,
-    /// A signal that ends the program arrived (SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1):
-    /// restore the terminal and exit with 128 + its number.
-    Terminate(i32),
-    /// SIGTSTP arrived (or Ctrl-Z was pressed): give the terminal back and stop until SIGCONT.
-    Suspend,
-    /// A background reload finished (the number says which request it answers).
-    Loaded(u64, Result<Box<Document>, Error>),
-}
 
 /// How the loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +37,41 @@ pub trait Hooks {
     /// Give the terminal back, stop the process until it is continued, then take the terminal
     /// again (the loop redraws everything afterwards).
     fn suspend(&mut self);
+    /// Put `text` on the terminal's clipboard.
+    fn copy(&mut self, text: &str);
+    /// The `n`-th approval question of a run is on screen (tests answer it from here).
+    fn asking(&mut self, _n: usize) {}
+}
+
+/// Whether opening the app's file again may ask a person (an executor scenario, whose
+/// approver may be interactive): such a reload runs here, in the foreground, with the modal.
+fn may_ask(app: &App) -> bool {
+    app.doc.orbit.is_some()
+}
+
+/// Opens the app's file again with an approver that asks on `terminal` (the modal drawn over
+/// the app), answering calls asked before as they were answered.
+pub fn reload_asking<B: Backend>(
+    terminal: &mut Terminal<B>,
+    events: &Receiver<Event>,
+    app: &App,
+    hooks: &mut dyn Hooks,
+) -> Action {
+    let theme = super::theme::Theme::from_env();
+    let prompt = super::approval::TerminalPrompt::new(terminal, events, theme)
+        .behind(app)
+        .on_shown(|n| hooks.asking(n));
+    let mut memory = super::approval::Remembering::new(prompt, app.approvals.clone());
+    let result = match app.doc.path.as_deref() {
+        Some(p) => Document::open_with(p, &mut memory).map(Box::new),
+        None => Document::bundled().map(Box::new),
+    };
+    Action::ReloadedAsking {
+        result,
+        answers: memory.answers,
+        asked: memory.asked,
+        reused: memory.reused,
+    }
 }
 
 /// Turns an outside event into actions.
@@ -61,6 +81,7 @@ pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
         Event::Terminate(_) => vec![Action::Quit],
         Event::Suspend => vec![Action::Suspend],
         Event::Loaded(_, result) => vec![Action::Reloaded(result)],
+        Event::Tick => vec![Action::Tick],
         Event::Terminal(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
             keymap::map(k, &app.mode).into_iter().collect()
         }
@@ -96,7 +117,7 @@ pub fn load(path: Option<&Path>) -> Result<Box<Document>, Error> {
 pub fn perform(command: Command, app: &App) -> Option<Action> {
     Some(match command {
         Command::Reload => Action::Reloaded(load(app.doc.path.as_deref())),
-        Command::Suspend => return None,
+        Command::Suspend | Command::Copy(_) => return None,
         Command::Rerun => Action::Reran(runner::rerun(app)),
         Command::CheckDeterminism => Action::DeterminismChecked(runner::determinism(app)),
         Command::Write { kind, path, force } => {
@@ -116,9 +137,11 @@ pub fn perform(command: Command, app: &App) -> Option<Action> {
 }
 
 /// Applies an action and every command it causes, carrying each out at once (tests and
-/// scripts; the terminal loop reloads in the background instead).
+/// scripts; the terminal loop reloads in the background instead), then lets the app see
+/// what the screen will show.
 pub fn dispatch(app: &mut App, action: Action) {
     dispatch_with(app, action, &mut |command, app| perform(command, app));
+    app.apply_drawn(view::drawn(app, app.size));
 }
 
 /// Applies an action; `run` carries out each command and may answer it at once.
@@ -148,6 +171,7 @@ pub fn run<B: Backend>(
 ) -> Result<Ending, B::Error> {
     let size = terminal.size()?;
     app.update(Action::Resize(size.width, size.height));
+    app.apply_drawn(view::drawn(app, app.size));
     let mut watched = app.doc.path.clone();
     // The number of the newest reload asked for (0: none yet); other answers are dropped.
     let mut latest = 0u64;
@@ -162,8 +186,12 @@ pub fn run<B: Backend>(
             _ => None,
         };
         let mut suspend = false;
+        let mut copy = None;
         for action in to_actions(event, app) {
             dispatch_with(app, action, &mut |command, app| match command {
+                Command::Reload if may_ask(app) => {
+                    Some(reload_asking(terminal, events, app, hooks))
+                }
                 Command::Reload => {
                     latest += 1;
                     let (n, path, tx) = (latest, app.doc.path.clone(), tx.clone());
@@ -176,8 +204,16 @@ pub fn run<B: Backend>(
                     suspend = true;
                     None
                 }
+                Command::Copy(text) => {
+                    copy = Some(text);
+                    None
+                }
                 other => perform(other, app),
             });
+        }
+        app.apply_drawn(view::drawn(app, app.size));
+        if let Some(text) = copy {
+            hooks.copy(&text);
         }
         if suspend {
             hooks.suspend();
@@ -228,6 +264,27 @@ pub fn spawn_signals(tx: Sender<Event>) {
     }
     #[cfg(not(unix))]
     let _ = tx;
+}
+
+/// Sends [`Event::Tick`] every second (status messages expire on it).
+pub fn spawn_ticks(tx: Sender<Event>) {
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            if tx.send(Event::Tick).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// The OSC 52 sequence that puts `text` on the terminal's clipboard.
+pub fn osc52(text: &str) -> String {
+    use base64::Engine;
+    format!(
+        "\u{1b}]52;c;{}\u{7}",
+        base64::engine::general_purpose::STANDARD.encode(text)
+    )
 }
 
 /// Reads terminal input on a thread and sends it to the channel.

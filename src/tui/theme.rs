@@ -39,6 +39,8 @@ pub struct Theme {
     pub focus: Style,
     /// Other borders.
     pub border: Style,
+    /// A search match.
+    pub matched: Style,
 }
 
 const COLOR: Theme = Theme {
@@ -52,6 +54,10 @@ const COLOR: Theme = Theme {
     selected: Style::new().add_modifier(Modifier::REVERSED),
     focus: Style::new().fg(Color::Cyan),
     border: Style::new().fg(Color::DarkGray),
+    matched: Style::new()
+        .fg(Color::Black)
+        .bg(Color::Yellow)
+        .add_modifier(Modifier::UNDERLINED),
 };
 
 const PLAIN: Theme = Theme {
@@ -65,6 +71,7 @@ const PLAIN: Theme = Theme {
     selected: Style::new().add_modifier(Modifier::REVERSED),
     focus: Style::new().add_modifier(Modifier::BOLD),
     border: Style::new(),
+    matched: Style::new().add_modifier(Modifier::UNDERLINED),
 };
 
 impl Theme {

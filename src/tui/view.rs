@@ -18,15 +18,17 @@ mod editor;
 mod header;
 mod help;
 mod lanes;
+mod overlay;
 mod panels;
 mod policies;
 mod strip;
+pub(crate) mod text;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::Widget;
 
-use super::app::{App, Focus, Mode, Screen};
+use super::app::{App, Drawn, Focus, Mode, Screen};
 use super::theme::Theme;
 
 /// Where each region is drawn for a terminal size; `None` when it does not fit.
@@ -38,6 +40,8 @@ pub struct Areas {
     pub timeline: Rect,
     /// Selected call.
     pub details: Option<Rect>,
+    /// The rule editor, while it is open.
+    pub editor: Option<Rect>,
     /// Time strip.
     pub strip: Option<Rect>,
     /// Coverage panel.
@@ -50,10 +54,24 @@ pub struct Areas {
     pub status: Rect,
 }
 
+impl Areas {
+    /// The area of a pane, if it is drawn.
+    pub fn of(&self, pane: Focus) -> Option<Rect> {
+        match pane {
+            Focus::Timeline => Some(self.timeline),
+            Focus::Details => self.details,
+            Focus::Coverage => self.coverage,
+            Focus::Effects => self.effects,
+            Focus::Verdicts => self.verdicts,
+        }
+    }
+}
+
 /// Lanes the strip shows at most.
 const MAX_LANES: usize = 6;
 
-/// Splits the screen for `app` (the strip's height depends on the number of tools).
+/// Splits the screen for `app` (the strip's height depends on the number of tools). Zoomed,
+/// the focused pane takes everything between the header and the status line.
 pub fn layout(app: &App, area: Rect) -> Areas {
     let [header, body, status] = Layout::vertical([
         Constraint::Length(1),
@@ -61,13 +79,32 @@ pub fn layout(app: &App, area: Rect) -> Areas {
         Constraint::Length(1),
     ])
     .areas(area);
+    if app.zoom {
+        let mut a = Areas {
+            header,
+            timeline: body,
+            status,
+            ..Areas::default()
+        };
+        match app.focus {
+            Focus::Timeline => {}
+            Focus::Details => a.details = Some(body),
+            Focus::Coverage => a.coverage = Some(body),
+            Focus::Effects => a.effects = Some(body),
+            Focus::Verdicts => a.verdicts = Some(body),
+        }
+        return a;
+    }
     let lanes = if app.tab().batches.is_empty() {
         strip::lanes(app).len().clamp(1, MAX_LANES) as u16
     } else {
         lanes::rows(app).clamp(1, lanes::MAX_ROWS) as u16
     };
-    let show_bottom = body.height >= 18;
-    let show_strip = body.height >= 12;
+    // The rule editor takes the right column of the whole body, so what it edits (the
+    // timeline, the comparison, the policies) stays whole on the left.
+    let editing = app.editing();
+    let show_bottom = body.height >= 18 && !editing;
+    let show_strip = body.height >= 12 && !editing;
     let bottom_h = if show_bottom {
         8.min(body.height / 3).max(5)
     } else {
@@ -87,6 +124,22 @@ pub fn layout(app: &App, area: Rect) -> Areas {
     } else {
         (main, None)
     };
+    // Editing: the editor takes the top of the details column (all of it below 8 spare
+    // rows, or the whole main area when there is no details column).
+    let (timeline, details, editor) = match (editing, details) {
+        (false, d) => (timeline, d, None),
+        (true, None) => (timeline, None, Some(timeline)),
+        (true, Some(d)) => {
+            let want = editor::height(app, d.width);
+            if app.screen == Screen::Explore && d.height >= want + 8 {
+                let [e, rest] =
+                    Layout::vertical([Constraint::Length(want), Constraint::Min(0)]).areas(d);
+                (timeline, Some(rest), Some(e))
+            } else {
+                (timeline, None, Some(d))
+            }
+        }
+    };
     let (coverage, effects, verdicts) = if show_bottom {
         let [c, e, v] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(bottom);
         (Some(c), Some(e), Some(v))
@@ -97,6 +150,7 @@ pub fn layout(app: &App, area: Rect) -> Areas {
         header,
         timeline,
         details,
+        editor,
         strip: show_strip.then_some(strip_area),
         coverage,
         effects,
@@ -112,21 +166,73 @@ fn contains(r: Rect, col: u16, row: u16) -> bool {
 /// The pane under a cell.
 pub fn pane_at(app: &App, col: u16, row: u16) -> Option<Focus> {
     let a = layout(app, app.size);
-    [
-        (Some(a.timeline), Focus::Timeline),
-        (a.details, Focus::Details),
-        (a.coverage, Focus::Coverage),
-        (a.effects, Focus::Effects),
-        (a.verdicts, Focus::Verdicts),
-    ]
-    .into_iter()
-    .find_map(|(r, f)| r.filter(|r| contains(*r, col, row)).map(|_| f))
+    if app.zoom {
+        return contains(a.timeline, col, row).then_some(app.focus);
+    }
+    Focus::ORDER
+        .into_iter()
+        .find(|f| a.of(*f).is_some_and(|r| contains(r, col, row)))
 }
 
 /// The call index shown on a timeline row, if a click lands on one.
 pub fn timeline_row_at(app: &App, col: u16, row: u16) -> Option<usize> {
-    let area = layout(app, app.size).timeline;
-    calls::row_at(app, area, col, row)
+    if app.zoom && app.focus != Focus::Timeline {
+        return None;
+    }
+    let a = layout(app, app.size);
+    if a.editor == Some(a.timeline) {
+        return None;
+    }
+    calls::row_at(app, a.timeline, col, row)
+}
+
+/// What the screen of size `area` draws, as the app needs to know it: the visible panes (Tab
+/// visits only these), how far each pane can scroll, and where the selected call's commits
+/// are in the ledger.
+pub fn drawn(app: &App, area: Rect) -> Drawn {
+    let a = layout(app, area);
+    let theme = Theme::new(true);
+    let inner = |r: Rect| {
+        (
+            r.width.saturating_sub(2) as usize,
+            r.height.saturating_sub(2) as usize,
+        )
+    };
+    let room =
+        |lines: usize, height: usize| lines.saturating_sub(height).min(u16::MAX as usize) as u16;
+    // Zoomed, Tab visits every pane (each drawn on the whole screen): below the smallest
+    // layout, that is how every pane stays reachable.
+    let panes: Vec<Focus> = Focus::ORDER
+        .into_iter()
+        .filter(|f| app.zoom || a.of(*f).is_some())
+        .filter(|f| *f != Focus::Details || app.screen == Screen::Explore)
+        .collect();
+    let mut max = [0u16; 4];
+    if let Some(r) = a.details {
+        let (w, h) = inner(r);
+        max[0] = room(details::wrapped(app, w, &theme).len(), h);
+    }
+    if let Some(r) = a.coverage {
+        let (w, h) = inner(r);
+        max[1] = room(panels::coverage_lines(app, w, &theme).len(), h);
+    }
+    let (effect_lines, effects_line) = panels::effects_shape(app);
+    if let Some(r) = a.effects {
+        max[2] = room(effect_lines, inner(r).1);
+    }
+    if let Some(r) = a.verdicts {
+        let (w, h) = inner(r);
+        max[3] = room(panels::verdict_lines(app, w, &theme).len(), h);
+    }
+    Drawn {
+        panes,
+        max_scroll: max,
+        help_max: room(
+            help::line_count(area),
+            area.height.saturating_sub(2) as usize,
+        ),
+        effects_line: effects_line.map(|l| l.min(u16::MAX as usize) as u16),
+    }
 }
 
 impl Widget for &App {
@@ -141,45 +247,58 @@ impl App {
     pub fn render_with(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let a = layout(self, area);
         header::render(self, a.header, buf, theme);
-        let main = a.details.map_or(a.timeline, |d| a.timeline.union(d));
-        match self.screen {
-            Screen::Explore => {
-                calls::render(self, a.timeline, buf, theme);
-                if let Some(r) = a.details {
-                    details::render(self, r, buf, theme);
+        if self.zoom {
+            match self.focus {
+                Focus::Timeline => calls::render(self, a.timeline, buf, theme),
+                Focus::Details => details::render(self, a.timeline, buf, theme),
+                Focus::Coverage => panels::render_coverage(self, a.timeline, buf, theme),
+                Focus::Effects => panels::render_effects(self, a.timeline, buf, theme),
+                Focus::Verdicts => panels::render_verdicts(self, a.timeline, buf, theme),
+            }
+        } else {
+            // Beside the editor, the screen keeps the left column; without a column for the
+            // editor, the editor has the main area.
+            let main = match (a.editor, a.details) {
+                (Some(e), _) if e == a.timeline => None,
+                (Some(_), _) => Some(a.timeline),
+                (None, Some(d)) => Some(a.timeline.union(d)),
+                (None, None) => Some(a.timeline),
+            };
+            match (self.screen, main) {
+                (_, None) => {}
+                (Screen::Explore, Some(_)) => {
+                    calls::render(self, a.timeline, buf, theme);
+                    if let Some(r) = a.details {
+                        details::render(self, r, buf, theme);
+                    }
+                }
+                (Screen::Compare, Some(r)) => compare::render(self, r, buf, theme),
+                (Screen::Policies, Some(r)) => policies::render(self, r, buf, theme),
+            }
+            if let Some(r) = a.editor {
+                editor::render(self, r, buf, theme);
+            }
+            if let Some(r) = a.strip {
+                if self.tab().batches.is_empty() {
+                    strip::render(self, r, buf, theme);
+                } else {
+                    lanes::render(self, r, buf, theme);
                 }
             }
-            Screen::Compare => compare::render(self, main, buf, theme),
-            Screen::Policies => policies::render(self, main, buf, theme),
-        }
-
-        if let Some(r) = a.strip {
-            if self.tab().batches.is_empty() {
-                strip::render(self, r, buf, theme);
-            } else {
-                lanes::render(self, r, buf, theme);
+            if let (Some(c), Some(e), Some(v)) = (a.coverage, a.effects, a.verdicts) {
+                panels::render_coverage(self, c, buf, theme);
+                panels::render_effects(self, e, buf, theme);
+                panels::render_verdicts(self, v, buf, theme);
             }
         }
-        if let (Some(c), Some(e), Some(v)) = (a.coverage, a.effects, a.verdicts) {
-            panels::render_coverage(self, c, buf, theme);
-            panels::render_effects(self, e, buf, theme);
-            panels::render_verdicts(self, v, buf, theme);
-        }
-        if matches!(self.mode, Mode::Edit | Mode::EditField(_)) {
-            // The editor takes the details column (or the whole width when narrow) down to
-            // the status line, over the strip and panels.
-            let base = a.details.unwrap_or(main);
-            let r = Rect::new(
-                base.x,
-                base.y,
-                base.width,
-                a.status.y.saturating_sub(base.y),
-            );
-            editor::render(self, r.intersection(area), buf, theme);
+        if self.story {
+            overlay::story(self, area, buf, theme);
         }
         header::render_status(self, a.status, buf, theme);
-        if self.mode == Mode::Help {
-            help::render(area, buf, theme);
+        match &self.mode {
+            Mode::Help => help::render(self.help_scroll, area, buf, theme),
+            Mode::Show(title, text) => overlay::show(title, text, area, buf, theme),
+            _ => {}
         }
     }
 }

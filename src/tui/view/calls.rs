@@ -3,11 +3,14 @@
 //! injected faults `◆` and duplicate commits `⧉`, so the meaning survives `NO_COLOR`.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Margin, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::{
+    Paragraph, Scrollbar, ScrollbarOrientation, ScrollbarState, StatefulWidget, Widget,
+};
 
 use super::super::app::{App, Focus};
+use super::super::find::search_matches;
 use super::super::theme::{DUPLICATE, FAILED, INJECTED, SELECTED_ONLY, Theme};
 use super::pane;
 use crate::printable::shown;
@@ -58,6 +61,24 @@ fn status_text(c: &Call) -> &'static str {
     }
 }
 
+/// Key column text: the invocation key, or for an executor run the batch's call id
+/// (`b1.1.call_A#1` → `call_A`), the name its lane carries.
+fn key_text(c: &Call, lanes: bool) -> String {
+    let key = shown(&c.key);
+    if !lanes {
+        return key;
+    }
+    let rest = key
+        .strip_prefix('b')
+        .and_then(|r| r.split_once('.'))
+        .and_then(|(_, r)| r.split_once('.'))
+        .map(|(_, r)| r);
+    match rest.and_then(|r| r.rsplit_once('#')) {
+        Some((id, _)) => id.to_owned(),
+        None => key,
+    }
+}
+
 /// Fault column text: `rule · phase`.
 pub fn fault_text(c: &Call) -> String {
     match (&c.fault, c.kind) {
@@ -67,50 +88,124 @@ pub fn fault_text(c: &Call) -> String {
     }
 }
 
-/// Column widths for one render, fitted to the run's longest values and the pane width.
+/// Column widths for one render, fitted to the run's longest values and the pane width. When
+/// the pane is narrow the key, the ordinal and then the start time make room for the tool and
+/// the fault; the marks, id, status and effect count always stay.
 struct Columns {
+    key_title: &'static str,
     tool: usize,
-    key: usize,
+    key: Option<usize>,
+    ordinal: bool,
+    start: bool,
     status: usize,
     fault: usize,
 }
 
-impl Columns {
-    fn fit(t: &Timeline, width: usize) -> Columns {
-        let calls = &t.report().calls;
-        let longest = |f: &dyn Fn(usize) -> usize| (0..calls.len()).map(f).max().unwrap_or(0);
-        let tool =
-            longest(&|i| calls[i].tool.code_points().take(32).count() + 2 * t.depth(i).min(6))
-                .clamp(4, 24);
-        let key = longest(&|i| calls[i].key.code_points().take(32).count()).clamp(3, 10);
-        let status = longest(&|i| status_text(&calls[i]).len()).max(6);
-        // marks 2, id 5, start 8, ordinal 4, fx 3, and a space after tool, key, status, fault.
-        let fixed = 2 + 5 + 8 + 4 + 3 + key + status + 4;
-        let rest = width.saturating_sub(fixed);
-        let tool = tool.min(rest.saturating_sub(6).max(4));
-        Columns {
-            tool,
-            key,
-            status,
-            fault: rest.saturating_sub(tool).max(4),
-        }
-    }
-
-    fn header(&self) -> String {
-        let Columns {
-            tool,
-            key,
-            status,
-            fault,
-        } = self;
-        format!(
-            "  {:>4} {:>7} {:<tool$} {:>3} {:<key$} {:<status$} {:<fault$} {:>3}",
-            "id", "start", "tool", "#", "key", "status", "fault · phase", "fx"
-        )
+/// A phase name short enough for a narrow column.
+fn short_phase(phase: &str) -> &str {
+    match phase {
+        "before execution" => "before",
+        "after success" => "after ok",
+        other => other,
     }
 }
 
-fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, selected: bool) -> Line<'a> {
+impl Columns {
+    fn optional(&self) -> usize {
+        self.key.map_or(0, |k| k + 1) + usize::from(self.ordinal) * 4 + usize::from(self.start) * 8
+    }
+
+    fn fit(t: &Timeline, width: usize, lanes: bool) -> Columns {
+        let calls = &t.report().calls;
+        let longest = |f: &dyn Fn(usize) -> usize| (0..calls.len()).map(f).max().unwrap_or(0);
+        let want_tool =
+            longest(&|i| calls[i].tool.code_points().take(32).count() + 2 * t.depth(i).min(6))
+                .clamp(4, 24);
+        let key = longest(&|i| key_text(&calls[i], lanes).chars().take(24).count()).clamp(4, 24);
+        let status = longest(&|i| status_text(&calls[i]).len()).max(6);
+        let want_fault = longest(&|i| fault_text(&calls[i]).chars().count()).clamp(8, 40);
+        // Always: marks 2, id 5, status and a space, fx 3, and a space after tool and fault.
+        let base = 2 + 5 + status + 1 + 3 + 2;
+        let mut c = Columns {
+            key_title: if lanes { "call" } else { "key" },
+            tool: want_tool,
+            key: Some(key),
+            ordinal: true,
+            start: true,
+            status,
+            fault: want_fault,
+        };
+        // Drop optional columns until the tool and the fault fit whole; the last one only
+        // when even a useful width (16 each) does not fit. An executor run keeps its call ids
+        // longest (they name the lanes); other runs keep the start time.
+        #[derive(Clone, Copy)]
+        enum Opt {
+            Key,
+            Ordinal,
+            Start,
+        }
+        let order = if lanes {
+            [Opt::Ordinal, Opt::Start, Opt::Key]
+        } else {
+            [Opt::Key, Opt::Ordinal, Opt::Start]
+        };
+        let whole = want_tool + want_fault;
+        let useful = want_tool.min(16) + want_fault.min(16);
+        for (n, opt) in order.into_iter().enumerate() {
+            let fits = |c: &Columns, need: usize| base + c.optional() + need <= width;
+            if fits(&c, whole) || (n == order.len() - 1 && fits(&c, useful)) {
+                break;
+            }
+            match opt {
+                Opt::Key => c.key = None,
+                Opt::Ordinal => c.ordinal = false,
+                Opt::Start => c.start = false,
+            }
+        }
+        let rest = width.saturating_sub(base + c.optional());
+        // Tool names first (a name cut short cannot be read); the fault column falls back to
+        // the phase alone, and Details names the rule.
+        c.tool = want_tool.min(rest.saturating_sub(8)).max(4);
+        c.fault = rest.saturating_sub(c.tool).max(4);
+        c
+    }
+
+    fn header(&self) -> String {
+        let mut h = format!("  {:>4} ", "id");
+        if self.start {
+            h.push_str(&format!("{:>7} ", "start"));
+        }
+        h.push_str(&format!("{:<w$} ", "tool", w = self.tool));
+        if self.ordinal {
+            h.push_str(&format!("{:>3} ", "#"));
+        }
+        if let Some(k) = self.key {
+            h.push_str(&format!("{:<k$} ", self.key_title));
+        }
+        h.push_str(&format!(
+            "{:<s$} {:<f$} {:>3}",
+            "status",
+            if self.fault >= 13 {
+                "fault · phase"
+            } else {
+                "fault"
+            },
+            "fx",
+            s = self.status,
+            f = self.fault
+        ));
+        h
+    }
+}
+
+fn row<'a>(
+    t: &Timeline,
+    i: usize,
+    cols: &Columns,
+    theme: &Theme,
+    selected: bool,
+    matched: bool,
+) -> Line<'a> {
     let c = &t.report().calls[i];
     let fx = t.effects_of(i).len();
     let dup = t.commits_duplicate(i);
@@ -124,24 +219,36 @@ fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, selected: bool
         }
     );
     let indent = "  ".repeat(t.depth(i).min(6));
-    let Columns {
-        tool: tool_w,
-        key: key_w,
-        status: status_w,
-        fault: fault_w,
-    } = *cols;
-    let tool = clip(&format!("{indent}{}", shown(&c.tool)), tool_w);
+    let tool = clip(&format!("{indent}{}", shown(&c.tool)), cols.tool);
     let fx_text = match (fx, dup) {
         (0, _) => String::new(),
         (n, true) => format!("{n}{DUPLICATE}"),
         (n, false) => n.to_string(),
+    };
+    let full_fault = fault_text(c);
+    let fault = if full_fault.chars().count() <= cols.fault {
+        full_fault
+    } else {
+        match (&c.fault, c.kind) {
+            (Some(f), Some(k)) => {
+                let phase = short_phase(k.phase());
+                let room = cols.fault.saturating_sub(phase.chars().count() + 3);
+                if room >= 4 {
+                    format!("{} · {phase}", clip(&shown(f), room))
+                } else {
+                    phase.to_owned()
+                }
+            }
+            _ => full_fault,
+        }
     };
     let base = if selected { theme.selected } else { theme.text };
     let status_style = if c.failed() { theme.failed } else { theme.text };
     let fault_style = if c.injected { theme.fault } else { theme.dim };
     let fx_style = if dup { theme.duplicate } else { theme.text };
     let pick = |s: ratatui::style::Style| if selected { s.patch(theme.selected) } else { s };
-    Line::from(vec![
+    let id_style = if matched { pick(theme.matched) } else { base };
+    let mut spans = vec![
         Span::styled(
             marks,
             pick(if c.failed() {
@@ -150,21 +257,36 @@ fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, selected: bool
                 theme.fault
             }),
         ),
-        Span::styled(format!("{:>4} ", c.id), base),
-        Span::styled(format!("{:>7} ", format!("{:.3}", c.started)), base),
-        Span::styled(format!("{tool:<tool_w$} "), base),
-        Span::styled(format!("{:>3} ", c.ordinal), base),
-        Span::styled(format!("{:<key_w$} ", clip(&shown(&c.key), key_w)), base),
+        Span::styled(format!("{:>4} ", c.id), id_style),
+    ];
+    if cols.start {
+        spans.push(Span::styled(
+            format!("{:>7} ", format!("{:.3}", c.started)),
+            base,
+        ));
+    }
+    spans.push(Span::styled(format!("{tool:<w$} ", w = cols.tool), base));
+    if cols.ordinal {
+        spans.push(Span::styled(format!("{:>3} ", c.ordinal), base));
+    }
+    if let Some(k) = cols.key {
+        spans.push(Span::styled(
+            format!("{:<k$} ", clip(&key_text(c, cols.key_title == "call"), k)),
+            base,
+        ));
+    }
+    spans.extend([
         Span::styled(
-            format!("{:<status_w$} ", status_text(c)),
+            format!("{:<w$} ", status_text(c), w = cols.status),
             pick(status_style),
         ),
         Span::styled(
-            format!("{:<fault_w$} ", clip(&fault_text(c), fault_w)),
+            format!("{:<w$} ", clip(&fault, cols.fault), w = cols.fault),
             pick(fault_style),
         ),
         Span::styled(format!("{fx_text:>3}"), pick(fx_style)),
-    ])
+    ]);
+    Line::from(spans)
 }
 
 /// Cuts text to `width` characters, marking the cut with `…`.
@@ -177,17 +299,27 @@ pub fn clip(s: &str, width: usize) -> String {
     out
 }
 
-/// Draws the timeline.
+/// Draws the timeline: a position indicator in the title and a scrollbar when the run is
+/// longer than the pane.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let t = app.timeline();
     let visible = app.visible();
+    let pos = app
+        .cursor
+        .and_then(|c| visible.iter().position(|&v| v == c))
+        .unwrap_or(0);
+    let at = app
+        .cursor
+        .map_or_else(|| "-".to_owned(), |c| format!("#{}", c + 1));
     let title = match &app.filter {
         Some(f) => format!(
-            " Timeline · {} of {} calls (filter: {f}) ",
+            " Timeline · {at} · {} of {} calls (filter: {}) ",
             visible.len(),
-            t.len()
+            t.len(),
+            shown(&crate::json::Text::from(f.as_str()))
         ),
-        None => format!(" Timeline · {} calls ", t.len()),
+        None if t.is_empty() => " Timeline · no calls ".to_owned(),
+        None => format!(" Timeline · {at}/{} ", t.len()),
     };
     let block = pane(title, app.focus == Focus::Timeline, theme);
     let body = block.inner(area);
@@ -195,7 +327,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if body.height == 0 || body.width == 0 {
         return;
     }
-    let cols = Columns::fit(t, body.width as usize);
+    let cols = Columns::fit(t, body.width as usize, !app.tab().batches.is_empty());
     let mut lines = vec![Line::styled(
         clip(&cols.header(), body.width as usize),
         theme.dim,
@@ -211,13 +343,20 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         ));
     }
     let rows = body.height.saturating_sub(1) as usize;
-    let pos = app
-        .cursor
-        .and_then(|c| visible.iter().position(|&v| v == c))
-        .unwrap_or(0);
     let start = offset(pos, rows, visible.len());
+    let term = app.search.as_deref().map(str::to_lowercase);
     for &i in visible.iter().skip(start).take(rows) {
-        lines.push(row(t, i, &cols, theme, Some(i) == app.cursor));
+        let matched = term
+            .as_deref()
+            .is_some_and(|s| search_matches(&t.report().calls[i], s));
+        lines.push(row(t, i, &cols, theme, Some(i) == app.cursor, matched));
     }
     Paragraph::new(lines).render(body, buf);
+    if visible.len() > rows {
+        let mut state = ScrollbarState::new(visible.len().saturating_sub(rows)).position(start);
+        Scrollbar::new(ScrollbarOrientation::VerticalRight)
+            .begin_symbol(None)
+            .end_symbol(None)
+            .render(area.inner(Margin::new(0, 1)), buf, &mut state);
+    }
 }

@@ -5,10 +5,11 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget, Wrap};
+use ratatui::widgets::{Paragraph, Widget};
 
 use super::super::app::{App, Focus};
 use super::super::theme::{DUPLICATE, Theme};
+use super::text::{highlight, wrap};
 use super::{pane, secs};
 use crate::json::{Value, float::py_repr, pretty};
 use crate::printable::{printable, shown};
@@ -33,8 +34,17 @@ fn draw_text(draw: &Option<crate::decision::Draw>, p: f64) -> String {
     }
 }
 
-/// The detail lines for the selected call (also used by tests).
+/// The detail lines for the selected call (also used by tests), then, for an executor run,
+/// the calls that never ran.
 pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
+    let mut out = call_lines(app, theme);
+    for batch in &app.tab().batches {
+        out.extend(never_ran(app, batch, theme));
+    }
+    out
+}
+
+fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
     let t = app.timeline();
     let Some(index) = app.cursor else {
         return vec![Line::styled("No call selected.", theme.dim)];
@@ -115,10 +125,32 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             let name = shown(&rule.name);
             let (mark, text, style) = match &d.outcome {
                 RuleOutcome::NotEligible => continue,
+                RuleOutcome::Selected { draw }
+                    if draw.is_some_and(|d| !d.hits(rule.probability)) =>
+                {
+                    (
+                        "→",
+                        format!(
+                            "selected in the recording, but the seed gives {}: the recorded decision \
+                         differs from what the seed gives (a hand-made or edited file?)",
+                            draw_text(draw, rule.probability)
+                        ),
+                        theme.failed,
+                    )
+                }
                 RuleOutcome::Selected { draw } => (
                     "→",
                     format!("selected: {}", draw_text(draw, rule.probability)),
                     theme.fault,
+                ),
+                RuleOutcome::Missed { draw } if draw.is_some_and(|d| d.hits(rule.probability)) => (
+                    "·",
+                    format!(
+                        "not selected in the recording, but the seed gives {}: the recorded \
+                         decision differs from what the seed gives",
+                        draw_text(draw, rule.probability)
+                    ),
+                    theme.failed,
                 ),
                 RuleOutcome::Missed { draw } => (
                     "·",
@@ -261,6 +293,59 @@ pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
     out
 }
 
+/// The calls of `batch` that never ran (denied, unknown tool, bad arguments): they have no row
+/// in the timeline, so their arguments and answers are listed under every call.
+fn never_ran(
+    app: &App,
+    batch: &crate::executor::batch::BatchResult,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let asked = app
+        .doc
+        .orbit
+        .as_ref()
+        .and_then(|o| o.batches.get(batch.batch.saturating_sub(1)));
+    for lane in batch.lanes.iter().filter(|l| l.attempts.is_empty()) {
+        out.push(Line::styled(
+            format!(
+                "Not run in batch {}: {} {} ({})",
+                batch.batch,
+                printable(&lane.call_id, 80),
+                printable(&lane.name, 80),
+                lane.kind
+            ),
+            theme.title,
+        ));
+        if let Some((question, approved)) = &lane.approval {
+            let verdict = if *approved { "approved" } else { "denied" };
+            out.push(Line::raw(format!(
+                "  approval: {verdict} · {}",
+                printable(question, 400)
+            )));
+        }
+        if let Some(call) = asked.and_then(|calls| calls.get(lane.index)) {
+            out.push(Line::raw("  arguments as asked:"));
+            let text = crate::json::parse(&call.arguments)
+                .map(|v| pretty(&v))
+                .unwrap_or_else(|_| call.arguments.clone());
+            out.extend(payload_lines(&text).into_iter().map(|l| {
+                let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+                Line::raw(format!("  {text}"))
+            }));
+        }
+        if let Some(envelope) = batch.envelopes.get(lane.index) {
+            out.push(Line::raw("  answer:"));
+            out.extend(
+                pretty(&envelope.to_value())
+                    .lines()
+                    .map(|l| Line::raw(format!("    {}", printable(l, MAX_LINE_SHOWN)))),
+            );
+        }
+    }
+    out
+}
+
 /// The most lines of one payload the pane shows (a payload can be megabytes).
 const MAX_PAYLOAD_LINES: usize = 400;
 
@@ -284,12 +369,25 @@ fn payload_lines(text: &str) -> Vec<Line<'static>> {
 /// The most characters of one payload line the pane shows.
 const MAX_LINE_SHOWN: usize = 2000;
 
+/// The detail lines fitted to `width` columns: search matches highlighted, long lines
+/// wrapped with their continuation indented.
+pub fn wrapped(app: &App, width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    let mut out = lines(app, theme);
+    if let Some(term) = &app.search {
+        out = out
+            .into_iter()
+            .map(|l| highlight(l, term, theme.matched))
+            .collect();
+    }
+    wrap(out, width)
+}
+
 /// Draws the details pane.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let block = pane(" Details ".into(), app.focus == Focus::Details, theme);
-    Paragraph::new(lines(app, theme))
+    let width = block.inner(area).width as usize;
+    Paragraph::new(wrapped(app, width, theme))
         .block(block)
-        .wrap(Wrap { trim: false })
         .scroll((app.scroll[0], 0))
         .render(area, buf);
 }

@@ -6,9 +6,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::super::app::{App, Mode, Question, StatusKind};
+use super::super::app::{App, Mode, Purpose, Question, StatusKind};
 use super::super::theme::Theme;
-use super::secs;
+use super::{secs, text};
 use crate::contract::verdict;
 use crate::printable;
 
@@ -31,6 +31,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             if passed { "PASS" } else { "FAIL" },
             if passed { theme.ok } else { theme.failed },
         ),
+        Span::styled(format!(" ({})", contract_name(&tab.contract)), theme.dim),
         Span::styled(
             format!(
                 "{run} · seed {} · {} {}",
@@ -52,7 +53,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     // The runner's settings (before the file name, which a narrow terminal cuts first).
     if let Some(e) = &app.editor {
         if e.dirty() {
-            spans.insert(2, Span::styled(" ● unsaved", theme.fault));
+            spans.insert(3, Span::styled(" ● unsaved", theme.fault));
         }
         spans.push(Span::styled(
             format!(" · {}", super::editor::settings_tail(app)),
@@ -72,31 +73,65 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     Line::from(spans).render(area, buf);
 }
 
+/// The contract a verdict comes from, in a word or two (the Verdicts pane names it in full).
+fn contract_name(contract: &str) -> &'static str {
+    if contract.starts_with("check") {
+        "check"
+    } else if contract.contains("recorded in the file") {
+        "recorded lab contract"
+    } else {
+        "lab contract"
+    }
+}
+
+/// Key hints shown when the status line has no message.
+fn hints(app: &App) -> &'static str {
+    match (&app.mode, app.editor.is_some()) {
+        (Mode::Help, _) => "j/k scroll · Esc or ? close",
+        (Mode::Edit, _) => "↑↓ rule · ←→ field · Enter edit · a add · x delete · u undo · i close",
+        (Mode::Show(..), _) => "any key closes",
+        (_, true) => "? keys · q quit · j/k step · / search · i rules · Enter rerun · W write",
+        (_, false) => {
+            "? keys · q quit · j/k step · / search · : jump · z zoom · f fault · e effect"
+        }
+    }
+}
+
 /// Draws the status line.
 pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let width = area.width as usize;
     let line = match &app.mode {
-        Mode::Filter(text) => Line::from(vec![
-            Span::styled("filter (tool, status or rule): ", theme.title),
-            Span::raw(text.clone()),
-            Span::styled("▏  Enter keep · Esc clear", theme.dim),
-        ]),
-        Mode::EditField(_) => Line::from(vec![
-            Span::styled(format!("edit {}: ", app.edit_field().key()), theme.title),
-            Span::styled(
-                "type a value · Enter apply (validated) · Esc cancel",
-                theme.dim,
-            ),
-        ]),
-        Mode::Prompt(kind, text) => Line::from(vec![
-            Span::styled(format!("write {} to: ", kind.label()), theme.title),
-            Span::raw(text.clone()),
-            Span::styled("▏  Enter write · Esc cancel", theme.dim),
-        ]),
+        Mode::Typing(purpose, field) => {
+            let prompt = match purpose {
+                Purpose::Field => format!("edit {}: ", app.edit_field().key()),
+                other => other.prompt().to_owned(),
+            };
+            let tail = match purpose {
+                Purpose::Filter => "  Enter keep · Esc clear",
+                Purpose::Search => "  Enter search · Esc cancel",
+                Purpose::Jump => "  Enter go · Esc cancel",
+                Purpose::Field => "  Enter apply · Esc cancel",
+                Purpose::Write(_) => "  Enter write · Esc cancel",
+            };
+            let room = width
+                .saturating_sub(prompt.chars().count())
+                .saturating_sub(tail.chars().count())
+                .max(8);
+            let mut spans = vec![Span::styled(prompt, theme.title)];
+            spans.extend(text::field_spans(field, room, theme.selected));
+            spans.push(Span::styled(tail, theme.dim));
+            Line::from(spans)
+        }
+        Mode::PickKind(_) => Line::styled(
+            "pick the fault kind: ↑↓ choose · Enter apply · Esc cancel",
+            theme.title,
+        ),
         Mode::Confirm(q) => {
             let text = match q {
-                Question::Overwrite(_, path) => {
-                    format!("{} exists. Overwrite it? y yes · n no", path.display())
-                }
+                Question::Overwrite(_, path) => format!(
+                    "{} exists. Overwrite it? y yes · n no",
+                    printable::quoted(&path.display().to_string())
+                ),
                 Question::Quit => "Unsaved edits. Quit and lose them? y quit · n stay".into(),
                 Question::Conflict => "The file changed on disk and you have unsaved edits: \
                      d keep disk · m keep mine (the other stays one undo step back)"
@@ -112,14 +147,36 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             };
             let mut spans = Vec::new();
             if let Some(f) = &app.filter {
-                spans.push(Span::styled(format!("[filter: {f}] "), theme.fault));
+                spans.push(Span::styled(
+                    format!("[filter: {}] ", printable::line(f)),
+                    theme.fault,
+                ));
             }
-            let text = if app.status.is_empty() {
-                "? keys · q quit · Tab focus · f next fault · e next effect".to_owned()
+            if let Some(s) = &app.search {
+                spans.push(Span::styled(
+                    format!("[search: {} · n/N] ", printable::line(s)),
+                    theme.matched,
+                ));
+            }
+            if app.zoom {
+                spans.push(Span::styled("[zoom · z] ", theme.title));
+            }
+            if app.status.is_empty() {
+                spans.push(Span::styled(hints(app), theme.dim));
             } else {
-                printable::line(&app.status).into_owned()
-            };
-            spans.push(Span::styled(text, style));
+                let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+                let text = printable::line(&app.status).into_owned();
+                // A message longer than the line ends in "… (m)" rather than being cut silently:
+                // the status line is never the only place to read it.
+                let room = width.saturating_sub(used);
+                let text = if text.chars().count() > room && room > 8 {
+                    let keep: String = text.chars().take(room - 6).collect();
+                    format!("{keep} … (m)")
+                } else {
+                    text
+                };
+                spans.push(Span::styled(text, style));
+            }
             Line::from(spans)
         }
     };

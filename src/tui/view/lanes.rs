@@ -2,7 +2,7 @@
 //! the wait for a slot (`░`), each attempt (`━`, ending `▪` ok or `✗` failed), retry pauses
 //! (`·`), the deadline (`┆`), the moment the model got its answer (`▌`) and work that went on
 //! after a timeout (`╌`, its late commit included) — with the envelope kind, virtual ms,
-//! attempts and the approval decision.
+//! attempts and the approval decision. The selected call's lane is marked `▶`.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -26,12 +26,20 @@ pub fn rows(app: &App) -> usize {
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let batches = &app.tab().batches;
     let start = batches.first().map_or(0, |b| b.started_ms);
+    // The axis reaches every deadline too, so each one is drawn.
+    let deadlines = batches
+        .iter()
+        .flat_map(|b| b.lanes.iter())
+        .filter_map(|l| l.deadline_ms);
     let end = batches
         .iter()
         .map(|b| b.settled_ms.max(b.answered_ms))
+        .chain(deadlines)
         .max()
         .unwrap_or(1)
         .max(start + 1);
+    // The lane of the selected call (its attempt served it).
+    let selected = app.selected().map(|c| c.id);
     let answered: Vec<String> = batches
         .iter()
         .map(|b| {
@@ -52,7 +60,14 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if body.width < 30 || body.height == 0 {
         return;
     }
-    let label_w: u16 = 22;
+    // Room for the longest `▶call_id tool` label, within a third of the width.
+    let label_w = batches
+        .iter()
+        .flat_map(|b| b.lanes.iter())
+        .map(|l| l.call_id.chars().count() + l.name.chars().count() + 2)
+        .max()
+        .unwrap_or(12)
+        .clamp(12, (body.width / 3).max(12) as usize) as u16;
     let info_w: u16 = 30;
     let track_x = body.x + label_w + 1;
     let track_w = body.width.saturating_sub(label_w + info_w + 2).max(4);
@@ -66,11 +81,29 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     for (y, lane) in (body.y..bottom).zip(batches.iter().flat_map(|b| b.lanes.iter())) {
         let failed = lane.kind != "ok";
         let kind_style = if failed { theme.failed } else { theme.ok };
+        let is_selected = lane
+            .attempts
+            .iter()
+            .any(|a| a.report_call.is_some() && a.report_call == selected);
+        let label = format!(
+            "{}{} {}",
+            if is_selected { "▶" } else { " " },
+            lane.call_id,
+            lane.name
+        );
         buf.set_string(
             body.x,
             y,
-            clip(&format!("{} {}", lane.call_id, lane.name), label_w as usize),
-            theme.text,
+            format!(
+                "{:<w$}",
+                clip(&label, label_w as usize),
+                w = label_w as usize
+            ),
+            if is_selected {
+                theme.selected
+            } else {
+                theme.text
+            },
         );
         buf.set_string(track_x, y, " ".repeat(track_w as usize), Style::new());
         let mut last_end: Option<u64> = None;
@@ -103,10 +136,11 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             );
             last_end = Some(a.ended_ms);
         }
-        if let Some(d) = lane.deadline_ms.filter(|d| *d <= end) {
+        buf.set_string(col(lane.answered_ms), y, "▌", kind_style);
+        // Drawn last: a call answered at its deadline (a timeout) shows the deadline.
+        if let Some(d) = lane.deadline_ms {
             buf.set_string(col(d), y, "┆", theme.title);
         }
-        buf.set_string(col(lane.answered_ms), y, "▌", kind_style);
         let approval = match &lane.approval {
             Some((_, true)) => " · approved",
             Some((_, false)) => " · denied",

@@ -10,6 +10,7 @@ use ratatui::widgets::{Paragraph, Widget};
 use super::super::app::{App, Focus};
 use super::super::theme::{DUPLICATE, FAIL, PASS, Theme};
 use super::calls::clip;
+use super::text::wrap;
 use super::{pane, secs};
 use crate::printable::shown;
 
@@ -20,11 +21,10 @@ fn step_label(app: &App) -> String {
     }
 }
 
-/// Draws coverage.
-pub fn render_coverage(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+/// Coverage lines for a pane `w` columns wide.
+pub fn coverage_lines(app: &App, w: usize, theme: &Theme) -> Vec<Line<'static>> {
     let t = app.timeline();
     let cov = t.coverage_at(app.cursor);
-    let w = area.width.saturating_sub(2) as usize;
     let mut lines = vec![Line::styled(
         format!(
             "{:<w1$} elig sel trig",
@@ -55,6 +55,12 @@ pub fn render_coverage(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         }
         lines.push(Line::from(spans));
     }
+    lines
+}
+
+/// Draws coverage.
+pub fn render_coverage(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let lines = coverage_lines(app, area.width.saturating_sub(2) as usize, theme);
     let block = pane(
         format!(" Coverage {} ", step_label(app)),
         app.focus == Focus::Coverage,
@@ -64,6 +70,39 @@ pub fn render_coverage(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         .block(block)
         .scroll((app.scroll[1], 0))
         .render(area, buf);
+}
+
+/// The effect ledger's shape as of the cursor: its number of lines, and the line where the
+/// selected call's first commit's group starts (the pane follows the cursor to it).
+pub fn effects_shape(app: &App) -> (usize, Option<usize>) {
+    let t = app.timeline();
+    let effects = t.effects_at(app.cursor);
+    if effects.is_empty() {
+        return (1, None);
+    }
+    let selected = app.selected().map(|c| c.id);
+    let mut order: Vec<u64> = Vec::new();
+    let mut members: std::collections::HashMap<u64, Vec<u64>> = std::collections::HashMap::new();
+    for &e in &effects {
+        let fx = &t.report().effects[e];
+        members
+            .entry(fx.identity)
+            .or_insert_with(|| {
+                order.push(fx.identity);
+                Vec::new()
+            })
+            .push(fx.call_id);
+    }
+    let mut line = 0;
+    let mut target = None;
+    for id in &order {
+        let calls = &members[id];
+        if target.is_none() && selected.is_some_and(|s| calls.contains(&s)) {
+            target = Some(line);
+        }
+        line += 1 + calls.len();
+    }
+    (line, target)
 }
 
 /// Draws the effect ledger.
@@ -119,14 +158,15 @@ pub fn render_effects(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             ));
         }
     }
+    let n = effects.len();
+    let commits = format!("{n} commit{}", if n == 1 { "" } else { "s" });
     let title = if dups > 0 {
         format!(
-            " Effects {} · {} commits, {dups} duplicate ",
-            step_label(app),
-            effects.len()
+            " Effects {} · {commits}, {dups} duplicate ",
+            step_label(app)
         )
     } else {
-        format!(" Effects {} · {} commits ", step_label(app), effects.len())
+        format!(" Effects {} · {commits} ", step_label(app))
     };
     let block = pane(title, app.focus == Focus::Effects, theme);
     Paragraph::new(lines)
@@ -135,8 +175,8 @@ pub fn render_effects(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         .render(area, buf);
 }
 
-/// Draws the verdicts.
-pub fn render_verdicts(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+/// Verdict lines for a pane `w` columns wide (wrapped, never cut), as of the cursor.
+pub fn verdict_lines(app: &App, w: usize, theme: &Theme) -> Vec<Line<'static>> {
     let tab = app.tab();
     let t = &tab.timeline;
     let at_end = app.cursor.is_none_or(|c| c + 1 >= t.len());
@@ -145,22 +185,33 @@ pub fn render_verdicts(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     } else {
         t.verdicts_at(app.cursor, tab.max_calls)
     };
-    let w = area.width.saturating_sub(4) as usize;
-    let lines: Vec<Line> = checks
-        .iter()
-        .map(|c| {
-            Line::from(vec![
-                Span::styled(
-                    if c.passed { PASS } else { FAIL },
-                    if c.passed { theme.ok } else { theme.failed },
-                ),
-                Span::raw(format!(
-                    " {}",
-                    clip(&format!("{}: {}", c.name, c.detail), w)
-                )),
-            ])
-        })
-        .collect();
+    let mut lines: Vec<Line<'static>> = vec![Line::styled(
+        format!("contract: {}", tab.contract),
+        theme.dim,
+    )];
+    lines.extend(checks.iter().map(|c| {
+        Line::from(vec![
+            Span::styled(
+                if c.passed { PASS } else { FAIL },
+                if c.passed { theme.ok } else { theme.failed },
+            ),
+            Span::raw(format!(" {}: {}", c.name, c.detail)),
+        ])
+    }));
+    if !at_end {
+        lines.push(Line::styled(
+            "(as of this step; the whole run's verdict is at the last step)",
+            theme.dim,
+        ));
+    }
+    wrap(lines, w)
+}
+
+/// Draws the verdicts.
+pub fn render_verdicts(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let t = &app.tab().timeline;
+    let at_end = app.cursor.is_none_or(|c| c + 1 >= t.len());
+    let lines = verdict_lines(app, area.width.saturating_sub(2) as usize, theme);
     let title = if at_end {
         " Verdicts · whole run ".to_owned()
     } else {

@@ -1,0 +1,143 @@
+//! Copying: `y` puts the selected call on the terminal's clipboard as JSON, `Y` the command
+//! line that reproduces what is shown (`run` for a scenario with the current settings, `mcp`
+//! for a recording, `check` for a trace). The runtime sends it as OSC 52; the text is also
+//! shown, so it can be copied by hand where the terminal ignores OSC 52.
+
+use super::action::Command;
+use super::app::{App, Mode};
+use crate::document::DocKind;
+use crate::json::pretty;
+
+/// A word as a POSIX shell reads it back: as is when safe, else single-quoted.
+pub fn shell_word(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
+    if safe {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn command_line(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| shell_word(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl App {
+    fn show_and_copy(&mut self, title: String, text: String) -> Vec<Command> {
+        self.mode = Mode::Show(title, text.clone());
+        vec![Command::Copy(text)]
+    }
+
+    /// `y`: the selected call as JSON.
+    pub(super) fn copy_call(&mut self) -> Vec<Command> {
+        let Some(call) = self.selected() else {
+            self.info("no call selected".into());
+            return Vec::new();
+        };
+        let title = format!("call #{} as JSON", call.id);
+        let text = pretty(&call.to_value());
+        self.show_and_copy(title, text)
+    }
+
+    /// `Y`: the command that reproduces what is shown.
+    pub(super) fn copy_command(&mut self) -> Vec<Command> {
+        let file = self.doc.path.as_ref().map_or_else(
+            || "cassettes/incident.json".to_owned(),
+            |p| p.display().to_string(),
+        );
+        let program = crate::exit::PROGRAM.to_owned();
+        let mut lines = Vec::new();
+        if let Some(m) = &self.doc.mcp {
+            let mut words = vec![program.clone(), "mcp".into()];
+            if let Some(s) = &m.scenario {
+                words.push(s.clone());
+            }
+            words.extend(["--record".into(), file.clone(), "--".into()]);
+            words.extend(m.server_command.iter().cloned());
+            lines.push(command_line(&words));
+            lines.push(command_line(&[
+                program.clone(),
+                "mcp".into(),
+                "--replay".into(),
+                file.clone(),
+            ]));
+            lines.push(command_line(&[program, "check".into(), file]));
+        } else if let Some(editor) = &self.editor
+            && (self.doc.kind == DocKind::Scenario || self.save_path.is_some())
+        {
+            let f = editor.file();
+            // The shown run's policy: the command reproduces this run.
+            let policy = self
+                .tab()
+                .policy
+                .map_or_else(|| f.policy.as_str().to_owned(), |p| p.as_str().to_owned());
+            let mut words = vec![
+                program,
+                "run".into(),
+                self.save_path
+                    .as_ref()
+                    .map_or(file, |p| p.display().to_string()),
+                "--policy".into(),
+                policy,
+                "--seed".into(),
+                f.config.seed.to_string(),
+                "--max-calls".into(),
+                f.config.max_calls.to_string(),
+            ];
+            if let Some(p) = f.config.probability {
+                words.extend(["--probability".into(), crate::json::float::py_repr(p)]);
+            }
+            lines.push(command_line(&words));
+            if editor.dirty() {
+                lines.push("# the rules have unsaved edits: save them first (w)".into());
+            }
+        } else if self.doc.orbit.is_some() {
+            lines.push(command_line(&[program, "run".into(), file]));
+        } else {
+            let tab = self.tab();
+            lines.push(command_line(&[
+                program.clone(),
+                "check".into(),
+                file.clone(),
+                "--max-calls".into(),
+                tab.max_calls.to_string(),
+            ]));
+            if let Some(p) = tab.policy {
+                let mut words = vec![
+                    program,
+                    "replay".into(),
+                    file,
+                    "--policy".into(),
+                    p.as_str().into(),
+                ];
+                if self.doc.runs.len() > 1 {
+                    words.extend(["--run".into(), (self.run + 1).to_string()]);
+                }
+                lines.push(command_line(&words));
+            }
+        }
+        self.show_and_copy("the command that reproduces this".into(), lines.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_read_back() {
+        assert_eq!(
+            shell_word("scenarios/lost_ack.json"),
+            "scenarios/lost_ack.json"
+        );
+        assert_eq!(shell_word("my file.json"), "'my file.json'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+}

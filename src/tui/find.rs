@@ -1,0 +1,141 @@
+//! Finding calls: the filter (hides what does not match), the search (highlights what matches
+//! — call ids, keys, tools, statuses, rules, argument and output text — and `n`/`N` move
+//! between matches) and the jump to a call id. Matching is case-insensitive.
+
+use super::app::{App, Mode, Purpose};
+use crate::json::canonical;
+use crate::report::Call;
+
+/// Whether `call` passes the timeline filter `f` (lower-case): tool, status or rule.
+pub fn filter_matches(call: &Call, f: &str) -> bool {
+    f.is_empty()
+        || call.tool.to_lossy().to_lowercase().contains(f)
+        || call.status.as_str().contains(f)
+        || call
+            .fault
+            .as_ref()
+            .is_some_and(|n| n.to_lossy().to_lowercase().contains(f))
+}
+
+/// Whether `call` matches the search `term` (lower-case) anywhere a person would look.
+pub fn search_matches(call: &Call, term: &str) -> bool {
+    if term.is_empty() {
+        return false;
+    }
+    let id = term.trim_start_matches('#');
+    if id.parse::<u64>().ok() == Some(call.id) {
+        return true;
+    }
+    let has = |s: &str| s.to_lowercase().contains(term);
+    has(&call.tool.to_lossy())
+        || has(&call.key.to_lossy())
+        || has(call.status.as_str())
+        || call.fault.as_ref().is_some_and(|f| has(&f.to_lossy()))
+        || call
+            .error
+            .as_ref()
+            .is_some_and(|e| has(&e.type_name.to_lossy()))
+        || has(&canonical(&call.arguments))
+        || has(&canonical(&call.output))
+}
+
+impl App {
+    /// Indices of the calls the timeline shows (after the filter).
+    pub fn visible(&self) -> Vec<usize> {
+        let calls = &self.timeline().report().calls;
+        let filter = self.filter.as_deref().map(str::to_lowercase);
+        (0..calls.len())
+            .filter(|&i| {
+                filter
+                    .as_deref()
+                    .is_none_or(|f| filter_matches(&calls[i], f))
+            })
+            .collect()
+    }
+
+    /// Moves to the next (or previous) call matching the search, wrapping around.
+    pub(super) fn search_step(&mut self, forward: bool) {
+        let Some(term) = self.search.clone().map(|t| t.to_lowercase()) else {
+            self.info("no search: / starts one".into());
+            return;
+        };
+        let calls = &self.timeline().report().calls;
+        let visible = self.visible();
+        let matches: Vec<usize> = visible
+            .iter()
+            .copied()
+            .filter(|&i| search_matches(&calls[i], &term))
+            .collect();
+        if matches.is_empty() {
+            self.error(format!(
+                "no call matches {:?}",
+                crate::printable::quoted(&term)
+            ));
+            return;
+        }
+        let here = self.cursor.unwrap_or(0);
+        let target = if forward {
+            matches
+                .iter()
+                .copied()
+                .find(|&i| i > here)
+                .unwrap_or(matches[0])
+        } else {
+            matches
+                .iter()
+                .rev()
+                .copied()
+                .find(|&i| i < here)
+                .unwrap_or(matches[matches.len() - 1])
+        };
+        let n = matches.iter().position(|&i| i == target).unwrap_or(0) + 1;
+        self.move_to(Some(target), "match");
+        self.info(format!(
+            "match {n} of {} · n / N next / previous",
+            matches.len()
+        ));
+    }
+
+    /// Enter in the filter, search or jump prompt.
+    pub(super) fn submit_find(&mut self) {
+        let Mode::Typing(purpose, field) = std::mem::replace(&mut self.mode, Mode::Browse) else {
+            return;
+        };
+        let text = field.value().trim().to_owned();
+        match purpose {
+            Purpose::Filter => self.apply_filter((!text.is_empty()).then_some(text)),
+            Purpose::Search if text.is_empty() => self.search = None,
+            Purpose::Search => {
+                self.search = Some(text);
+                // Start from just before the cursor, so a match on this call counts.
+                let keep = self.cursor;
+                self.cursor = keep.and_then(|c| c.checked_sub(1)).or(keep);
+                let before = self.cursor;
+                self.search_step(true);
+                if self.status_kind == super::app::StatusKind::Error {
+                    self.cursor = keep.or(before);
+                }
+            }
+            Purpose::Jump => self.jump_to(&text),
+            Purpose::Field | Purpose::Write(_) => {}
+        }
+    }
+
+    /// Moves to the call with the typed id (`#42` or `42`), clearing a filter that hides it.
+    fn jump_to(&mut self, text: &str) {
+        let n = self.timeline().len();
+        match text.trim_start_matches('#').parse::<usize>() {
+            Ok(id) if (1..=n).contains(&id) => {
+                if !self.visible().contains(&(id - 1)) {
+                    self.filter = None;
+                }
+                self.move_to(Some(id - 1), "call");
+                self.info(format!("call #{id} of {n}"));
+            }
+            _ => self.error(format!(
+                "no call {:?}: ids run from 1 to {n}",
+                crate::printable::quoted(text)
+            )),
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! The explorer for daily triage, driven by keys as a user drives it: search, jump, zoom,
+//! copy, the scenario's story, editable prompts, messages that expire, one meaning per key,
+//! and every pane reachable at every size.
+
+mod common;
+mod keys;
+
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Modifier;
+use toolstorm::document::Document;
+use toolstorm::tui::action::{Action, Command};
+use toolstorm::tui::app::{App, Focus, MESSAGE_SECONDS, Mode, Purpose, StatusKind};
+use toolstorm::tui::runtime::dispatch;
+use toolstorm::tui::theme::Theme;
+
+use keys::{ctrl, key, press, type_keys};
+
+fn repo(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// Opens a file of the repository under its relative name.
+fn open(rel: &str) -> App {
+    let mut doc = Document::open(&repo(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    doc.path = Some(PathBuf::from(rel));
+    App::new(doc)
+}
+
+/// Opens a reference fixture.
+fn fixture(rel: &str) -> App {
+    let mut doc = Document::open(&common::fixture_path(rel)).expect("opens");
+    doc.path = Some(PathBuf::from(rel));
+    App::new(doc)
+}
+
+fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
+    dispatch(app, Action::Resize(w, h));
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| app.render_with(f.area(), f.buffer_mut(), &Theme::new(false)))
+        .expect("draw");
+    t
+}
+
+fn text(app: &mut App, w: u16, h: u16) -> String {
+    draw(app, w, h).backend().to_string()
+}
+
+#[test]
+fn search_finds_payload_text_and_n_moves_between_matches() {
+    let mut app = open("cassettes/incident.json");
+    draw(&mut app, 120, 40);
+    type_keys(&mut app, "/order-1729\n");
+    let first = app.cursor.expect("a match");
+    let call = app.selected().expect("call");
+    assert!(
+        toolstorm::json::canonical(&call.arguments).contains("order-1729"),
+        "the match is in the arguments"
+    );
+    assert!(app.status.contains("match 1 of"), "{}", app.status);
+    type_keys(&mut app, "n");
+    let second = app.cursor.expect("next");
+    assert!(second > first, "n moves on");
+    type_keys(&mut app, "N");
+    assert_eq!(app.cursor, Some(first), "N moves back");
+    // The match is highlighted in Details.
+    let t = draw(&mut app, 120, 40);
+    let buf = t.backend().buffer();
+    let area = buf.area;
+    let marked = (0..area.height).any(|y| {
+        (0..area.width).any(|x| {
+            let cell = &buf[(x, y)];
+            cell.symbol() == "o" && cell.modifier.contains(Modifier::REVERSED)
+        })
+    });
+    assert!(marked, "the matched text is reversed in Details");
+    // A search that matches nothing says so and keeps the cursor.
+    type_keys(&mut app, "/no-such-thing\n");
+    assert_eq!(app.cursor, Some(first));
+    assert_eq!(app.status_kind, StatusKind::Error);
+}
+
+#[test]
+fn jump_goes_to_a_call_id_and_refuses_others() {
+    let mut app = fixture("api/nested_sync.cassette.json");
+    draw(&mut app, 120, 40);
+    type_keys(&mut app, ":7\n");
+    assert_eq!(app.selected().map(|c| c.id), Some(7));
+    let screen = text(&mut app, 120, 40);
+    assert!(screen.contains("#7/11"), "position indicator: {screen}");
+    type_keys(&mut app, ":99\n");
+    assert_eq!(app.selected().map(|c| c.id), Some(7));
+    assert!(
+        app.status.contains("ids run from 1 to 11"),
+        "{}",
+        app.status
+    );
+}
+
+#[test]
+fn prompts_edit_like_a_shell_line() {
+    // Before: cursor keys, Home/End and Ctrl-U/W/A/E typed letters into the prompt.
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, "/ship");
+    press(&mut app, key(KeyCode::Home));
+    type_keys(&mut app, "x");
+    press(&mut app, ctrl('e'));
+    type_keys(&mut app, "y");
+    let value = |app: &App| match &app.mode {
+        Mode::Typing(Purpose::Search, f) => f.value().to_owned(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(value(&app), "xshipy");
+    press(&mut app, ctrl('a'));
+    press(&mut app, key(KeyCode::Right));
+    press(&mut app, key(KeyCode::Delete));
+    assert_eq!(value(&app), "xhipy");
+    press(&mut app, ctrl('w'));
+    assert_eq!(
+        value(&app),
+        "hipy",
+        "Ctrl-W deletes the word before the cursor"
+    );
+    press(&mut app, key(KeyCode::End));
+    press(&mut app, ctrl('w'));
+    assert_eq!(value(&app), "");
+    type_keys(&mut app, "two words");
+    press(&mut app, ctrl('u'));
+    assert_eq!(value(&app), "");
+    // The prompt line shows the text and a cursor cell.
+    type_keys(&mut app, "abc");
+    let screen = text(&mut app, 80, 24);
+    assert!(
+        screen
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("search: abc")),
+        "{screen}"
+    );
+    press(&mut app, key(KeyCode::Esc));
+    assert_eq!(app.mode, Mode::Browse);
+}
+
+#[test]
+fn the_kind_field_offers_the_six_kinds() {
+    let mut app = open("scenarios/lost_ack.json");
+    type_keys(&mut app, "i");
+    assert_eq!(app.mode, Mode::Edit);
+    // Field 3 is the kind.
+    type_keys(&mut app, "ll\n");
+    assert!(matches!(app.mode, Mode::PickKind(_)), "{:?}", app.mode);
+    let screen = text(&mut app, 120, 40);
+    for kind in [
+        "timeout",
+        "rate_limit",
+        "unavailable",
+        "response_lost",
+        "replace",
+        "latency",
+    ] {
+        assert!(screen.contains(kind), "{kind}: {screen}");
+    }
+    // response_lost → one down is replace.
+    type_keys(&mut app, "j\n");
+    assert_eq!(app.mode, Mode::Edit);
+    let e = app.editor.as_ref().expect("editor");
+    assert_eq!(
+        e.field_text(0, toolstorm::lab::edit::Field::Kind),
+        "replace"
+    );
+}
+
+#[test]
+fn editing_a_probability_says_the_scenario_overrides_it() {
+    // Before: the edit silently did nothing (every bundled scenario sets `probability`).
+    let mut app = open("scenarios/lost_ack.json");
+    type_keys(&mut app, "i");
+    type_keys(&mut app, "llll\n");
+    assert!(matches!(app.mode, Mode::Typing(Purpose::Field, _)));
+    assert!(
+        app.status.contains("overrides every rule"),
+        "{}",
+        app.status
+    );
+}
+
+#[test]
+fn messages_replace_each_other_and_expire() {
+    // Before: an old message became a prefix of the next one, and none ever went away.
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, "gF");
+    let first = app.status.clone();
+    assert_eq!(first, "no earlier fault");
+    type_keys(&mut app, "E");
+    assert_eq!(app.status, "no earlier effect", "replaced whole");
+    for _ in 0..MESSAGE_SECONDS {
+        dispatch(&mut app, Action::Tick);
+    }
+    assert!(app.status.is_empty(), "{}", app.status);
+    let screen = text(&mut app, 100, 30);
+    assert!(
+        screen.lines().last().is_some_and(|l| l.contains("? keys")),
+        "the key hints come back: {screen}"
+    );
+    // Errors stay until replaced.
+    type_keys(&mut app, ":0\n");
+    assert_eq!(app.status_kind, StatusKind::Error);
+    for _ in 0..MESSAGE_SECONDS * 3 {
+        dispatch(&mut app, Action::Tick);
+    }
+    assert!(!app.status.is_empty());
+    // A long message can be read whole.
+    type_keys(&mut app, "m");
+    assert!(matches!(&app.mode, Mode::Show(title, _) if title == "Message"));
+    type_keys(&mut app, "x");
+    assert_eq!(app.mode, Mode::Browse);
+}
+
+#[test]
+fn escape_closes_things_and_never_quits() {
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, "z");
+    assert!(app.zoom);
+    press(&mut app, key(KeyCode::Esc));
+    assert!(!app.zoom);
+    type_keys(&mut app, "t");
+    assert!(app.story);
+    press(&mut app, key(KeyCode::Esc));
+    assert!(!app.story);
+    press(&mut app, key(KeyCode::Esc));
+    assert!(!app.quit, "Esc at the top level does not quit");
+    assert!(app.status.contains("q quits"), "{}", app.status);
+    type_keys(&mut app, "q");
+    assert!(app.quit);
+}
+
+#[test]
+fn zoom_shows_a_pane_whole_at_any_size() {
+    let mut app = open("scenarios/lost_ack.json");
+    // 60×15 has no room for the bottom panels: Tab visits only what is drawn.
+    draw(&mut app, 60, 15);
+    for _ in 0..6 {
+        type_keys(&mut app, "\t");
+        assert!(
+            app.drawn.panes.contains(&app.focus),
+            "focus on an undrawn pane: {:?}",
+            app.focus
+        );
+    }
+    assert!(!app.drawn.panes.contains(&Focus::Verdicts));
+    // Zoomed, the verdicts pane is reachable: z on the timeline, then Tab cycles every pane.
+    type_keys(&mut app, "z");
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        type_keys(&mut app, "\t");
+        seen.push(app.focus);
+        let screen = text(&mut app, 60, 15);
+        let title = screen.lines().nth(1).unwrap_or("").to_lowercase();
+        assert!(
+            title.contains(&app.focus.label().to_lowercase()),
+            "{:?} is the zoomed pane: {screen}",
+            app.focus
+        );
+    }
+    assert!(seen.contains(&Focus::Verdicts), "{seen:?}");
+    let screen = text(&mut app, 60, 15);
+    assert!(screen.contains("zoom"), "{screen}");
+}
+
+#[test]
+fn copy_gives_the_call_and_the_command_and_shows_them() {
+    let mut app = open("scenarios/lost_ack.json");
+    draw(&mut app, 120, 40);
+    let commands = app.update(Action::CopyCall);
+    let Some(Command::Copy(json)) = commands.first() else {
+        panic!("{commands:?}");
+    };
+    let call = app.selected().expect("call");
+    assert_eq!(
+        toolstorm::json::parse(json).expect("json"),
+        call.to_value(),
+        "the selected call, as JSON"
+    );
+    assert!(matches!(app.mode, Mode::Show(..)), "shown as well");
+    type_keys(&mut app, "x");
+    type_keys(&mut app, "sY");
+    let Mode::Show(_, command) = &app.mode else {
+        panic!("{:?}", app.mode);
+    };
+    assert!(
+        command.contains("toolstorm-tui run scenarios/lost_ack.json --policy retry --seed 43"),
+        "{command}"
+    );
+    assert!(
+        command.contains("save them first"),
+        "unsaved seed: {command}"
+    );
+    // The command reproduces the run: same digest.
+    let words: Vec<&str> = command.lines().next().unwrap_or("").split(' ').collect();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(&words[1..])
+        .arg("--json")
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&app.tab().digest), "{stdout}");
+
+    // A recording: the mcp command that records it again and the replay.
+    let mut mcp = open("cassettes/mcp-incident.json");
+    mcp.update(Action::CopyCommand);
+    let Mode::Show(_, command) = &mcp.mode else {
+        panic!("{:?}", mcp.mode);
+    };
+    assert!(
+        command.contains("mcp scenarios/mcp-lost-ack.json --record cassettes/mcp-incident.json --"),
+        "{command}"
+    );
+    assert!(
+        command.contains("--replay cassettes/mcp-incident.json"),
+        "{command}"
+    );
+}
+
+#[test]
+fn the_story_is_one_key_away_and_files_open_on_it() {
+    let mut app = open("scenarios/rate_limit.json");
+    assert_eq!(app.tab().label, "retry", "the run that retries too early");
+    type_keys(&mut app, "t");
+    let screen = text(&mut app, 100, 30);
+    assert!(screen.contains("Rate-limited inventory reads"), "{screen}");
+    assert!(screen.contains("the lesson"), "{screen}");
+    let mut app = open("cassettes/mcp-incident.json");
+    type_keys(&mut app, "t");
+    let screen = text(&mut app, 100, 30);
+    assert!(
+        screen.contains("An MCP session") && screen.contains("rmcp"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn every_verdict_names_its_contract() {
+    // Before: the lost-ack comparison showed PASS where its scenario runs FAIL, without saying
+    // which contract either came from.
+    let mut app = open("cassettes/lost-ack-comparison.json");
+    let screen = text(&mut app, 120, 40);
+    assert!(screen.contains("FAIL (recorded lab contract)"), "{screen}");
+    assert!(
+        screen.contains("contract: lab contract recorded in"),
+        "{screen}"
+    );
+    let mut app = open("cassettes/incident.json");
+    let screen = text(&mut app, 120, 40);
+    assert!(
+        screen.contains("(check)") && screen.contains("contract: check · budget 100"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn help_scrolls_at_a_tiny_size() {
+    let mut app = open("cassettes/incident.json");
+    draw(&mut app, 40, 10);
+    type_keys(&mut app, "?");
+    assert_eq!(app.mode, Mode::Help);
+    let top = text(&mut app, 40, 10);
+    assert!(top.contains("next step"), "{top}");
+    for _ in 0..200 {
+        press(
+            &mut app,
+            KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE),
+        );
+    }
+    let bottom = text(&mut app, 40, 10);
+    assert!(
+        bottom.contains("closes it"),
+        "the last line is reachable: {bottom}"
+    );
+    assert!(app.help_scroll > 0 && app.help_scroll == app.drawn.help_max);
+}
