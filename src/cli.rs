@@ -71,6 +71,9 @@ pub struct Io<'a> {
     pub out: &'a mut dyn Write,
     /// Standard error.
     pub err: &'a mut dyn Write,
+    /// Standard output is a terminal: text for people may add what the reference's
+    /// byte-exact output has not (run labels, policy names). Piped output stays exact.
+    pub people: bool,
 }
 
 /// Every line either stream gets goes through [`crate::printable::line`]: names from files
@@ -119,6 +122,10 @@ impl Outcome {
 /// Parses `args` (including the program name) and runs the command, or says that the
 /// explorer was asked for.
 pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Outcome {
+    let args: Vec<OsString> = args.into_iter().collect();
+    if let Some(message) = args.get(1).and_then(|a| mistyped_command(a)) {
+        return Outcome::Exit(io.fail(message));
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -147,6 +154,53 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Ou
         None => return Outcome::Explore(cli.file),
     };
     Outcome::Exit(code)
+}
+
+/// When the first argument is not a file but nearly a command's name (`inspec`, `chek`), the
+/// message that suggests the command, instead of failing to open a file of that name.
+fn mistyped_command(arg: &std::ffi::OsStr) -> Option<String> {
+    use clap::CommandFactory;
+    let word = arg.to_str()?;
+    if word.len() < 3 || word.starts_with('-') || std::path::Path::new(word).exists() {
+        return None;
+    }
+    let cmd = Cli::command();
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    if names.iter().any(|n| n == word) {
+        return None;
+    }
+    let (best, distance) = names
+        .iter()
+        .map(|n| (n, edit_distance(word, n)))
+        .min_by_key(|(_, d)| *d)?;
+    (distance <= 2 || best.starts_with(word)).then(|| {
+        format!(
+            "no file or command named {}; did you mean the command `{best}`? \
+             (`{PROGRAM} {best} --help` shows its arguments)",
+            printable::quoted(word)
+        )
+    })
+}
+
+/// Edits (insert, delete, replace one character) that turn `a` into `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// An integer flag parsed like Python's `int()`: `None` for a valid integer outside `i64`
@@ -192,4 +246,34 @@ pub fn parse_python_float(s: &str) -> Result<f64, String> {
     t.replace('_', "")
         .parse::<f64>()
         .map_err(|_| format!("invalid float value: '{s}'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_misses_of_a_command_are_suggested() {
+        let pairs = [
+            ("inspec", "inspect"),
+            ("chek", "check"),
+            ("swep", "sweep"),
+            ("replya", "replay"),
+        ];
+        for (typed, meant) in pairs {
+            let message = mistyped_command(std::ffi::OsStr::new(typed)).unwrap_or_default();
+            assert!(
+                message.contains(&format!("`{meant}`")),
+                "{typed}: {message}"
+            );
+        }
+        for typed in ["incident.json", "xyz", "-h", "check", "Cargo.toml"] {
+            assert_eq!(
+                mistyped_command(std::ffi::OsStr::new(typed)),
+                None,
+                "{typed}"
+            );
+        }
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
 }

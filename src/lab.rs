@@ -300,12 +300,24 @@ impl LabRun {
         Value::Object(o)
     }
 
-    /// The text block the command line prints for this run (after the header line).
+    /// The text block the command line prints for this run (after the header line), as the
+    /// reference prints it.
     pub fn text_lines(&self) -> Vec<String> {
+        self.text_lines_named(false)
+    }
+
+    /// [`LabRun::text_lines`]; with `named`, the policy's title also carries the name the
+    /// explorer, `--policy` and files use (`No retries (optimistic)`), for people at a terminal.
+    pub fn text_lines_named(&self, named: bool) -> Vec<String> {
+        let title = if named {
+            format!("{} ({})", self.policy.title(), self.policy.as_str())
+        } else {
+            self.policy.title().to_owned()
+        };
+        let width = if named { 32 } else { 24 };
         let mut lines = vec![format!(
-            "{}  {:<24} {} calls \u{b7} {} shipments \u{b7} {}s virtual",
+            "{}  {title:<width$} {} calls \u{b7} {} shipments \u{b7} {}s virtual",
             if self.passed() { "PASS" } else { "FAIL" },
-            self.policy.title(),
             self.report.calls.len(),
             self.shipments.len(),
             py_fixed(self.elapsed(), 2)

@@ -3,7 +3,7 @@
 //! printed), then hands the arguments to the command line; when they ask for no command, it
 //! starts the explorer. The two faces meet only here.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use toolstorm::cli::{self, Io, Outcome};
@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         &mut Io {
             out: &mut out,
             err: &mut err,
+            people: std::io::stdout().is_terminal(),
         },
     );
     let _ = out.flush();

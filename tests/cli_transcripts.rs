@@ -27,6 +27,7 @@ fn run_cli(args: &[String]) -> Outcome {
         &mut Io {
             out: &mut out,
             err: &mut err,
+            people: false,
         },
     )
     .code()

@@ -264,3 +264,70 @@ fn mcp_scenarios_and_recordings_open_through_the_same_door() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn every_example_recording_fails_on_its_bug() {
+    // Before: `rate-limit-retry-storm.json` passed `check` although its story is a retry before
+    // the advertised wait. Each example in cassettes/ must fail the check that names its bug.
+    let cases = [
+        ("cassettes/incident.json", "No duplicate side effects"),
+        ("cassettes/mcp-incident.json", "No duplicate side effects"),
+        (
+            "cassettes/rate-limit-retry-storm.json",
+            "Retry-after respected",
+        ),
+    ];
+    for (file, bug) in cases {
+        let trace = document::open_trace(&repo(file)).expect(file);
+        let summary = document::judge(&trace, None).expect(file);
+        let failed: Vec<&str> = summary
+            .runs
+            .iter()
+            .flatten()
+            .filter(|c| !c.passed)
+            .map(|c| c.name.as_str())
+            .collect();
+        assert!(failed.contains(&bug), "{file}: failed {failed:?}");
+        assert_ne!(summary.exit_code(), 0, "{file}");
+    }
+}
+
+#[test]
+fn a_file_of_another_kind_says_what_it_is() {
+    // Before: a verdict file was called a bad comparison ("runs[0] has no report"), a scenario
+    // file was missing "clock", with no word on what to do instead.
+    let verdicts = scratch("kind.verdicts.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .arg("run")
+        .arg(repo("scenarios/lost_ack.json"))
+        .arg("--verdict")
+        .arg(&verdicts)
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let cases = [
+        (
+            verdicts,
+            "ValueError: Each comparison run needs a report",
+            "a verdict file",
+        ),
+        (
+            repo("scenarios/lost_ack.json"),
+            "ConfigurationError: Missing required document fields",
+            "a scenario file, not a recording: `toolstorm-tui run",
+        ),
+        (
+            repo("cassettes/mcp-incident.mcp.json"),
+            "ConfigurationError: Missing required document fields",
+            "the session sidecar of an MCP recording",
+        ),
+    ];
+    for (path, reference, hint) in cases {
+        let message = document::open_trace(&path)
+            .expect_err("not a trace")
+            .to_string();
+        assert!(message.starts_with(reference), "{message}");
+        assert!(message.contains(hint), "{message}");
+        assert_eq!(message.matches("runs[0]").count(), 0, "{message}");
+    }
+}

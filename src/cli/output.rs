@@ -76,7 +76,7 @@ pub fn emit(
     } else {
         io.println(&header_line(sc, config.seed));
         for r in runs {
-            for line in r.text_lines() {
+            for line in r.text_lines_named(io.people) {
                 io.println(&line);
             }
         }

@@ -1,10 +1,11 @@
 //! `sweep`: a campaign over a grid of scenarios × policies × seeds × probabilities × budgets,
 //! run on every core. `--jsonl` prints one line per run in grid order; otherwise a summary
-//! table with the failing seeds, and a progress bar on a terminal.
+//! table with the failing seeds, and a progress bar (indicatif) on a terminal.
 
 use std::io::IsTerminal;
 
 use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Io, parse_python_float, parse_python_int};
 use crate::exit;
@@ -153,23 +154,26 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
         Ok(g) => g,
         Err(e) => return io.fail(format!("ValueError: {e}")),
     };
-    let show_progress = !a.jsonl && std::io::stderr().is_terminal();
-    let bar = |done: usize, total: usize| {
-        let width = 30;
-        let filled = done.min(total) * width / total.max(1);
-        eprint!(
-            "\r[{}{}] {done}/{total} runs",
-            "#".repeat(filled),
-            " ".repeat(width - filled)
-        );
+    // Progress goes to stderr and only to a terminal (indicatif hides it otherwise);
+    // with --jsonl the lines themselves show progress.
+    let bar = if a.jsonl || !std::io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target(Some(grid.points.len() as u64), ProgressDrawTarget::stderr())
     };
-    let outcomes = match execute(&grid, if show_progress { Some(&bar) } else { None }) {
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs · {eta} left")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let tick = |done: usize, _total: usize| bar.set_position(done as u64);
+    let outcomes = match execute(&grid, Some(&tick)) {
         Ok(o) => o,
-        Err(e) => return io.fail(format!("ConfigurationError: {e}")),
+        Err(e) => {
+            bar.finish_and_clear();
+            return io.fail(format!("ConfigurationError: {e}"));
+        }
     };
-    if show_progress {
-        eprintln!();
-    }
+    bar.finish_and_clear();
     let any_failed = outcomes.iter().any(|o| !o.passed);
     if a.jsonl {
         for (p, o) in grid.points.iter().zip(&outcomes) {

@@ -48,16 +48,15 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
     };
     if a.json {
         io.print(&cassette::inspect_json(&trace.cassettes));
+    } else if io.people && trace.cassettes.len() > 1 {
+        for (i, c) in trace.cassettes.iter().enumerate() {
+            let line = cassette::inspect_text(std::slice::from_ref(c));
+            io.println(&format!("{}: {}", run_label(&trace, i), line.trim_end()));
+        }
     } else {
         io.print(&cassette::inspect_text(&trace.cassettes));
         if let Some(m) = &trace.mcp {
-            let name = |v: &crate::json::Value| {
-                v.as_object()
-                    .and_then(|o| o.get("name"))
-                    .and_then(crate::json::Value::as_str)
-                    .unwrap_or("?")
-                    .to_owned()
-            };
+            let name = crate::mcp::session::McpSession::peer_name;
             io.println(&format!(
                 "MCP session: protocol {}, client {}, server {}, {} recorded call(s) with what the client received",
                 m.protocol_version.as_deref().unwrap_or("unknown"),
@@ -81,6 +80,16 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
         Ok(summary) => {
             if a.json {
                 io.print(&summary.json());
+            } else if io.people && trace.cassettes.len() > 1 {
+                for (i, run) in summary.runs.iter().enumerate() {
+                    io.println(&run_label(&trace, i));
+                    let one = cassette::CheckSummary {
+                        runs: vec![run.clone()],
+                    };
+                    for line in one.lines() {
+                        io.println(&format!("  {line}"));
+                    }
+                }
             } else {
                 for line in summary.lines() {
                     io.println(&line);
@@ -91,9 +100,60 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
                     }
                 }
             }
+            if io.people && !a.json {
+                for line in recorded_notes(&trace, &summary, max_calls) {
+                    let _ = writeln!(io.err, "{}", crate::printable::line(&line));
+                }
+            }
             summary.exit_code()
         }
         Err(e) => io.fail(format!("ConfigurationError: {}", e.message)),
+    }
+}
+
+/// Where a run file recorded the lab's own verdict and it differs from `check`'s (another
+/// contract, another budget), a note saying so, for people at a terminal.
+fn recorded_notes(
+    trace: &document::Trace,
+    summary: &cassette::CheckSummary,
+    max_calls: Option<i64>,
+) -> Vec<String> {
+    let budget = max_calls.unwrap_or(document::DEFAULT_MAX_CALLS);
+    let mut notes = Vec::new();
+    for (i, checks) in summary.runs.iter().enumerate() {
+        let Some(Some(r)) = trace.recorded.get(i) else {
+            continue;
+        };
+        let lab = crate::contract::verdict(&r.checks);
+        let ours = crate::contract::verdict(checks);
+        if lab != ours {
+            let word = |v: bool| if v { "PASS" } else { "FAIL" };
+            let their_budget = r
+                .max_calls
+                .map_or_else(String::new, |b| format!(", budget {b}"));
+            notes.push(format!(
+                "note: {} is {} by the lab contract recorded in the file{their_budget}; check \
+                 judges only faults, duplicates and the call budget ({budget}; --max-calls N \
+                 to change it): {}",
+                run_label(trace, i),
+                word(lab),
+                word(ours)
+            ));
+        }
+    }
+    notes
+}
+
+/// `run 2: retry (Unchecked retries)`: a run of a comparison, named as the explorer and the
+/// demo name it.
+fn run_label(trace: &document::Trace, i: usize) -> String {
+    let name = trace.labels.get(i).cloned().flatten();
+    match name.as_deref().and_then(crate::lab::Policy::parse) {
+        Some(p) => format!("run {}: {} ({})", i + 1, p.as_str(), p.title()),
+        None => match name {
+            Some(n) => format!("run {}: {n}", i + 1),
+            None => format!("run {}", i + 1),
+        },
     }
 }
 

@@ -94,6 +94,7 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
         &mut toolstorm::cli::Io {
             out: &mut out,
             err: &mut err,
+            people: false,
         },
     )
     .code()

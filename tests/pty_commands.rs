@@ -1,0 +1,157 @@
+//! Every subcommand of the real binary under a pseudo-terminal (stdout and stderr a tty, as
+//! when a person types it), required to finish with its exit code. In-process tests with
+//! buffers cannot see a command that hangs on a terminal: `sweep` once did (the progress
+//! writer waited for a stderr lock `main` held for the whole run).
+//!
+//! Uses util-linux `script` to provide the terminal.
+#![cfg(target_os = "linux")]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn repo(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
+/// Runs the binary with `args` on a fresh pseudo-terminal; returns its exit code and what the
+/// terminal showed. Fails the test if it has not finished within `limit`.
+fn on_a_terminal(args: &[&str], limit: Duration) -> (i32, String) {
+    let bin = env!("CARGO_BIN_EXE_toolstorm-tui");
+    let line: Vec<String> = std::iter::once(bin)
+        .chain(args.iter().copied())
+        .map(quote)
+        .collect();
+    let log = std::env::temp_dir().join(format!(
+        "toolstorm-pty-{}-{}.log",
+        std::process::id(),
+        args.join("_")
+            .replace(['/', ' '], "_")
+            .chars()
+            .take(60)
+            .collect::<String>()
+    ));
+    let mut child = Command::new("script")
+        .args(["-qec", &line.join(" ")])
+        .arg(&log)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("TERM", "xterm-256color")
+        .env("COLUMNS", "100")
+        .env("LINES", "30")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("util-linux `script` runs the command on a pseudo-terminal");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let shown = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!(
+                "`toolstorm-tui {}` hung on a terminal: {shown}",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let shown = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    (status.code().unwrap_or(-1), shown)
+}
+
+#[test]
+fn every_subcommand_finishes_on_a_terminal() {
+    let incident = repo("cassettes/incident.json");
+    let comparison = repo("cassettes/lost-ack-comparison.json");
+    let scenario = repo("scenarios/lost_ack.json");
+    let orbit = repo("scenarios/orbit-parallel.json");
+    let mcp = repo("cassettes/mcp-incident.json");
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["--help"], 0, "Usage"),
+        (vec!["--version"], 0, "toolstorm-tui"),
+        (vec!["demo"], 0, "Lost acknowledgement"),
+        (vec!["scenarios"], 0, "lost_ack"),
+        (vec!["inspect", &incident], 0, "Valid trace v1"),
+        (
+            vec!["inspect", &comparison],
+            0,
+            "run 2: retry (Unchecked retries)",
+        ),
+        (vec!["check", &incident], 1, "FAIL"),
+        (
+            vec!["check", &comparison],
+            1,
+            "lab contract recorded in the file",
+        ),
+        (vec!["replay", &incident, "--policy", "retry"], 0, "MATCH"),
+        (vec!["replay", &incident, "--policy", "resilient"], 1, ""),
+        (vec!["run", &scenario], 0, "Unchecked retries (retry)"),
+        (vec!["run", &orbit], 0, "batch 1"),
+        (vec!["tools"], 0, "get_issue"),
+        (vec!["sweep"], 0, "runs"),
+        (vec!["sweep", "--jsonl", "--seeds", "1"], 0, "digest"),
+        (
+            vec![
+                "decide", "--seed", "7", "--rule", "r", "--tool", "t", "--key", "#1",
+            ],
+            0,
+            "",
+        ),
+        (vec!["canonical", &incident], 0, ""),
+        // Reading standard input from the terminal: end of input ends it.
+        (vec!["canonical"], 2, ""),
+        (vec!["mcp"], 2, "--"),
+        // No client on the terminal: nothing asked for, strict replay fails and says what.
+        (vec!["mcp", "--replay", &mcp], 1, "never asked for"),
+        (
+            vec!["inspec", &incident],
+            2,
+            "did you mean the command `inspect`",
+        ),
+        (vec!["no-such-file.json"], 2, "no-such-file.json"),
+    ];
+    let mut failures = Vec::new();
+    for (args, code, wanted) in &cases {
+        let (got, shown) = on_a_terminal(args, Duration::from_secs(60));
+        if got != *code || !shown.contains(wanted) {
+            failures.push(format!(
+                "`{}`: exit {got} (wanted {code}), wanted {wanted:?} in:\n{shown}",
+                args.join(" ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn sweep_shows_progress_on_a_terminal_only() {
+    // On a terminal the progress bar is drawn on stderr and cleared; piped, stderr is empty.
+    let (code, shown) = on_a_terminal(
+        &["sweep", "--seed-range", "0..299"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("/5400 runs ·"), "the bar was drawn: {shown}");
+    let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["sweep", "--seeds", "20"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
