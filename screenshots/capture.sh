@@ -19,14 +19,21 @@ shot() { # name cols rows file keys...
 }
 shot incident-duplicate 120 36 cassettes/incident.json G
 shot incident-lost-ack 120 36 cassettes/incident.json j
-shot comparison 120 36 cassettes/lost-ack-comparison.json l l G
+# A comparison opens on the run that shows its story (retry); l goes to resilient.
+shot comparison 120 36 cassettes/lost-ack-comparison.json l G
 shot rate-limit-help 100 30 scenarios/rate_limit.json '?'
+# Search a payload value; the match is highlighted in Details.
+shot search 120 36 cassettes/incident.json / order-1729 Enter
+# The scenario's story (t).
+shot story 100 30 scenarios/lost_ack.json t
 # The runner: edit the lost-ack rule's ordinals (1 → 3) on the retry run, then compare.
-shot runner-editor 120 36 scenarios/lost_ack.json l j i l l l Enter BSpace 3
-shot runner-compare 120 36 scenarios/lost_ack.json l j i l l l Enter BSpace 3 Enter Escape c
-shot runner-policies 120 36 scenarios/lost_ack.json i l l l Enter BSpace 3 Enter Escape v
+shot runner-editor 120 36 scenarios/lost_ack.json j i l l l Enter C-u 3
+shot runner-compare 120 36 scenarios/lost_ack.json j i l l l Enter C-u 3 Enter Escape c
+shot runner-policies 120 36 scenarios/lost_ack.json i l l l Enter C-u 3 Enter Escape v
 # The executor: the parallel batch as lanes.
 shot orbit-lanes 120 36 scenarios/orbit-parallel.json
-# An MCP recording: the retried write after a lost acknowledgement, with its evidence.
+# MCP recordings: the retried write after a lost acknowledgement, with its evidence; and an
+# agent that retried a rate-limited write before the advertised wait.
 shot mcp-incident 120 36 cassettes/mcp-incident.json G k
+shot retry-storm 120 36 cassettes/rate-limit-retry-storm.json f
 echo "wrote screenshots/*.svg"

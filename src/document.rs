@@ -201,6 +201,17 @@ fn scenario_from_value(path: &Path, value: &Value) -> Result<Scenario, Error> {
     parsed.map_err(|e| Error::invalid(Some(path), e))
 }
 
+impl Run {
+    /// The run's name for people: a policy's name with its title (`retry (Unchecked
+    /// retries)`), else its label.
+    pub fn name(&self) -> String {
+        match self.policy {
+            Some(p) => format!("{} ({})", p.as_str(), p.title()),
+            None => self.label.clone(),
+        }
+    }
+}
+
 /// What a run file says about one of its runs: the policy name and the recorded verdict.
 type Described = (Option<String>, Option<Recorded>);
 
@@ -409,6 +420,9 @@ impl Document {
             .as_ref()
             .map_or(DEFAULT_MAX_CALLS, |m| m.max_calls);
         let check_contract = match &trace.mcp {
+            Some(m) if !m.checks.is_empty() => {
+                format!("check and the scenario's checks · the recording's budget {max_calls}")
+            }
             Some(_) => format!("check · the recording's budget {max_calls}"),
             None => format!("check · budget {max_calls}"),
         };

@@ -96,7 +96,7 @@ fn comparison_switches_runs() {
         "opens on the run that tells the story (it retries before the advertised wait)"
     );
     assert!(
-        app.status.contains("the first one that fails"),
+        app.status.contains("it fails on Retry-after respected"),
         "{}",
         app.status
     );

@@ -77,6 +77,21 @@ fn search_finds_payload_text_and_n_moves_between_matches() {
         })
     });
     assert!(marked, "the matched text is reversed in Details");
+    // The selected call counts as the first match.
+    type_keys(&mut app, "g/cloud-01\n");
+    assert_eq!(app.cursor, Some(0), "{}", app.status);
+    type_keys(&mut app, "/order-1729\n");
+    assert_eq!(app.cursor, Some(first));
+    type_keys(&mut app, "/order-1729\n");
+    assert_eq!(
+        app.cursor,
+        Some(first),
+        "a match on the selected call stays"
+    );
+    // Enter on an empty search repeats the last one.
+    type_keys(&mut app, "/\n");
+    assert_eq!(app.cursor, Some(second));
+    type_keys(&mut app, "k");
     // A search that matches nothing says so and keeps the cursor.
     type_keys(&mut app, "/no-such-thing\n");
     assert_eq!(app.cursor, Some(first));

@@ -175,7 +175,7 @@ impl App {
     /// A new app showing `doc`: the run that tells the scenario's story, cursor on its first
     /// call.
     pub fn new(doc: Document) -> App {
-        let run = story_run(&doc.runs);
+        let (run, failing) = story_run(&doc.runs);
         let mut app = App {
             doc,
             run,
@@ -211,11 +211,15 @@ impl App {
         }
         app.cursor = app.visible().first().copied();
         if app.doc.runs.len() > 1 {
+            let why = failing.map_or_else(
+                || "every run passes".to_owned(),
+                |check| format!("it fails on {check}"),
+            );
             app.info(format!(
-                "showing run {} of {} ({}): the first one that fails; h/l switch runs",
+                "showing run {} of {} ({}): {why}; h/l switch runs",
                 app.run + 1,
                 app.doc.runs.len(),
-                app.tab().label
+                app.tab().name()
             ));
         }
         app
@@ -338,9 +342,9 @@ impl App {
                 let text = self.filter.clone().unwrap_or_default();
                 self.mode = Mode::Typing(Purpose::Filter, TextField::new(text));
             }
+            // A new search starts empty; Enter on nothing repeats the last one (as in less/vim).
             Action::StartSearch => {
-                let text = self.search.clone().unwrap_or_default();
-                self.mode = Mode::Typing(Purpose::Search, TextField::new(text));
+                self.mode = Mode::Typing(Purpose::Search, TextField::default());
             }
             Action::StartJump => self.mode = Mode::Typing(Purpose::Jump, TextField::default()),
             Action::SearchNext => self.search_step(true),
@@ -504,7 +508,7 @@ impl App {
             "run {} of {}: {}",
             self.run + 1,
             n,
-            self.tab().label
+            self.tab().name()
         ));
     }
 
@@ -576,17 +580,22 @@ impl App {
     }
 }
 
-/// The run that tells a document's story: the first whose contract fails (on a duplicate
-/// effect or a retry before the advertised wait first, the bugs this tool is about), else the
-/// first.
-pub fn story_run(runs: &[Run]) -> usize {
-    let fails = |r: &Run, name: &str| {
+/// The run that tells a document's story and the check it fails: the first run failing on a
+/// duplicate effect, else on a retry before the advertised wait (the bugs this tool is about),
+/// else on anything; the first run when none fails.
+pub fn story_run(runs: &[Run]) -> (usize, Option<String>) {
+    let failing = |r: &Run, name: &str| {
         r.checks
             .iter()
-            .any(|c| !c.passed && c.name.starts_with(name))
+            .find(|c| !c.passed && c.name.starts_with(name))
+            .map(|c| c.name.clone())
     };
     ["No duplicate side effects", "Retry-after respected", ""]
         .iter()
-        .find_map(|name| runs.iter().position(|r| fails(r, name)))
-        .unwrap_or(0)
+        .find_map(|name| {
+            runs.iter()
+                .enumerate()
+                .find_map(|(i, r)| failing(r, name).map(|check| (i, Some(check))))
+        })
+        .unwrap_or((0, None))
 }

@@ -55,6 +55,11 @@ impl App {
 
     /// Moves to the next (or previous) call matching the search, wrapping around.
     pub(super) fn search_step(&mut self, forward: bool) {
+        self.search_from(forward, false);
+    }
+
+    /// [`App::search_step`]; `here_counts`: the selected call itself is a match to stop at.
+    fn search_from(&mut self, forward: bool, here_counts: bool) {
         let Some(term) = self.search.clone().map(|t| t.to_lowercase()) else {
             self.info("no search: / starts one".into());
             return;
@@ -78,7 +83,7 @@ impl App {
             matches
                 .iter()
                 .copied()
-                .find(|&i| i > here)
+                .find(|&i| i > here || (here_counts && i == here))
                 .unwrap_or(matches[0])
         } else {
             matches
@@ -104,17 +109,11 @@ impl App {
         let text = field.value().trim().to_owned();
         match purpose {
             Purpose::Filter => self.apply_filter((!text.is_empty()).then_some(text)),
-            Purpose::Search if text.is_empty() => self.search = None,
+            Purpose::Search if text.is_empty() => self.search_step(true),
             Purpose::Search => {
                 self.search = Some(text);
-                // Start from just before the cursor, so a match on this call counts.
-                let keep = self.cursor;
-                self.cursor = keep.and_then(|c| c.checked_sub(1)).or(keep);
-                let before = self.cursor;
-                self.search_step(true);
-                if self.status_kind == super::app::StatusKind::Error {
-                    self.cursor = keep.or(before);
-                }
+                // The selected call counts: a match on it is the first one.
+                self.search_from(true, true);
             }
             Purpose::Jump => self.jump_to(&text),
             Purpose::Field | Purpose::Write(_) => {}

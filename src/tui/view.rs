@@ -105,8 +105,9 @@ pub fn layout(app: &App, area: Rect) -> Areas {
     let editing = app.editing();
     let show_bottom = body.height >= 18 && !editing;
     let show_strip = body.height >= 12 && !editing;
+    // The bottom panels grow with the screen (a quarter of it, 5 to 14 rows).
     let bottom_h = if show_bottom {
-        8.min(body.height / 3).max(5)
+        (body.height / 4).clamp(5, 14)
     } else {
         0
     };

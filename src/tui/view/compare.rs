@@ -59,7 +59,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let after = app.tab();
     let title = format!(
         " Compare · {} · previous {} → new {} · {} → {} ",
-        after.label,
+        after.name(),
         &before.digest[..8.min(before.digest.len())],
         &after.digest[..8.min(after.digest.len())],
         pass_word(diff.passed.0),

@@ -19,9 +19,9 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let passed = verdict(&tab.checks);
     let runs = app.doc.runs.len();
     let run = if runs > 1 {
-        format!(" · run {}/{runs} {}", app.run + 1, tab.label)
+        format!(" · run {}/{runs} {}", app.run + 1, tab.name())
     } else {
-        format!(" · {}", tab.label)
+        format!(" · {}", tab.name())
     };
     // Most important first: a narrow terminal cuts the file name, not the verdict.
     let clock = tab.timeline.clock_at(app.cursor);

@@ -189,7 +189,12 @@ pub fn verdict_lines(app: &App, w: usize, theme: &Theme) -> Vec<Line<'static>> {
         format!("contract: {}", tab.contract),
         theme.dim,
     )];
-    lines.extend(checks.iter().map(|c| {
+    // Failures first: they are why the verdict is what it is.
+    let ordered = checks
+        .iter()
+        .filter(|c| !c.passed)
+        .chain(checks.iter().filter(|c| c.passed));
+    lines.extend(ordered.map(|c| {
         Line::from(vec![
             Span::styled(
                 if c.passed { PASS } else { FAIL },

@@ -27,8 +27,8 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let report = tab.timeline.report();
         let title = format!(
             " {} · {} · {} calls · {} effects ",
-            tab.label,
             if passed { "PASS" } else { "FAIL" },
+            tab.name(),
             report.calls.len(),
             report.effects.len()
         );
