@@ -280,8 +280,20 @@ fn written_files_load_and_match_run() {
     dispatch(&mut app, Action::CyclePolicy); // all -> optimistic
     dispatch(&mut app, Action::CyclePolicy); // retry
     dispatch(&mut app, Action::ShiftSeed(3));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
     dispatch(&mut app, Action::Save);
     assert!(app.status.starts_with("wrote scenario"), "{}", app.status);
+    #[cfg(unix)]
+    {
+        // Before: saving left a 0644 scenario 0600.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "saving keeps the file's mode");
+    }
     assert!(!app.editor.as_ref().is_some_and(|e| e.dirty()));
     let saved = shipping(&path);
     assert_eq!(saved.config.seed, 45);

@@ -397,3 +397,54 @@ fn help_scrolls_at_a_tiny_size() {
     );
     assert!(app.help_scroll > 0 && app.help_scroll == app.drawn.help_max);
 }
+
+#[test]
+fn a_recorded_decision_the_seed_disagrees_with_says_so() {
+    // Before: a hand-made file whose faults disagree with its seed read "selected: draw ... ≥ p",
+    // a contradiction. Lower the rule's probability so that the seed no longer selects it.
+    let original = std::fs::read_to_string(repo("cassettes/incident.json")).expect("read");
+    let edited = original.replacen("\"probability\":1.0", "\"probability\":0.0001", 1);
+    assert_ne!(original, edited);
+    let path = std::env::temp_dir().join(format!("toolstorm-handmade-{}.json", std::process::id()));
+    std::fs::write(&path, edited).expect("write");
+    let mut app = App::new(Document::open(&path).expect("still a valid cassette"));
+    type_keys(&mut app, "f");
+    assert!(app.selected().is_some_and(|c| c.fault.is_some()));
+    let screen = text(&mut app, 160, 50);
+    assert!(
+        screen.contains("recorded decision differs from what the seed gives"),
+        "{screen}"
+    );
+    assert!(!screen.contains("selected: draw"), "{screen}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn the_duplicate_mark_survives_a_narrow_timeline() {
+    let mut app = open("cassettes/incident.json");
+    for (w, h) in [(50, 20), (40, 12), (30, 10)] {
+        let screen = text(&mut app, w, h);
+        assert!(screen.contains('⧉'), "{w}x{h}: {screen}");
+        assert!(screen.contains('✗'), "{w}x{h}: {screen}");
+    }
+}
+
+#[test]
+fn the_comparison_stays_whole_beside_the_editor() {
+    // Before: the rule editor covered half of the compare view.
+    let mut app = open("scenarios/lost_ack.json");
+    type_keys(&mut app, "illl\n");
+    press(&mut app, ctrl('u'));
+    type_keys(&mut app, "3\nc");
+    assert!(app.editing(), "{:?}", app.mode);
+    let screen = text(&mut app, 120, 40);
+    assert!(screen.contains("Compare · retry"), "{screen}");
+    assert!(screen.contains("Rules · lost_ack"), "{screen}");
+    for row in [
+        "previous",
+        "calls +0 -1 ~1",
+        "✗→✓ No duplicate side effects",
+    ] {
+        assert!(screen.contains(row), "{row}: {screen}");
+    }
+}

@@ -352,10 +352,7 @@ impl App {
             Action::ToggleZoom => {
                 self.zoom = !self.zoom;
                 if self.zoom {
-                    self.info(format!(
-                        "{} on the whole screen; z or Esc goes back",
-                        self.focus.label()
-                    ));
+                    self.info("zoomed: Tab shows the next pane whole; z or Esc goes back".into());
                 }
             }
             Action::ToggleStory => self.story = !self.story,

@@ -143,8 +143,8 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         }
         let approval = match &lane.approval {
             Some((_, true)) => " · approved",
-            Some((_, false)) => " · denied",
-            None => "",
+            Some((_, false)) if lane.kind != "denied" => " · denied",
+            _ => "",
         };
         let info = format!(
             "{} {}ms ×{}{approval}",
