@@ -17,6 +17,12 @@ pub trait Clock: Send + Sync {
     fn sleep(&self, seconds: f64) -> Result<(), ConfigError>;
     /// The class name reports record (`VirtualClock`, `RealClock`).
     fn name(&self) -> &'static str;
+    /// Whether `sleep` only moves the clock (nothing waits): async calls then wait by
+    /// sleeping on the clock and yielding once; on any other clock they need a runtime's
+    /// sleep ([`crate::storm::Sleeper`]).
+    fn is_virtual(&self) -> bool {
+        false
+    }
 }
 
 /// Checks a duration the way the reference does.
@@ -49,6 +55,9 @@ impl Clock for VirtualClock {
     }
     fn name(&self) -> &'static str {
         "VirtualClock"
+    }
+    fn is_virtual(&self) -> bool {
+        true
     }
 }
 

@@ -49,6 +49,54 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! ## Async tools
+//! Tools that return futures are wrapped the same way, from a [`Scope`]: the top level
+//! ([`Storm::scope`]) or the inside of a running call, which its body receives — nested calls
+//! and effects go through it, so each effect belongs to the call that made it however many are
+//! in flight. No runtime is needed; on a real clock, give the run your runtime's sleep
+//! ([`storm::StormBuilder::sleeper`]). The lost acknowledgement again, on tokio:
+//! ```
+//! use std::sync::Mutex;
+//! use toolstorm::contract::Contract;
+//! use toolstorm::rule::{FaultKind, RuleSpec};
+//! use toolstorm::{Error, Scope, Storm, Value, obj};
+//!
+//! async fn ship(top: &Scope<'_>, stored: &Mutex<Option<Value>>, key: Option<&str>) -> Result<Value, Error> {
+//!     let args = obj! {"order_id" => "o-1", "idempotency_key" => key};
+//!     top.call("create_shipment", args, |call| async move {
+//!         call.sleep(0.12).await?; // 120 ms of work on the run's clock
+//!         let earlier = stored.lock().map_err(|_| Error::raised("PoisonError", ""))?.clone();
+//!         if let (Some(_), Some(receipt)) = (key, earlier) {
+//!             return Ok(receipt); // same key: no second commit
+//!         }
+//!         call.effect("shipment", "o-1")?; // this call's commit
+//!         let receipt = obj! {"shipment_id" => "SHP-0001"};
+//!         *stored.lock().map_err(|_| Error::raised("PoisonError", ""))? = Some(receipt.clone());
+//!         Ok(receipt)
+//!     })
+//!     .await
+//! }
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let lost = || RuleSpec::new("lost-receipt", "create_shipment", FaultKind::ResponseLost).calls([1]).build();
+//!     for (key, duplicates) in [(None, 1), (Some("o-1"), 0)] {
+//!         let storm = Storm::builder().rule(lost()?).seed(42).build()?;
+//!         let stored = Mutex::new(None);
+//!         let top = storm.scope();
+//!         let first = ship(&top, &stored, key).await;
+//!         assert!(matches!(first, Err(Error::ResponseLost(_))));
+//!         ship(&top, &stored, key).await?; // the retry
+//!         let report = storm.report();
+//!         assert_eq!(report.duplicate_effects(), duplicates);
+//!         assert_eq!(report.calls[1].started, 0.12); // virtual time, as the reference records it
+//!         let verdict = Contract::new(&report).no_duplicate_effects();
+//!         assert_eq!(verdict.passed(), key.is_some());
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
 //! ## Map
 //! - [`json`]: the value model, strict parsing, canonical bytes and digests.
 //! - [`rule`], [`decision`]: what faults exist and when they fire.
@@ -94,4 +142,4 @@ pub mod tui;
 
 pub use error::{ConfigError, Error, Result};
 pub use json::Value;
-pub use storm::{RequireTriggered, Storm};
+pub use storm::{RequireTriggered, Scope, Sleeper, Storm};

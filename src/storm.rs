@@ -28,6 +28,9 @@ use crate::redact::Redactor;
 use crate::report::{Call, Coverage, Effect, ErrorRecord, Report, Status};
 use crate::rule::{FaultKind, Rule, ToolMatches};
 
+mod scope;
+pub use scope::{Scope, Sleeper};
+
 /// Largest seed magnitude a run accepts (JavaScript-safe integers).
 pub const MAX_SAFE_SEED: i64 = 9_007_199_254_740_991;
 /// Largest call budget.
@@ -42,6 +45,7 @@ pub struct StormBuilder {
     rules: Vec<Rule>,
     seed: i64,
     clock: Option<Arc<dyn Clock>>,
+    sleeper: Option<Arc<dyn Sleeper>>,
     max_calls: usize,
     capture: bool,
     redactor: Redactor,
@@ -53,6 +57,7 @@ impl Default for StormBuilder {
             rules: Vec::new(),
             seed: 0,
             clock: None,
+            sleeper: None,
             max_calls: 1000,
             capture: true,
             redactor: Redactor::default(),
@@ -79,6 +84,13 @@ impl StormBuilder {
     /// The clock (default: a fresh [`VirtualClock`]).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
+        self
+    }
+    /// How async calls wait on a clock that is not virtual (injected latency,
+    /// [`Scope::sleep`]): your runtime's sleep, e.g. `|d| tokio::time::sleep(d)`. The engine
+    /// depends on no runtime; on a [`VirtualClock`] nothing waits and none is needed.
+    pub fn sleeper(mut self, sleeper: impl Sleeper + 'static) -> Self {
+        self.sleeper = Some(Arc::new(sleeper));
         self
     }
     /// Most calls before `BudgetExceeded` (1–10,000; default 1,000).
@@ -125,6 +137,7 @@ impl StormBuilder {
             rules: self.rules,
             seed: self.seed,
             clock,
+            sleeper: self.sleeper,
             max_calls: self.max_calls,
             capture: self.capture,
             redactor: self.redactor,
@@ -160,6 +173,7 @@ pub struct Storm {
     rules: Vec<Rule>,
     seed: i64,
     clock: Arc<dyn Clock>,
+    sleeper: Option<Arc<dyn Sleeper>>,
     max_calls: usize,
     capture: bool,
     redactor: Redactor,
@@ -185,6 +199,18 @@ impl CallHandle {
     pub fn rule_index(&self) -> Option<usize> {
         self.rule
     }
+}
+
+/// Where a new call's parent comes from.
+#[derive(Clone, Copy, Debug)]
+enum Parent {
+    /// The synchronous context: the innermost call executing on this run's call stack (the
+    /// new call joins that stack).
+    Context,
+    /// None: a call on a caller-driven timeline ([`Storm::begin_call`]).
+    Detached,
+    /// The call a [`Scope`] belongs to (an async call's body), if any.
+    Of(Option<usize>),
 }
 
 /// What the selected fault does before a call's body runs ([`Storm::prelude`]).
@@ -261,7 +287,7 @@ impl Storm {
     where
         F: FnOnce() -> Result<Value>,
     {
-        let handle = self.begin(tool, &arguments, None, true)?;
+        let handle = self.begin(tool, &arguments, None, Parent::Context)?;
         let outcome = match self.prelude(&handle) {
             Prelude::Skip(outcome) => outcome,
             Prelude::Run { latency } => self.run_body(&handle, latency, f),
@@ -298,7 +324,7 @@ impl Storm {
         {
             return Err(Error::config("Invocation key must be 1–200 characters"));
         }
-        self.begin(tool, &arguments, key, false)
+        self.begin(tool, &arguments, key, Parent::Detached)
     }
 
     fn begin(
@@ -306,7 +332,7 @@ impl Storm {
         tool: &str,
         arguments: &Value,
         key: Option<&str>,
-        nested: bool,
+        parent: Parent,
     ) -> Result<CallHandle> {
         if !(1..=200).contains(&tool.chars().count()) {
             return Err(Error::config("Tool name must be 1–200 characters"));
@@ -357,14 +383,16 @@ impl Storm {
                 st.coverage[i].selected += 1;
             }
         }
-        let parent_id = if nested {
-            st.active
-                .last()
-                .filter(|&&i| st.calls[i].status == Status::Running)
-                .map(|&i| st.calls[i].id)
-        } else {
-            None
+        // The parent is the enclosing call, if it is still running (a detached task can
+        // outlive the call that started it).
+        let enclosing = match parent {
+            Parent::Context => st.active.last().copied(),
+            Parent::Detached => None,
+            Parent::Of(i) => i,
         };
+        let parent_id = enclosing
+            .filter(|&i| st.calls[i].status == Status::Running)
+            .map(|i| st.calls[i].id);
         let index = st.calls.len();
         let rule = chosen.map(|i| &self.rules[i]);
         st.calls.push(Call {
@@ -385,7 +413,7 @@ impl Storm {
             error: None,
             capture_error: false,
         });
-        if nested {
+        if matches!(parent, Parent::Context) {
             st.active.push(index);
         }
         Ok(CallHandle {
