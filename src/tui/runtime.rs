@@ -289,15 +289,32 @@ pub fn osc52(text: &str) -> String {
 
 /// Reads terminal input on a thread and sends it to the channel.
 pub fn spawn_input(tx: Sender<Event>) {
+    use std::io::IsTerminal;
+    // SIGHUP, as a vanished terminal would send.
+    const HANGUP: i32 = 1;
     std::thread::spawn(move || {
         loop {
-            match event::read() {
+            // Poll with a timeout rather than block in `read`: when the terminal goes away
+            // without a SIGHUP reaching us, crossterm's reader spins on the dead descriptor;
+            // checking now and then lets the explorer end instead of burning a core.
+            let event = match event::poll(Duration::from_millis(500)) {
+                Ok(true) => event::read(),
+                Ok(false) if std::io::stdout().is_terminal() => continue,
+                Ok(false) | Err(_) => {
+                    let _ = tx.send(Event::Terminate(HANGUP));
+                    return;
+                }
+            };
+            match event {
                 Ok(e) => {
                     if tx.send(Event::Terminal(e)).is_err() {
                         return;
                     }
                 }
-                Err(_) => return,
+                Err(_) => {
+                    let _ = tx.send(Event::Terminate(HANGUP));
+                    return;
+                }
             }
         }
     });
