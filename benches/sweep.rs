@@ -19,7 +19,7 @@ fn grid() -> Grid {
 
 fn main() {
     let grid = grid();
-    let n = grid.points.len();
+    let n = grid.len();
     // Warm up once, then take the best and median of several rounds.
     let _ = execute(&grid, None);
     let mut times = Vec::new();

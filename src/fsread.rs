@@ -22,7 +22,12 @@ pub fn read_document(path: &Path) -> io::Result<Vec<u8>> {
     }
     // A directory opens on Linux; reading it then fails with EISDIR, as the reference reports.
     let file = File::open(path)?;
-    let mut raw = Vec::new();
+    // Sized from the file's length (one allocation, no copies as it grows); the limit still
+    // holds, whatever the length said.
+    let expected = usize::try_from(meta.len())
+        .unwrap_or(0)
+        .min(MAX_DOCUMENT_BYTES + 1);
+    let mut raw = Vec::with_capacity(expected + 1);
     file.take(MAX_DOCUMENT_BYTES as u64 + 1)
         .read_to_end(&mut raw)?;
     Ok(raw)

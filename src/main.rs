@@ -14,17 +14,28 @@ fn main() -> ExitCode {
     }
     // Unlocked handles: other threads (sweep's progress, an MCP server's stderr) write to the
     // same streams, and holding a lock for the whole run would make them wait forever.
-    let mut out = std::io::stdout();
+    // Piped or redirected output is buffered (a write per line would dominate a big sweep);
+    // the MCP proxy flushes each message itself.
+    let people = std::io::stdout().is_terminal();
+    let mut out: Box<dyn Write> = if people {
+        Box::new(std::io::stdout())
+    } else {
+        Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::io::stdout(),
+        ))
+    };
     let mut err = std::io::stderr();
     let outcome = cli::dispatch(
         std::env::args_os(),
         &mut Io {
             out: &mut out,
             err: &mut err,
-            people: std::io::stdout().is_terminal(),
+            people,
         },
     );
     let _ = out.flush();
+    drop(out);
     let code = match outcome {
         Outcome::Exit(code) => code,
         Outcome::Explore(file) => toolstorm::tui::explore(file, &mut err),

@@ -1,7 +1,9 @@
 //! Report schema v1 (spec §7): the typed form of a run's trace, and its `to_dict` layout
 //! (key order matters for the command line's indented JSON; files use canonical order).
 
-use crate::json::{Int, Object, Text, Value, fingerprint};
+use crate::json::{Int, Object, Text, Value, sha256_hex};
+
+mod canonical;
 
 /// The only schema version.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -234,7 +236,7 @@ impl Report {
 
     /// SHA-256 of the canonical form: the run's identity.
     pub fn digest(&self) -> String {
-        fingerprint(&self.to_value())
+        sha256_hex(self.canonical().as_bytes())
     }
 
     /// Coverage of one rule.

@@ -168,3 +168,61 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The canonical text written from the typed report is byte for byte the canonical text of
+    /// its value tree, whatever the payloads, names and keys hold.
+    #[test]
+    fn typed_canonical_text_equals_the_value_tree(
+        rules in rules(),
+        seed in any::<i32>(),
+        calls in prop::collection::vec(
+            ("[ab]|c1|\\PC{1,12}", value(), value(), "\\PC{1,8}", prop::option::of("\\PC{1,8}")),
+            0..8,
+        ),
+    ) {
+        let storm = Storm::builder().rules(rules).seed(i64::from(seed)).build().expect("storm");
+        for (tool, args, output, effect, key) in calls {
+            let call = || {
+                storm.call(&tool, args.clone(), || {
+                    storm.sleep(0.013)?;
+                    let _ = storm.effect(&effect, &tool);
+                    Ok(output.clone())
+                })
+            };
+            let _ = match key {
+                Some(k) => storm.invocation(&k, call).unwrap_or_else(Err),
+                None => call(),
+            };
+        }
+        let report = storm.report();
+        prop_assert_eq!(report.canonical(), canonical(&report.to_value()));
+    }
+}
+
+#[test]
+fn typed_canonical_text_equals_the_value_tree_on_every_reference_trace() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference");
+    let mut seen = 0;
+    for dir in ["api", "demo", "demo-variants"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(cassettes) = toolstorm::cassette::load_document(&path) else {
+                continue;
+            };
+            for c in cassettes {
+                assert_eq!(
+                    c.report.canonical(),
+                    canonical(&c.report.to_value()),
+                    "{}",
+                    path.display()
+                );
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 50, "{seen} traces");
+}

@@ -93,3 +93,32 @@ fn summary_and_errors() {
     assert_eq!(code, 2);
     assert!(err.contains("--max-calls"), "{err}");
 }
+
+#[test]
+fn output_is_the_same_for_any_number_of_threads() {
+    let run = |threads: &str, jsonl: bool| {
+        let mut args: Vec<&str> = vec![
+            "sweep",
+            "--seed-range",
+            "0..60",
+            "--probabilities",
+            "0.5,1",
+            "--threads",
+            threads,
+        ];
+        if jsonl {
+            args.push("--jsonl");
+        }
+        let (code, out, err) = cli(&args);
+        assert_eq!((code, err.as_str()), (0, ""));
+        out
+    };
+    for jsonl in [true, false] {
+        let one = run("1", jsonl);
+        assert!(one.lines().count() > 18, "{one}");
+        assert_eq!(one, run("2", jsonl), "jsonl {jsonl}");
+        assert_eq!(one, run("7", jsonl), "jsonl {jsonl}");
+    }
+    let (code, _, err) = cli(&["sweep", "--threads", "0"]);
+    assert_eq!(code, 2, "{err}");
+}

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::{Io, parse_python_float, parse_python_int};
 use crate::exit;
 use crate::json::{Object, Value, compact};
-use crate::lab::campaign::{Grid, Outcome, Point, execute};
+use crate::lab::campaign::{Grid, Outcome, Point, default_threads, stream};
 use crate::lab::scenario::{self, Scenario};
 use crate::lab::{self, Policy};
 
@@ -35,9 +35,12 @@ pub struct SweepArgs {
     /// Call budgets: comma-separated integers in 1..=20
     #[arg(long, default_value = "8")]
     max_calls: String,
-    /// One JSON line per run, in grid order
+    /// One JSON line per run, in grid order (printed as runs finish)
     #[arg(long)]
     jsonl: bool,
+    /// Worker threads (default: one per core); the output is the same for any number
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
     /// Exit 1 if any run fails its contract
     #[arg(long)]
     fail_on_contract: bool,
@@ -148,7 +151,8 @@ pub fn jsonl_line(grid: &Grid, point: &Point, o: &Outcome) -> String {
     compact(&Value::Object(v))
 }
 
-/// Runs `sweep`.
+/// Runs `sweep`. Runs are streamed: lines (or the table's counts) are produced by the
+/// workers and handed over in grid order as they finish, so memory does not grow with the grid.
 pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     let grid = match grid(a) {
         Ok(g) => g,
@@ -159,28 +163,63 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     let bar = if a.jsonl || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {
-        ProgressBar::with_draw_target(Some(grid.points.len() as u64), ProgressDrawTarget::stderr())
+        ProgressBar::with_draw_target(Some(grid.len() as u64), ProgressDrawTarget::stderr())
     };
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} runs · {eta} left")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let tick = |done: usize, _total: usize| bar.set_position(done as u64);
-    let outcomes = match execute(&grid, Some(&tick)) {
-        Ok(o) => o,
-        Err(e) => {
-            bar.finish_and_clear();
-            return io.fail(format!("ConfigurationError: {e}"));
-        }
-    };
-    bar.finish_and_clear();
-    let any_failed = outcomes.iter().any(|o| !o.passed);
+    let threads = a.threads.map_or_else(default_threads, usize::from);
+    let mut failure: Option<String> = None;
+    let mut any_failed = false;
     if a.jsonl {
-        for (p, o) in grid.points.iter().zip(&outcomes) {
-            io.println(&jsonl_line(&grid, p, o));
-        }
+        let line = |_: usize, p: &Point, run: Result<&lab::LabRun, String>| {
+            run.map(|r| (jsonl_line(&grid, p, &Outcome::from(r)), r.passed()))
+        };
+        stream(
+            &grid,
+            threads,
+            &line,
+            &mut |result| match result {
+                Ok((text, passed)) if failure.is_none() => {
+                    any_failed |= !passed;
+                    io.println(&text);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            },
+            Some(&tick),
+        );
     } else {
-        summary(&grid, &outcomes, io);
+        let mut table = Table::default();
+        let verdict = |_: usize, p: &Point, run: Result<&lab::LabRun, String>| {
+            run.map(|r| (p.scenario, p.policy, p.config.seed, r.passed()))
+        };
+        stream(
+            &grid,
+            threads,
+            &verdict,
+            &mut |result| match result {
+                Ok(row) => {
+                    any_failed |= !row.3;
+                    table.add(row);
+                }
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            },
+            Some(&tick),
+        );
+        if failure.is_none() {
+            table.print(&grid, io);
+        }
+    }
+    bar.finish_and_clear();
+    if let Some(e) = failure {
+        return io.fail(format!("ConfigurationError: {e}"));
     }
     if a.fail_on_contract && any_failed {
         exit::CONTRACT_FAILED
@@ -189,49 +228,72 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     }
 }
 
-fn summary(grid: &Grid, outcomes: &[Outcome], io: &mut Io<'_>) {
-    io.println(&format!("{} runs", outcomes.len()));
-    io.println(&format!(
-        "{:<14} {:<11} {:>6} {:>6}  failing seeds",
-        "scenario", "policy", "pass", "fail"
-    ));
-    let mut rows: Vec<(usize, Policy)> = Vec::new();
-    for p in &grid.points {
-        if !rows.contains(&(p.scenario, p.policy)) {
-            rows.push((p.scenario, p.policy));
+/// Failing seeds the table lists per row before "(+N more)".
+const LISTED_SEEDS: usize = 12;
+
+/// One row of the table: a scenario and a policy, counted as runs arrive.
+#[derive(Default)]
+struct Row {
+    pass: usize,
+    fail: usize,
+    /// Distinct failing seeds, in the order of their first failure.
+    seen: std::collections::HashSet<i64>,
+    listed: Vec<i64>,
+}
+
+/// The summary table, built from runs as they arrive in grid order.
+#[derive(Default)]
+struct Table {
+    runs: usize,
+    order: Vec<(usize, Policy)>,
+    rows: std::collections::HashMap<(usize, Policy), Row>,
+}
+
+impl Table {
+    fn add(&mut self, (scenario, policy, seed, passed): (usize, Policy, i64, bool)) {
+        self.runs += 1;
+        let row = self.rows.entry((scenario, policy)).or_insert_with(|| {
+            self.order.push((scenario, policy));
+            Row::default()
+        });
+        if passed {
+            row.pass += 1;
+        } else {
+            row.fail += 1;
+            if row.seen.insert(seed) && row.listed.len() < LISTED_SEEDS {
+                row.listed.push(seed);
+            }
         }
     }
-    for (s, policy) in rows {
-        let mut pass = 0;
-        let mut fail = 0;
-        let mut seeds: Vec<i64> = Vec::new();
-        for (p, o) in grid.points.iter().zip(outcomes) {
-            if p.scenario == s && p.policy == policy {
-                if o.passed {
-                    pass += 1;
-                } else {
-                    fail += 1;
-                    if !seeds.contains(&p.config.seed) {
-                        seeds.push(p.config.seed);
-                    }
-                }
-            }
-        }
-        let listed: Vec<String> = seeds.iter().take(12).map(i64::to_string).collect();
-        let more = if seeds.len() > 12 {
-            format!(" (+{} more)", seeds.len() - 12)
-        } else {
-            String::new()
-        };
+
+    fn print(&self, grid: &Grid, io: &mut Io<'_>) {
+        io.println(&format!("{} runs", self.runs));
         io.println(&format!(
-            "{:<14} {:<11} {pass:>6} {fail:>6}  {}{more}",
-            grid.scenarios[s].name,
-            policy.as_str(),
-            if listed.is_empty() {
-                "-".to_owned()
-            } else {
-                listed.join(",")
-            }
+            "{:<14} {:<11} {:>6} {:>6}  failing seeds",
+            "scenario", "policy", "pass", "fail"
         ));
+        for key in &self.order {
+            let Some(row) = self.rows.get(key) else {
+                continue;
+            };
+            let more = if row.seen.len() > LISTED_SEEDS {
+                format!(" (+{} more)", row.seen.len() - LISTED_SEEDS)
+            } else {
+                String::new()
+            };
+            let listed: Vec<String> = row.listed.iter().map(i64::to_string).collect();
+            io.println(&format!(
+                "{:<14} {:<11} {:>6} {:>6}  {}{more}",
+                grid.scenarios[key.0].name,
+                key.1.as_str(),
+                row.pass,
+                row.fail,
+                if listed.is_empty() {
+                    "-".to_owned()
+                } else {
+                    listed.join(",")
+                }
+            ));
+        }
     }
 }

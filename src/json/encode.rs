@@ -4,7 +4,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::float::py_repr;
+use super::float::{py_repr, write_py_repr};
 use super::{Int, Text, Value};
 
 /// The canonical text of a value: keys sorted by code point, `,`/`:` separators, ASCII only.
@@ -67,10 +67,42 @@ fn canonical_len_with(value: &Value, float_len: &dyn Fn(f64) -> usize) -> usize 
         Value::Null => 4,
         Value::Bool(true) => 4,
         Value::Bool(false) => 5,
-        Value::Int(Int::Small(v)) => v.to_string().len(),
+        Value::Int(Int::Small(v)) => int_len(*v),
         Value::Int(Int::Big(s)) => s.len(),
         Value::Float(f) => float_len(*f),
         Value::Str(t) => text_len(t),
+    }
+}
+
+/// Characters of an integer in decimal (sign included), without formatting it.
+fn int_len(v: i64) -> usize {
+    let digits = v
+        .unsigned_abs()
+        .checked_ilog10()
+        .map_or(1, |d| d as usize + 1);
+    digits + usize::from(v < 0)
+}
+
+#[cfg(test)]
+mod len_tests {
+    #[test]
+    fn int_lengths_match_their_text() {
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            -1,
+            -10,
+            i64::MAX,
+            i64::MIN,
+            1_000_000,
+            -999,
+        ] {
+            assert_eq!(super::int_len(v), v.to_string().len(), "{v}");
+        }
     }
 }
 
@@ -125,17 +157,34 @@ fn write_scalar(value: &Value, out: &mut String) {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
-        Value::Int(Int::Small(v)) => out.push_str(&v.to_string()),
+        Value::Int(Int::Small(v)) => write_int(*v, out),
         Value::Int(Int::Big(s)) => out.push_str(s),
-        Value::Float(f) => out.push_str(&py_repr(*f)),
+        Value::Float(f) => write_py_repr(*f, out),
         Value::Str(t) => write_text(t, out),
         Value::Array(_) | Value::Object(_) => write_canonical(value, out),
     }
 }
 
+/// Appends an integer in decimal.
+pub fn write_int(v: impl std::fmt::Display, out: &mut String) {
+    use std::fmt::Write;
+    let _ = write!(out, "{v}");
+}
+
 /// Appends a JSON string literal with Python's `ensure_ascii` escaping.
 pub fn write_text(text: &Text, out: &mut String) {
     out.push('"');
+    // Most text is printable ASCII with nothing to escape: copied as it is.
+    let bytes = text.as_wtf8();
+    if bytes
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+        && let Ok(plain) = std::str::from_utf8(bytes)
+    {
+        out.push_str(plain);
+        out.push('"');
+        return;
+    }
     for cp in text.code_points() {
         match cp {
             0x22 => out.push_str("\\\""),

@@ -1,35 +1,79 @@
 //! Python-compatible float text: `repr` (shortest round-trip digits in Python's layout),
 //! `round(x, n)` and `format(x, '.nf')`, all correctly rounded with ties to even.
 
-/// Python `repr(float)` for a finite value: `1.0`, `0.0001`, `1e-05`, `1e+16`, `-0.0`.
+/// Python `repr(float)`: the shortest round-trip digits, in fixed notation for exponents
+/// -4..16 and `d.ddde±XX` otherwise (`0.1`, `1e-05`, `1e+16`, `-0.0`).
 pub fn py_repr(x: f64) -> String {
+    let mut out = String::with_capacity(24);
+    write_py_repr(x, &mut out);
+    out
+}
+
+/// A small buffer on the stack that `write!` can fill.
+struct StackText {
+    buf: [u8; 40],
+    len: usize,
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// [`py_repr`] appended to `out` (no allocation but `out`'s own growth).
+pub fn write_py_repr(x: f64, out: &mut String) {
+    use std::fmt::Write;
     if x == 0.0 {
-        return if x.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
+        out.push_str(if x.is_sign_negative() { "-0.0" } else { "0.0" });
+        return;
     }
     if !x.is_finite() {
         // Never stored in a Value; kept total for messages.
-        return if x.is_nan() {
-            "nan".into()
+        out.push_str(if x.is_nan() {
+            "nan"
         } else if x > 0.0 {
-            "inf".into()
+            "inf"
         } else {
-            "-inf".into()
-        };
+            "-inf"
+        });
+        return;
     }
-    // Rust's `{:e}` prints the shortest round-trip digits: "-1.2345e-5".
-    let sci = format!("{x:e}");
-    let (neg, rest) = match sci.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, sci.as_str()),
+    // Rust's `{:e}` prints the shortest round-trip digits: "-1.2345e-5" (at most 24 bytes).
+    let mut sci = StackText {
+        buf: [0; 40],
+        len: 0,
     };
-    let (mantissa, exp) = rest.split_once('e').unwrap_or((rest, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let mut out = String::with_capacity(digits.len() + 8);
+    if write!(sci, "{x:e}").is_err() {
+        return;
+    }
+    let text = &sci.buf[..sci.len];
+    let (neg, rest) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        _ => (false, text),
+    };
+    let e = rest.iter().position(|&c| c == b'e').unwrap_or(rest.len());
+    let (mantissa, exp_text) = (&rest[..e], rest.get(e + 1..).unwrap_or(&[]));
+    let exp: i32 = std::str::from_utf8(exp_text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
+    // The significant digits, without the point (at most 17).
+    let mut digit_buf = [0u8; 24];
+    let mut n = 0;
+    for &c in mantissa.iter().filter(|c| c.is_ascii_digit()) {
+        if n < digit_buf.len() {
+            digit_buf[n] = c;
+            n += 1;
+        }
+    }
+    let digits = std::str::from_utf8(&digit_buf[..n]).unwrap_or("0");
     if neg {
         out.push('-');
     }
@@ -39,11 +83,11 @@ pub fn py_repr(x: f64) -> String {
             for _ in 0..(-exp - 1) {
                 out.push('0');
             }
-            out.push_str(&digits);
+            out.push_str(digits);
         } else {
             let int_len = exp as usize + 1;
             if digits.len() <= int_len {
-                out.push_str(&digits);
+                out.push_str(digits);
                 for _ in digits.len()..int_len {
                     out.push('0');
                 }
@@ -66,9 +110,8 @@ pub fn py_repr(x: f64) -> String {
         if mag < 10 {
             out.push('0');
         }
-        out.push_str(&mag.to_string());
+        let _ = write!(out, "{mag}");
     }
-    out
 }
 
 /// Python `format(x, '.{places}f')`: the exact binary value correctly rounded, ties to even.

@@ -109,6 +109,8 @@ pub fn parse_at_depth(text: &str, depth: usize) -> Result<Value, ParseError> {
         bytes: text.as_bytes(),
         text,
         pos: 0,
+        members: Vec::new(),
+        items: Vec::new(),
     };
     p.skip_ws();
     let v = p.value(depth)?;
@@ -123,6 +125,11 @@ struct Parser<'a> {
     bytes: &'a [u8],
     text: &'a str,
     pos: usize,
+    /// Members of the objects being parsed, innermost last: each object takes its members
+    /// out in one exactly-sized allocation when it closes (no growth, no slack).
+    members: Vec<(Text, Value)>,
+    /// Items of the arrays being parsed, likewise.
+    items: Vec<Value>,
 }
 
 impl Parser<'_> {
@@ -287,15 +294,15 @@ impl Parser<'_> {
                 }
                 self.pos += 1;
             }
+            if self.peek() == Some(b'"') && out.is_empty() && !surrogate {
+                // No escapes: the text is a slice of the (UTF-8) input; no buffer needed.
+                let t = Text::from_utf8_slice(&self.bytes[run_start..self.pos]);
+                self.pos += 1;
+                return Ok(t);
+            }
             out.extend_from_slice(&self.bytes[run_start..self.pos]);
             match self.peek() {
                 None => return Err(self.err(ParseErrorKind::UnexpectedEnd)),
-                Some(b'"') if out.is_empty() && !surrogate => {
-                    // No escapes: the text is a slice of the (UTF-8) input; no buffer needed.
-                    let t = Text::from_utf8_slice(&self.bytes[run_start..self.pos]);
-                    self.pos += 1;
-                    return Ok(t);
-                }
                 Some(b'"') => {
                     self.pos += 1;
                     // Input text is UTF-8; only a lone surrogate escape can break that.
@@ -350,21 +357,28 @@ impl Parser<'_> {
 
     fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
         self.pos += 1;
-        let mut items = Vec::new();
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Ok(Value::Array(items));
+            return Ok(Value::Array(Vec::new()));
         }
+        let base = self.items.len();
+        let result = self.array_items(depth);
+        let items: Vec<Value> = self.items.drain(base..).collect();
+        result.map(|()| Value::Array(items))
+    }
+
+    fn array_items(&mut self, depth: usize) -> Result<(), ParseError> {
         loop {
             self.skip_ws();
-            items.push(self.value(depth + 1)?);
+            let item = self.value(depth + 1)?;
+            self.items.push(item);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(());
                 }
                 _ => return Err(self.unexpected()),
             }
@@ -373,14 +387,20 @@ impl Parser<'_> {
 
     fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
         self.pos += 1;
-        let mut members: Vec<(Text, Value)> = Vec::new();
-        // Small objects check duplicates by scanning; large ones switch to a hash set.
-        let mut seen: Option<HashSet<Text>> = None;
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Value::Object(Object::from_members(members)));
+            return Ok(Value::Object(Object::from_members(Vec::new())));
         }
+        let base = self.members.len();
+        let result = self.object_members(depth, base);
+        let members: Vec<(Text, Value)> = self.members.drain(base..).collect();
+        result.map(|()| Value::Object(Object::from_members(members)))
+    }
+
+    fn object_members(&mut self, depth: usize, base: usize) -> Result<(), ParseError> {
+        // Small objects check duplicates by scanning; large ones switch to a hash set.
+        let mut seen: Option<HashSet<Text>> = None;
         loop {
             self.skip_ws();
             if self.peek() != Some(b'"') {
@@ -395,11 +415,12 @@ impl Parser<'_> {
             self.pos += 1;
             self.skip_ws();
             let value = self.value(depth + 1)?;
+            let mine = &self.members[base..];
             let duplicate = match &mut seen {
                 Some(set) => !set.insert(key.clone()),
-                None if members.len() < 16 => members.iter().any(|(k, _)| *k == key),
+                None if mine.len() < 16 => mine.iter().any(|(k, _)| *k == key),
                 None => {
-                    let mut set: HashSet<Text> = members.iter().map(|(k, _)| k.clone()).collect();
+                    let mut set: HashSet<Text> = mine.iter().map(|(k, _)| k.clone()).collect();
                     let dup = !set.insert(key.clone());
                     seen = Some(set);
                     dup
@@ -411,13 +432,13 @@ impl Parser<'_> {
                     offset: key_at,
                 });
             }
-            members.push((key, value));
+            self.members.push((key, value));
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(Object::from_members(members)));
+                    return Ok(());
                 }
                 _ => return Err(self.unexpected()),
             }

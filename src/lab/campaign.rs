@@ -1,7 +1,10 @@
-//! Campaigns: many lab runs over a grid of configurations, spread over every core, with
-//! results returned in grid order (so output is identical run to run).
+//! Campaigns: many lab runs over a grid of configurations, spread over worker threads, with
+//! results handed over in grid order (so output is identical run to run, whatever the thread
+//! count) as they come, in memory bounded by the number of workers.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, mpsc};
 
 use super::scenario::Scenario;
 use super::{LabRun, Policy, RunConfig};
@@ -17,12 +20,15 @@ pub struct Point {
     pub config: RunConfig,
 }
 
-/// A parsed grid.
+/// A parsed grid. Points are computed from their index, so a grid of millions of runs takes
+/// no memory beyond its axes.
 pub struct Grid {
     /// Scenarios.
     pub scenarios: Vec<Scenario>,
-    /// Points in grid order (scenario, policy, seed, probability, budget; slowest first).
-    pub points: Vec<Point>,
+    policies: Vec<Policy>,
+    seeds: Vec<i64>,
+    probabilities: Vec<f64>,
+    budgets: Vec<i64>,
 }
 
 impl Grid {
@@ -35,30 +41,56 @@ impl Grid {
         probabilities: &[f64],
         budgets: &[i64],
     ) -> Grid {
-        let mut points = Vec::with_capacity(
-            scenarios.len() * policies.len() * seeds.len() * probabilities.len() * budgets.len(),
-        );
-        for s in 0..scenarios.len() {
-            for &policy in policies {
-                for &seed in seeds {
-                    for &p in probabilities {
-                        for &max_calls in budgets {
-                            let config = RunConfig {
-                                seed,
-                                probability: Some(p),
-                                max_calls,
-                            };
-                            points.push(Point {
-                                scenario: s,
-                                policy,
-                                config,
-                            });
-                        }
-                    }
-                }
-            }
+        Grid {
+            scenarios,
+            policies: policies.to_vec(),
+            seeds: seeds.to_vec(),
+            probabilities: probabilities.to_vec(),
+            budgets: budgets.to_vec(),
         }
-        Grid { scenarios, points }
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.scenarios.len()
+            * self.policies.len()
+            * self.seeds.len()
+            * self.probabilities.len()
+            * self.budgets.len()
+    }
+
+    /// Whether the grid has no point.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `i`-th point in grid order (`i < len()`).
+    pub fn point(&self, i: usize) -> Point {
+        let mut rest = i;
+        let mut digit = |n: usize| {
+            let d = rest % n.max(1);
+            rest /= n.max(1);
+            d
+        };
+        let budget = digit(self.budgets.len());
+        let probability = digit(self.probabilities.len());
+        let seed = digit(self.seeds.len());
+        let policy = digit(self.policies.len());
+        let scenario = digit(self.scenarios.len());
+        Point {
+            scenario,
+            policy: self.policies[policy],
+            config: RunConfig {
+                seed: self.seeds[seed],
+                probability: Some(self.probabilities[probability]),
+                max_calls: self.budgets[budget],
+            },
+        }
+    }
+
+    /// Every point, in grid order.
+    pub fn points(&self) -> impl Iterator<Item = Point> + '_ {
+        (0..self.len()).map(|i| self.point(i))
     }
 }
 
@@ -92,55 +124,113 @@ impl From<&LabRun> for Outcome {
     }
 }
 
-/// Runs every point on all cores; results come back in grid order.
+/// Points a worker takes at a time.
+const CHUNK: usize = 64;
+
+/// Chunks a worker may run ahead of the oldest one not yet handed to the sink, per worker:
+/// what bounds memory whatever the grid's size.
+const AHEAD_PER_WORKER: usize = 4;
+
+/// What a worker keeps of a run: it gets the point's index, the point, and the run or why it
+/// could not run.
+pub type Keep<'a, T> = dyn Fn(usize, &Point, Result<&LabRun, String>) -> T + Sync + 'a;
+
+/// The number of worker threads to use by default: one per core.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |p| p.get())
+}
+
+/// Runs every point on `threads` workers. Each worker turns its runs into what the caller
+/// keeps with `map` (index, point, the run or why it failed); `sink` receives them in grid
+/// order on the calling thread while later points still run. Memory stays bounded by the
+/// number of workers, not by the grid. `progress` hears (done, total) after each chunk.
+pub fn stream<T: Send>(
+    grid: &Grid,
+    threads: usize,
+    map: &Keep<'_, T>,
+    sink: &mut dyn FnMut(T),
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) {
+    let n = grid.len();
+    let chunks = n.div_ceil(CHUNK);
+    let workers = threads.clamp(1, chunks.max(1));
+    let window = workers * AHEAD_PER_WORKER;
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    // How many chunks the sink has had; workers wait rather than run too far ahead of it.
+    let emitted = (Mutex::new(0usize), Condvar::new());
+    let (tx, rx) = mpsc::channel::<(usize, Vec<T>)>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (next, done, emitted) = (&next, &done, &emitted);
+            scope.spawn(move || {
+                loop {
+                    let c = next.fetch_add(1, Ordering::Relaxed);
+                    if c >= chunks {
+                        return;
+                    }
+                    {
+                        let (count, wake) = emitted;
+                        let mut count = count.lock().unwrap_or_else(|p| p.into_inner());
+                        while c >= *count + window {
+                            count = wake.wait(count).unwrap_or_else(|p| p.into_inner());
+                        }
+                    }
+                    let range = c * CHUNK..((c + 1) * CHUNK).min(n);
+                    let len = range.len();
+                    let out: Vec<T> = range
+                        .map(|i| {
+                            let p = grid.point(i);
+                            let run = super::run(&grid.scenarios[p.scenario], p.policy, &p.config)
+                                .map_err(|e| e.to_string());
+                            map(i, &p, run.as_ref().map_err(Clone::clone))
+                        })
+                        .collect();
+                    let d = done.fetch_add(len, Ordering::Relaxed) + len;
+                    if let Some(f) = progress {
+                        f(d, n);
+                    }
+                    if tx.send((c, out)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut waiting: BTreeMap<usize, Vec<T>> = BTreeMap::new();
+        let mut expected = 0;
+        for (c, out) in rx {
+            waiting.insert(c, out);
+            let before = expected;
+            while let Some(out) = waiting.remove(&expected) {
+                for item in out {
+                    sink(item);
+                }
+                expected += 1;
+            }
+            if expected != before {
+                let (count, wake) = &emitted;
+                *count.lock().unwrap_or_else(|p| p.into_inner()) = expected;
+                wake.notify_all();
+            }
+        }
+    });
+}
+
+/// Runs every point on all cores; results come back in grid order (all of them at once: for
+/// grids that fit in memory; [`stream`] for any size).
 pub fn execute(
     grid: &Grid,
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Result<Vec<Outcome>, String> {
-    let n = grid.points.len();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |p| p.get())
-        .min(n.max(1));
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let chunk = 64;
-    let mut slots: Vec<Option<Result<Outcome, String>>> = vec![None; n];
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let start = next.fetch_add(chunk, Ordering::Relaxed);
-                        if start >= n {
-                            break;
-                        }
-                        for i in start..(start + chunk).min(n) {
-                            let p = &grid.points[i];
-                            let r = super::run(&grid.scenarios[p.scenario], p.policy, &p.config)
-                                .map(|r| Outcome::from(&r))
-                                .map_err(|e| e.to_string());
-                            mine.push((i, r));
-                        }
-                        let d = done.fetch_add((start + chunk).min(n) - start, Ordering::Relaxed);
-                        if let Some(f) = progress {
-                            f(d + chunk.min(n - start), n);
-                        }
-                    }
-                    mine
-                })
-            })
-            .collect();
-        for h in handles {
-            if let Ok(results) = h.join() {
-                for (i, r) in results {
-                    slots[i] = Some(r);
-                }
-            }
-        }
-    });
-    slots
-        .into_iter()
-        .map(|s| s.unwrap_or_else(|| Err("a worker stopped".into())))
-        .collect()
+    let mut out = Vec::with_capacity(grid.len());
+    stream(
+        grid,
+        default_threads(),
+        &|_, _, run| run.map(Outcome::from),
+        &mut |r| out.push(r),
+        progress,
+    );
+    out.into_iter().collect()
 }
