@@ -382,5 +382,8 @@ pub fn verdicts_value(scenario: &str, config: &RunConfig, runs: &[LabRun]) -> Va
 
 /// The header line: `ToolStorm · {title} · seed {seed}`.
 pub fn header_line(scenario: &Scenario, seed: i64) -> String {
-    format!("ToolStorm \u{b7} {} \u{b7} seed {seed}", scenario.title)
+    format!(
+        "ToolStorm \u{b7} {} \u{b7} seed {seed}",
+        scenario.story.title
+    )
 }

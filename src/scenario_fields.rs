@@ -108,3 +108,41 @@ pub fn rules(values: &[Value]) -> Result<Vec<Rule>, ConfigError> {
         .map(|(i, r)| Rule::from_value(r).map_err(|e| e.within(&format!("rules[{i}]"))))
         .collect()
 }
+
+/// What every scenario file tells people, in every world: a title, an incident code and
+/// category, what happens and what to learn from it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Story {
+    /// Title (`Lost acknowledgement`); required.
+    pub title: String,
+    /// Incident code (`INC-001`).
+    pub code: String,
+    /// Category (`SIDE EFFECTS`).
+    pub category: String,
+    /// What happens.
+    pub description: String,
+    /// What to learn from it.
+    pub lesson: String,
+}
+
+impl Story {
+    /// Reads the story's fields of a scenario document.
+    pub fn from_object(o: &Object) -> Result<Story, ConfigError> {
+        Ok(Story {
+            title: text_field(o, "title", true)?,
+            code: text_field(o, "code", false)?,
+            category: text_field(o, "category", false)?,
+            description: text_field(o, "description", false)?,
+            lesson: text_field(o, "lesson", false)?,
+        })
+    }
+
+    /// Appends the story's fields, in the files' order.
+    pub fn push_into(&self, o: &mut Object) {
+        o.push("title", self.title.as_str());
+        o.push("code", self.code.as_str());
+        o.push("category", self.category.as_str());
+        o.push("description", self.description.as_str());
+        o.push("lesson", self.lesson.as_str());
+    }
+}

@@ -62,11 +62,10 @@ proptest! {
         let scenario = ScenarioFile {
                 scenario: Scenario {
                 name: "from-cassette".into(),
-                title: "From a cassette".into(),
-                code: String::new(),
-                category: String::new(),
-                description: String::new(),
-                lesson: String::new(),
+                story: toolstorm::scenario_fields::Story {
+                    title: "From a cassette".into(),
+                    ..Default::default()
+                },
                 rules: report.rules.clone(),
                 checks: Vec::new(),
             },

@@ -85,7 +85,7 @@ pub fn run(a: &DemoArgs, io: &mut Io<'_>) -> i32 {
 pub fn scenarios(io: &mut Io<'_>) -> i32 {
     for name in names() {
         if let Some(sc) = scenario::bundled(name) {
-            io.println(&format!("{:<15} {}", sc.name, sc.title));
+            io.println(&format!("{:<15} {}", sc.name, sc.story.title));
         }
     }
     0

@@ -111,9 +111,9 @@ impl Scenario {
     /// The scenario's title.
     pub fn title(&self) -> &str {
         match self {
-            Scenario::Shipping(f) => &f.scenario.title,
-            Scenario::Orbit(s) => &s.title,
-            Scenario::Mcp(s) => &s.title,
+            Scenario::Shipping(f) => &f.scenario.story.title,
+            Scenario::Orbit(s) => &s.story.title,
+            Scenario::Mcp(s) => &s.story.title,
         }
     }
 

@@ -17,12 +17,12 @@
 //! ```
 
 use crate::error::ConfigError;
-use crate::json::{Value, parse, pretty};
+use crate::json::{Object, Value, parse, pretty};
 use crate::obj;
 use crate::printable::quoted;
 use crate::rule::{Rule, require_keys};
 use crate::scenario_fields::{
-    self, as_invalid, head, invalid as bad, rule_list, seed_field, text_field as text,
+    self, Story, as_invalid, head, invalid as bad, rule_list, seed_field, text_field as text,
 };
 
 use super::{FunctionCall, Limits};
@@ -82,16 +82,8 @@ impl ApproverChoice {
 pub struct ExecutorScenario {
     /// Identifier.
     pub name: String,
-    /// Title printed by the command line.
-    pub title: String,
-    /// Incident code.
-    pub code: String,
-    /// Category.
-    pub category: String,
-    /// What happens.
-    pub description: String,
-    /// What to learn from it.
-    pub lesson: String,
+    /// Title, incident code, category, what happens and the lesson.
+    pub story: Story,
     /// Decision and jitter seed.
     pub seed: i64,
     /// The approver.
@@ -225,11 +217,7 @@ impl ExecutorScenario {
         }
         Ok(ExecutorScenario {
             name: text(o, "name", true)?,
-            title: text(o, "title", true)?,
-            code: text(o, "code", false)?,
-            category: text(o, "category", false)?,
-            description: text(o, "description", false)?,
-            lesson: text(o, "lesson", false)?,
+            story: Story::from_object(o)?,
             seed,
             approver: approver(o.get("approver"))?,
             read_only,
@@ -264,22 +252,18 @@ impl ExecutorScenario {
             .iter()
             .map(|b| Value::Array(b.iter().map(FunctionCall::to_value).collect()))
             .collect();
-        obj! {
-            "schema_version" => scenario_fields::SCHEMA_VERSION,
-            "world" => WORLD,
-            "name" => self.name.as_str(),
-            "title" => self.title.as_str(),
-            "code" => self.code.as_str(),
-            "category" => self.category.as_str(),
-            "description" => self.description.as_str(),
-            "lesson" => self.lesson.as_str(),
-            "seed" => self.seed,
-            "approver" => self.approver.to_value(),
-            "tools" => if self.read_only { "read_only" } else { "all" },
-            "limits" => self.limits.to_value(),
-            "rules" => Value::Array(rules),
-            "batches" => Value::Array(batches),
-        }
+        let mut o = Object::new();
+        o.push("schema_version", scenario_fields::SCHEMA_VERSION);
+        o.push("world", WORLD);
+        o.push("name", self.name.as_str());
+        self.story.push_into(&mut o);
+        o.push("seed", self.seed);
+        o.push("approver", self.approver.to_value());
+        o.push("tools", if self.read_only { "read_only" } else { "all" });
+        o.push("limits", self.limits.to_value());
+        o.push("rules", Value::Array(rules));
+        o.push("batches", Value::Array(batches));
+        Value::Object(o)
     }
 
     /// The file text: indented JSON and a final newline.

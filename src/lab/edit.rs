@@ -12,6 +12,7 @@ use crate::error::ConfigError;
 use crate::json::{Object, Value, canonical, parse};
 use crate::report::Report;
 use crate::rule::RULE_KEYS;
+use crate::scenario_fields::Story;
 
 use super::scenario::{DEFAULT_LATENCY_BUDGET, Scenario, ScenarioCheck};
 use super::scenario_file::{PolicyChoice, ScenarioFile};
@@ -435,11 +436,10 @@ pub fn scenario_from_report(report: &Report, name: &str) -> Result<ScenarioFile,
     let file = ScenarioFile {
         scenario: Scenario {
             name: name.to_owned(),
-            title: format!("Edited {name}"),
-            code: String::new(),
-            category: String::new(),
-            description: String::new(),
-            lesson: String::new(),
+            story: Story {
+                title: format!("Edited {name}"),
+                ..Story::default()
+            },
             rules: report.rules.clone(),
             checks: vec![
                 ScenarioCheck::TaskCompleted,

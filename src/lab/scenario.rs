@@ -2,6 +2,7 @@
 //! that judge a run — as plain data, so scenario files and the TUI can edit them.
 
 use crate::json::{Value, parse};
+use crate::scenario_fields::Story;
 
 /// A scenario-specific contract check, appended after the three core checks.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,16 +37,8 @@ pub const DEFAULT_LATENCY_BUDGET: f64 = 1.5;
 pub struct Scenario {
     /// Identifier (`lost_ack`).
     pub name: String,
-    /// Title printed by the command line (`Lost acknowledgement`).
-    pub title: String,
-    /// Incident code (`INC-001`).
-    pub code: String,
-    /// Category (`SIDE EFFECTS`).
-    pub category: String,
-    /// What happens.
-    pub description: String,
-    /// What to learn from it.
-    pub lesson: String,
+    /// Title, incident code, category, what happens and the lesson.
+    pub story: Story,
     /// Rule objects (validated when a run starts).
     pub rules: Vec<Value>,
     /// Scenario-specific checks, in order.
@@ -145,11 +138,13 @@ pub fn bundled(name: &str) -> Option<Scenario> {
     checks.push(ScenarioCheck::LatencyBudget(DEFAULT_LATENCY_BUDGET));
     Some(Scenario {
         name: e.name.into(),
-        title: e.title.into(),
-        code: e.code.into(),
-        category: e.category.into(),
-        description: e.description.into(),
-        lesson: e.lesson.into(),
+        story: Story {
+            title: e.title.into(),
+            code: e.code.into(),
+            category: e.category.into(),
+            description: e.description.into(),
+            lesson: e.lesson.into(),
+        },
         rules: vec![rule],
         checks,
     })

@@ -23,7 +23,9 @@
 use crate::error::ConfigError;
 use crate::json::{Object, Value, parse, pretty};
 use crate::rule::Rule;
-use crate::scenario_fields::{SCHEMA_VERSION, head, invalid, rule_list, seed_field, text_field};
+use crate::scenario_fields::{
+    SCHEMA_VERSION, Story, head, invalid, rule_list, seed_field, text_field,
+};
 
 use super::scenario::{DEFAULT_LATENCY_BUDGET, Scenario, ScenarioCheck};
 use super::{LAB_MAX_CALLS, Policy, RunConfig, scenario_rules};
@@ -178,11 +180,7 @@ impl ScenarioFile {
         }
         let scenario = Scenario {
             name: text_field(o, "name", true)?,
-            title: text_field(o, "title", true)?,
-            code: text_field(o, "code", false)?,
-            category: text_field(o, "category", false)?,
-            description: text_field(o, "description", false)?,
-            lesson: text_field(o, "lesson", false)?,
+            story: Story::from_object(o)?,
             rules: rule_values,
             checks,
         };
@@ -215,11 +213,7 @@ impl ScenarioFile {
         o.push("schema_version", SCHEMA_VERSION);
         o.push("world", WORLD);
         o.push("name", s.name.as_str());
-        o.push("title", s.title.as_str());
-        o.push("code", s.code.as_str());
-        o.push("category", s.category.as_str());
-        o.push("description", s.description.as_str());
-        o.push("lesson", s.lesson.as_str());
+        s.story.push_into(&mut o);
         o.push("seed", self.config.seed);
         o.push("probability", self.config.probability.map(Value::Float));
         o.push("max_calls", self.config.max_calls);

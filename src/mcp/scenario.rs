@@ -34,7 +34,7 @@ use crate::obj;
 use crate::printable::quoted;
 use crate::rule::{Glob, Rule, require_keys};
 use crate::scenario_fields::{
-    self, SCHEMA_VERSION, head, invalid, rule_list, seed_field, text_field,
+    self, SCHEMA_VERSION, Story, head, invalid, rule_list, seed_field, text_field,
 };
 
 /// The world MCP scenario files name.
@@ -154,16 +154,8 @@ impl McpCheck {
 pub struct McpScenario {
     /// Identifier.
     pub name: String,
-    /// Title.
-    pub title: String,
-    /// Incident code.
-    pub code: String,
-    /// Category.
-    pub category: String,
-    /// What happens.
-    pub description: String,
-    /// What to learn from it.
-    pub lesson: String,
+    /// Title, incident code, category, what happens and the lesson.
+    pub story: Story,
     /// Decision seed.
     pub seed: i64,
     /// Calls recorded (and faulted) at most.
@@ -369,11 +361,7 @@ impl McpScenario {
         }
         let scenario = McpScenario {
             name: text_field(o, "name", true)?,
-            title: text_field(o, "title", true)?,
-            code: text_field(o, "code", false)?,
-            category: text_field(o, "category", false)?,
-            description: text_field(o, "description", false)?,
-            lesson: text_field(o, "lesson", false)?,
+            story: Story::from_object(o)?,
             seed,
             max_calls,
             delivery: delivery_map(o.get("delivery"), &rule_names)?,
@@ -461,11 +449,7 @@ impl McpScenario {
         o.push("schema_version", SCHEMA_VERSION);
         o.push("world", WORLD);
         o.push("name", self.name.as_str());
-        o.push("title", self.title.as_str());
-        o.push("code", self.code.as_str());
-        o.push("category", self.category.as_str());
-        o.push("description", self.description.as_str());
-        o.push("lesson", self.lesson.as_str());
+        self.story.push_into(&mut o);
         o.push("seed", self.seed);
         o.push("max_calls", self.max_calls);
         o.push("probability", self.probability.map(Value::Float));

@@ -124,7 +124,7 @@ impl OrbitRun {
     pub fn text_lines(&self) -> Vec<String> {
         let mut lines = vec![format!(
             "ToolStorm \u{b7} {} \u{b7} seed {}",
-            self.scenario.title, self.seed
+            self.scenario.story.title, self.seed
         )];
         for b in &self.batches {
             lines.push(format!(

@@ -11,28 +11,28 @@ use super::super::app::App;
 use super::super::theme::Theme;
 use super::pane;
 use crate::printable;
+use crate::scenario_fields::Story;
 
 /// The story of what is open: (title, lines).
 fn story_text(app: &App) -> (String, Vec<(String, String)>) {
-    let rows = |code: &str, category: &str, description: &str, lesson: &str| {
-        vec![
-            ("incident".to_owned(), format!("{code} · {category}")),
-            ("what happens".to_owned(), description.to_owned()),
-            ("the lesson".to_owned(), lesson.to_owned()),
-        ]
+    let told = |story: &Story| {
+        (
+            story.title.clone(),
+            vec![
+                (
+                    "incident".to_owned(),
+                    format!("{} · {}", story.code, story.category),
+                ),
+                ("what happens".to_owned(), story.description.clone()),
+                ("the lesson".to_owned(), story.lesson.clone()),
+            ],
+        )
     };
     if let Some(e) = &app.editor {
-        let s = &e.file().scenario;
-        return (
-            s.title.clone(),
-            rows(&s.code, &s.category, &s.description, &s.lesson),
-        );
+        return told(&e.file().scenario.story);
     }
     if let Some(s) = &app.doc.orbit {
-        return (
-            s.title.clone(),
-            rows(&s.code, &s.category, &s.description, &s.lesson),
-        );
+        return told(&s.story);
     }
     if let Some(m) = &app.doc.mcp {
         let name = crate::mcp::session::McpSession::peer_name;
