@@ -69,6 +69,17 @@ async fn connect(args: &[&str], env: &[(&str, &str)]) -> RunningService<RoleClie
         .expect("initialize through the proxy")
 }
 
+/// A client of the proxy injecting `faults` and recording to `cassette`.
+async fn proxy_recording(
+    faults: &Path,
+    cassette: &Path,
+    env: &[(&str, &str)],
+) -> RunningService<RoleClient, ()> {
+    let faults = faults.to_str().expect("path");
+    let cassette = cassette.to_str().expect("path");
+    connect(&["mcp", faults, "--record", cassette], env).await
+}
+
 fn ship(order: &str, key: Option<&str>) -> CallToolRequestParams {
     let args = match key {
         Some(k) => object!({"order_id": order, "idempotency_key": k}),
@@ -122,16 +133,7 @@ fn check(path: &Path) -> (i32, String) {
 async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_it() {
     let faults = scenario("lost-ack.json", LOST_ACK);
     let incident = scratch("incident.json");
-    let client = connect(
-        &[
-            "mcp",
-            faults.to_str().expect("path"),
-            "--record",
-            incident.to_str().expect("path"),
-        ],
-        &[],
-    )
-    .await;
+    let client = proxy_recording(&faults, &incident, &[]).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     assert_eq!(tools.len(), 2);
     let stock = client
@@ -227,16 +229,7 @@ async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_
 async fn an_agent_that_reuses_its_idempotency_key_commits_once() {
     let faults = scenario("lost-ack-idem.json", LOST_ACK);
     let incident = scratch("idempotent.json");
-    let client = connect(
-        &[
-            "mcp",
-            faults.to_str().expect("path"),
-            "--record",
-            incident.to_str().expect("path"),
-        ],
-        &[],
-    )
-    .await;
+    let client = proxy_recording(&faults, &incident, &[]).await;
     assert_eq!(
         agent(&client, Some("order-o-1")).await,
         ["error", "SHP-0001"]
@@ -255,16 +248,7 @@ async fn an_agent_that_reuses_its_idempotency_key_commits_once() {
 
     // The server's own word (`_meta`) is the stronger evidence, and agrees.
     let incident = scratch("idempotent-meta.json");
-    let client = connect(
-        &[
-            "mcp",
-            faults.to_str().expect("path"),
-            "--record",
-            incident.to_str().expect("path"),
-        ],
-        &[("SHIPPING_EFFECTS_META", "1")],
-    )
-    .await;
+    let client = proxy_recording(&faults, &incident, &[("SHIPPING_EFFECTS_META", "1")]).await;
     assert_eq!(
         agent(&client, Some("order-o-1")).await,
         ["error", "SHP-0001"]
