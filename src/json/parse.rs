@@ -364,7 +364,7 @@ impl Parser<'_> {
         }
         let base = self.items.len();
         let result = self.array_items(depth);
-        let items: Vec<Value> = self.items.drain(base..).collect();
+        let items = take_from(&mut self.items, base);
         result.map(|()| Value::Array(items))
     }
 
@@ -394,7 +394,7 @@ impl Parser<'_> {
         }
         let base = self.members.len();
         let result = self.object_members(depth, base);
-        let members: Vec<(Text, Value)> = self.members.drain(base..).collect();
+        let members = take_from(&mut self.members, base);
         result.map(|()| Value::Object(Object::from_members(members)))
     }
 
@@ -443,6 +443,19 @@ impl Parser<'_> {
                 _ => return Err(self.unexpected()),
             }
         }
+    }
+}
+
+/// The entries of `stack` from `base` on, in an exactly sized vector. When they are the whole
+/// stack, the stack's own buffer is shrunk and handed over rather than copied: a huge list
+/// then never needs two copies of itself at once.
+fn take_from<T>(stack: &mut Vec<T>, base: usize) -> Vec<T> {
+    if base == 0 {
+        let mut all = std::mem::take(stack);
+        all.shrink_to_fit();
+        all
+    } else {
+        stack.drain(base..).collect()
     }
 }
 
