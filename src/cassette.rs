@@ -4,6 +4,7 @@
 //! comparisons); and the `inspect` / `check` outputs.
 
 mod replay;
+mod skeleton;
 mod validate;
 
 use std::fmt;
@@ -28,13 +29,17 @@ use crate::report::Report;
 /// Most runs a comparison document may hold.
 pub const MAX_COMPARISON_RUNS: usize = 100;
 
-/// A validated trace: the canonical (key-sorted) document and its typed view.
+/// A validated trace: its typed view, and the canonical (key-sorted) document when the typed
+/// view cannot rebuild it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cassette {
-    /// The document as re-parsed from its canonical text (keys in sorted order; ints kept).
-    pub data: Value,
-    /// The typed view (durations as `f64`); `data` is what bytes and digests come from.
+    /// The typed view (durations as `f64`), with every call's payloads.
     pub report: Report,
+    /// The document as re-parsed from its canonical text (keys in sorted order; ints kept),
+    /// kept only when its bytes differ from the typed view's: a duration written as an
+    /// integer, an error recorded on an ok call. Files the reference or this program wrote
+    /// never need it, so a loaded trace is held once, not twice.
+    data: Option<Value>,
 }
 
 /// A JSON parse failure as the reference reports it.
@@ -83,8 +88,49 @@ impl Cassette {
             ConfigError::new("Invalid or excessively nested JSON")
                 .because(format!("duplicate object key {key:?}"))
         })?;
-        let report = validate_report(&data)?;
-        Ok(Cassette { data, report })
+        let checked = validate::check_document(&data)?;
+        let mut report = checked.report;
+        let calls = data
+            .as_object_mut()
+            .and_then(|o| o.get_mut("calls"))
+            .and_then(Value::as_array_mut);
+        for (call, raw) in report.calls.iter_mut().zip(calls.into_iter().flatten()) {
+            let Some(o) = raw.as_object_mut() else {
+                continue;
+            };
+            // The document is dropped when the typed view rebuilds it: move, don't copy.
+            for (slot, name) in [
+                (&mut call.arguments, "arguments"),
+                (&mut call.output, "output"),
+            ] {
+                if let Some(v) = o.get_mut(name) {
+                    *slot = if checked.rebuildable {
+                        std::mem::take(v)
+                    } else {
+                        v.clone()
+                    };
+                }
+            }
+        }
+        Ok(Cassette {
+            report,
+            data: (!checked.rebuildable).then_some(data),
+        })
+    }
+
+    /// Reads `text` when it is shaped like a bare trace, giving the text up as soon as its
+    /// values are read (a large trace is never held as text and values at once): `Ok` with
+    /// the verdict [`Cassette::loads`] would give, or the text back, unread, for anything
+    /// else (a run file, a comparison, a malformed document) — [`Cassette::loads`] and the
+    /// document readers take it from there.
+    pub fn read_owned(text: String) -> Result<Result<Cassette, ConfigError>, String> {
+        match skeleton::read(&text) {
+            Some(skeleton) => {
+                drop(text);
+                Ok(skeleton.into_cassette())
+            }
+            None => Err(text),
+        }
     }
 
     /// A cassette of a report taken from a run.
@@ -94,6 +140,9 @@ impl Cassette {
 
     /// Parses JSON text, then constructs.
     pub fn loads(text: &str) -> Result<Cassette, ConfigError> {
+        if let Some(skeleton) = skeleton::read(text) {
+            return skeleton.into_cassette();
+        }
         let value = parse(text).map_err(|e| json_error(&e))?;
         Cassette::from_parsed(value)
     }
@@ -126,19 +175,33 @@ impl Cassette {
 
     /// The file text: canonical JSON plus a newline.
     pub fn dumps(&self) -> String {
-        let mut s = canonical(&self.data);
+        let mut s = match &self.data {
+            Some(data) => canonical(data),
+            None => self.report.canonical(),
+        };
         s.push('\n');
         s
     }
 
     /// SHA-256 of the canonical document (equals the run's report digest).
     pub fn digest(&self) -> String {
-        fingerprint(&self.data)
+        match &self.data {
+            Some(data) => fingerprint(data),
+            None => self.report.digest(),
+        }
     }
 
-    /// A fresh copy of the document.
+    /// A fresh copy of the document, keys in canonical order.
     pub fn to_value(&self) -> Value {
-        self.data.clone()
+        match &self.data {
+            Some(data) => data.clone(),
+            None => {
+                let mut v = self.report.to_value();
+                // A report's keys are unique, so sorting cannot fail.
+                let _ = v.sort_keys();
+                v
+            }
+        }
     }
 
     /// Writes [`Cassette::dumps`] atomically (see [`crate::atomic::write`]).
@@ -452,13 +515,6 @@ pub fn document_cassettes(path: &Path, data: Value) -> Result<Vec<Cassette>, Loa
         .map_err(|e| LoadError::config(path, e.within("report")))
 }
 
-fn data_field<'a>(c: &'a Cassette, key: &str) -> &'a Value {
-    c.data
-        .as_object()
-        .and_then(|o| o.get(key))
-        .unwrap_or(&Value::Null)
-}
-
 /// `inspect` text: one `Valid trace v1: {calls} calls, {effects} effects` line per cassette.
 pub fn inspect_text(cassettes: &[Cassette]) -> String {
     cassettes
@@ -474,14 +530,19 @@ pub fn inspect_text(cassettes: &[Cassette]) -> String {
         .collect()
 }
 
-/// `inspect --json`'s summary of one cassette.
+/// `inspect --json`'s summary of one cassette. The fields are the document's: validation
+/// makes the schema version 1 and the coverage counts equal to the typed ones.
 pub fn inspect_summary(c: &Cassette) -> Value {
     let mut o = Object::new();
-    o.push("schema_version", data_field(c, "schema_version").clone());
+    o.push("schema_version", crate::report::SCHEMA_VERSION);
     o.push("calls", c.report.calls.len());
     o.push("effects", c.report.effects.len());
-    o.push("coverage", data_field(c, "coverage").clone());
-    o.push("capture", data_field(c, "capture").clone());
+    let mut coverage = Object::new();
+    for (name, counts) in &c.report.coverage {
+        coverage.push(name.clone(), counts.to_value());
+    }
+    o.push("coverage", coverage);
+    o.push("capture", c.report.capture);
     Value::Object(o)
 }
 

@@ -344,11 +344,34 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
     Ok(summary)
 }
 
+/// A bare cassette read through its skeleton ([`Cassette::read_owned`]), which lets go of the
+/// bytes as soon as their values are read; the bytes back, unread, for anything else.
+fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u8>> {
+    if bytes.len() > MAX_DOCUMENT_BYTES {
+        return Err(bytes);
+    }
+    let text = String::from_utf8(bytes).map_err(std::string::FromUtf8Error::into_bytes)?;
+    let verdict = Cassette::read_owned(text).map_err(String::into_bytes)?;
+    Ok(verdict
+        .map(|cassette| Trace {
+            kind: DocKind::Cassette,
+            labels: Vec::new(),
+            cassettes: vec![cassette],
+            mcp: None,
+            recorded: Vec::new(),
+        })
+        .map_err(|e| Error::from(cassette::LoadError::config(path, e))))
+}
+
 /// Reads `path` and says what it holds: traces (validated) or a scenario (validated, not run).
 /// A top-level `world` key makes a scenario file.
 pub fn read(path: &Path) -> Result<Contents, Error> {
     let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
-    match read_bytes(path, &bytes)? {
+    let contents = match bare_trace(path, bytes) {
+        Ok(trace) => Contents::Trace(trace?),
+        Err(bytes) => read_bytes(path, &bytes)?,
+    };
+    match contents {
         Contents::Trace(mut t) => {
             sidecar_of(path, &mut t)?;
             Ok(Contents::Trace(t))
@@ -370,7 +393,11 @@ pub fn read_bytes(name: &Path, bytes: &[u8]) -> Result<Contents, Error> {
 /// Reads `path` as the reference reads traces (`inspect`, `check`, `replay`): a bare report, a
 /// run file or a comparison, with its limits, verdicts and messages.
 pub fn open_trace(path: &Path) -> Result<Trace, Error> {
-    let mut trace = trace_from_value(path, read_json(path)?)?;
+    let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
+    let mut trace = match bare_trace(path, bytes) {
+        Ok(trace) => trace?,
+        Err(bytes) => trace_from_value(path, parse_json(path, &bytes)?)?,
+    };
     sidecar_of(path, &mut trace)?;
     Ok(trace)
 }

@@ -9,12 +9,12 @@ mod text;
 mod value;
 
 pub use encode::{
-    canonical, canonical_fits, canonical_len, compact, fingerprint, one_line, pretty, quote,
-    sha256_hex, write_canonical, write_int, write_text,
+    canonical, canonical_fits, canonical_len, canonical_len_bound, compact, fingerprint, one_line,
+    pretty, quote, sha256_hex, write_canonical, write_int, write_text,
 };
 pub use float::write_py_repr;
 pub use parse::{
-    MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INT_DIGITS, ParseError, ParseErrorKind, parse,
+    MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INT_DIGITS, ParseError, ParseErrorKind, Reader, parse,
     parse_at_depth,
 };
 pub use text::Text;

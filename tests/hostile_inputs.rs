@@ -115,16 +115,7 @@ fn a_hundred_million_digit_number() {
 
 #[test]
 fn ten_thousand_and_one_calls() {
-    let call = |i: usize| {
-        format!(
-            r##"{{"arguments":{{}},"capture_error":false,"elapsed":0.0,"error":null,"executed":true,"fault":null,"id":{i},"injected":false,"key":"#{i}","kind":null,"ordinal":{i},"output":null,"parent_id":null,"started":0.0,"status":"ok","tool":"t"}}"##
-        )
-    };
-    let calls: Vec<String> = (1..=10_001).map(call).collect();
-    let doc = format!(
-        r#"{{"budget_rejections":0,"calls":[{}],"capture":true,"clock":"VirtualClock","coverage":{{}},"effects":[],"rules":[],"schema_version":1,"seed":0}}"#,
-        calls.join(",")
-    );
+    let doc = common::worst::ok_calls(10_001);
     let path = scratch("calls.json");
     std::fs::write(&path, doc).expect("write");
     refused(&path, "Invalid trace call list");

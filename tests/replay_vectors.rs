@@ -140,7 +140,7 @@ fn every_replay_session_matches() {
 fn closest_record_explains_a_divergence() {
     let cassette = Cassette::load(root().join("demo/lost_ack.retry.cassette.json")).expect("load");
     let replay = Replay::new(&cassette, None).expect("replay");
-    let data = &cassette.data;
+    let data = &cassette.to_value();
     let first = &get(data, "calls").as_array().expect("calls")[0];
     let mut args = get(first, "arguments").clone();
     if let Value::Object(o) = &mut args {

@@ -1,12 +1,31 @@
 //! Fuzz target: any bytes through the cassette loader (UTF-8, parse, full validation). It must
 //! return an error or a cassette whose re-saved bytes load again identically — never panic.
+//! Where the typed-skeleton reader takes the text, its verdict must be the general way's
+//! (parse into a tree, then validate): the same cassette and bytes, or the same message.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolstorm::cassette::Cassette;
+use toolstorm::cassette::{Cassette, json_error};
+use toolstorm::json::{canonical, parse};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(typed) = Cassette::read_owned(text.to_owned()) {
+        let general = parse(text)
+            .map_err(|e| json_error(&e))
+            .and_then(|tree| Cassette::from_value(&tree));
+        match (&typed, &general) {
+            (Ok(t), Ok(g)) => {
+                assert_eq!(t, g);
+                assert_eq!(t.dumps(), g.dumps());
+                let mut tree = parse(text).expect("parsed");
+                tree.sort_keys().expect("unique keys");
+                assert_eq!(t.dumps(), format!("{}\n", canonical(&tree)));
+            }
+            (Err(t), Err(g)) => assert_eq!(t.to_string(), g.to_string()),
+            _ => panic!("typed {typed:?} but general {general:?}"),
+        }
+    }
     if let Ok(c) = Cassette::loads(text) {
         let saved = c.dumps();
         let again = Cassette::loads(&saved).expect("a saved cassette loads");

@@ -18,7 +18,8 @@ struct Record {
     arguments: Value,
     canonical_arguments: String,
     output: Value,
-    error: Option<Value>,
+    /// What an error call raised (validation makes it `{type, known[, retry_after]}`).
+    error: Option<crate::report::ErrorRecord>,
     parent_id: Option<u64>,
 }
 
@@ -75,10 +76,6 @@ pub struct ClosestRecord {
     pub diffs: Vec<ArgumentDiff>,
 }
 
-fn get<'a>(o: &'a crate::json::Object, k: &str) -> &'a Value {
-    o.get(k).unwrap_or(&Value::Null)
-}
-
 fn mismatch(message: impl Into<String>) -> Error {
     Error::ReplayMismatch(message.into())
 }
@@ -117,25 +114,18 @@ impl Replay {
                     }),
             );
         }
-        let raw_calls = cassette
-            .data
-            .as_object()
-            .and_then(|o| o.get("calls"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let mut records = Vec::with_capacity(raw_calls.len());
-        for (raw, typed) in raw_calls.iter().zip(&report.calls) {
-            let Some(o) = raw.as_object() else { continue };
-            let arguments = get(o, "arguments").clone();
+        let mut records = Vec::with_capacity(report.calls.len());
+        for typed in &report.calls {
             records.push(Record {
                 id: typed.id,
                 tool: typed.tool.clone(),
-                canonical_arguments: canonical(&arguments),
-                arguments,
-                output: get(o, "output").clone(),
-                error: (typed.status == crate::report::Status::Error)
-                    .then(|| get(o, "error").clone()),
+                canonical_arguments: canonical(&typed.arguments),
+                arguments: typed.arguments.clone(),
+                output: typed.output.clone(),
+                error: typed
+                    .error
+                    .clone()
+                    .filter(|_| typed.status == crate::report::Status::Error),
                 parent_id: typed.parent_id,
             });
         }
@@ -266,22 +256,15 @@ fn outcome(expected: &Record) -> Result<Value, Error> {
     let Some(error) = &expected.error else {
         return Ok(expected.output.clone());
     };
-    let o = error.as_object();
-    let field = |k: &str| o.and_then(|o| o.get(k));
-    let type_name = field("type")
-        .and_then(Value::as_text)
-        .map(|t| t.to_lossy())
-        .unwrap_or_default();
-    if field("known").and_then(Value::as_bool) != Some(true) {
+    let type_name = error.type_name.to_lossy();
+    if !error.known {
         return Err(Error::RecordedTool {
             original_type: type_name,
         });
     }
     match type_name.as_str() {
         "RateLimited" => Err(Error::RateLimited {
-            retry_after: field("retry_after")
-                .and_then(Value::as_number_f64)
-                .unwrap_or(0.0),
+            retry_after: error.retry_after.unwrap_or(0.0),
         }),
         "ToolTimeout" => Err(Error::Timeout("Replayed tool failure".into())),
         "ResponseLost" => Err(Error::ResponseLost("Replayed tool failure".into())),

@@ -96,7 +96,7 @@ fn field<'a>(o: &'a Object, key: &str) -> &'a Value {
 }
 
 /// Call keys in canonical (sorted) order: where each sits in a loaded, key-sorted call.
-const CALL_SORTED: [&str; 16] = [
+pub(super) const CALL_SORTED: [&str; 16] = [
     "arguments",
     "capture_error",
     "elapsed",
@@ -115,7 +115,8 @@ const CALL_SORTED: [&str; 16] = [
     "tool",
 ];
 /// Effect keys in canonical order.
-const EFFECT_SORTED: [&str; 6] = ["at", "call_id", "identity", "key", "name", "redacted"];
+pub(super) const EFFECT_SORTED: [&str; 6] =
+    ["at", "call_id", "identity", "key", "name", "redacted"];
 
 const fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -133,7 +134,7 @@ const fn same(a: &str, b: &str) -> bool {
 }
 
 /// Position of `name` in a sorted key table (evaluated at compile time).
-const fn slot(table: &[&str], name: &str) -> usize {
+pub(super) const fn slot(table: &[&str], name: &str) -> usize {
     let mut i = 0;
     while i < table.len() {
         if same(table[i], name) {
@@ -166,23 +167,43 @@ fn exact_record<'a>(raw: &'a Value, sorted: &[&str]) -> Option<&'a Object> {
     .then_some(o)
 }
 
+/// A record's fields: a parsed, key-checked object, or the slots a typed reader filled in
+/// canonical key order. The checks below read records only through this, so both ways of
+/// loading a trace run the same checks.
+pub(super) trait Fields {
+    /// The field `key`, whose place in the canonical key order is `slot`.
+    fn at(&self, slot: usize, key: &str) -> &Value;
+}
+
+impl Fields for Object {
+    fn at(&self, slot: usize, key: &str) -> &Value {
+        field_at(self, slot, key)
+    }
+}
+
+impl<const N: usize> Fields for [Value; N] {
+    fn at(&self, slot: usize, _key: &str) -> &Value {
+        &self[slot]
+    }
+}
+
 /// A call field, looked up by its canonical position first.
 macro_rules! call_field {
     ($o:expr, $name:literal) => {
-        field_at($o, const { slot(&CALL_SORTED, $name) }, $name)
+        Fields::at($o, const { slot(&CALL_SORTED, $name) }, $name)
     };
 }
 
 /// An effect field, looked up by its canonical position first.
 macro_rules! effect_field {
     ($o:expr, $name:literal) => {
-        field_at($o, const { slot(&EFFECT_SORTED, $name) }, $name)
+        Fields::at($o, const { slot(&EFFECT_SORTED, $name) }, $name)
     };
 }
 
 /// A call's fields after the per-call checks (what later checks look back at).
-struct Seen<'a> {
-    obj: &'a Object,
+struct Seen<'a, F> {
+    obj: &'a F,
     tool: Text,
     ordinal: u64,
     started: f64,
@@ -191,17 +212,124 @@ struct Seen<'a> {
     executed: bool,
 }
 
+/// A trace as the checks read it: the top-level fields, and the call and effect lists. A
+/// parsed document is one source; the typed reader of `skeleton` is the other.
+pub(super) trait Source {
+    /// A call record.
+    type Call: Fields;
+    /// An effect record.
+    type Effect: Fields;
+    /// A top-level field other than the two lists (null when absent).
+    fn top(&self, key: &str) -> &Value;
+    /// How many calls there are, or the list's own error (not an array, too long).
+    fn calls(&self) -> Result<usize, ConfigError>;
+    /// Call `i`'s record, or the error that it is not one.
+    fn call(&self, i: usize) -> Result<&Self::Call, ConfigError>;
+    /// How many effects there are, or the list's own error.
+    fn effects(&self) -> Result<usize, ConfigError>;
+    /// Effect `i`'s record, or the error that it is not one.
+    fn effect(&self, i: usize) -> Result<&Self::Effect, ConfigError>;
+}
+
+/// A parsed report document whose top-level keys have been checked.
+struct Parsed<'a>(&'a Object);
+
+impl Source for Parsed<'_> {
+    type Call = Object;
+    type Effect = Object;
+
+    fn top(&self, key: &str) -> &Value {
+        field(self.0, key)
+    }
+
+    fn calls(&self) -> Result<usize, ConfigError> {
+        match field(self.0, "calls") {
+            Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => Ok(items.len()),
+            Value::Array(items) => Err(fail("Invalid trace call list").at("calls").because(
+                format!("{} calls; at most {MAX_TRACE_ITEMS} allowed", items.len()),
+            )),
+            other => Err(fail("Invalid trace call list")
+                .at("calls")
+                .because(format!("expected an array, found {}", other.type_name()))),
+        }
+    }
+
+    fn call(&self, i: usize) -> Result<&Object, ConfigError> {
+        let raw = list_item(self.0, "calls", i);
+        exact_record(raw, &CALL_SORTED).map_or_else(|| require_keys(raw, &CALL_KEYS, &[]), Ok)
+    }
+
+    fn effects(&self) -> Result<usize, ConfigError> {
+        match field(self.0, "effects") {
+            Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => Ok(items.len()),
+            other => Err(fail("Invalid effect list")
+                .at("effects")
+                .because(match other {
+                    Value::Array(a) => {
+                        format!("{} effects; at most {MAX_TRACE_ITEMS} allowed", a.len())
+                    }
+                    _ => format!("expected an array, found {}", other.type_name()),
+                })),
+        }
+    }
+
+    fn effect(&self, i: usize) -> Result<&Object, ConfigError> {
+        let raw = list_item(self.0, "effects", i);
+        exact_record(raw, &EFFECT_SORTED).map_or_else(|| require_keys(raw, &EFFECT_KEYS, &[]), Ok)
+    }
+}
+
+/// Item `i` of the top-level list `key` (null when absent).
+fn list_item<'a>(top: &'a Object, key: &str, i: usize) -> &'a Value {
+    field(top, key)
+        .as_array()
+        .and_then(|items| items.get(i))
+        .unwrap_or(&Value::Null)
+}
+
+/// A trace that passed every check: its typed view, without the call payloads (the caller
+/// attaches those, copying or moving them), and whether that view rebuilds the document byte
+/// for byte.
+pub(super) struct Checked {
+    /// The typed view; every call's `arguments` and `output` are null.
+    pub report: Report,
+    /// Whether [`Report::to_value`], key-sorted, equals the document: every duration is written
+    /// as a float, ok and running calls record no error, the clock is UTF-8 and the rejected
+    /// count fits. When false, the document itself has to be kept for its bytes and digest.
+    pub rebuildable: bool,
+}
+
 /// Checks a report document exactly as the reference does (first failing check wins) and
 /// returns its typed view. Errors carry the reference's message, a JSON path and a detail.
 pub fn validate_report(data: &Value) -> Result<Report, ConfigError> {
+    let checked = check_document(data)?;
+    let mut report = checked.report;
+    if let Some(Value::Array(raw)) = data.as_object().and_then(|o| o.get("calls")) {
+        for (call, raw) in report.calls.iter_mut().zip(raw) {
+            if let Some(o) = raw.as_object() {
+                call.arguments = call_field!(o, "arguments").clone();
+                call.output = call_field!(o, "output").clone();
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// [`validate_report`] without the payloads, saying whether the typed view rebuilds `data`.
+pub(super) fn check_document(data: &Value) -> Result<Checked, ConfigError> {
     let top = require_keys(data, &REPORT_KEYS, &[])?;
-    let schema = field(top, "schema_version");
+    check_trace(&Parsed(top))
+}
+
+/// Every check of a trace, in the reference's order.
+pub(super) fn check_trace<S: Source>(src: &S) -> Result<Checked, ConfigError> {
+    let schema = src.top("schema_version");
     if !int_is(schema, 1) {
         return Err(fail("Unsupported trace schema version; expected 1")
             .at("schema_version")
             .because(format!("found {}", brief(schema))));
     }
-    let capture = match field(top, "capture") {
+    let capture = match src.top("capture") {
         Value::Bool(b) => *b,
         other => {
             return Err(fail("Invalid trace metadata")
@@ -209,24 +337,24 @@ pub fn validate_report(data: &Value) -> Result<Report, ConfigError> {
                 .because(format!("expected a boolean, found {}", other.type_name())));
         }
     };
-    let Value::Int(seed) = field(top, "seed") else {
+    let Value::Int(seed) = src.top("seed") else {
         return Err(fail("Invalid trace metadata").at("seed").because(format!(
             "expected an integer, found {}",
-            field(top, "seed").type_name()
+            src.top("seed").type_name()
         )));
     };
-    let Some(clock) = field(top, "clock").as_text() else {
+    let Some(clock) = src.top("clock").as_text() else {
         return Err(fail("Invalid trace metadata").at("clock").because(format!(
             "expected a string, found {}",
-            field(top, "clock").type_name()
+            src.top("clock").type_name()
         )));
     };
-    let Value::Int(rejections) = field(top, "budget_rejections") else {
+    let Value::Int(rejections) = src.top("budget_rejections") else {
         return Err(fail("Invalid trace metadata")
             .at("budget_rejections")
             .because(format!(
                 "expected an integer, found {}",
-                field(top, "budget_rejections").type_name()
+                src.top("budget_rejections").type_name()
             )));
     };
     if rejections.is_negative() {
@@ -235,36 +363,23 @@ pub fn validate_report(data: &Value) -> Result<Report, ConfigError> {
             .because(format!("found {}", rejections.to_decimal())));
     }
     let budget_rejections = rejections.as_i64().map_or(u64::MAX, |n| n as u64);
-    let calls_value = field(top, "calls");
-    let raw_calls = match calls_value {
-        Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => items,
-        Value::Array(items) => {
-            return Err(fail("Invalid trace call list").at("calls").because(format!(
-                "{} calls; at most {MAX_TRACE_ITEMS} allowed",
-                items.len()
-            )));
-        }
-        other => {
-            return Err(fail("Invalid trace call list")
-                .at("calls")
-                .because(format!("expected an array, found {}", other.type_name())));
-        }
-    };
+    let call_count = src.calls()?;
 
-    let mut seen: Vec<Seen<'_>> = Vec::with_capacity(raw_calls.len());
-    let mut calls: Vec<Call> = Vec::with_capacity(raw_calls.len());
+    let mut seen: Vec<Seen<'_, S::Call>> = Vec::with_capacity(call_count);
+    let mut calls: Vec<Call> = Vec::with_capacity(call_count);
     let mut ordinals: HashMap<Text, u64> = HashMap::new();
-    for (pos, raw) in raw_calls.iter().enumerate() {
-        let here = format!("calls[{pos}]");
-        let (s, call) = check_call(raw, pos as u64 + 1, capture, &seen, &mut ordinals)
-            .map_err(|e| e.within(&here))?;
+    for pos in 0..call_count {
+        let (s, call) = src
+            .call(pos)
+            .and_then(|o| check_call(o, pos as u64 + 1, capture, &seen, &mut ordinals))
+            .map_err(|e| e.within(&format!("calls[{pos}]")))?;
         seen.push(s);
         calls.push(call);
     }
 
-    let effects = check_effects(field(top, "effects"), &seen)?;
-    let (rules, rule_values) = check_rules(field(top, "rules"))?;
-    let coverage = check_coverage(field(top, "coverage"), &rules)?;
+    let effects = check_effects(src, &seen)?;
+    let (rules, rule_values) = check_rules(src.top("rules"))?;
+    let coverage = check_coverage(src.top("coverage"), &rules)?;
     let expected = replay_coverage(&rules, &seen, capture)?;
     for (i, rule) in rules.iter().enumerate() {
         let recorded = coverage
@@ -290,27 +405,50 @@ pub fn validate_report(data: &Value) -> Result<Report, ConfigError> {
                 )));
         }
     }
-    Ok(Report {
-        seed: seed.clone(),
-        clock: clock.to_lossy(),
-        calls,
-        effects,
-        rules: rule_values,
-        coverage,
-        budget_rejections,
-        capture,
+    let rebuildable = clock.as_str().is_some()
+        && rejections.as_i64().is_some()
+        && seen.iter().all(|s| rebuilds_call(s.obj, s.status))
+        && (0..effects.len()).all(|i| {
+            src.effect(i)
+                .is_ok_and(|o| matches!(effect_field!(o, "at"), Value::Float(_)))
+        });
+    Ok(Checked {
+        report: Report {
+            seed: seed.clone(),
+            clock: clock.to_lossy(),
+            calls,
+            effects,
+            rules: rule_values,
+            coverage,
+            budget_rejections,
+            capture,
+        },
+        rebuildable,
     })
 }
 
-fn check_call<'a>(
-    raw: &'a Value,
+/// Whether a checked call's typed form writes the same fields: durations as floats, and an
+/// error only where the reference checks it (its `retry_after` a float too).
+fn rebuilds_call<F: Fields>(o: &F, status: Status) -> bool {
+    let float = |v: &Value| matches!(v, Value::Float(_));
+    float(call_field!(o, "started"))
+        && float(call_field!(o, "elapsed"))
+        && match call_field!(o, "error") {
+            Value::Null => true,
+            Value::Object(e) if matches!(status, Status::Error | Status::Cancelled) => {
+                e.get("retry_after").is_none_or(float)
+            }
+            _ => false,
+        }
+}
+
+fn check_call<'a, F: Fields>(
+    o: &'a F,
     index: u64,
     capture: bool,
-    earlier: &[Seen<'a>],
+    earlier: &[Seen<'a, F>],
     ordinals: &mut HashMap<Text, u64>,
-) -> Result<(Seen<'a>, Call), ConfigError> {
-    let o =
-        exact_record(raw, &CALL_SORTED).map_or_else(|| require_keys(raw, &CALL_KEYS, &[]), Ok)?;
+) -> Result<(Seen<'a, F>, Call), ConfigError> {
     let id = call_field!(o, "id");
     if !int_is(id, index) {
         return Err(fail("Trace calls must have contiguous invocation IDs")
@@ -403,11 +541,13 @@ fn check_call<'a>(
             )));
     };
     let mut flags = [false; 3];
-    for (slot, name) in flags
-        .iter_mut()
-        .zip(["executed", "injected", "capture_error"])
-    {
-        match field(o, name) {
+    let flag_fields = [
+        ("executed", call_field!(o, "executed")),
+        ("injected", call_field!(o, "injected")),
+        ("capture_error", call_field!(o, "capture_error")),
+    ];
+    for (slot, (name, value)) in flags.iter_mut().zip(flag_fields) {
+        match value {
             Value::Bool(b) => *slot = *b,
             other => {
                 return Err(fail("Invalid recorded call flags")
@@ -485,8 +625,8 @@ fn check_call<'a>(
         kind,
         executed,
         injected,
-        arguments: arguments.clone(),
-        output: call_field!(o, "output").clone(),
+        arguments: Value::Null,
+        output: Value::Null,
         error,
         capture_error,
     };
@@ -556,45 +696,38 @@ fn check_error(v: &Value) -> Result<ErrorRecord, ConfigError> {
     })
 }
 
-fn check_effects(value: &Value, calls: &[Seen<'_>]) -> Result<Vec<Effect>, ConfigError> {
-    let items = match value {
-        Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => items,
-        other => {
-            return Err(fail("Invalid effect list")
-                .at("effects")
-                .because(match other {
-                    Value::Array(a) => {
-                        format!("{} effects; at most {MAX_TRACE_ITEMS} allowed", a.len())
-                    }
-                    _ => format!("expected an array, found {}", other.type_name()),
-                }));
-        }
-    };
+fn check_effects<S: Source>(
+    src: &S,
+    calls: &[Seen<'_, S::Call>],
+) -> Result<Vec<Effect>, ConfigError> {
+    let count = src.effects()?;
     let mut labels: Vec<(Text, Text)> = Vec::new();
     let mut visible: HashMap<(Text, Text), u64> = HashMap::new();
-    let mut effects = Vec::with_capacity(items.len());
-    for (j, raw) in items.iter().enumerate() {
-        let here = format!("effects[{j}]");
-        let effect =
-            check_effect(raw, calls, &mut labels, &mut visible).map_err(|e| e.within(&here))?;
+    let mut effects = Vec::with_capacity(count);
+    for j in 0..count {
+        let effect = src
+            .effect(j)
+            .and_then(|o| check_effect(o, calls, &mut labels, &mut visible))
+            .map_err(|e| e.within(&format!("effects[{j}]")))?;
         effects.push(effect);
     }
     Ok(effects)
 }
 
-fn check_effect(
-    raw: &Value,
-    calls: &[Seen<'_>],
+fn check_effect<C: Fields, E: Fields>(
+    o: &E,
+    calls: &[Seen<'_, C>],
     labels: &mut Vec<(Text, Text)>,
     visible: &mut HashMap<(Text, Text), u64>,
 ) -> Result<Effect, ConfigError> {
-    let o = exact_record(raw, &EFFECT_SORTED)
-        .map_or_else(|| require_keys(raw, &EFFECT_KEYS, &[]), Ok)?;
-    for name in ["name", "key"] {
-        if !nonempty_str(field(o, name)) {
+    for (name, value) in [
+        ("name", effect_field!(o, "name")),
+        ("key", effect_field!(o, "key")),
+    ] {
+        if !nonempty_str(value) {
             return Err(fail("Invalid effect metadata").at(name).because(format!(
                 "expected a nonempty string, found {}",
-                brief(field(o, name))
+                brief(value)
             )));
         }
     }
@@ -805,9 +938,9 @@ fn precall_error(kind: FaultKind, rule: &Rule) -> Option<Value> {
     Some(Value::Object(o))
 }
 
-fn replay_coverage(
+fn replay_coverage<F: Fields>(
     rules: &[Rule],
-    calls: &[Seen<'_>],
+    calls: &[Seen<'_, F>],
     capture: bool,
 ) -> Result<Vec<Coverage>, ConfigError> {
     let index: HashMap<&Text, usize> = rules

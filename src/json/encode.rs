@@ -43,6 +43,12 @@ pub fn canonical_fits(value: &Value, limit: usize) -> bool {
     canonical_len_with(value, &|_| MAX_FLOAT_REPR) <= limit || canonical_len(value) <= limit
 }
 
+/// An upper bound on [`canonical_len`] that formats no float (each counts as the longest
+/// `repr`).
+pub fn canonical_len_bound(value: &Value) -> usize {
+    canonical_len_with(value, &|_| MAX_FLOAT_REPR)
+}
+
 /// Length in bytes of the canonical text, without building it.
 pub fn canonical_len(value: &Value) -> usize {
     canonical_len_with(value, &|f| py_repr(f).len())

@@ -121,6 +121,70 @@ pub fn parse_at_depth(text: &str, depth: usize) -> Result<Value, ParseError> {
     Ok(v)
 }
 
+/// A step-by-step reader of one document, for a typed reader that knows the shape it expects
+/// (`cassette::skeleton`): it takes the fixed parts token by token and hands every other
+/// value to the parser [`parse`] uses, with the same rules and limits. Anything it does not
+/// expect is its caller's cue to read the document the general way instead, so the reader
+/// answers with `Option` and never explains.
+pub struct Reader<'a> {
+    p: Parser<'a>,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader at the start of `text`, or `None` where [`parse`] would refuse it at once.
+    pub fn new(text: &'a str) -> Option<Reader<'a>> {
+        (text.len() <= MAX_DOCUMENT_BYTES && !text.starts_with('\u{feff}')).then(|| Reader {
+            p: Parser {
+                bytes: text.as_bytes(),
+                text,
+                pos: 0,
+                members: Vec::new(),
+                items: Vec::new(),
+            },
+        })
+    }
+
+    /// Takes `b` (after any whitespace) if it comes next.
+    pub fn eat(&mut self, b: u8) -> bool {
+        self.p.skip_ws();
+        let next = self.p.peek() == Some(b);
+        if next {
+            self.p.pos += 1;
+        }
+        next
+    }
+
+    /// An object key written without escapes, and the colon after it.
+    pub fn key(&mut self) -> Option<&'a [u8]> {
+        self.p.skip_ws();
+        if self.p.peek() != Some(b'"') {
+            return None;
+        }
+        let bytes = self.p.bytes;
+        let start = self.p.pos + 1;
+        let len = bytes[start..]
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if bytes[start + len] != b'"' {
+            return None;
+        }
+        self.p.pos = start + len + 1;
+        self.eat(b':').then_some(&bytes[start..start + len])
+    }
+
+    /// The value that comes next, sitting at `depth` (the root is 0).
+    pub fn value(&mut self, depth: usize) -> Option<Value> {
+        self.p.skip_ws();
+        self.p.value(depth).ok()
+    }
+
+    /// Whether only whitespace is left.
+    pub fn at_end(&mut self) -> bool {
+        self.p.skip_ws();
+        self.p.pos == self.p.bytes.len()
+    }
+}
+
 struct Parser<'a> {
     bytes: &'a [u8],
     text: &'a str,

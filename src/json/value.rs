@@ -136,6 +136,15 @@ impl Object {
             .map(|i| &self.members[i].1)
     }
 
+    /// The value of `key`, to change in place.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        let key = key.as_bytes();
+        self.members
+            .iter_mut()
+            .find(|(k, _)| k.as_wtf8() == key)
+            .map(|(_, v)| v)
+    }
+
     /// Whether the key is present.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
@@ -227,6 +236,22 @@ impl Value {
     pub fn as_object(&self) -> Option<&Object> {
         match self {
             Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The object, to change in place.
+    pub fn as_object_mut(&mut self) -> Option<&mut Object> {
+        match self {
+            Value::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The array, to change in place.
+    pub fn as_array_mut(&mut self) -> Option<&mut Vec<Value>> {
+        match self {
+            Value::Array(a) => Some(a),
             _ => None,
         }
     }

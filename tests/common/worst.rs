@@ -34,6 +34,14 @@ fn cassette(rules: &[(String, String, u64)], calls: &[String]) -> String {
     )
 }
 
+/// `n` ok calls of tool `t` and no rules (10,001 is one past the loader's limit). Only the
+/// tests use it; the `hostile` benchmark includes this file too.
+#[allow(dead_code)]
+pub fn ok_calls(n: usize) -> String {
+    let calls: Vec<String> = (1..=n).map(|i| call(i, "t", i)).collect();
+    cassette(&[], &calls)
+}
+
 /// One 7.8 M-character tool name and 100 rules `*aaa…<i>b` (200 characters) that never match:
 /// quadratic glob matching took 642 s here.
 pub fn huge_name_many_globs() -> String {
