@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 if [ -z "${BIN:-}" ]; then cargo build -q --release; fi
 export BIN=${BIN:-target/release/toolstorm-tui} RUNS=${RUNS:-7} BIG=${BIG:-0}
 python3 - <<'PY'
-import os, statistics, subprocess, sys, time, shutil
+import json, os, statistics, subprocess, sys, tempfile, time, shutil
 
 BIN, RUNS, BIG = os.environ["BIN"], int(os.environ["RUNS"]), os.environ["BIG"] == "1"
 LARGE = "tests/fixtures/reference/api/large_public_10000.cassette.json"
@@ -51,6 +51,37 @@ def first_frame(path, runs=RUNS):
         subprocess.run(["tmux", "kill-session", "-t", "wp"], stderr=subprocess.DEVNULL)
     return statistics.median(times)
 
+def synthetic(path):
+    """A 10,000-call trace of our own shape next to the reference's: four tools, nested
+    notifications, payloads of a few fields, one effect per shipment (no rules, so every
+    check is about the calls and effects themselves)."""
+    tools = ["get_inventory", "create_shipment", "notify", "refund"]
+    calls, effects, ordinals, t = [], [], {}, 0.0
+    for i in range(1, 10_001):
+        tool = tools[i % 4]
+        ordinals[tool] = ordinals.get(tool, 0) + 1
+        parent = i - 1 if tool == "notify" and i > 1 and tools[(i - 1) % 4] == "create_shipment" else None
+        started = round(t, 6) if parent is None else calls[parent - 1]["started"]
+        calls.append({"arguments": {"order_id": f"o-{i}", "qty": i % 7, "region": "eu"},
+                      "capture_error": False, "elapsed": 0.0, "error": None,
+                      "executed": True, "fault": None, "id": i, "injected": False,
+                      "key": f"#{ordinals[tool]}", "kind": None, "ordinal": ordinals[tool],
+                      "output": {"ok": True, "ref": f"R-{i:05d}", "tags": ["a", "b"]},
+                      "parent_id": parent, "started": started, "status": "ok", "tool": tool})
+        if tool == "create_shipment":
+            effects.append({"at": started, "call_id": i, "identity": len(effects) + 1,
+                            "key": f"o-{i}", "name": "shipment", "redacted": False})
+        t += 0.001
+    doc = {"budget_rejections": 0, "calls": calls, "capture": True, "clock": "VirtualClock",
+           "coverage": {}, "effects": effects, "rules": [], "schema_version": 1, "seed": 7}
+    with open(path, "w") as f:
+        json.dump(doc, f, sort_keys=True, separators=(",", ":"))
+        f.write("\n")
+    subprocess.run([BIN, "inspect", path], check=True, stdout=subprocess.DEVNULL)
+    return path
+
+SYNTHETIC = synthetic(os.path.join(tempfile.mkdtemp(), "synthetic_10000.json"))
+
 grid = ["sweep", "--scenarios", "all", "--policies", "all", "--seeds", "-17,0,7,42,99,1000",
         "--probabilities", "0,0.25,0.5,0.75,1", "--max-calls", "1,2,4,8,12,20"]
 rows = [
@@ -58,6 +89,7 @@ rows = [
     ("sweep 3,240 runs (table)", [BIN, *grid]),
     ("check large_public_10000 (3.9 MB)", [BIN, "check", LARGE]),
     ("inspect large_public_10000", [BIN, "inspect", LARGE]),
+    ("check synthetic 10,000 calls", [BIN, "check", SYNTHETIC]),
     ("sweep 18,000 runs --jsonl", [BIN, "sweep", "--seed-range", "0..999", "--jsonl"]),
 ]
 print(f"{BIN}, median of {RUNS} runs, output to /dev/null")
