@@ -37,7 +37,7 @@ pub struct Cassette {
     pub report: Report,
     /// The document as re-parsed from its canonical text (keys in sorted order; ints kept),
     /// kept only when its bytes differ from the typed view's: a duration written as an
-    /// integer, an error recorded on an ok call. Files the reference or this program wrote
+    /// integer, an error recorded on a running call. Files the reference or this program wrote
     /// never need it, so a loaded trace is held once, not twice.
     data: Option<Value>,
 }
@@ -89,6 +89,13 @@ impl Cassette {
                 .because(format!("duplicate object key {key:?}"))
         })?;
         let checked = validate::check_document(&data)?;
+        Ok(Cassette::assemble(checked, data))
+    }
+
+    /// The cassette of a checked, key-sorted document: the payloads go into the typed view —
+    /// moved when the view rebuilds the document, which is then dropped; copied when the
+    /// document is kept for its bytes.
+    fn assemble(checked: validate::Checked, mut data: Value) -> Cassette {
         let mut report = checked.report;
         let calls = data
             .as_object_mut()
@@ -112,10 +119,10 @@ impl Cassette {
                 }
             }
         }
-        Ok(Cassette {
+        Cassette {
             report,
             data: (!checked.rebuildable).then_some(data),
-        })
+        }
     }
 
     /// Reads `text` when it is shaped like a bare trace, giving the text up as soon as its

@@ -5,10 +5,11 @@
 //!
 //! Reading the shape is all it decides alone: a document with a key it does not expect, an
 //! escape in a key or a record that is not one is not read, and the caller parses the text
-//! the general way. Once read, a skeleton whose checks pass and whose typed view rebuilds its
-//! bytes becomes the cassette at once; any other becomes the very tree the general parser
-//! would have built and goes the general way from there — so every verdict and message is
-//! the general way's, and the text itself is not needed again.
+//! the general way. Once read, the skeleton goes through the general way's checks, in its
+//! order, so their verdict and message are the general way's. A valid skeleton whose typed
+//! view rebuilds its bytes becomes the cassette at once; one that does not, or that might
+//! exceed the canonical size limit, becomes the very tree the general parser would have
+//! built. Either way the text itself is not needed again.
 
 use super::Cassette;
 use super::validate::{
@@ -68,19 +69,23 @@ fn missing() -> ConfigError {
 
 impl Skeleton {
     /// The cassette, or why the document is not one — the general way's verdict either way.
+    /// Within the size bound, the general way would run exactly these checks on exactly these
+    /// values, so their verdict is its verdict; past the bound only the exact measure can
+    /// tell, and the general way takes the document.
     pub(super) fn into_cassette(mut self) -> Result<Cassette, ConfigError> {
-        if self.size <= MAX_DOCUMENT_BYTES
-            && let Ok(checked) = check_trace(&self)
-            && checked.rebuildable
-        {
-            let mut report = checked.report;
-            for (call, record) in report.calls.iter_mut().zip(&mut self.calls) {
-                call.arguments = std::mem::take(&mut record[ARGUMENTS]);
-                call.output = std::mem::take(&mut record[OUTPUT]);
-            }
-            return Ok(Cassette { report, data: None });
+        if self.size > MAX_DOCUMENT_BYTES {
+            return Cassette::from_parsed(self.into_value());
         }
-        Cassette::from_parsed(self.into_value())
+        let checked = check_trace(&self)?;
+        if !checked.rebuildable {
+            return Ok(Cassette::assemble(checked, self.into_value()));
+        }
+        let mut report = checked.report;
+        for (call, record) in report.calls.iter_mut().zip(&mut self.calls) {
+            call.arguments = std::mem::take(&mut record[ARGUMENTS]);
+            call.output = std::mem::take(&mut record[OUTPUT]);
+        }
+        Ok(Cassette { report, data: None })
     }
 
     /// The document as the general parser builds it (keys in canonical order).
