@@ -225,17 +225,25 @@ async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_
     assert!(log.contains("3 of 3 recorded call(s) matched"), "{log}");
 }
 
-#[tokio::test]
-async fn an_agent_that_reuses_its_idempotency_key_commits_once() {
+/// The agent retries a lost acknowledgement with its idempotency key, through the proxy and
+/// the example server (started with `env`): the recording and its session facts.
+async fn idempotent_retry(name: &str, env: &[(&str, &str)]) -> (Cassette, McpSession) {
     let faults = scenario("lost-ack-idem.json", LOST_ACK);
-    let incident = scratch("idempotent.json");
-    let client = proxy_recording(&faults, &incident, &[]).await;
+    let incident = scratch(name);
+    let client = proxy_recording(&faults, &incident, env).await;
     assert_eq!(
         agent(&client, Some("order-o-1")).await,
         ["error", "SHP-0001"]
     );
     client.cancel().await.expect("close");
-    let (c, s) = recording(&incident);
+    let (code, out) = check(&incident);
+    assert_eq!(code, 0, "{out}");
+    recording(&incident)
+}
+
+#[tokio::test]
+async fn an_agent_that_reuses_its_idempotency_key_commits_once() {
+    let (c, s) = idempotent_retry("idempotent.json", &[]).await;
     assert_eq!(c.report.calls.len(), 2);
     assert_eq!(
         c.report.effects.len(),
@@ -243,24 +251,14 @@ async fn an_agent_that_reuses_its_idempotency_key_commits_once() {
         "the retry got the same shipment back"
     );
     assert_eq!(s.call(2).and_then(|r| r.replay_of), Some(1));
-    let (code, out) = check(&incident);
-    assert_eq!(code, 0, "{out}");
 
     // The server's own word (`_meta`) is the stronger evidence, and agrees.
-    let incident = scratch("idempotent-meta.json");
-    let client = proxy_recording(&faults, &incident, &[("SHIPPING_EFFECTS_META", "1")]).await;
-    assert_eq!(
-        agent(&client, Some("order-o-1")).await,
-        ["error", "SHP-0001"]
-    );
-    client.cancel().await.expect("close");
-    let (c, s) = recording(&incident);
+    let (c, s) = idempotent_retry("idempotent-meta.json", &[("SHIPPING_EFFECTS_META", "1")]).await;
     assert_eq!(c.report.effects.len(), 1);
     assert_eq!(
         s.call(1).map(|r| r.effects.clone()),
         Some(vec![Evidence::Server])
     );
-    assert_eq!(check(&incident).0, 0);
 }
 
 #[tokio::test]
