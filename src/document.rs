@@ -95,6 +95,9 @@ pub struct Trace {
     pub mcp: Option<McpSession>,
     /// Each run's verdict as the file recorded it, when it did.
     pub recorded: Vec<Option<Recorded>>,
+    /// For an MCP recording whose proxy did not finish: what was recovered from its journal
+    /// (one line for people), when the journal was ahead of the files.
+    pub recovered: Option<String>,
 }
 
 /// What a file holds, before anything runs.
@@ -299,10 +302,12 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
         cassettes,
         mcp: None,
         recorded,
+        recovered: None,
     })
 }
 
-/// The sidecar of an MCP recording at `path`, if there is one (a bare cassette only).
+/// The sidecar of an MCP recording at `path`, if there is one (a bare cassette only); it must
+/// have been written with this cassette.
 fn sidecar_of(path: &Path, trace: &mut Trace) -> Result<(), Error> {
     let side = sidecar_path(path);
     if trace.kind != DocKind::Cassette || !side.exists() {
@@ -312,9 +317,37 @@ fn sidecar_of(path: &Path, trace: &mut Trace) -> Result<(), Error> {
         SessionError::Io(e) => Error::io(&side, e),
         SessionError::Invalid(c) => Error::invalid(Some(&side), c),
     })?;
+    if let Some(c) = trace.cassettes.first() {
+        session
+            .check_bound(c)
+            .map_err(|e| Error::invalid(Some(&side), e))?;
+    }
     trace.kind = DocKind::McpRecording;
     trace.mcp = Some(session);
     Ok(())
+}
+
+/// An MCP recording whose journal is still there (the proxy is running, or was killed): the
+/// recording as the journal describes it, which holds every answer a client received.
+fn journaled(path: &Path) -> Result<Option<Trace>, Error> {
+    match crate::mcp::journal::recover(path) {
+        Ok(None) => Ok(None),
+        Ok(Some(r)) => Ok(Some(Trace {
+            kind: DocKind::McpRecording,
+            labels: Vec::new(),
+            cassettes: vec![r.cassette],
+            mcp: Some(r.session),
+            recorded: Vec::new(),
+            recovered: r.note,
+        })),
+        Err(e) => {
+            let journal = crate::mcp::session::journal_path(path);
+            Err(match e {
+                crate::mcp::journal::JournalError::Io(e) => Error::io(&journal, e),
+                crate::mcp::journal::JournalError::Invalid(c) => Error::invalid(Some(&journal), c),
+            })
+        }
+    }
 }
 
 /// `check`'s verdicts for a trace: every rule fired, no duplicate effects, the call budget
@@ -339,9 +372,39 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
                     }
                 }
             }
+            checks.push(session_finished(m, &c.report));
         }
     }
     Ok(summary)
+}
+
+/// The `Session finished` check of an MCP recording: the proxy finished its work (no kill cut
+/// it short) and no call was left in flight without an answer on record.
+fn session_finished(m: &McpSession, report: &crate::report::Report) -> Check {
+    let in_flight: Vec<String> = report
+        .calls
+        .iter()
+        .filter(|c| c.status == crate::report::Status::Running)
+        .map(|c| format!("#{} {}", c.id, crate::printable::quoted(&c.tool.to_lossy())))
+        .collect();
+    let unfinished = m.finished == Some(false);
+    let detail = match (unfinished, in_flight.is_empty()) {
+        (false, true) => "the proxy finished the session; no call was left in flight".to_owned(),
+        (true, true) => "the session did not end: the proxy is still running, or was killed \
+                         (no call was in flight)"
+            .to_owned(),
+        (_, false) => format!(
+            "the session did not end: {} call(s) in flight with no answer on record ({}); the \
+             server may have committed them",
+            in_flight.len(),
+            in_flight.join(", ")
+        ),
+    };
+    Check {
+        name: "Session finished".into(),
+        passed: !unfinished && in_flight.is_empty(),
+        detail,
+    }
 }
 
 /// A bare cassette read through its skeleton ([`Cassette::read_owned`]), which lets go of the
@@ -359,6 +422,7 @@ fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u
             cassettes: vec![cassette],
             mcp: None,
             recorded: Vec::new(),
+            recovered: None,
         })
         .map_err(|e| Error::from(cassette::LoadError::config(path, e))))
 }
@@ -366,6 +430,9 @@ fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u
 /// Reads `path` and says what it holds: traces (validated) or a scenario (validated, not run).
 /// A top-level `world` key makes a scenario file.
 pub fn read(path: &Path) -> Result<Contents, Error> {
+    if let Some(t) = journaled(path)? {
+        return Ok(Contents::Trace(t));
+    }
     let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
     let contents = match bare_trace(path, bytes) {
         Ok(trace) => Contents::Trace(trace?),
@@ -393,6 +460,9 @@ pub fn read_bytes(name: &Path, bytes: &[u8]) -> Result<Contents, Error> {
 /// Reads `path` as the reference reads traces (`inspect`, `check`, `replay`): a bare report, a
 /// run file or a comparison, with its limits, verdicts and messages.
 pub fn open_trace(path: &Path) -> Result<Trace, Error> {
+    if let Some(t) = journaled(path)? {
+        return Ok(t);
+    }
     let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
     let mut trace = match bare_trace(path, bytes) {
         Ok(trace) => trace?,
@@ -435,6 +505,7 @@ impl Document {
             cassettes: vec![c],
             mcp: None,
             recorded: Vec::new(),
+            recovered: None,
         };
         Document::from_trace(None, trace)
     }

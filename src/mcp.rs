@@ -3,8 +3,8 @@
 //!
 //! - [`proxy`]: a transparent stdio proxy in front of a server that injects the engine's seeded
 //!   faults into `tools/call`, keeps evidence of what committed ([`evidence`]) and records the
-//!   session live ([`recorder`]) as a ToolStorm cassette plus a sidecar of session facts
-//!   ([`session`]).
+//!   session live, write-ahead ([`journal`], compacted by [`recorder`]) as a ToolStorm cassette
+//!   plus a sidecar of session facts ([`session`]).
 //! - [`replay`]: serves a recording as an MCP server, offline and strictly.
 //! - [`scenario`]: scenario files of world `mcp` (rules, how failures reach the client, commit
 //!   evidence, the server command).
@@ -15,6 +15,7 @@
 //! "o-1"}]}` — the MCP twin of [`crate::Storm::effect`], and the most trusted evidence.
 
 pub mod evidence;
+pub mod journal;
 pub mod proxy;
 pub mod recorder;
 pub mod replay;

@@ -17,6 +17,7 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::clock::{Clock, VirtualClock};
@@ -141,7 +142,7 @@ impl StormBuilder {
             max_calls: self.max_calls,
             capture: self.capture,
             redactor: self.redactor,
-            t0,
+            t0: AtomicU64::new(t0.to_bits()),
             state: Mutex::new(State {
                 coverage,
                 ..State::default()
@@ -177,7 +178,8 @@ pub struct Storm {
     max_calls: usize,
     capture: bool,
     redactor: Redactor,
-    t0: f64,
+    /// When the run began on its clock (an `f64`'s bits; moved by [`Storm::resume`]).
+    t0: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -261,7 +263,7 @@ impl Storm {
     }
 
     fn since_start(&self) -> f64 {
-        round6(self.clock.now() - self.t0)
+        round6(self.clock.now() - self.start())
     }
 
     /// Runs `f` with `key` as the invocation key of every wrapped call made inside it
@@ -483,7 +485,7 @@ impl Storm {
             (Ok(v), true) => Some(self.redactor.capture(v)),
             _ => None,
         };
-        let now = self.clock.now() - self.t0;
+        let now = self.clock.now() - self.start();
         let mut st = self.lock();
         let call = &mut st.calls[handle.index];
         match &outcome {
@@ -569,6 +571,92 @@ impl Storm {
             redacted,
         });
         Ok(())
+    }
+
+    fn start(&self) -> f64 {
+        f64::from_bits(self.t0.load(Ordering::Relaxed))
+    }
+
+    /// Continues a run recorded earlier with the same rules and seed (a recording a new
+    /// session appends to): its calls, effects, counters, per-tool ordinals and keys carry on,
+    /// and its time goes on from where the last call ended. Only a run with no calls yet can
+    /// resume.
+    pub fn resume(&self, report: &Report) -> std::result::Result<(), ConfigError> {
+        let mut st = self.lock();
+        if !st.calls.is_empty() {
+            return Err(ConfigError::new(
+                "Only a run without calls can resume another",
+            ));
+        }
+        if report.seed != Int::Small(self.seed) {
+            return Err(ConfigError::new("The recording was made with another seed"));
+        }
+        let ours: Vec<String> = self
+            .rules
+            .iter()
+            .map(|r| {
+                let replacement = self.redactor.capture(&r.replacement).unwrap_or(Value::Null);
+                crate::json::canonical(&r.to_value_with(replacement))
+            })
+            .collect();
+        let theirs: Vec<String> = report.rules.iter().map(crate::json::canonical).collect();
+        if ours != theirs {
+            return Err(ConfigError::new("The recording was made with other rules"));
+        }
+        let mut coverage = vec![Coverage::default(); self.rules.len()];
+        for (i, rule) in self.rules.iter().enumerate() {
+            if let Some(c) = report.coverage_of(&rule.name.to_lossy()) {
+                coverage[i] = c;
+            }
+        }
+        let mut end: f64 = 0.0;
+        for c in &report.calls {
+            let ordinal = st.ordinals.entry(c.tool.clone()).or_insert(0);
+            *ordinal = (*ordinal).max(c.ordinal);
+            st.used_keys.insert((c.tool.clone(), c.key.clone()));
+            end = end.max(c.started + c.elapsed.max(0.0));
+        }
+        for e in &report.effects {
+            st.identities
+                .entry((e.name.clone(), e.key.clone()))
+                .or_insert(e.identity);
+        }
+        st.calls = report.calls.clone();
+        st.effects = report.effects.clone();
+        st.coverage = coverage;
+        st.budget_rejections = report.budget_rejections;
+        let t0 = self.clock.now() - end;
+        self.t0.store(t0.to_bits(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// One call as the report has it now (a detached copy), by id.
+    pub fn call_snapshot(&self, id: u64) -> Option<Call> {
+        let st = self.lock();
+        id.checked_sub(1)
+            .and_then(|i| st.calls.get(i as usize))
+            .cloned()
+    }
+
+    /// The effects recorded from position `from` on.
+    pub fn effects_from(&self, from: usize) -> Vec<Effect> {
+        let st = self.lock();
+        st.effects
+            .get(from..)
+            .map(<[Effect]>::to_vec)
+            .unwrap_or_default()
+    }
+
+    /// The per-rule counters (in rule order) and the calls refused by the budget, so far.
+    pub fn counters(&self) -> (Vec<(Text, Coverage)>, u64) {
+        let st = self.lock();
+        let coverage = self
+            .rules
+            .iter()
+            .map(|r| r.name.clone())
+            .zip(st.coverage.iter().copied())
+            .collect();
+        (coverage, st.budget_rejections)
     }
 
     /// A detached snapshot of the trace so far.

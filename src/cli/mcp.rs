@@ -33,20 +33,75 @@ pub struct McpArgs {
     /// Serve a recording as an MCP server, offline and strictly; exit 1 on any mismatch
     #[arg(long, value_name = "FILE", conflicts_with_all = ["record", "scenario", "print_config"])]
     replay: Option<PathBuf>,
+    /// With --replay: keep the replay's verdict as JSON in FILE (rewritten after every call)
+    #[arg(long, value_name = "FILE", requires = "replay")]
+    replay_report: Option<PathBuf>,
+    /// Internal: the watchdog that stops the server's process group PGID when the proxy that
+    /// started it goes away (its standard input closes)
+    #[arg(long, value_name = "PGID", hide = true, exclusive = true)]
+    watch_group: Option<u32>,
     /// Print the mcpServers entry NAME that runs this command, for an agent's configuration
     #[arg(long, value_name = "NAME")]
     print_config: Option<String>,
-    /// The server's command and arguments, after `--`
-    #[arg(last = true, value_name = "COMMAND")]
+    /// What the printed entry runs: this binary by its absolute path, or the Python package
+    /// through `uvx` or `pipx run` (then nothing but uv or pipx needs to be installed)
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = Launcher::Path, requires = "print_config")]
+    launcher: Launcher,
+    /// Continue the recording in --record FILE (made with the same scenario) as one run:
+    /// ordinals, budget and effect ledger carry on, for clients that start a server per call
+    #[arg(long, requires = "record")]
+    append: bool,
+    /// The server's command and arguments, after `--` (a client that drops the `--`, as the
+    /// MCP Inspector does, works too: the first argument not ending in .json starts the command)
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     command: Vec<OsString>,
+}
+
+impl McpArgs {
+    /// The scenario and the server command, whichever way they were given: with `--`, or
+    /// without it (the first positional is the scenario only when it names a `.json` file).
+    fn positionals(&self) -> (Option<PathBuf>, Vec<OsString>) {
+        match &self.scenario {
+            Some(p)
+                if !p
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("json")) =>
+            {
+                let command = std::iter::once(p.as_os_str().to_owned())
+                    .chain(self.command.iter().cloned())
+                    .collect();
+                (None, command)
+            }
+            other => (other.clone(), self.command.clone()),
+        }
+    }
+}
+
+/// `--launcher`: what the printed `mcpServers` entry runs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Launcher {
+    /// This binary, by its absolute path
+    Path,
+    /// `uvx toolstorm-tui mcp ...`
+    Uvx,
+    /// `pipx run toolstorm-tui mcp ...`
+    Pipx,
 }
 
 /// Runs `mcp`.
 pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
-    if let Some(path) = &a.replay {
-        return replay(path, io);
+    if let Some(pgid) = a.watch_group {
+        return crate::mcp::proxy::child::watch_group(pgid, std::io::stdin());
     }
-    let scenario = match &a.scenario {
+    if let Some(path) = &a.replay {
+        return replay(path, a.replay_report.as_deref(), io);
+    }
+    let (scenario_path, command) = a.positionals();
+    let scenario = match &scenario_path {
         Some(p) => match load_scenario(p) {
             Ok(s) => Some(s),
             Err(e) => return io.fail(e),
@@ -54,9 +109,9 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         None => None,
     };
     if let Some(name) = &a.print_config {
-        return print_config(name, a, io);
+        return print_config(name, a, scenario_path.as_deref(), &command, io);
     }
-    let (server, server_dir) = match (&a.command, &scenario) {
+    let (server, server_dir) = match (&command, &scenario) {
         (cmd, _) if !cmd.is_empty() => (cmd.clone(), None),
         (_, Some(s)) if s.server.is_some() => {
             let cmd = s.server.as_ref().map_or_else(Vec::new, |c| {
@@ -65,8 +120,7 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
                     .collect()
             });
             // A scenario's own server starts in the scenario's folder.
-            let dir = a
-                .scenario
+            let dir = scenario_path
                 .as_deref()
                 .and_then(Path::parent)
                 .filter(|d| !d.as_os_str().is_empty())
@@ -83,10 +137,12 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
     };
     let options = Options {
         scenario,
-        scenario_path: a.scenario.as_deref().map(absolute),
+        scenario_path: scenario_path.as_deref().map(absolute),
         record: a.record.clone(),
         server,
         server_dir,
+        append: a.append,
+        watchdog: std::env::current_exe().ok(),
     };
     let proxy = match Proxy::new(options) {
         Ok(p) => p,
@@ -95,6 +151,9 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
     spawn_signals(proxy.interrupter());
     match proxy.run(std::io::stdin(), io.out, io.err, std::io::stderr()) {
         Ok(ending) => {
+            if let Some(t) = &ending.trouble {
+                let _ = writeln!(io.err, "toolstorm-tui mcp: {}", crate::printable::line(t));
+            }
             if let Some(f) = &a.record {
                 let _ = writeln!(
                     io.err,
@@ -134,33 +193,59 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// Prints `{"mcpServers": {NAME: {"command", "args"}}}` for this very invocation.
-fn print_config(name: &str, a: &McpArgs, io: &mut Io<'_>) -> i32 {
-    if a.command.is_empty() && a.scenario.is_none() {
+fn print_config(
+    name: &str,
+    a: &McpArgs,
+    scenario: Option<&Path>,
+    command_line: &[OsString],
+    io: &mut Io<'_>,
+) -> i32 {
+    if command_line.is_empty() && scenario.is_none() {
         return io.fail(
             "ValueError: --print-config needs the server's command after `--` (or a scenario naming one)",
         );
     }
-    let exe = std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| crate::exit::PROGRAM.to_owned());
-    let mut args: Vec<Value> = vec!["mcp".into()];
-    if let Some(s) = &a.scenario {
+    // The Python package (pyproject.toml) has the program's name and carries its binary.
+    let (command, mut args): (String, Vec<Value>) = match a.launcher {
+        Launcher::Path => (
+            std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| exit::PROGRAM.to_owned()),
+            vec![],
+        ),
+        Launcher::Uvx => ("uvx".to_owned(), vec![exit::PROGRAM.into()]),
+        Launcher::Pipx => ("pipx".to_owned(), vec!["run".into(), exit::PROGRAM.into()]),
+    };
+    args.push("mcp".into());
+    if let Some(s) = scenario {
         args.push(absolute(s).display().to_string().into());
     }
     if let Some(r) = &a.record {
         args.push("--record".into());
         args.push(absolute(r).display().to_string().into());
     }
-    if !a.command.is_empty() {
+    if a.append {
+        args.push("--append".into());
+    }
+    if !command_line.is_empty() {
         args.push("--".into());
-        args.extend(
-            a.command
-                .iter()
-                .map(|c| Value::from(c.to_string_lossy().as_ref())),
-        );
+        // The client starts us from a folder of its own: a program or argument that names a
+        // file here is given by its absolute path (a bare program name is found on PATH).
+        args.extend(command_line.iter().enumerate().map(|(i, c)| {
+            let p = Path::new(c);
+            let names_file = !c.to_string_lossy().starts_with('-')
+                && (i > 0 || c.to_string_lossy().contains('/'))
+                && p.exists();
+            let text = if names_file {
+                absolute(p).display().to_string()
+            } else {
+                c.to_string_lossy().into_owned()
+            };
+            Value::from(text)
+        }));
     }
     let mut server = Object::new();
-    server.push("command", exe);
+    server.push("command", command);
     server.push("args", Value::Array(args));
     let mut servers = Object::new();
     servers.push(name, Value::Object(server));
@@ -171,9 +256,18 @@ fn print_config(name: &str, a: &McpArgs, io: &mut Io<'_>) -> i32 {
 }
 
 /// Serves a recording on standard input and output.
-fn replay(path: &Path, io: &mut Io<'_>) -> i32 {
+fn replay(path: &Path, report: Option<&Path>, io: &mut Io<'_>) -> i32 {
     let recording = match Recording::load(path) {
-        Ok(r) => r,
+        Ok((r, note)) => {
+            if let Some(n) = note {
+                let _ = writeln!(
+                    io.err,
+                    "toolstorm-tui mcp --replay: {}",
+                    crate::printable::line(&n)
+                );
+            }
+            r
+        }
         Err(ReplayError::Cassette(e)) => return io.fail(Error::from(e)),
         Err(ReplayError::Sidecar(side, e)) => {
             return io.fail(match e {
@@ -182,9 +276,28 @@ fn replay(path: &Path, io: &mut Io<'_>) -> i32 {
             });
         }
         Err(ReplayError::Mismatch(c)) => return io.fail(Error::invalid(Some(path), c)),
+        Err(ReplayError::Journal(journal, e)) => {
+            return io.fail(match e {
+                crate::mcp::journal::JournalError::Io(e) => Error::io(&journal, e),
+                crate::mcp::journal::JournalError::Invalid(c) => Error::invalid(Some(&journal), c),
+            });
+        }
     };
-    match recording.serve(std::io::stdin(), io.out, io.err) {
+    // The verdict is on disk after every call: clients kill their replay server at exit and
+    // never show its exit status.
+    let total = recording.len();
+    let write_report = |outcome: &crate::mcp::replay::ReplayOutcome, done: bool| {
+        if let Some(file) = report {
+            let text = pretty(&outcome.to_value(path, total, done)) + "\n";
+            let _ = crate::atomic::write(file, text.as_bytes());
+        }
+    };
+    write_report(&crate::mcp::replay::ReplayOutcome::default(), false);
+    match recording.serve(std::io::stdin(), io.out, io.err, &mut |o| {
+        write_report(o, false)
+    }) {
         Ok(outcome) => {
+            write_report(&outcome, true);
             let _ = writeln!(
                 io.err,
                 "toolstorm-tui mcp --replay: {} of {} recorded call(s) matched{}",
@@ -194,9 +307,10 @@ fn replay(path: &Path, io: &mut Io<'_>) -> i32 {
                     String::new()
                 } else {
                     format!(
-                        "; {} mismatch(es), {} unused",
+                        "; {} mismatch(es), {} unused, {} not reproducible",
                         outcome.mismatched,
-                        outcome.unused.len()
+                        outcome.unused.len(),
+                        outcome.unreproduced.len()
                     )
                 }
             );

@@ -46,6 +46,7 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
         Ok(t) => t,
         Err(e) => return io.fail(e),
     };
+    recovery_note(&trace, io);
     if a.json {
         io.print(&cassette::inspect_json(&trace.cassettes));
     } else if io.people && trace.cassettes.len() > 1 {
@@ -64,6 +65,11 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
                 name(&m.server_info),
                 m.calls.len()
             ));
+            if let [c] = trace.cassettes.as_slice() {
+                for line in mcp_inspect_lines(&c.report, m) {
+                    io.println(&line);
+                }
+            }
         }
     }
     // A command ends here: the operating system takes the memory back faster than freeing
@@ -78,11 +84,21 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
         Ok(t) => t,
         Err(e) => return io.fail(e),
     };
+    recovery_note(&trace, io);
     let max_calls = a.max_calls.map(|m| m.0.unwrap_or(i64::MAX));
     match document::judge(&trace, max_calls) {
         Ok(summary) => {
             if a.json {
-                io.print(&summary.json());
+                match (
+                    &trace.mcp,
+                    trace.cassettes.as_slice(),
+                    summary.runs.as_slice(),
+                ) {
+                    (Some(session), [c], [checks]) => {
+                        io.print(&mcp_json(checks, &trace, &c.report, session))
+                    }
+                    _ => io.print(&summary.json()),
+                }
             } else if io.people && trace.cassettes.len() > 1 {
                 for (i, run) in summary.runs.iter().enumerate() {
                     io.println(&run_label(&trace, i));
@@ -98,7 +114,7 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
                     io.println(&line);
                 }
                 if let (Some(session), [c]) = (&trace.mcp, trace.cassettes.as_slice()) {
-                    for line in duplicate_lines(&c.report, session) {
+                    for line in mcp_lines(&c.report, session) {
                         io.println(&line);
                     }
                 }
@@ -113,6 +129,13 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
             code
         }
         Err(e) => io.fail(format!("ConfigurationError: {}", e.message)),
+    }
+}
+
+/// An MCP recording read through its journal says so, in one line on standard error.
+fn recovery_note(trace: &document::Trace, io: &mut Io<'_>) {
+    if let Some(n) = &trace.recovered {
+        let _ = writeln!(io.err, "note: {}", crate::printable::line(n));
     }
 }
 
@@ -162,37 +185,158 @@ fn run_label(trace: &document::Trace, i: usize) -> String {
     }
 }
 
-/// For an MCP recording: each duplicate commit, the call that made it and the evidence, next
-/// to the first commit of the same effect.
-fn duplicate_lines(
+/// One duplicate commit of an MCP recording, next to the first commit of the same effect.
+struct Duplicate {
+    name: String,
+    key: String,
+    call: u64,
+    evidence: &'static str,
+    first_call: u64,
+    first_evidence: &'static str,
+}
+
+/// For an MCP recording: each duplicate commit, the call that made it and the evidence.
+fn duplicates(
     report: &crate::report::Report,
     session: &crate::mcp::session::McpSession,
-) -> Vec<String> {
+) -> Vec<Duplicate> {
     let evidence = |i: usize| {
         session
             .evidence_of(report, i)
             .map_or("unknown", |ev| ev.as_str())
     };
     let mut first: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
-    let mut lines = Vec::new();
+    let mut out = Vec::new();
     for (i, e) in report.effects.iter().enumerate() {
         match first.get(&e.identity) {
             None => {
                 first.insert(e.identity, i);
             }
-            Some(&f) => {
-                let earlier = &report.effects[f];
-                lines.push(format!(
-                    "duplicate commit: {} {} by call #{} ({} evidence), first committed by call #{} ({} evidence)",
-                    e.name,
-                    e.key,
-                    e.call_id,
-                    evidence(i),
-                    earlier.call_id,
-                    evidence(f)
-                ));
-            }
+            Some(&f) => out.push(Duplicate {
+                name: e.name.to_lossy(),
+                key: e.key.to_lossy(),
+                call: e.call_id,
+                evidence: evidence(i),
+                first_call: report.effects[f].call_id,
+                first_evidence: evidence(f),
+            }),
         }
     }
+    out
+}
+
+/// The lines `check` adds for an MCP recording: each duplicate commit with its evidence, and
+/// each possible duplicate the annotations alone suggest (a warning, not a failure).
+fn mcp_lines(
+    report: &crate::report::Report,
+    session: &crate::mcp::session::McpSession,
+) -> Vec<String> {
+    let mut lines: Vec<String> = duplicates(report, session)
+        .into_iter()
+        .map(|d| {
+            format!(
+                "duplicate commit: {} {} by call #{} ({} evidence), first committed by call #{} ({} evidence)",
+                d.name, d.key, d.call, d.evidence, d.first_call, d.first_evidence
+            )
+        })
+        .collect();
+    for (call, first, name, key) in session.possible_duplicates() {
+        lines.push(format!(
+            "warning: possible duplicate (annotations only): call #{call} repeats call #{first} ({name} {key}); \
+             the server's annotations are the only evidence — name the tool in the scenario's \
+             \"effects\", or say \"annotations\": \"commit\" to judge such repeats as duplicates"
+        ));
+    }
     lines
+}
+
+/// What `inspect` says of an MCP recording beyond the trace: each injected fault and what the
+/// client got, each duplicate and possible duplicate with its evidence, calls in flight, and
+/// whether the session finished.
+fn mcp_inspect_lines(
+    report: &crate::report::Report,
+    session: &crate::mcp::session::McpSession,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    for c in report.calls.iter().filter(|c| c.injected) {
+        let got = session
+            .call(c.id)
+            .map_or_else(|| "no record".to_owned(), |r| r.delivered.describe());
+        lines.push(format!(
+            "fault: call #{} {} — {} ({}); the client got {got}",
+            c.id,
+            crate::printable::quoted(&c.tool.to_lossy()),
+            c.fault.as_ref().map_or_else(String::new, |f| f.to_lossy()),
+            c.kind.map_or("", |k| k.as_str()),
+        ));
+    }
+    lines.extend(mcp_lines(report, session));
+    for c in report
+        .calls
+        .iter()
+        .filter(|c| c.status == crate::report::Status::Running)
+    {
+        lines.push(format!(
+            "in flight: call #{} {} (running, no answer on record: the server may have committed it)",
+            c.id,
+            crate::printable::quoted(&c.tool.to_lossy())
+        ));
+    }
+    lines.push(
+        match session.finished {
+            Some(true) => "session: finished",
+            Some(false) => "session: did not finish (the proxy is running, or was killed)",
+            None => "session: recorded before sessions said whether they finished",
+        }
+        .to_owned(),
+    );
+    lines
+}
+
+/// `check --json` for an MCP recording: the checks, and under `mcp` the details the text
+/// gives (duplicates with their evidence, possible duplicates, calls in flight, a recovery).
+fn mcp_json(
+    checks: &[crate::contract::Check],
+    trace: &document::Trace,
+    report: &crate::report::Report,
+    session: &crate::mcp::session::McpSession,
+) -> String {
+    use crate::json::Value;
+    use crate::obj;
+    let mut v = crate::contract::checks_to_value(checks);
+    let dups = duplicates(report, session)
+        .into_iter()
+        .map(|d| {
+            obj! {
+                "name" => d.name, "key" => d.key, "call" => d.call, "evidence" => d.evidence,
+                "first_call" => d.first_call, "first_evidence" => d.first_evidence,
+            }
+        })
+        .collect();
+    let possible = session
+        .possible_duplicates()
+        .into_iter()
+        .map(|(call, first, name, key)| {
+            obj! {"name" => name, "key" => key, "call" => call, "first_call" => first, "evidence" => "annotations"}
+        })
+        .collect();
+    let in_flight = report
+        .calls
+        .iter()
+        .filter(|c| c.status == crate::report::Status::Running)
+        .map(|c| Value::from(c.id))
+        .collect();
+    if let Value::Object(o) = &mut v {
+        o.push(
+            "mcp",
+            obj! {
+                "duplicates" => Value::Array(dups),
+                "possible_duplicates" => Value::Array(possible),
+                "in_flight" => Value::Array(in_flight),
+                "finished" => session.finished,
+                "recovered" => trace.recovered.as_deref(),
+            },
+        );
+    }
+    crate::json::one_line(&v) + "\n"
 }

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::scenario::{Commit, McpScenario, at_path};
+use super::scenario::{Annotations, Commit, McpScenario, at_path};
 use super::wire::EFFECTS_META_KEY;
 use crate::json::{Value, canonical, parse, sha256_hex};
 
@@ -71,6 +71,10 @@ pub struct Commits {
     /// Set when the result carried a commit id already seen: the call with that first commit
     /// (an idempotent replay; nothing new committed).
     pub replay_of: Option<u64>,
+    /// What the annotations alone suggest was committed, when they are not trusted as
+    /// commits (the scenario does not say `"annotations": "commit"`): a repeat is a possible
+    /// duplicate, a warning, not a duplicate effect.
+    pub possible: Vec<Observed>,
 }
 
 /// The longest effect name or key the engine records; longer ones are kept as a digest.
@@ -120,6 +124,7 @@ fn structured(result: &Value) -> Option<Value> {
 #[derive(Clone, Debug, Default)]
 pub struct ToolIndex {
     read_only: HashMap<String, bool>,
+    idempotent: HashMap<String, bool>,
 }
 
 impl ToolIndex {
@@ -140,13 +145,25 @@ impl ToolIndex {
                 .and_then(|a| a.get("readOnlyHint"))
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
+            let idempotent = o
+                .get("annotations")
+                .and_then(Value::as_object)
+                .and_then(|a| a.get("idempotentHint"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             self.read_only.insert(name.to_owned(), read_only);
+            self.idempotent.insert(name.to_owned(), idempotent);
         }
     }
 
     /// Whether the server annotated `tool` read-only.
     pub fn read_only(&self, tool: &str) -> bool {
         self.read_only.get(tool).copied().unwrap_or(false)
+    }
+
+    /// Whether `tool` is annotated `idempotentHint: true` (absent: false).
+    pub fn idempotent(&self, tool: &str) -> bool {
+        self.idempotent.get(tool).copied().unwrap_or(false)
     }
 }
 
@@ -189,7 +206,7 @@ impl Ledger {
                 .collect();
             return Commits {
                 effects,
-                replay_of: None,
+                ..Commits::default()
             };
         }
         // 2. The scenario's word for the tool.
@@ -199,9 +216,16 @@ impl Ledger {
                 effect,
                 key,
                 commit_id,
+                committed,
             }) => {
+                let said = structured(result);
+                if let Some(path) = committed
+                    && !says_committed(said.as_ref().and_then(|s| at_path(s, path)))
+                {
+                    return Commits::default();
+                }
                 if let Some(id_path) = commit_id
-                    && let Some(id) = structured(result)
+                    && let Some(id) = said
                         .as_ref()
                         .and_then(|s| at_path(s, id_path))
                         .map(key_text)
@@ -209,39 +233,89 @@ impl Ledger {
                     let slot = (effect.clone(), id);
                     if let Some(&first) = self.first.get(&slot) {
                         return Commits {
-                            effects: Vec::new(),
                             replay_of: Some(first),
+                            ..Commits::default()
                         };
                     }
                     self.first.insert(slot, call);
                 }
-                let key = at_path(arguments, key)
-                    .map(key_text)
-                    .unwrap_or_else(|| canonical(arguments));
+                let key = match at_path(arguments, key) {
+                    Some(v) if key.iter().any(|k| secret_key(k)) => {
+                        format!("sha256:{}", sha256_hex(key_text(v).as_bytes()))
+                    }
+                    Some(v) => key_text(v),
+                    None => redacted_arguments(arguments),
+                };
                 return Commits {
                     effects: vec![Observed {
                         name: field(effect.clone()),
                         key: field(key),
                         evidence: Evidence::Scenario,
                     }],
-                    replay_of: None,
+                    ..Commits::default()
                 };
             }
             None => {}
         }
-        // 3. The annotations (absent: not read-only).
+        // 3. The annotations (absent: not read-only, not idempotent).
         if tools.read_only(tool) {
             return Commits::default();
         }
-        Commits {
-            effects: vec![Observed {
-                name: field(tool.to_owned()),
-                key: field(canonical(arguments)),
-                evidence: Evidence::Annotations,
-            }],
-            replay_of: None,
+        let key = redacted_arguments(arguments);
+        if tools.idempotent(tool) {
+            // The same arguments again is the same write again: an idempotent replay.
+            let slot = (format!("\0{tool}"), key.clone());
+            if let Some(&first) = self.first.get(&slot) {
+                return Commits {
+                    replay_of: Some(first),
+                    ..Commits::default()
+                };
+            }
+            self.first.insert(slot, call);
+        }
+        let observed = Observed {
+            name: field(tool.to_owned()),
+            key: field(key),
+            evidence: Evidence::Annotations,
+        };
+        let trusted = scenario.is_some_and(|s| s.annotations == Annotations::Commit);
+        if trusted {
+            Commits {
+                effects: vec![observed],
+                ..Commits::default()
+            }
+        } else {
+            Commits {
+                possible: vec![observed],
+                ..Commits::default()
+            }
         }
     }
+}
+
+/// Whether a result value says something was committed: not absent, null, false, zero or
+/// empty.
+fn says_committed(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::Str(s)) => !s.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+        Some(n) => n.as_number_f64().is_none_or(|x| x != 0.0),
+    }
+}
+
+/// Whether a key names a secret (as the redactor reads keys).
+fn secret_key(k: &str) -> bool {
+    crate::redact::Redactor::default().is_secret_key(&crate::json::Text::from(k))
+}
+
+/// The arguments as an effect key: canonical, with secret values redacted first.
+fn redacted_arguments(arguments: &Value) -> String {
+    let scrubbed = crate::redact::Redactor::default()
+        .scrub(arguments)
+        .unwrap_or(Value::Null);
+    canonical(&scrubbed)
 }
 
 #[cfg(test)]
@@ -339,10 +413,93 @@ mod tests {
                 .effects
                 .is_empty()
         );
+        // Untrusted by default: a possible commit, not an effect.
         let w = ledger.commits(None, &tools, 2, "write", &args, &obj! {});
-        assert_eq!(w.effects[0].evidence, Evidence::Annotations);
-        assert_eq!(w.effects[0].key, "{\"x\":1}");
+        assert!(w.effects.is_empty());
+        assert_eq!(w.possible[0].evidence, Evidence::Annotations);
+        assert_eq!(w.possible[0].key, "{\"x\":1}");
         let unknown = ledger.commits(None, &tools, 3, "never_listed", &args, &obj! {});
-        assert_eq!(unknown.effects.len(), 1, "no annotations: not read-only");
+        assert_eq!(unknown.possible.len(), 1, "no annotations: not read-only");
+        // Trusted when the scenario says so.
+        let trusting = McpScenario::from_text(
+            r#"{"schema_version": 1, "world": "mcp", "name": "m", "title": "T", "seed": 1,
+                "rules": [], "annotations": "commit"}"#,
+        )
+        .expect("valid");
+        let t = ledger.commits(Some(&trusting), &tools, 4, "write", &args, &obj! {});
+        assert_eq!(t.effects.len(), 1);
+        // Secrets never reach a key.
+        let s = ledger.commits(
+            None,
+            &tools,
+            5,
+            "write",
+            &obj! {"token" => "sk-1"},
+            &obj! {},
+        );
+        assert!(!s.possible[0].key.contains("sk-1"), "{}", s.possible[0].key);
+    }
+
+    #[test]
+    fn an_idempotent_tool_repeated_with_the_same_arguments_is_a_replay() {
+        let mut tools = ToolIndex::default();
+        tools.learn(
+            &crate::json::parse(
+                r#"{"tools": [{"name": "write_file", "annotations": {"idempotentHint": true}}]}"#,
+            )
+            .expect("json"),
+        );
+        let mut ledger = Ledger::default();
+        let args = obj! {"path" => "a.txt", "content" => "x"};
+        let first = ledger.commits(None, &tools, 1, "write_file", &args, &obj! {});
+        assert_eq!(first.possible.len(), 1);
+        let again = ledger.commits(None, &tools, 2, "write_file", &args, &obj! {});
+        assert_eq!(again.replay_of, Some(1));
+        assert!(again.possible.is_empty() && again.effects.is_empty());
+        let other = ledger.commits(
+            None,
+            &tools,
+            3,
+            "write_file",
+            &obj! {"path" => "b.txt"},
+            &obj! {},
+        );
+        assert_eq!(other.replay_of, None);
+    }
+
+    #[test]
+    fn a_result_can_say_nothing_was_committed() {
+        let sc = McpScenario::from_text(
+            r#"{"schema_version": 1, "world": "mcp", "name": "m", "title": "T", "seed": 1, "rules": [],
+                "effects": [{"tool": "add_observations", "effect": "observation", "key": "entity",
+                             "committed": "addedObservations"}]}"#,
+        )
+        .expect("valid");
+        let mut ledger = Ledger::default();
+        let tools = ToolIndex::default();
+        let args = obj! {"entity" => "e-1"};
+        let added = crate::json::parse(r#"{"structuredContent": {"addedObservations": ["o"]}}"#)
+            .expect("json");
+        let none = crate::json::parse(r#"{"structuredContent": {"addedObservations": []}}"#)
+            .expect("json");
+        assert_eq!(
+            ledger
+                .commits(Some(&sc), &tools, 1, "add_observations", &args, &added)
+                .effects
+                .len(),
+            1
+        );
+        assert!(
+            ledger
+                .commits(Some(&sc), &tools, 2, "add_observations", &args, &none)
+                .effects
+                .is_empty()
+        );
+        assert!(
+            ledger
+                .commits(Some(&sc), &tools, 3, "add_observations", &args, &obj! {})
+                .effects
+                .is_empty()
+        );
     }
 }

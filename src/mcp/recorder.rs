@@ -1,48 +1,142 @@
-//! Keeps the recording on disk while a session runs: the cassette (the engine's report, a
-//! ToolStorm schema-v1 file any ToolStorm loads) and its sidecar, each replaced atomically, the
-//! sidecar first so a reader that sees a new cassette also sees its facts. It is rewritten after
-//! every completed call; on a long session a rewrite is put off until ten times its own cost has
-//! passed (so writing never dominates relaying), and a final write happens at the end.
+//! Keeps the recording on disk while a session runs, write-ahead: every call's begin and end
+//! is appended to the journal ([`super::journal`]) before the server or the client can act on
+//! it — the only per-call write, on the relay's thread. A compactor thread turns the journal
+//! into the cassette (the engine's report, a ToolStorm schema-v1 file any ToolStorm loads) and
+//! its sidecar, each replaced atomically, the sidecar first; off the relay's path, and on a
+//! long session put off until ten times its own cost has passed (at most two seconds). At the
+//! end the compactor writes both files a last time and the journal, no longer needed, is
+//! removed; killed before that, the journal stays and every reader recovers from it.
 
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError, sync_channel};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::session::{McpSession, sidecar_path};
-use crate::cassette::Cassette;
-use crate::error::ConfigError;
-use crate::report::Report;
+use super::journal::{self, Rebuild, Writer};
+use super::session::{CallRecord, McpSession, journal_path, sidecar_path};
+use crate::json::{Object, Value};
+use crate::obj;
+use crate::storm::Storm;
 
-/// The longest a completed call waits to reach the disk.
+/// The longest a completed call waits to reach the cassette (it is in the journal at once).
 const MAX_DELAY: Duration = Duration::from_secs(2);
 
-/// What a write did.
-#[derive(Debug)]
-pub enum Written {
-    /// Both files are up to date.
-    Saved,
-    /// The report no longer makes a valid cassette (over 8 MB): the files on disk keep the last
-    /// calls that fit.
-    Full(ConfigError),
+/// What the last compaction left on disk.
+#[derive(Clone, Debug, Default)]
+pub struct Compacted {
+    /// Calls in the cassette.
+    pub calls: usize,
+    /// Faults injected in it.
+    pub faults: u64,
+    /// Duplicate effects in it.
+    pub duplicates: usize,
+    /// Why the recording stopped growing (it no longer fits a valid cassette), if it did.
+    pub full: Option<String>,
+    /// The last write that failed, if one did.
+    pub error: Option<String>,
 }
 
-/// The recording's files and when they were last written.
+/// The journal and its compactor.
 #[derive(Debug)]
 pub struct Recorder {
+    /// The recording's lock, held for the whole session: another proxy recording to the same
+    /// file waits its turn (a client that starts a server per call may run several at once).
+    _lock: std::fs::File,
+    journal: Writer,
     cassette: PathBuf,
-    sidecar: PathBuf,
-    last: Option<(Instant, Duration)>,
-    due: Option<Instant>,
+    wake: Option<SyncSender<()>>,
+    full: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Compacted>>,
+    effects_seen: usize,
+}
+
+/// The counters every call line carries, so the last line read gives the report's.
+fn counters(storm: &Storm, line: &mut Object) {
+    let (coverage, rejections) = storm.counters();
+    let mut cov = Object::new();
+    for (name, c) in coverage {
+        cov.push(name, c.to_value());
+    }
+    line.push("coverage", Value::Object(cov));
+    line.push("budget_rejections", rejections);
 }
 
 impl Recorder {
-    /// A recorder writing `cassette` and its sidecar.
-    pub fn new(cassette: &Path) -> Recorder {
-        Recorder {
-            cassette: cassette.to_path_buf(),
-            sidecar: sidecar_path(cassette),
-            last: None,
-            due: None,
+    /// Starts the journal of the recording at `cassette` with the run's fixed facts — and,
+    /// when this session continues an earlier one, that session's calls (`prior`: its records,
+    /// the engine already resumed from its report) — writes the recording's first state so it
+    /// can be opened at once, and starts the compactor. `lock` is the recording's lock
+    /// ([`lock`]), held until the end.
+    pub fn start(
+        cassette: &Path,
+        lock: std::fs::File,
+        session_id: &str,
+        storm: &Storm,
+        facts: &McpSession,
+        prior: Option<&McpSession>,
+    ) -> io::Result<Recorder> {
+        let report = storm.report().to_value();
+        let field = |k: &str| {
+            report
+                .as_object()
+                .and_then(|o| o.get(k))
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        let base = obj! {
+            "seed" => field("seed"),
+            "clock" => field("clock"),
+            "rules" => field("rules"),
+            "capture" => field("capture"),
+            "coverage" => field("coverage"),
+        };
+        let mut journal = Writer::create(cassette, &journal::header(session_id, &base, facts))?;
+        let mut effects_seen = 0;
+        if let Some(prior) = prior {
+            let before = storm.report();
+            effects_seen = before.effects.len();
+            let effects = before.effects.iter().map(|e| e.to_value()).collect();
+            journal.append(&obj! {"prior_effects" => Value::Array(effects)})?;
+            for call in &before.calls {
+                let mut line = Object::new();
+                match prior.call(call.id) {
+                    Some(record) => {
+                        line.push("end", call.to_value());
+                        line.push("effects", Value::Array(Vec::new()));
+                        line.push("record", record.to_value());
+                    }
+                    None => line.push("begin", call.to_value()),
+                }
+                counters(storm, &mut line);
+                journal.append(&Value::Object(line))?;
+            }
         }
+        let mut rebuild = Rebuild::default();
+        let first = compact(&mut rebuild, cassette, &mut None);
+        if let Some(e) = first.error {
+            return Err(io::Error::other(e));
+        }
+        let (tx, rx) = sync_channel(1);
+        let full = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let cassette = cassette.to_path_buf();
+            let full = Arc::clone(&full);
+            std::thread::Builder::new()
+                .name("toolstorm-compactor".into())
+                .spawn(move || compactor(rx, rebuild, &cassette, &full))?
+        };
+        Ok(Recorder {
+            _lock: lock,
+            journal,
+            cassette: cassette.to_path_buf(),
+            wake: Some(tx),
+            full,
+            thread: Some(thread),
+            effects_seen,
+        })
     }
 
     /// The cassette's path.
@@ -50,44 +144,171 @@ impl Recorder {
         &self.cassette
     }
 
-    /// Something changed at `now`: when the files should be rewritten (now, or later on a
-    /// long session).
-    pub fn changed(&mut self, now: Instant) -> Instant {
-        let at = match self.last {
-            Some((when, cost)) => (when + (cost * 10).min(MAX_DELAY)).max(now),
-            None => now,
-        };
-        let due = self.due.map_or(at, |d| d.min(at));
-        self.due = Some(due);
-        due
+    /// Whether the recording stopped growing (the cassette would no longer be valid).
+    pub fn full(&self) -> bool {
+        self.full.load(Ordering::Relaxed)
     }
 
-    /// Whether a rewrite is due at `now`.
-    pub fn due(&self, now: Instant) -> bool {
-        self.due.is_some_and(|d| d <= now)
-    }
-
-    /// Whether anything is waiting to be written.
-    pub fn dirty(&self) -> bool {
-        self.due.is_some()
-    }
-
-    /// Writes both files now.
-    pub fn write(&mut self, report: Report, session: &McpSession) -> std::io::Result<Written> {
-        let start = Instant::now();
-        let value = report.to_value();
-        drop(report);
-        let cassette = match Cassette::from_owned(value) {
-            Ok(c) => c,
-            Err(e) => {
-                self.due = None;
-                return Ok(Written::Full(e));
+    fn poke(&self) {
+        if let Some(tx) = &self.wake {
+            match tx.try_send(()) {
+                Ok(()) | Err(TrySendError::Full(())) => {}
+                Err(TrySendError::Disconnected(())) => {}
             }
-        };
-        crate::atomic::write(&self.sidecar, session.to_text().as_bytes())?;
-        cassette.save(&self.cassette)?;
-        self.last = Some((Instant::now(), start.elapsed()));
-        self.due = None;
-        Ok(Written::Saved)
+        }
     }
+
+    /// Call `id` has begun: on record before its request goes anywhere.
+    pub fn begin(&mut self, storm: &Storm, id: u64) -> io::Result<()> {
+        let Some(call) = storm.call_snapshot(id) else {
+            return Ok(());
+        };
+        let mut line = Object::new();
+        line.push("begin", call.to_value());
+        counters(storm, &mut line);
+        self.journal.append(&Value::Object(line))
+    }
+
+    /// Call `id` has ended (its effects recorded, its outcome final): on record before its
+    /// answer is relayed.
+    pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) -> io::Result<()> {
+        let Some(call) = storm.call_snapshot(id) else {
+            return Ok(());
+        };
+        let effects = storm.effects_from(self.effects_seen);
+        self.effects_seen += effects.len();
+        let mut line = Object::new();
+        line.push("end", call.to_value());
+        line.push(
+            "effects",
+            Value::Array(effects.iter().map(|e| e.to_value()).collect()),
+        );
+        line.push("record", record.to_value());
+        counters(storm, &mut line);
+        let r = self.journal.append(&Value::Object(line));
+        self.poke();
+        r
+    }
+
+    /// The session learned something (the handshake, the tool list).
+    pub fn facts(&mut self, facts: &McpSession) -> io::Result<()> {
+        let r = self.journal.append(&obj! {"facts" => facts.to_value()});
+        self.poke();
+        r
+    }
+
+    /// The session is over: the journal says so, the compactor writes the files a last time,
+    /// and the journal goes when they hold everything it does.
+    pub fn finish(mut self, code: i32) -> Compacted {
+        let ended = self.journal.append(&obj! {"finished" => code});
+        drop(self.wake.take());
+        let done = self
+            .thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        if ended.is_ok() && done.error.is_none() && done.full.is_none() {
+            let _ = std::fs::remove_file(journal_path(&self.cassette));
+        }
+        done
+    }
+}
+
+/// Takes the lock of the recording at `cassette` (`incident.mcp.lock`), waiting while another
+/// session holds it; `waiting` is told once when it has to wait.
+pub fn lock(cassette: &Path, waiting: &mut dyn FnMut()) -> io::Result<std::fs::File> {
+    let path = journal_path(cassette).with_extension("lock");
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(&path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            waiting();
+            file.lock()?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    Ok(file)
+}
+
+/// The compactor's loop: wait to be woken, keep to the pace, compact; a last time at the end.
+fn compactor(
+    rx: Receiver<()>,
+    mut rebuild: Rebuild,
+    cassette: &Path,
+    full: &AtomicBool,
+) -> Compacted {
+    let mut last_digest = None;
+    let mut done = Compacted::default();
+    let mut pace: Option<(Instant, Duration)> = None;
+    let mut open = true;
+    while open {
+        if rx.recv().is_err() {
+            break;
+        }
+        if let Some((when, cost)) = pace {
+            let due = when + (cost * 10).min(MAX_DELAY);
+            match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => open = false,
+            }
+        }
+        while rx.try_recv().is_ok() {}
+        if done.full.is_some() {
+            continue;
+        }
+        let start = Instant::now();
+        done = compact(&mut rebuild, cassette, &mut last_digest);
+        pace = Some((Instant::now(), start.elapsed()));
+        if done.full.is_some() {
+            full.store(true, Ordering::Relaxed);
+        }
+    }
+    if done.full.is_none() {
+        done = compact(&mut rebuild, cassette, &mut last_digest);
+    }
+    done
+}
+
+/// Reads what the journal gained and writes the recording it now describes.
+fn compact(rebuild: &mut Rebuild, cassette: &Path, last: &mut Option<String>) -> Compacted {
+    let mut out = Compacted::default();
+    if let Err(e) = rebuild.read_more(&journal_path(cassette)) {
+        out.error = Some(match e {
+            journal::JournalError::Io(e) => e.to_string(),
+            journal::JournalError::Invalid(c) => c.to_string(),
+        });
+        return out;
+    }
+    let (c, s) = match rebuild.recording() {
+        Ok(x) => x,
+        Err(e) => {
+            out.full = Some(e.to_string());
+            return out;
+        }
+    };
+    out.calls = c.report.calls.len();
+    out.faults = c.report.faults_triggered();
+    out.duplicates = c.report.duplicate_effects();
+    let digest = s.cassette_digest.clone();
+    let stamp = format!("{digest:?}{:?}{}", s.finished, s.calls.len());
+    if last.as_deref() == Some(stamp.as_str()) {
+        return out;
+    }
+    let written = crate::atomic::write(&sidecar_path(cassette), s.to_text().as_bytes())
+        .and_then(|()| c.save(cassette));
+    match written {
+        Ok(()) => *last = Some(stamp),
+        Err(e) => {
+            out.error = Some(format!(
+                "{}: {}",
+                crate::fsread::python_class(&e),
+                crate::fsread::python_message(cassette, &e)
+            ))
+        }
+    }
+    out
 }

@@ -9,13 +9,30 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
-use super::session::{Delivered, McpSession, SessionError, sidecar_path};
+use super::journal;
+use super::session::{Delivered, McpSession, SessionError, journal_path, sidecar_path};
 use super::wire::{self, Message, error_line, response_line, result_line};
 use crate::cassette::{Cassette, ClosestRecord, LoadError, diff_arguments};
 use crate::error::ConfigError;
 use crate::json::{Value, canonical};
 use crate::obj;
 use crate::redact::Redactor;
+use crate::report::Status;
+
+/// `raw` (a recorded answer line) answering `id` instead of the id it was recorded with.
+fn with_id(raw: &[u8], id: &wire::Id) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + 1);
+    match wire::member(raw, "id") {
+        Some(r) => {
+            out.extend_from_slice(&raw[..r.start]);
+            out.extend_from_slice(id.0.as_bytes());
+            out.extend_from_slice(&raw[r.end..]);
+        }
+        None => out.extend_from_slice(raw),
+    }
+    out.push(b'\n');
+    out
+}
 
 /// One recorded `tools/call`.
 #[derive(Debug, Clone)]
@@ -26,6 +43,9 @@ struct Recorded {
     arguments: Value,
     canonical: String,
     delivered: Delivered,
+    /// Still in flight when the recording stopped (no answer on record): served silently, and
+    /// not missed when never asked for.
+    in_flight: bool,
 }
 
 /// Why a recording cannot be served.
@@ -37,10 +57,12 @@ pub enum ReplayError {
     Sidecar(std::path::PathBuf, SessionError),
     /// The two do not belong together.
     Mismatch(ConfigError),
+    /// The journal of an unfinished session cannot be read.
+    Journal(std::path::PathBuf, journal::JournalError),
 }
 
 /// How a replay session went.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplayOutcome {
     /// Calls that matched their recording.
     pub matched: usize,
@@ -48,12 +70,32 @@ pub struct ReplayOutcome {
     pub mismatched: usize,
     /// Recorded calls never asked for (cassette call ids).
     pub unused: Vec<u64>,
+    /// Calls asked for whose recorded answer could not be given back (too large to keep).
+    pub unreproduced: Vec<u64>,
 }
 
 impl ReplayOutcome {
+    /// The verdict as `--replay-report` writes it: `done` is false while the session runs
+    /// (and stays false when the replay was killed before the client left).
+    pub fn to_value(&self, recording: &Path, recorded: usize, done: bool) -> Value {
+        let ids = |v: &[u64]| Value::Array(v.iter().map(|i| Value::from(*i)).collect());
+        obj! {
+            "kind" => "toolstorm-mcp-replay",
+            "schema_version" => 1,
+            "recording" => recording.display().to_string(),
+            "recorded_calls" => recorded,
+            "matched" => self.matched,
+            "mismatched" => self.mismatched,
+            "unused" => ids(&self.unused),
+            "unreproduced" => ids(&self.unreproduced),
+            "finished" => done,
+            "passed" => done && self.passed(),
+        }
+    }
+
     /// Every call matched and every recorded call was used.
     pub fn passed(&self) -> bool {
-        self.mismatched == 0 && self.unused.is_empty()
+        self.mismatched == 0 && self.unused.is_empty() && self.unreproduced.is_empty()
     }
 }
 
@@ -65,29 +107,48 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Reads a cassette and its sidecar; every recorded call must have its sidecar record.
-    pub fn load(cassette: &Path) -> Result<Recording, ReplayError> {
-        let c = Cassette::load(cassette).map_err(ReplayError::Cassette)?;
-        let side = sidecar_path(cassette);
-        let session = McpSession::load(&side).map_err(|e| ReplayError::Sidecar(side.clone(), e))?;
+    /// Reads a recording — through its journal when the proxy did not finish — and checks
+    /// that cassette and sidecar belong together; every finished call must have its record.
+    /// The second value is the one-line note of a recovery from the journal.
+    pub fn load(cassette: &Path) -> Result<(Recording, Option<String>), ReplayError> {
+        let (c, session, note) = match journal::recover(cassette) {
+            Ok(Some(r)) => (r.cassette, r.session, r.note),
+            Ok(None) => {
+                let c = Cassette::load(cassette).map_err(ReplayError::Cassette)?;
+                let side = sidecar_path(cassette);
+                let session =
+                    McpSession::load(&side).map_err(|e| ReplayError::Sidecar(side.clone(), e))?;
+                session
+                    .check_bound(&c)
+                    .map_err(|e| ReplayError::Sidecar(side, SessionError::Invalid(e)))?;
+                (c, session, None)
+            }
+            Err(e) => return Err(ReplayError::Journal(journal_path(cassette), e)),
+        };
         let mut calls = Vec::with_capacity(c.report.calls.len());
         for call in &c.report.calls {
-            let Some(record) = session.call(call.id) else {
-                return Err(ReplayError::Mismatch(
-                    ConfigError::new("Invalid MCP session file")
-                        .at("calls")
-                        .because(format!("no record of cassette call #{}", call.id)),
-                ));
+            let in_flight = call.status == Status::Running;
+            let delivered = match session.call(call.id) {
+                Some(record) => record.delivered.clone(),
+                None if in_flight => Delivered::Nothing,
+                None => {
+                    return Err(ReplayError::Mismatch(
+                        ConfigError::new("Invalid MCP session file")
+                            .at("calls")
+                            .because(format!("no record of cassette call #{}", call.id)),
+                    ));
+                }
             };
             calls.push(Recorded {
                 id: call.id,
                 tool: call.tool.to_lossy(),
                 canonical: canonical(&call.arguments),
                 arguments: call.arguments.clone(),
-                delivered: record.delivered.clone(),
+                delivered,
+                in_flight,
             });
         }
-        Ok(Recording { session, calls })
+        Ok((Recording { session, calls }, note))
     }
 
     /// The number of recorded calls.
@@ -118,10 +179,12 @@ impl Recording {
         client_in: impl Read,
         client_out: &mut dyn Write,
         log: &mut dyn Write,
+        progress: &mut dyn FnMut(&ReplayOutcome),
     ) -> std::io::Result<ReplayOutcome> {
         let mut next = 0usize;
         let mut matched = 0;
         let mut mismatched = 0;
+        let mut unreproduced = Vec::new();
         let redactor = Redactor::default();
         let mut reader = BufReader::new(client_in);
         let mut line = Vec::new();
@@ -174,6 +237,22 @@ impl Recording {
                                         true,
                                     ),
                                 ),
+                                Delivered::Unreadable(u) => match &u.raw {
+                                    // The bytes the client got then, answering this request's id.
+                                    Some(raw) => with_id(raw.as_bytes(), &id),
+                                    None => {
+                                        unreproduced.push(r.id);
+                                        error_line(
+                                            &id,
+                                            -32603,
+                                            &format!(
+                                                "the recorded answer ({} bytes, sha256 {}) was too large to keep: replay cannot give it back",
+                                                u.bytes, u.sha256
+                                            ),
+                                            None,
+                                        )
+                                    }
+                                },
                             }
                         }
                         other => {
@@ -197,10 +276,19 @@ impl Recording {
             };
             client_out.write_all(&out)?;
             client_out.flush()?;
+            if method == "tools/call" {
+                progress(&ReplayOutcome {
+                    matched,
+                    mismatched,
+                    unused: Vec::new(),
+                    unreproduced: unreproduced.clone(),
+                });
+            }
         }
-        let unused: Vec<u64> = self.calls[next..].iter().map(|r| r.id).collect();
+        let left: Vec<&Recorded> = self.calls[next..].iter().filter(|r| !r.in_flight).collect();
+        let unused: Vec<u64> = left.iter().map(|r| r.id).collect();
         if !unused.is_empty() {
-            let list: Vec<String> = self.calls[next..]
+            let list: Vec<String> = left
                 .iter()
                 .map(|r| format!("#{} {}", r.id, crate::printable::quoted(&r.tool)))
                 .collect();
@@ -211,10 +299,23 @@ impl Recording {
                 list.join(", ")
             );
         }
+        if !unreproduced.is_empty() {
+            let _ = writeln!(
+                log,
+                "toolstorm-tui mcp --replay: {} answer(s) could not be given back (too large to keep when recorded): call(s) {}",
+                unreproduced.len(),
+                unreproduced
+                    .iter()
+                    .map(|i| format!("#{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         Ok(ReplayOutcome {
             matched,
             mismatched,
             unused,
+            unreproduced,
         })
     }
 

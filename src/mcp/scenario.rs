@@ -43,7 +43,7 @@ pub const WORLD: &str = "mcp";
 pub const MAX_RECORDED_CALLS: i64 = 10_000;
 
 const REQUIRED: [&str; 6] = ["schema_version", "world", "name", "title", "seed", "rules"];
-const OPTIONAL: [&str; 10] = [
+const OPTIONAL: [&str; 11] = [
     "code",
     "category",
     "description",
@@ -54,6 +54,7 @@ const OPTIONAL: [&str; 10] = [
     "checks",
     "server",
     "probability",
+    "annotations",
 ];
 
 /// How an injected failure reaches the client.
@@ -103,7 +104,22 @@ pub enum Commit {
         key: Vec<String>,
         /// The result path of the commit's own id (`shipment_id`), if the server gives one.
         commit_id: Option<Vec<String>>,
+        /// The result path that says a commit happened, if the server says so: when it is
+        /// absent, null, false, zero or empty, the call committed nothing (a deduplicating
+        /// server answering a repeat with `"addedObservations": []`).
+        committed: Option<Vec<String>>,
     },
+}
+
+/// What a repeat on annotations-only evidence means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Annotations {
+    /// A warning ("possible duplicate: annotations only"): hints are untrusted and often
+    /// absent, so a repeated call is not taken for a second commit.
+    #[default]
+    Warn,
+    /// A commit like any other (`"annotations": "commit"`): repeats are duplicate effects.
+    Commit,
 }
 
 /// One `effects` entry.
@@ -172,6 +188,9 @@ pub struct McpScenario {
     pub checks: Vec<McpCheck>,
     /// The server to start, when the file names one.
     pub server: Option<ServerCommand>,
+    /// What a repeat on annotations-only evidence means (`"annotations"`: `warn`, the
+    /// default, or `commit`).
+    pub annotations: Annotations,
 }
 
 fn path_field(
@@ -221,8 +240,12 @@ fn effect_specs(v: Option<&Value>) -> Result<Vec<EffectSpec>, ConfigError> {
                     }
                 )
             };
-            let o = require_keys(item, &["tool", "effect"], &["key", "commit_id"])
-                .map_err(|e| scenario_fields::as_invalid(e).within(&at("")))?;
+            let o = require_keys(
+                item,
+                &["tool", "effect"],
+                &["key", "commit_id", "committed"],
+            )
+            .map_err(|e| scenario_fields::as_invalid(e).within(&at("")))?;
             let tool = text_field(o, "tool", true).map_err(|e| e.within(&at("")))?;
             let glob = Glob::new(&Text::from(tool.as_str()));
             let effect = text_field(o, "effect", true).map_err(|e| e.within(&at("")))?;
@@ -230,10 +253,13 @@ fn effect_specs(v: Option<&Value>) -> Result<Vec<EffectSpec>, ConfigError> {
                 return Err(invalid(&at("effect"), "at most 200 characters"));
             }
             let commit = if effect == "none" {
-                if o.contains_key("key") || o.contains_key("commit_id") {
+                if o.contains_key("key")
+                    || o.contains_key("commit_id")
+                    || o.contains_key("committed")
+                {
                     return Err(invalid(
                         &at("effect"),
-                        "a tool that commits nothing takes no key or commit_id",
+                        "a tool that commits nothing takes no key, commit_id or committed",
                     ));
                 }
                 Commit::Nothing
@@ -242,6 +268,7 @@ fn effect_specs(v: Option<&Value>) -> Result<Vec<EffectSpec>, ConfigError> {
                     effect,
                     key: path_field(o.get("key"), &at("key"), true)?.unwrap_or_default(),
                     commit_id: path_field(o.get("commit_id"), &at("commit_id"), false)?,
+                    committed: path_field(o.get("committed"), &at("committed"), false)?,
                 }
             };
             Ok(EffectSpec { tool, glob, commit })
@@ -368,6 +395,14 @@ impl McpScenario {
             effects: effect_specs(o.get("effects"))?,
             checks,
             server: server_command(o.get("server"))?,
+            annotations: match o.get("annotations") {
+                None => Annotations::Warn,
+                Some(v) => match v.as_str() {
+                    Some("warn") => Annotations::Warn,
+                    Some("commit") => Annotations::Commit,
+                    _ => return Err(invalid("annotations", "expected \"warn\" or \"commit\"")),
+                },
+            },
             probability,
             rules,
         };
@@ -429,6 +464,7 @@ impl McpScenario {
                     effect,
                     key,
                     commit_id,
+                    committed,
                 } => {
                     let mut o = Object::new();
                     o.push("tool", e.tool.as_str());
@@ -436,6 +472,9 @@ impl McpScenario {
                     o.push("key", path(key));
                     if let Some(c) = commit_id {
                         o.push("commit_id", path(c));
+                    }
+                    if let Some(c) = committed {
+                        o.push("committed", path(c));
                     }
                     Value::Object(o)
                 }
@@ -473,6 +512,9 @@ impl McpScenario {
                     "args" => Value::Array(s.args.iter().map(|a| Value::from(a.as_str())).collect()),
                 },
             );
+        }
+        if self.annotations == Annotations::Commit {
+            o.push("annotations", "commit");
         }
         Value::Object(o)
     }

@@ -35,7 +35,27 @@ pub enum Delivered {
     /// Something the sidecar could not keep (over 128 KB or too deeply nested); replay cannot
     /// give it back.
     Unrecorded,
+    /// An answer the proxy could not read as a message (over 8 MB, nested too deeply, a batch,
+    /// not UTF-8): relayed untouched, known by its size and digest, and kept whole when it is
+    /// small enough, so replay can give it back exactly.
+    Unreadable(Unreadable),
 }
+
+/// What is known of an answer that could not be read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unreadable {
+    /// Its length in bytes (without the line ending).
+    pub bytes: u64,
+    /// SHA-256 of those bytes, in hex.
+    pub sha256: String,
+    /// Why it could not be read.
+    pub reason: String,
+    /// The line itself, when it is UTF-8 and at most [`MAX_RAW`] bytes.
+    pub raw: Option<String>,
+}
+
+/// The longest unreadable answer kept whole.
+pub const MAX_RAW: usize = 256 * 1024;
 
 impl Delivered {
     /// The name files use.
@@ -45,6 +65,7 @@ impl Delivered {
             Delivered::Error(_) => "error",
             Delivered::Nothing => "nothing",
             Delivered::Unrecorded => "unrecorded",
+            Delivered::Unreadable(_) => "unreadable",
         }
     }
 
@@ -80,6 +101,17 @@ impl Delivered {
             }
             Delivered::Nothing => "nothing (no answer)".into(),
             Delivered::Unrecorded => "an answer too large to record".into(),
+            Delivered::Unreadable(u) => format!(
+                "an answer the proxy could not read ({} bytes, {}; sha256 {}), relayed untouched{}",
+                u.bytes,
+                u.reason,
+                u.sha256.get(..12).unwrap_or(&u.sha256),
+                if u.raw.is_some() {
+                    ""
+                } else {
+                    "; too large to keep"
+                }
+            ),
         }
     }
 }
@@ -99,6 +131,9 @@ pub struct CallRecord {
     pub replay_of: Option<u64>,
     /// What else happened (cancelled by the client, the server exited, ...).
     pub note: Option<String>,
+    /// Commits only the server's annotations suggest (name, key): not effects, but a repeat
+    /// of one is a possible duplicate.
+    pub possible: Vec<(String, String)>,
 }
 
 /// A request and its answer outside `tools/call` (`initialize`, `tools/list`,
@@ -134,6 +169,16 @@ pub struct McpSession {
     pub exchanges: Vec<Exchange>,
     /// Per recorded call, in call order.
     pub calls: Vec<CallRecord>,
+    /// The proxy session that wrote this sidecar (files of one recording share it; absent in
+    /// sidecars written before sessions were named).
+    pub session_id: Option<String>,
+    /// The digest of the cassette this sidecar was written with: a sidecar next to another
+    /// cassette is refused.
+    pub cassette_digest: Option<String>,
+    /// Whether the session ended (the proxy finished its work); `false` for a recording taken
+    /// while calls were still in flight or after the proxy was killed. Absent in older
+    /// sidecars.
+    pub finished: Option<bool>,
 }
 
 /// The sidecar of a cassette: `incident.json` → `incident.mcp.json`.
@@ -144,6 +189,43 @@ pub fn sidecar_path(cassette: &Path) -> PathBuf {
         .unwrap_or_default();
     let stem = name.strip_suffix(".json").unwrap_or(&name);
     cassette.with_file_name(format!("{stem}.mcp.json"))
+}
+
+/// A command line as the sidecar keeps it: the value of an option named like a secret
+/// (`--token=...`, `--api-key X`, `PASSWORD=...`) is replaced by `[REDACTED]`, with the key
+/// rules the payloads use (lower case, `-` read as `_`).
+pub fn redact_argv(argv: &[String]) -> Vec<String> {
+    let r = Redactor::default();
+    let secret = |name: &str| {
+        let name = name.trim_start_matches('-');
+        !name.is_empty() && r.is_secret_key(&crate::json::Text::from(name))
+    };
+    let mut out = Vec::with_capacity(argv.len());
+    let mut next_is_secret = false;
+    for arg in argv {
+        if next_is_secret {
+            out.push(crate::redact::MARKER.to_owned());
+            next_is_secret = false;
+            continue;
+        }
+        match arg.split_once('=') {
+            Some((name, _)) if secret(name) => {
+                out.push(format!("{name}={}", crate::redact::MARKER));
+            }
+            None if arg.starts_with('-') && secret(arg) => {
+                out.push(arg.clone());
+                next_is_secret = true;
+            }
+            _ => out.push(arg.clone()),
+        }
+    }
+    out
+}
+
+/// The write-ahead journal of a recording: `incident.json` → `incident.mcp.journal`.
+pub fn journal_path(cassette: &Path) -> PathBuf {
+    let side = sidecar_path(cassette);
+    side.with_extension("journal")
 }
 
 /// A response body as the sidecar keeps it: redacted, and within the size and depth a
@@ -160,6 +242,38 @@ fn bad(path: &str, why: &str) -> ConfigError {
         .because(why)
 }
 
+fn unreadable_of(v: &Value, at: &str) -> Result<Unreadable, ConfigError> {
+    let o = require_keys(v, &["bytes", "sha256", "reason", "raw"], &[])
+        .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
+    let bytes =
+        o.get("bytes")
+            .and_then(Value::as_i64)
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| bad(&format!("{at}.bytes"), "expected a byte count"))? as u64;
+    let sha256 = o
+        .get("sha256")
+        .and_then(Value::as_str)
+        .filter(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or_else(|| bad(&format!("{at}.sha256"), "expected a SHA-256 digest in hex"))?
+        .to_owned();
+    let reason = o
+        .get("reason")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad(&format!("{at}.reason"), "expected a string"))?
+        .to_owned();
+    let raw = match o.get("raw") {
+        Some(Value::Null) | None => None,
+        Some(Value::Str(t)) => Some(t.to_lossy()),
+        Some(_) => return Err(bad(&format!("{at}.raw"), "expected null or a string")),
+    };
+    Ok(Unreadable {
+        bytes,
+        sha256,
+        reason,
+        raw,
+    })
+}
+
 fn body_of(v: &Value, key: &str, at: &str) -> Result<Value, ConfigError> {
     match v.as_object() {
         Some(o) if o.len() == 1 && o.contains_key(key) => Ok(v.clone()),
@@ -168,12 +282,22 @@ fn body_of(v: &Value, key: &str, at: &str) -> Result<Value, ConfigError> {
 }
 
 impl CallRecord {
-    fn to_value(&self) -> Value {
+    /// The record as the sidecar keeps it.
+    pub fn to_value(&self) -> Value {
         let (kind, response) = match &self.delivered {
             Delivered::Result(b) | Delivered::Error(b) => (self.delivered.kind(), b.clone()),
+            Delivered::Unreadable(u) => (
+                self.delivered.kind(),
+                obj! {
+                    "bytes" => u.bytes,
+                    "sha256" => u.sha256.as_str(),
+                    "reason" => u.reason.as_str(),
+                    "raw" => u.raw.as_deref(),
+                },
+            ),
             other => (other.kind(), Value::Null),
         };
-        obj! {
+        let mut o = obj! {
             "call" => self.call,
             "request_id" => self.request_id.clone(),
             "delivered" => kind,
@@ -181,10 +305,22 @@ impl CallRecord {
             "effects" => Value::Array(self.effects.iter().map(|e| Value::from(e.as_str())).collect()),
             "replay_of" => self.replay_of,
             "note" => self.note.as_deref(),
+        };
+        if !self.possible.is_empty()
+            && let Value::Object(m) = &mut o
+        {
+            let items = self
+                .possible
+                .iter()
+                .map(|(n, k)| obj! {"name" => n.as_str(), "key" => k.as_str()})
+                .collect();
+            m.push("possible_effects", Value::Array(items));
         }
+        o
     }
 
-    fn from_value(v: &Value, at: &str) -> Result<CallRecord, ConfigError> {
+    /// Validates a record (`at` names it in messages).
+    pub fn from_value(v: &Value, at: &str) -> Result<CallRecord, ConfigError> {
         let keys = [
             "call",
             "request_id",
@@ -194,20 +330,42 @@ impl CallRecord {
             "replay_of",
             "note",
         ];
-        let o = require_keys(v, &keys, &[]).map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
+        let o = require_keys(v, &keys, &["possible_effects"])
+            .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
         let field = |k: &str| o.get(k).unwrap_or(&Value::Null);
+        let possible = match field("possible_effects") {
+            Value::Null => Vec::new(),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let name = p
+                        .as_object()
+                        .and_then(|o| o.get("name"))
+                        .and_then(Value::as_str);
+                    let key = p
+                        .as_object()
+                        .and_then(|o| o.get("key"))
+                        .and_then(Value::as_str);
+                    match (name, key) {
+                        (Some(n), Some(k)) => Ok((n.to_owned(), k.to_owned())),
+                        _ => Err(bad(
+                            &format!("{at}.possible_effects[{i}]"),
+                            "expected {\"name\": ..., \"key\": ...}",
+                        )),
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+            _ => return Err(bad(&format!("{at}.possible_effects"), "expected a list")),
+        };
         let call = field("call")
             .as_i64()
             .filter(|n| *n >= 1)
             .ok_or_else(|| bad(&format!("{at}.call"), "expected a call id ≥ 1"))?
             as u64;
+        // Any JSON-RPC id a client used (a string, a number, even null or an object from a
+        // client that breaks the rules) is kept as it came.
         let request_id = field("request_id").clone();
-        if !matches!(request_id, Value::Str(_) | Value::Int(_)) {
-            return Err(bad(
-                &format!("{at}.request_id"),
-                "expected a string or an integer",
-            ));
-        }
         let response = field("response");
         let here = format!("{at}.response");
         let delivered = match field("delivered").as_str() {
@@ -216,6 +374,7 @@ impl CallRecord {
             Some("nothing") if response.is_null() => Delivered::Nothing,
             Some("unrecorded") if response.is_null() => Delivered::Unrecorded,
             Some("nothing" | "unrecorded") => return Err(bad(&here, "expected null")),
+            Some("unreadable") => Delivered::Unreadable(unreadable_of(response, &here)?),
             _ => {
                 return Err(bad(
                     &format!("{at}.delivered"),
@@ -266,6 +425,7 @@ impl CallRecord {
             effects,
             replay_of,
             note,
+            possible,
         })
     }
 }
@@ -323,6 +483,15 @@ impl McpSession {
             "calls",
             Value::Array(self.calls.iter().map(CallRecord::to_value).collect()),
         );
+        if let Some(id) = &self.session_id {
+            o.push("session", id.as_str());
+        }
+        if let Some(d) = &self.cassette_digest {
+            o.push("cassette_digest", d.as_str());
+        }
+        if let Some(f) = self.finished {
+            o.push("finished", f);
+        }
         Value::Object(o)
     }
 
@@ -346,7 +515,8 @@ impl McpSession {
             "exchanges",
             "calls",
         ];
-        let o = require_keys(v, &keys, &[]).map_err(|e| ConfigError {
+        let optional = ["session", "cassette_digest", "finished"];
+        let o = require_keys(v, &keys, &optional).map_err(|e| ConfigError {
             message: "Invalid MCP session file",
             path: e.path,
             detail: e.detail.or(Some(e.message.into())),
@@ -365,6 +535,19 @@ impl McpSession {
         };
         let protocol_version = opt_text("protocol_version")?;
         let scenario = opt_text("scenario")?;
+        let session_id = opt_text("session")?;
+        let cassette_digest = opt_text("cassette_digest")?;
+        if cassette_digest
+            .as_deref()
+            .is_some_and(|d| d.len() != 64 || !d.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            return Err(bad("cassette_digest", "expected a SHA-256 digest in hex"));
+        }
+        let finished = match field("finished") {
+            Value::Null => None,
+            Value::Bool(b) => Some(*b),
+            _ => return Err(bad("finished", "expected true or false")),
+        };
         for k in ["client_info", "server_info"] {
             if !matches!(field(k), Value::Null | Value::Object(_)) {
                 return Err(bad(k, "expected null or an object"));
@@ -453,6 +636,9 @@ impl McpSession {
             checks,
             exchanges,
             calls,
+            session_id,
+            cassette_digest,
+            finished,
         })
     }
 
@@ -488,6 +674,38 @@ impl McpSession {
             .filter(|o| o.call_id == e.call_id)
             .count();
         self.call(e.call_id)?.effects.get(nth).copied()
+    }
+
+    /// Refuses a sidecar written for another cassette (its digest is not this cassette's).
+    /// Sidecars from before recordings were bound say nothing, and are taken as they are.
+    pub fn check_bound(&self, cassette: &crate::cassette::Cassette) -> Result<(), ConfigError> {
+        match &self.cassette_digest {
+            Some(d) if *d != cassette.digest() => Err(bad(
+                "cassette_digest",
+                "this sidecar was written for another cassette (its digest differs): it belongs \
+                 to another recording; copy the cassette and its sidecar together",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Each commit only the annotations suggest that repeats an earlier one: (the call, the
+    /// call it repeats, the name and key), in call order.
+    pub fn possible_duplicates(&self) -> Vec<(u64, u64, String, String)> {
+        let mut first: std::collections::HashMap<(&str, &str), u64> =
+            std::collections::HashMap::new();
+        let mut out = Vec::new();
+        for r in &self.calls {
+            for (n, k) in &r.possible {
+                match first.get(&(n.as_str(), k.as_str())) {
+                    Some(&f) => out.push((r.call, f, n.clone(), k.clone())),
+                    None => {
+                        first.insert((n, k), r.call);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The record of cassette call `call`, if the sidecar has one.
@@ -534,6 +752,7 @@ mod tests {
                     effects: vec![Evidence::Scenario],
                     replay_of: None,
                     note: Some("answer lost (injected)".into()),
+                    possible: vec![("write".into(), "{}".into())],
                 },
                 CallRecord {
                     call: 2,
@@ -544,8 +763,12 @@ mod tests {
                     effects: vec![],
                     replay_of: Some(1),
                     note: None,
+                    possible: Vec::new(),
                 },
             ],
+            session_id: Some("0123456789abcdef".into()),
+            cassette_digest: Some("ab".repeat(32)),
+            finished: Some(false),
         }
     }
 

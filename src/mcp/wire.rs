@@ -104,18 +104,147 @@ pub fn classify(line: &[u8]) -> Message {
 
 /// A response line answering `id` with `result`.
 pub fn result_line(id: &Id, result: Value) -> Vec<u8> {
-    line(obj! {"jsonrpc" => "2.0", "id" => id.to_value(), "result" => result})
+    result_line_as(&id.0, result)
+}
+
+/// A response line answering the request whose id is the JSON text `raw_id` (given back
+/// exactly as the client wrote it: `1e3` stays `1e3`).
+pub fn result_line_as(raw_id: &str, result: Value) -> Vec<u8> {
+    answer_as(raw_id, "result", result)
 }
 
 /// A response line answering `id` with a JSON-RPC error.
 pub fn error_line(id: &Id, code: i64, message: &str, data: Option<Value>) -> Vec<u8> {
+    error_line_as(&id.0, code, message, data)
+}
+
+/// [`error_line`] for the request whose id is the JSON text `raw_id`.
+pub fn error_line_as(raw_id: &str, code: i64, message: &str, data: Option<Value>) -> Vec<u8> {
     let mut e = Object::new();
     e.push("code", code);
     e.push("message", message);
     if let Some(d) = data {
         e.push("data", d);
     }
-    line(obj! {"jsonrpc" => "2.0", "id" => id.to_value(), "error" => Value::Object(e)})
+    answer_as(raw_id, "error", Value::Object(e))
+}
+
+fn answer_as(raw_id: &str, key: &str, body: Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(raw_id.as_bytes());
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\":");
+    out.extend_from_slice(compact(&body).as_bytes());
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// The byte range of the value of the top-level member `key` of the JSON object in `bytes`,
+/// found without parsing the rest: for messages we cannot read whole (too long, too deep, not
+/// UTF-8) and for the exact text of an id. A key written with escapes is not recognised; a
+/// value cut off by the end of `bytes` ends there.
+pub fn member(bytes: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    let mut i = skip_ws(bytes, 0);
+    if bytes.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(bytes, i);
+        match bytes.get(i)? {
+            b'"' => {}
+            _ => return None,
+        }
+        let key_end = string_end(bytes, i)?;
+        let name = &bytes[i + 1..key_end - 1];
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return None;
+        }
+        i = skip_ws(bytes, i + 1);
+        let end = value_end(bytes, i);
+        if name == key.as_bytes() {
+            return Some(i..end);
+        }
+        i = skip_ws(bytes, end);
+        match bytes.get(i)? {
+            b',' => i += 1,
+            _ => return None,
+        }
+    }
+}
+
+/// The string value of the top-level member `key`, when it is a plain string.
+pub fn member_str(bytes: &[u8], key: &str) -> Option<String> {
+    let r = member(bytes, key)?;
+    let text = std::str::from_utf8(&bytes[r]).ok()?;
+    match parse(text).ok()? {
+        Value::Str(t) => Some(t.to_lossy()),
+        _ => None,
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while bytes
+        .get(i)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        i += 1;
+    }
+    i
+}
+
+/// The index just past the string starting at `i` (a `"`).
+fn string_end(bytes: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    while j < bytes.len() {
+        match bytes[j] {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// The index just past the value starting at `i` (or the end of `bytes`).
+fn value_end(bytes: &[u8], i: usize) -> usize {
+    match bytes.get(i) {
+        Some(b'"') => string_end(bytes, i).unwrap_or(bytes.len()),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < bytes.len() {
+                match bytes[j] {
+                    b'"' => {
+                        j = string_end(bytes, j).unwrap_or(bytes.len());
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            bytes.len()
+        }
+        _ => {
+            let mut j = i;
+            while j < bytes.len()
+                && !matches!(bytes[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n')
+            {
+                j += 1;
+            }
+            j
+        }
+    }
 }
 
 /// A response line answering `id` with a recorded response body (its `result` or `error`).
@@ -206,6 +335,37 @@ mod tests {
         assert_eq!(
             line,
             b"{\"jsonrpc\":\"2.0\",\"id\":\"q-1\",\"result\":{}}\n".to_vec()
+        );
+    }
+
+    #[test]
+    fn members_are_found_without_reading_the_rest() {
+        let line = br#"{"jsonrpc":"2.0", "id" : 1e3,"result":{"content":[{"text":"a\"}b"}],"isError":true}}"#;
+        let id = member(line, "id").expect("id");
+        assert_eq!(&line[id], b"1e3");
+        let result = member(line, "result").expect("result");
+        let inner = &line[result];
+        assert_eq!(
+            member(inner, "isError").map(|r| &inner[r]),
+            Some(&b"true"[..])
+        );
+        let nested = br#"{"a":{"id":2},"id":"x"}"#;
+        assert_eq!(
+            member(nested, "id").map(|r| &nested[r]),
+            Some(&b"\"x\""[..])
+        );
+        assert_eq!(member(b"[1]", "id"), None);
+        // Invalid UTF-8 and a cut-off tail do not stop the search for what comes first.
+        let mut odd = br#"{"id":7,"result":"#.to_vec();
+        odd.extend_from_slice(&[0xff, 0xfe, 0]);
+        assert_eq!(member(&odd, "id").map(|r| &odd[r]), Some(&b"7"[..]));
+        assert_eq!(
+            member_str(br#"{"method":"tools/call"}"#, "method").as_deref(),
+            Some("tools/call")
+        );
+        assert_eq!(
+            result_line_as("1e3", obj! {}),
+            b"{\"jsonrpc\":\"2.0\",\"id\":1e3,\"result\":{}}\n".to_vec()
         );
     }
 

@@ -117,3 +117,16 @@ pub fn field<'a>(v: &'a Value, key: &str) -> &'a Value {
 pub fn text_of(v: &Value, key: &str) -> String {
     field(v, key).as_str().unwrap_or_default().to_owned()
 }
+
+/// The example MCP server (`examples/mcp_shipping_server.rs`), built by `cargo test` next to
+/// the test binaries.
+pub fn example_server() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe");
+    let dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target dir");
+    let path = dir.join("examples").join("mcp_shipping_server");
+    assert!(path.exists(), "{} (built by `cargo test`)", path.display());
+    path
+}

@@ -1,0 +1,500 @@
+//! The write-ahead journal of a recording (`incident.mcp.journal`, JSON lines): what the proxy
+//! appends before the client can see anything, and how a recording is rebuilt from it.
+//!
+//! Every line is one compact JSON object, written with a single `write` (no user-space
+//! buffer), so a killed proxy leaves whole lines and at most one torn last line, which readers
+//! ignore. The kernel keeps what was written even when the process is killed at once; only a
+//! power loss could take it, and that is not this tool's promise.
+//!
+//! Lines, in order:
+//! - the header: `{"kind": "toolstorm-mcp-journal", "schema_version": 1, "session": ID,
+//!   "report": {seed, clock, rules, capture}, "facts": SIDECAR}` (the sidecar without calls);
+//! - `{"facts": SIDECAR}` when the session learns something (the handshake, `tools/list`);
+//! - `{"begin": CALL, "coverage": {...}, "budget_rejections": N}` before a request reaches the
+//!   server (or is answered by a fault), so a call in flight when the proxy dies is on record;
+//! - `{"end": CALL, "effects": [...], "record": RECORD, "coverage": {...},
+//!   "budget_rejections": N}` before the call's answer is relayed;
+//! - `{"prior_effects": [...]}` and then a `begin` or `end` line per call, first, when the
+//!   session continues an earlier recording (`--append`);
+//! - `{"finished": CODE}` when the session ended and the proxy finished its work.
+//!
+//! [`Rebuild`] reads the lines (all at once, or as they come: the compactor tails the file) and
+//! gives the recording they describe: a cassette that validates as any other, and its sidecar.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::session::{CallRecord, McpSession, journal_path, sidecar_path};
+use crate::cassette::Cassette;
+use crate::error::ConfigError;
+use crate::json::{Object, Value, compact, parse};
+use crate::obj;
+
+/// The `kind` of a journal's header.
+pub const KIND: &str = "toolstorm-mcp-journal";
+/// The journal format version.
+pub const SCHEMA_VERSION: i64 = 1;
+/// The longest line a reader accepts (a line holds one call, whose payloads are capped far
+/// below this).
+const MAX_LINE: usize = 8_000_000;
+/// The most a reader takes from one journal.
+pub const MAX_JOURNAL_BYTES: u64 = 256 * 1024 * 1024;
+
+fn bad(line: usize, why: impl Into<String>) -> ConfigError {
+    ConfigError::new("Invalid MCP journal")
+        .at(format!("line {line}"))
+        .because(why)
+}
+
+/// Appends journal lines; each line reaches the kernel before [`Writer::append`] returns.
+#[derive(Debug)]
+pub struct Writer {
+    file: File,
+    path: PathBuf,
+    line: Vec<u8>,
+}
+
+impl Writer {
+    /// Starts a new journal for the recording at `cassette` (replacing an old one), owner-only,
+    /// and writes its header.
+    pub fn create(cassette: &Path, header: &Value) -> io::Result<Writer> {
+        let path = journal_path(cassette);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&path)?;
+        let mut w = Writer {
+            file,
+            path,
+            line: Vec::with_capacity(4096),
+        };
+        w.append(header)?;
+        Ok(w)
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one entry as one line, in one write.
+    pub fn append(&mut self, entry: &Value) -> io::Result<()> {
+        self.line.clear();
+        self.line.extend_from_slice(compact(entry).as_bytes());
+        self.line.push(b'\n');
+        self.file.write_all(&self.line)
+    }
+}
+
+/// The header of a journal: the run's fixed facts.
+pub fn header(session: &str, report: &Value, facts: &McpSession) -> Value {
+    obj! {
+        "kind" => KIND,
+        "schema_version" => SCHEMA_VERSION,
+        "session" => session,
+        "report" => report.clone(),
+        "facts" => facts.to_value(),
+    }
+}
+
+/// A recording rebuilt from its journal, line by line.
+#[derive(Debug, Default)]
+pub struct Rebuild {
+    /// Bytes of the journal consumed (whole lines only).
+    offset: u64,
+    /// Complete lines read.
+    lines: usize,
+    session: Option<String>,
+    report: Option<Object>,
+    facts: McpSession,
+    /// The latest form of each call, by id.
+    calls: BTreeMap<u64, Value>,
+    /// Ids of calls whose end is on record.
+    ended: std::collections::BTreeSet<u64>,
+    effects: Vec<Value>,
+    records: BTreeMap<u64, CallRecord>,
+    coverage: Value,
+    budget_rejections: u64,
+    finished: Option<i64>,
+    /// A last line without its newline was seen (the writer was stopped mid-line, or is
+    /// writing it now).
+    torn: bool,
+}
+
+/// What the journal says of the session's end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Calls begun.
+    pub calls: usize,
+    /// Ids of calls begun and not ended (in flight when the journal stops).
+    pub in_flight: Vec<u64>,
+    /// The proxy's exit code, when the session finished.
+    pub finished: Option<i64>,
+}
+
+impl Rebuild {
+    /// Reads a whole journal.
+    pub fn read(path: &Path) -> Result<Rebuild, JournalError> {
+        let mut r = Rebuild::default();
+        r.read_more(path)?;
+        if r.session.is_none() {
+            return Err(JournalError::Invalid(bad(1, "no header line")));
+        }
+        Ok(r)
+    }
+
+    /// Reads the lines added to `path` since the last call.
+    pub fn read_more(&mut self, path: &Path) -> Result<(), JournalError> {
+        let mut file = File::open(path).map_err(JournalError::Io)?;
+        let len = file.metadata().map_err(JournalError::Io)?.len();
+        if len > MAX_JOURNAL_BYTES {
+            return Err(JournalError::Invalid(
+                ConfigError::new("Invalid MCP journal")
+                    .because(format!("the file exceeds {MAX_JOURNAL_BYTES} bytes")),
+            ));
+        }
+        if len < self.offset {
+            return Err(JournalError::Invalid(
+                ConfigError::new("Invalid MCP journal")
+                    .because("the file was truncated while it was being read"),
+            ));
+        }
+        file.seek(SeekFrom::Start(self.offset))
+            .map_err(JournalError::Io)?;
+        let mut bytes = Vec::with_capacity((len - self.offset) as usize);
+        file.take(len - self.offset)
+            .read_to_end(&mut bytes)
+            .map_err(JournalError::Io)?;
+        let mut start = 0;
+        self.torn = false;
+        while start < bytes.len() {
+            let Some(nl) = bytes[start..].iter().position(|b| *b == b'\n') else {
+                self.torn = true;
+                break;
+            };
+            let line = &bytes[start..start + nl];
+            self.lines += 1;
+            self.apply(line).map_err(JournalError::Invalid)?;
+            start += nl + 1;
+            self.offset += nl as u64 + 1;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, line: &[u8]) -> Result<(), ConfigError> {
+        let n = self.lines;
+        if line.len() > MAX_LINE {
+            return Err(bad(n, "a line over 8,000,000 bytes"));
+        }
+        let text = std::str::from_utf8(line).map_err(|_| bad(n, "not UTF-8"))?;
+        let v = parse(text).map_err(|e| bad(n, e.to_string()))?;
+        let Some(o) = v.as_object() else {
+            return Err(bad(n, "expected an object"));
+        };
+        if self.session.is_none() {
+            return self.apply_header(o);
+        }
+        let counters = |this: &mut Rebuild| -> Result<(), ConfigError> {
+            if let Some(c) = o.get("coverage") {
+                this.coverage = c.clone();
+            }
+            if let Some(b) = o.get("budget_rejections") {
+                this.budget_rejections = b
+                    .as_i64()
+                    .filter(|b| *b >= 0)
+                    .ok_or_else(|| bad(n, "budget_rejections: expected a count"))?
+                    as u64;
+            }
+            Ok(())
+        };
+        if let Some(facts) = o.get("facts") {
+            self.facts = McpSession::from_value(facts).map_err(|e| nested(n, "facts", e))?;
+        } else if let Some(call) = o.get("begin") {
+            let id = call_id(call).ok_or_else(|| bad(n, "begin: expected a call with an id"))?;
+            self.calls.insert(id, call.clone());
+            counters(self)?;
+        } else if let Some(call) = o.get("end") {
+            let id = call_id(call).ok_or_else(|| bad(n, "end: expected a call with an id"))?;
+            self.calls.insert(id, call.clone());
+            self.ended.insert(id);
+            if let Some(Value::Array(effects)) = o.get("effects") {
+                self.effects.extend(effects.iter().cloned());
+            }
+            if let Some(r) = o.get("record") {
+                let record = CallRecord::from_value(r, "record").map_err(|e| nested(n, "", e))?;
+                self.records.insert(record.call, record);
+            }
+            counters(self)?;
+        } else if let Some(Value::Array(effects)) = o.get("prior_effects") {
+            // The effects of the session this one continues, in their order.
+            self.effects.extend(effects.iter().cloned());
+        } else if let Some(code) = o.get("finished") {
+            self.finished = Some(
+                code.as_i64()
+                    .ok_or_else(|| bad(n, "finished: expected an exit code"))?,
+            );
+        } else {
+            return Err(bad(n, "expected facts, begin, end or finished"));
+        }
+        Ok(())
+    }
+
+    fn apply_header(&mut self, o: &Object) -> Result<(), ConfigError> {
+        if o.get("kind").and_then(Value::as_str) != Some(KIND) {
+            return Err(bad(1, format!("expected a header of kind \"{KIND}\"")));
+        }
+        if o.get("schema_version").and_then(Value::as_i64) != Some(SCHEMA_VERSION) {
+            return Err(bad(1, "schema_version: expected 1"));
+        }
+        let session = o
+            .get("session")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(1, "session: expected a string"))?;
+        let report = o
+            .get("report")
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad(1, "report: expected an object"))?;
+        self.facts = McpSession::from_value(o.get("facts").unwrap_or(&Value::Null))
+            .map_err(|e| nested(1, "facts", e))?;
+        self.coverage = report.get("coverage").cloned().unwrap_or(obj! {});
+        self.report = Some(report.clone());
+        self.session = Some(session.to_owned());
+        Ok(())
+    }
+
+    /// The session this journal belongs to.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Whether the last line read had no newline yet.
+    pub fn torn(&self) -> bool {
+        self.torn
+    }
+
+    /// How far the session got.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            calls: self.calls.len(),
+            in_flight: self
+                .calls
+                .keys()
+                .filter(|id| !self.ended.contains(id))
+                .copied()
+                .collect(),
+            finished: self.finished,
+        }
+    }
+
+    /// The recording the journal describes: a validated cassette and its sidecar (bound to
+    /// it by the session id and the cassette's digest).
+    pub fn recording(&self) -> Result<(Cassette, McpSession), ConfigError> {
+        let base = self
+            .report
+            .as_ref()
+            .ok_or_else(|| bad(1, "no header line"))?;
+        let field = |k: &str| base.get(k).cloned().unwrap_or(Value::Null);
+        let mut report = Object::new();
+        report.push("seed", field("seed"));
+        report.push("clock", field("clock"));
+        report.push(
+            "calls",
+            Value::Array(self.calls.values().cloned().collect()),
+        );
+        report.push("effects", Value::Array(self.effects.clone()));
+        report.push("rules", field("rules"));
+        report.push("coverage", self.coverage.clone());
+        report.push("budget_rejections", self.budget_rejections);
+        report.push("capture", field("capture"));
+        report.push("schema_version", crate::report::SCHEMA_VERSION);
+        let cassette = Cassette::from_owned(Value::Object(report))?;
+        let mut session = self.facts.clone();
+        session.calls = self.records.values().cloned().collect();
+        session.session_id = self.session.clone();
+        session.cassette_digest = Some(cassette.digest());
+        session.finished = Some(self.finished.is_some());
+        Ok((cassette, session))
+    }
+}
+
+fn call_id(call: &Value) -> Option<u64> {
+    call.as_object()?
+        .get("id")?
+        .as_i64()
+        .filter(|n| *n >= 1)
+        .map(|n| n as u64)
+}
+
+fn nested(line: usize, under: &str, e: ConfigError) -> ConfigError {
+    let at = match (under.is_empty(), e.path.as_deref()) {
+        (true, Some(p)) => format!("line {line}: {p}"),
+        (true, None) => format!("line {line}"),
+        (false, Some(p)) => format!("line {line}: {under}.{p}"),
+        (false, None) => format!("line {line}: {under}"),
+    };
+    let detail = e.detail.clone().unwrap_or_else(|| e.message.to_owned());
+    ConfigError::new("Invalid MCP journal")
+        .at(at)
+        .because(detail)
+}
+
+/// Why a journal could not be read.
+#[derive(Debug)]
+pub enum JournalError {
+    /// The OS refused.
+    Io(io::Error),
+    /// Not a journal we wrote.
+    Invalid(ConfigError),
+}
+
+/// A recording as its readers see it after recovery.
+#[derive(Debug)]
+pub struct Recovered {
+    /// The cassette.
+    pub cassette: Cassette,
+    /// Its sidecar.
+    pub session: McpSession,
+    /// One line for people when the journal was ahead of the files on disk (or they were
+    /// missing): what was recovered.
+    pub note: Option<String>,
+    /// How far the session got.
+    pub progress: Progress,
+}
+
+/// Reads the recording at `cassette` through its journal, if it has one: `Ok(None)` when there
+/// is no journal (read the files as they are).
+pub fn recover(cassette: &Path) -> Result<Option<Recovered>, JournalError> {
+    let path = journal_path(cassette);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let rebuild = Rebuild::read(&path)?;
+    let progress = rebuild.progress();
+    let (c, s) = rebuild.recording().map_err(JournalError::Invalid)?;
+    // Compare with what the compactor last wrote: silent when the files already say it all.
+    let on_disk = Cassette::load(cassette).ok();
+    let side = McpSession::load(&sidecar_path(cassette)).ok();
+    let same = on_disk.as_ref().is_some_and(|d| d.digest() == c.digest())
+        && side.as_ref().is_some_and(|d| *d == s);
+    let note = (!same).then(|| {
+        let had = match &on_disk {
+            Some(d) => format!("the cassette on disk has {}", d.report.calls.len()),
+            None => "there is no readable cassette on disk".to_owned(),
+        };
+        format!(
+            "recovered {} call(s) from the journal {} ({had})",
+            progress.calls,
+            crate::printable::quoted(&path.display().to_string())
+        )
+    });
+    Ok(Some(Recovered {
+        cassette: c,
+        session: s,
+        note,
+        progress,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report_base() -> Value {
+        obj! {"seed" => 1, "clock" => "RealClock", "rules" => Value::Array(vec![]),
+        "capture" => true, "coverage" => obj! {}}
+    }
+
+    fn call(id: u64, status: &str) -> Value {
+        crate::json::parse(&format!(
+            r##"{{"id": {id}, "tool": "t", "ordinal": {id}, "key": "#{id}", "started": 0.0,
+                "parent_id": null, "elapsed": 0.0, "status": "{status}", "fault": null,
+                "kind": null, "executed": true, "injected": false, "arguments": {{}},
+                "output": null, "error": null, "capture_error": false}}"##
+        ))
+        .expect("json")
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("toolstorm-journal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        dir.join(name)
+    }
+
+    #[test]
+    fn a_torn_last_line_is_ignored_and_a_running_call_is_in_flight() {
+        let cassette = scratch("torn.json");
+        let facts = McpSession {
+            max_calls: 100,
+            ..McpSession::default()
+        };
+        let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+        w.append(
+            &obj! {"begin" => call(1, "running"), "coverage" => obj! {}, "budget_rejections" => 0},
+        )
+        .expect("begin");
+        w.append(
+            &obj! {"begin" => call(2, "running"), "coverage" => obj! {}, "budget_rejections" => 0},
+        )
+        .expect("begin");
+        let record = CallRecord {
+            call: 1,
+            request_id: Value::from(7),
+            delivered: super::super::session::Delivered::Nothing,
+            effects: vec![],
+            replay_of: None,
+            note: None,
+            possible: Vec::new(),
+        };
+        w.append(
+            &obj! {"end" => call(1, "ok"), "effects" => Value::Array(vec![]),
+            "record" => record.to_value(), "coverage" => obj! {}, "budget_rejections" => 0},
+        )
+        .expect("end");
+        drop(w);
+        // A half-written line, as a killed writer leaves it.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(journal_path(&cassette))
+            .expect("open");
+        f.write_all(b"{\"finished\": ").expect("torn");
+        let r = Rebuild::read(&journal_path(&cassette)).expect("read");
+        assert!(r.torn());
+        let p = r.progress();
+        assert_eq!(p.calls, 2);
+        assert_eq!(p.in_flight, vec![2]);
+        assert_eq!(p.finished, None);
+        let (c, s) = r.recording().expect("valid recording");
+        assert_eq!(c.report.calls.len(), 2);
+        assert_eq!(s.calls.len(), 1);
+        assert_eq!(s.finished, Some(false));
+        assert_eq!(s.cassette_digest.as_deref(), Some(c.digest().as_str()));
+        let rec = recover(&cassette).expect("ok").expect("a journal");
+        assert!(
+            rec.note
+                .as_deref()
+                .is_some_and(|n| n.starts_with("recovered 2 call(s) from the journal")),
+            "{:?}",
+            rec.note
+        );
+    }
+
+    #[test]
+    fn a_bad_line_is_named() {
+        let cassette = scratch("bad.json");
+        let facts = McpSession {
+            max_calls: 100,
+            ..McpSession::default()
+        };
+        let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+        w.append(&obj! {"gossip" => 1}).expect("line");
+        match Rebuild::read(&journal_path(&cassette)) {
+            Err(JournalError::Invalid(e)) => {
+                assert_eq!(e.path.as_deref(), Some("line 2"), "{e}")
+            }
+            other => panic!("expected an invalid journal, got {other:?}"),
+        }
+    }
+}

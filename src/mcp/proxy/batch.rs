@@ -1,0 +1,124 @@
+//! JSON-RPC batches (arrays of messages), removed from the protocol in 2025-06-18 but still
+//! sent by some peers: relayed as they came, and every `tools/call` inside them judged like
+//! any other. A call a fault answers in the server's place is taken out of its batch (and
+//! answered on its own); so is an answer a lost acknowledgement drops. Everything else in a
+//! batch passes untouched — the batch is rewritten only when a fault changes it.
+
+use super::calls::read_answer;
+use super::link::Relay;
+use crate::json::{Value, compact};
+use crate::mcp::wire::Id;
+use crate::storm::Prelude;
+
+impl Relay<'_> {
+    /// A batch from the client; false when it holds no `tools/call` (relay it as it is).
+    pub(super) fn client_batch(&mut self, items: &[Value], line: &[u8]) -> bool {
+        let calls = |m: &Value| {
+            let o = m.as_object()?;
+            (o.get("method")?.as_str()? == "tools/call").then_some(())?;
+            let id = o.get("id")?;
+            let params = o.get("params")?.as_object()?;
+            let tool = params.get("name")?.as_str()?.to_owned();
+            let args = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| crate::obj! {});
+            Some((Id::of(id), compact(id), tool, args))
+        };
+        if !self.recording || !items.iter().any(|m| calls(m).is_some()) {
+            return false;
+        }
+        let mut kept = Vec::with_capacity(items.len());
+        let mut answered_here = Vec::new();
+        let mut forwarded = Vec::new();
+        let mut changed = false;
+        for m in items {
+            let Some((id, raw, tool, args)) = calls(m) else {
+                kept.push(m.clone());
+                continue;
+            };
+            let note = Some("it came in a batch (no latency is applied inside a batch)".to_owned());
+            match self.begin(&tool, args, note, raw, id.clone()) {
+                Some((call, Prelude::Skip(outcome))) => {
+                    changed = true;
+                    answered_here.push((call, outcome));
+                }
+                Some((call, Prelude::Run { .. })) => {
+                    forwarded.push(call);
+                    kept.push(m.clone());
+                }
+                None => {
+                    self.client_requests.insert(id);
+                    kept.push(m.clone());
+                }
+            }
+        }
+        for call in forwarded {
+            self.forward(call);
+        }
+        if !kept.is_empty() {
+            if changed {
+                let mut out = compact(&Value::Array(kept)).into_bytes();
+                out.push(b'\n');
+                self.send_server(&out);
+            } else {
+                self.send_server(line);
+            }
+        }
+        for (call, outcome) in answered_here {
+            if let Some(p) = self.pending.get_mut(&call) {
+                p.injected = Some(outcome);
+            }
+            self.answer_injected(call);
+        }
+        true
+    }
+
+    /// A batch from the server; false when it answers none of the calls in hand.
+    pub(super) fn server_batch(&mut self, items: &[Value], line: &[u8]) -> bool {
+        let answered: Vec<(usize, u64)> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let o = m.as_object()?;
+                if !(o.contains_key("result") || o.contains_key("error")) {
+                    return None;
+                }
+                Some((i, self.answered_call(&Id::of(o.get("id")?))?))
+            })
+            .collect();
+        if answered.is_empty() {
+            return false;
+        }
+        let mut dropped = Vec::new();
+        for (i, call) in answered {
+            let o = items[i].as_object();
+            let (answer, delivered) = read_answer(
+                o.and_then(|o| o.get("result")),
+                o.and_then(|o| o.get("error")),
+            );
+            let lost = self.will_lose_answer(call) && answer.is_success();
+            if lost {
+                dropped.push(i);
+            }
+            // Journaled now; the batch carries the answer (or the fault's own answer goes).
+            self.ended_by_server(call, answer, delivered, None, false);
+        }
+        if dropped.is_empty() {
+            self.send_client(line);
+        } else {
+            let rest: Vec<Value> = items
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !dropped.contains(i))
+                .map(|(_, m)| m.clone())
+                .collect();
+            if !rest.is_empty() {
+                let mut out = compact(&Value::Array(rest)).into_bytes();
+                out.push(b'\n');
+                self.send_client(&out);
+            }
+        }
+        true
+    }
+}

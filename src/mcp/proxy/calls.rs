@@ -1,0 +1,912 @@
+//! The `tools/call` lifecycle: decide (the engine's rules, in arrival order), delay, forward
+//! or answer in the server's place, judge what the server committed, and end the call —
+//! journaling each step before anyone can act on it: a call's begin before its request goes
+//! anywhere, its end before its answer is relayed.
+//!
+//! Every exchange is judged, also those the proxy cannot read whole: a request too large or
+//! too deep keeps its ordinal and its decision (rules apply by tool name) and is recorded with
+//! its arguments summarised; an answer we cannot parse is recorded as an answer (size, reason,
+//! SHA-256, and the bytes themselves when they are small enough), with evidence from the
+//! scenario and the annotations as for any other.
+
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use super::framing::{Side, trim};
+use super::link::{LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
+use crate::error::{Error, Result};
+use crate::json::{Object, Value, canonical, sha256_hex};
+use crate::mcp::evidence::Evidence;
+use crate::mcp::scenario::Delivery;
+use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unreadable, keep};
+use crate::mcp::wire::{self, FAULT_META_KEY, Id, error_line_as, result_line_as};
+use crate::obj;
+use crate::rule::FaultKind;
+use crate::storm::Prelude;
+
+/// The longest tool name the engine takes; longer names are cut (their glob prefix kept) and
+/// marked with a digest of the whole.
+const MAX_TOOL: usize = 200;
+
+/// Bytes of a long line's head kept for sniffing.
+const HEAD: usize = 64 * 1024;
+
+/// A stand-in for arguments that cannot be recorded as they are.
+fn summary(why: &str, bytes: &[u8]) -> Value {
+    obj! {
+        "toolstorm_summary" => why,
+        "bytes" => bytes.len(),
+        "sha256" => sha256_hex(bytes),
+    }
+}
+
+/// A tool name the engine can record: names over 200 characters keep their first 180 and a
+/// digest of the whole, so globs on the prefix still match and two long names stay apart.
+fn recordable_tool(tool: &str) -> (String, Option<String>) {
+    if (1..=MAX_TOOL).contains(&tool.chars().count()) {
+        return (tool.to_owned(), None);
+    }
+    if tool.is_empty() {
+        return (
+            "(unnamed)".to_owned(),
+            Some("the tool name was empty".into()),
+        );
+    }
+    let head: String = tool.chars().take(180).collect();
+    let cut = format!("{head}~{}", &sha256_hex(tool.as_bytes())[..16]);
+    let note = format!(
+        "the tool name ({} characters) was cut to its first 180 and a digest",
+        tool.chars().count()
+    );
+    (cut, Some(note))
+}
+
+/// What a line we cannot parse says it is, read without parsing it.
+struct Sniffed {
+    raw_id: String,
+    id: Id,
+    tool: String,
+    arguments: Vec<u8>,
+}
+
+fn sniff_call(line: &[u8]) -> Option<Sniffed> {
+    if wire::member_str(line, "method").as_deref() != Some("tools/call") {
+        return None;
+    }
+    let id_range = wire::member(line, "id")?;
+    let raw = std::str::from_utf8(&line[id_range.clone()])
+        .ok()?
+        .to_owned();
+    let id = raw_id(&line[id_range])?;
+    let params = &line[wire::member(line, "params")?];
+    let tool = wire::member_str(params, "name")?;
+    let arguments = wire::member(params, "arguments")
+        .map(|r| params[r].to_vec())
+        .unwrap_or_default();
+    Some(Sniffed {
+        raw_id: raw,
+        id,
+        tool,
+        arguments,
+    })
+}
+
+impl Relay<'_> {
+    /// A `tools/call` from the client: decide, then forward, delay or answer.
+    pub(super) fn tools_call(&mut self, id: Id, params: Value, line: Vec<u8>) {
+        let o = params.as_object();
+        let tool = o.and_then(|o| o.get("name")).and_then(Value::as_str);
+        let arguments = o
+            .and_then(|o| o.get("arguments"))
+            .cloned()
+            .unwrap_or_else(|| obj! {});
+        // A retry that answers an `input_required` result continues the same logical call.
+        let continues =
+            o.is_some_and(|o| o.contains_key("requestState") || o.contains_key("inputResponses"));
+        let Some(tool) = tool.map(str::to_owned) else {
+            self.client_requests.insert(id);
+            self.send_server(&line);
+            return;
+        };
+        if continues && let Some(call) = self.continued_call(&tool) {
+            self.rekey(call, id, exact_id(&line));
+            self.send_server(&line);
+            return;
+        }
+        let raw = exact_id(&line);
+        if let Some((call, prelude)) = self.begin(&tool, arguments, None, raw, id.clone()) {
+            self.start(call, prelude, Some(line));
+        } else {
+            self.client_requests.insert(id);
+            self.send_server(&line);
+        }
+    }
+
+    /// A client line we cannot read as a message that is still a `tools/call`: judged like any
+    /// other, its arguments summarised. True when it was handled.
+    pub(super) fn unreadable_request(&mut self, line: &[u8], why: &str) -> bool {
+        let Some(s) = sniff_call(trim(line)) else {
+            return false;
+        };
+        let args = summary(&format!("arguments not recorded: {why}"), &s.arguments);
+        let note =
+            format!("the request could not be read whole ({why}): its arguments are summarised");
+        match self.begin(&s.tool, args, Some(note), s.raw_id, s.id.clone()) {
+            Some((call, prelude)) => self.start(call, prelude, Some(line.to_vec())),
+            None => {
+                self.client_requests.insert(s.id);
+                self.send_server(line);
+            }
+        }
+        true
+    }
+
+    /// Begins call `tool` in the engine and on the journal; `None` when it is not recorded
+    /// (past the budget, or the recording is full).
+    pub(super) fn begin(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+        note: Option<String>,
+        raw_id: String,
+        id: Id,
+    ) -> Option<(u64, Prelude)> {
+        if self.recorder.as_ref().is_some_and(|r| r.full()) {
+            self.recording = false;
+            self.note_once(
+                "full",
+                "the recording is full: its file keeps the calls that fit; relaying from now on without injecting or recording",
+            );
+            return None;
+        }
+        let (tool, cut) = recordable_tool(tool);
+        let mut note = match (note, cut) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        let mut arguments = arguments;
+        let handle = match self.storm.begin_call(&tool, arguments.clone(), None) {
+            Ok(h) => h,
+            Err(Error::BudgetExceeded(_)) => {
+                self.recording = false;
+                let msg = format!(
+                    "the session's call budget ({}) is reached: relaying from now on without injecting or recording",
+                    self.session.max_calls
+                );
+                self.note_once("cap", &msg);
+                return None;
+            }
+            Err(e) => {
+                // The arguments cannot be captured (too large, too deep): the call keeps its
+                // ordinal and decision, with its arguments summarised.
+                let why = e.reference_line();
+                let text = canonical(&arguments);
+                arguments = summary(&format!("arguments not recorded: {why}"), text.as_bytes());
+                note = Some(match note {
+                    Some(n) => format!("{n}; its arguments are summarised ({why})"),
+                    None => format!("its arguments are summarised ({why})"),
+                });
+                match self.storm.begin_call(&tool, arguments.clone(), None) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        let msg = format!(
+                            "a call to {} was relayed but not recorded: {}",
+                            crate::printable::quoted(&tool),
+                            e.reference_line()
+                        );
+                        self.note(&msg);
+                        return None;
+                    }
+                }
+            }
+        };
+        let rule = handle.rule_index().map(|i| self.rules[i].clone());
+        let delivery = rule.as_ref().map_or(Delivery::IsError, |r| {
+            self.scenario
+                .as_ref()
+                .map_or(Delivery::IsError, |s| s.delivery_of(&r.name.to_lossy()))
+        });
+        let prelude = self.storm.prelude(&handle);
+        let call = handle.id();
+        if let Some(r) = self.recorder.as_mut()
+            && let Err(e) = r.begin(&self.storm, call)
+        {
+            let msg = format!("the journal could not be written: {e}");
+            self.note_once("journal", &msg);
+        }
+        let request_id = crate::json::parse(&raw_id).unwrap_or(Value::Null);
+        self.pending.insert(
+            call,
+            Pending {
+                handle,
+                tool,
+                arguments,
+                request_id,
+                raw_id,
+                id: id.clone(),
+                rule,
+                delivery,
+                line: None,
+                injected: None,
+                forwarded: false,
+                cancelled: false,
+                awaiting_input: false,
+                note,
+            },
+        );
+        self.by_request.entry(id).or_default().push_back(call);
+        Some((call, prelude))
+    }
+
+    /// Carries out a call's prelude: answer in the server's place (now or after the rule's
+    /// delay), or forward `line` (now or after injected latency). Without a line (a long
+    /// request passed on in pieces) a forwarded call counts as sent.
+    fn start(&mut self, call: u64, prelude: Prelude, line: Option<Vec<u8>>) {
+        let Some(p) = self.pending.get_mut(&call) else {
+            return;
+        };
+        match prelude {
+            Prelude::Skip(outcome) => {
+                let delay = match (&p.rule, &outcome) {
+                    (Some(r), Err(Error::Timeout(_))) if r.kind == FaultKind::Timeout => r.delay,
+                    _ => 0.0,
+                };
+                p.injected = Some(outcome);
+                if delay > 0.0 {
+                    let at = Instant::now() + Duration::from_secs_f64(delay.min(86_400.0));
+                    self.schedule(at, Timer::Answer(call));
+                } else {
+                    self.answer_injected(call);
+                }
+            }
+            Prelude::Run { latency } => {
+                p.line = line;
+                match latency.filter(|l| *l > 0.0) {
+                    Some(l) if p.line.is_some() => {
+                        let at = Instant::now() + Duration::from_secs_f64(l.min(86_400.0));
+                        self.schedule(at, Timer::Forward(call));
+                    }
+                    _ => self.forward(call),
+                }
+            }
+        }
+    }
+
+    /// The open call (waiting for input) to `tool`, if any.
+    fn continued_call(&self, tool: &str) -> Option<u64> {
+        self.pending
+            .iter()
+            .filter(|(_, p)| p.awaiting_input && p.tool == tool && p.injected.is_none())
+            .map(|(c, _)| *c)
+            .min()
+    }
+
+    /// A continued call answers to its new request id from now on.
+    fn rekey(&mut self, call: u64, id: Id, raw: String) {
+        let Some(p) = self.pending.get_mut(&call) else {
+            return;
+        };
+        let old = std::mem::replace(&mut p.id, id.clone());
+        p.request_id = crate::json::parse(&raw).unwrap_or(Value::Null);
+        p.raw_id = raw;
+        p.awaiting_input = false;
+        self.unlink(&old, call);
+        self.by_request.entry(id).or_default().push_back(call);
+    }
+
+    fn unlink(&mut self, id: &Id, call: u64) {
+        if let Some(q) = self.by_request.get_mut(id) {
+            q.retain(|c| *c != call);
+            if q.is_empty() {
+                self.by_request.remove(id);
+            }
+        }
+    }
+
+    /// Takes call `call` out of hand.
+    fn take(&mut self, call: u64) -> Option<Pending> {
+        let p = self.pending.remove(&call)?;
+        let id = p.id.clone();
+        self.unlink(&id, call);
+        Some(p)
+    }
+
+    /// The call a server answer with `id` belongs to: the oldest one the server has.
+    pub(super) fn answered_call(&self, id: &Id) -> Option<u64> {
+        self.by_request
+            .get(id)?
+            .iter()
+            .copied()
+            .find(|c| self.pending.get(c).is_some_and(|p| p.forwarded))
+    }
+
+    /// Whether call `call`'s answer would be dropped (a lost acknowledgement still to come).
+    pub(super) fn will_lose_answer(&self, call: u64) -> bool {
+        self.pending.get(&call).is_some_and(|p| {
+            !p.cancelled
+                && p.rule
+                    .as_ref()
+                    .is_some_and(|r| r.kind == FaultKind::ResponseLost)
+        })
+    }
+
+    /// Sends a call's request to the server (after any injected latency).
+    pub(super) fn forward(&mut self, call: u64) {
+        let Some(p) = self.pending.get_mut(&call) else {
+            return;
+        };
+        let line = p.line.take();
+        p.forwarded = true;
+        self.storm.body_started(&p.handle);
+        if let Some(line) = line {
+            self.send_server(&line);
+        }
+    }
+
+    /// The client cancelled `id`; true when the proxy handled it (the server never saw the
+    /// call, so it must not see the cancellation either).
+    pub(super) fn cancelled(&mut self, id: &Id) -> bool {
+        let Some(call) = self.by_request.get(id).and_then(|q| {
+            q.iter()
+                .copied()
+                .find(|c| self.pending.get(c).is_some_and(|p| !p.cancelled))
+        }) else {
+            return false;
+        };
+        let Some(p) = self.pending.get_mut(&call) else {
+            return false;
+        };
+        p.cancelled = true;
+        if p.forwarded {
+            // The server has it: pass the cancellation on and record what it answers, if
+            // anything (a call cancelled after the server committed is still a commit).
+            return false;
+        }
+        if let Some(p) = self.take(call) {
+            let note = "cancelled by the client before it reached the server";
+            self.abandon(p, Err(cancellation()), note);
+        }
+        true
+    }
+
+    // ----- ending a call -----
+
+    /// Ends a call: the engine records its outcome, the journal its end — and only then does
+    /// `send` reach the client.
+    #[allow(clippy::too_many_arguments)]
+    fn conclude(
+        &mut self,
+        p: Pending,
+        outcome: Result<Value>,
+        delivered: Delivered,
+        send: Option<Vec<u8>>,
+        effects: Vec<Evidence>,
+        replay_of: Option<u64>,
+        note: Option<String>,
+    ) {
+        let _ = self.storm.finish_call(&p.handle, outcome);
+        let delivered = if send.is_some() && !self.client_reading() {
+            Delivered::Nothing
+        } else {
+            delivered
+        };
+        let note = match (p.note.clone(), note) {
+            (Some(a), Some(b)) => Some(format!("{b}; {a}")),
+            (a, b) => b.or(a),
+        };
+        let note = if send.is_some() && !self.client_reading() {
+            Some(match note {
+                Some(n) => format!("{n}; the client had stopped reading"),
+                None => "the client had stopped reading: the answer went nowhere".into(),
+            })
+        } else {
+            note
+        };
+        let record = CallRecord {
+            call: p.handle.id(),
+            request_id: p.request_id.clone(),
+            delivered,
+            effects,
+            replay_of,
+            note,
+            possible: std::mem::take(&mut self.possible),
+        };
+        if let Some(r) = self.recorder.as_mut()
+            && let Err(e) = r.end(&self.storm, record.call, &record)
+        {
+            let msg = format!("the journal could not be written: {e}");
+            self.note_once("journal", &msg);
+        }
+        if let Some(bytes) = send {
+            self.send_client(&bytes);
+        }
+    }
+
+    /// Ends a call whose client gets nothing (more) from us: cancelled, the session over, or
+    /// answered already.
+    fn abandon(&mut self, p: Pending, outcome: Result<Value>, note: impl Into<String>) {
+        let note = Some(note.into());
+        self.conclude(p, outcome, Delivered::Nothing, None, Vec::new(), None, note);
+    }
+
+    /// Gives an injected fault's outcome to the client (per the rule's delivery).
+    pub(super) fn answer_injected(&mut self, call: u64) {
+        let Some(mut p) = self.take(call) else {
+            return;
+        };
+        let outcome = p.injected.take().unwrap_or(Ok(Value::Null));
+        let (delivered, send) = match &outcome {
+            Ok(replacement) => {
+                let body = self.replacement_result(replacement);
+                let line = result_line_as(&p.raw_id, body.clone());
+                (Delivered::Result(obj! {"result" => body}), Some(line))
+            }
+            Err(e) => self.fault_answer(&p, e),
+        };
+        let note = matches!(delivered, Delivered::Nothing)
+            .then(|| "no answer (injected): the client's timeout takes over".to_owned());
+        self.conclude(p, outcome, delivered, send, Vec::new(), None, note);
+    }
+
+    /// Injected answers still waiting on a timer are given now (the session is ending).
+    pub(super) fn answer_due_faults(&mut self) {
+        let mut due: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.injected.is_some())
+            .map(|(c, _)| *c)
+            .collect();
+        due.sort_unstable();
+        for call in due {
+            self.answer_injected(call);
+        }
+    }
+
+    /// A replacement value as a `tools/call` result: used as is when it already is one.
+    fn replacement_result(&self, replacement: &Value) -> Value {
+        let looks_like_result = replacement
+            .as_object()
+            .is_some_and(|o| o.contains_key("content"));
+        let mut body = if looks_like_result {
+            replacement.clone()
+        } else {
+            let text = match replacement.as_str() {
+                Some(s) => s.to_owned(),
+                None => crate::json::compact(replacement),
+            };
+            let mut r = wire::text_result(&text, false);
+            if let (Value::Object(o), Value::Object(_)) = (&mut r, replacement) {
+                o.push("structuredContent", replacement.clone());
+            }
+            r
+        };
+        self.mark(&mut body);
+        body
+    }
+
+    /// Adds `resultType` (stateless protocol) to a result the proxy made.
+    fn mark(&self, body: &mut Value) {
+        let stateless = self
+            .session
+            .protocol_version
+            .as_deref()
+            .is_some_and(wire::is_stateless);
+        if let Value::Object(o) = body
+            && stateless
+            && !o.contains_key("resultType")
+        {
+            o.push("resultType", "complete");
+        }
+    }
+
+    /// An injected error as the rule's delivery gives it: what the client receives, and the
+    /// line that carries it (none for no answer).
+    fn fault_answer(&self, p: &Pending, e: &Error) -> (Delivered, Option<Vec<u8>>) {
+        let mut fault = Object::new();
+        if let Some(r) = p.rule.as_ref() {
+            fault.push("rule", r.name.clone());
+            fault.push("kind", r.kind.as_str());
+        }
+        if let Error::RateLimited { retry_after } = e {
+            fault.push("retryAfter", Value::Float(*retry_after));
+        }
+        let text = e.reference_line();
+        match p.delivery {
+            Delivery::IsError => {
+                let mut body = wire::text_result(&text, true);
+                if let Value::Object(o) = &mut body {
+                    o.push("_meta", obj! {FAULT_META_KEY => Value::Object(fault)});
+                }
+                self.mark(&mut body);
+                let line = result_line_as(&p.raw_id, body.clone());
+                (Delivered::Result(obj! {"result" => body}), Some(line))
+            }
+            Delivery::JsonRpcError => {
+                let code = match e {
+                    Error::ResponseLost(_) => -32000, // the SDKs' "connection closed"
+                    Error::Timeout(_) => -32001,      // the SDKs' "request timed out"
+                    Error::RateLimited { .. } => -32010,
+                    _ => -32011,
+                };
+                let data = Value::Object(fault);
+                let line = error_line_as(&p.raw_id, code, &text, Some(data.clone()));
+                let delivered = Delivered::Error(obj! {
+                    "error" => obj! {"code" => code, "message" => text.as_str(), "data" => data},
+                });
+                (delivered, Some(line))
+            }
+            Delivery::NoAnswer => (Delivered::Nothing, None),
+        }
+    }
+
+    /// The server answered call `call`: with a message we read (`message`), or with a line we
+    /// could not read (`unreadable` says why). `line` is what the server sent.
+    pub(super) fn call_answered(
+        &mut self,
+        call: u64,
+        message: Option<Value>,
+        line: Vec<u8>,
+        unreadable: Option<String>,
+    ) {
+        let o = message.as_ref().and_then(Value::as_object);
+        let result = o.and_then(|o| o.get("result")).cloned();
+        let error = o.and_then(|o| o.get("error")).cloned();
+        // An `input_required` result is not the call's end: the client will continue it.
+        let needs_input = result
+            .as_ref()
+            .and_then(Value::as_object)
+            .and_then(|r| r.get("resultType"))
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "complete");
+        if needs_input {
+            if let Some(p) = self.pending.get_mut(&call) {
+                p.awaiting_input = true;
+            }
+            return self.send_client(&line);
+        }
+        let (answer, delivered) = match &unreadable {
+            Some(why) => {
+                let body = trim(&line);
+                let raw = (body.len() <= MAX_RAW)
+                    .then(|| std::str::from_utf8(body).ok().map(str::to_owned))
+                    .flatten();
+                let u = Unreadable {
+                    bytes: body.len() as u64,
+                    sha256: sha256_hex(body),
+                    reason: why.clone(),
+                    raw,
+                };
+                (sniffed_answer(body), Delivered::Unreadable(u))
+            }
+            None => read_answer(result.as_ref(), error.as_ref()),
+        };
+        self.ended_by_server(call, answer, delivered, Some(line), unreadable.is_some());
+    }
+
+    /// The end of a call the server answered: effects, the after-success phase (a lost
+    /// acknowledgement), the record, then what the client gets (`line`, unless the fault
+    /// drops it; none when the answer goes out another way: in pieces, or in a batch).
+    pub(super) fn ended_by_server(
+        &mut self,
+        call: u64,
+        answer: Answer,
+        delivered: Delivered,
+        line: Option<Vec<u8>>,
+        unreadable: bool,
+    ) {
+        let Some(p) = self.take(call) else {
+            if let Some(l) = line {
+                self.send_client(&l);
+            }
+            return;
+        };
+        let body_outcome = match &answer {
+            Answer::Result(r) => Ok(r.clone()),
+            Answer::Unknown => Ok(Value::Null),
+            Answer::ToolError(t) => Err(Error::raised("ToolError", t.clone())),
+            Answer::RpcError(t) => Err(Error::raised("McpError", t.clone())),
+        };
+        // What committed: effects are recorded while the call still runs.
+        let mut evidence = Vec::new();
+        let mut replay_of = None;
+        let mut possible = Vec::new();
+        if let (Ok(r), true) = (&body_outcome, p.forwarded) {
+            let commits = self.ledger.commits(
+                self.scenario.as_ref(),
+                &self.tools,
+                p.handle.id(),
+                &p.tool,
+                &p.arguments,
+                r,
+            );
+            replay_of = commits.replay_of;
+            possible = commits
+                .possible
+                .into_iter()
+                .map(|o| (o.name, o.key))
+                .collect();
+            for e in commits.effects {
+                match self.storm.effect_for(&p.handle, &e.name, &e.key) {
+                    Ok(()) => evidence.push(e.evidence),
+                    Err(err) => {
+                        let msg = format!(
+                            "an effect of call #{} was not recorded: {}",
+                            p.handle.id(),
+                            err.reference_line()
+                        );
+                        self.note(&msg);
+                    }
+                }
+            }
+        }
+        let outcome = self.storm.body_finished(&p.handle, body_outcome);
+        let (delivered, send, mut note) = match &outcome {
+            Err(e @ Error::ResponseLost(_)) if !p.cancelled => {
+                let (d, send) = self.fault_answer(&p, e);
+                let n = format!(
+                    "the server answered; its answer was dropped (injected {})",
+                    FaultKind::ResponseLost.as_str()
+                );
+                (d, send, Some(n))
+            }
+            _ => {
+                let note = p
+                    .cancelled
+                    .then(|| "cancelled by the client; the server answered anyway".to_owned());
+                (delivered, line, note)
+            }
+        };
+        if unreadable {
+            let n = "the answer could not be read as a message; it was relayed untouched";
+            note = Some(match note {
+                Some(x) => format!("{x}; {n}"),
+                None => n.to_owned(),
+            });
+        }
+        let final_outcome = if p.cancelled {
+            Err(cancellation())
+        } else {
+            outcome
+        };
+        self.possible = possible;
+        self.conclude(p, final_outcome, delivered, send, evidence, replay_of, note);
+    }
+
+    /// A piece of a long client line.
+    pub(super) fn client_piece(&mut self, piece: Vec<u8>, last: bool) {
+        if self.long_request.is_none() {
+            let mut long = LongRequest {
+                call: None,
+                swallow: false,
+            };
+            if self.recording
+                && let Some(s) = sniff_call(&piece)
+            {
+                let args = summary("arguments not recorded: a message over 8 MB", &s.arguments);
+                let note = "the request was over 8 MB: its arguments are summarised".to_owned();
+                if let Some((call, prelude)) = self.begin(&s.tool, args, Some(note), s.raw_id, s.id)
+                {
+                    long.call = Some(call);
+                    long.swallow = matches!(prelude, Prelude::Skip(_));
+                    // Latency cannot hold a message that is already on its way.
+                    let prelude = match prelude {
+                        Prelude::Run { .. } => Prelude::Run { latency: None },
+                        skip => skip,
+                    };
+                    if long.swallow {
+                        // Answered when its last piece has arrived.
+                        if let (Some(p), Prelude::Skip(outcome)) =
+                            (self.pending.get_mut(&call), prelude)
+                        {
+                            p.injected = Some(outcome);
+                        }
+                    } else {
+                        self.start(call, prelude, None);
+                    }
+                }
+            }
+            if long.call.is_none() {
+                self.note_once(
+                    "long-client",
+                    "a client message over 8 MB was relayed untouched (not read)",
+                );
+            }
+            self.long_request = Some(long);
+        }
+        let swallow = self.long_request.as_ref().is_some_and(|l| l.swallow);
+        if !swallow {
+            self.piece(Side::Server, &piece, last);
+        }
+        if last
+            && let Some(l) = self.long_request.take()
+            && l.swallow
+            && let Some(call) = l.call
+        {
+            self.answer_injected(call);
+        }
+    }
+
+    /// A piece of a long server line.
+    pub(super) fn server_piece(&mut self, piece: Vec<u8>, last: bool) {
+        if self.long_answer.is_none()
+            && let Some(call) = wire::member(&piece, "id")
+                .and_then(|r| raw_id(&piece[r]))
+                .and_then(|id| self.answered_call(&id))
+        {
+            let kind = sniffed_answer(&piece);
+            let lost = self.will_lose_answer(call);
+            self.long_answer = Some(LongAnswer {
+                call,
+                hasher: Sha256::new(),
+                bytes: 0,
+                head: Vec::new(),
+                swallow: lost && matches!(kind, Answer::Unknown | Answer::Result(_)),
+            });
+        }
+        let Some(mut long) = self.long_answer.take() else {
+            self.note_once(
+                "long-server",
+                "a server message over 8 MB was relayed untouched (not read)",
+            );
+            return self.piece(Side::Client, &piece, last);
+        };
+        let content = if last { trim(&piece) } else { &piece[..] };
+        long.hasher.update(content);
+        long.bytes += content.len() as u64;
+        if long.head.len() < HEAD {
+            let room = HEAD - long.head.len();
+            long.head
+                .extend_from_slice(&content[..content.len().min(room)]);
+        }
+        if !last {
+            if !long.swallow {
+                self.piece(Side::Client, &piece, false);
+            }
+            self.long_answer = Some(long);
+            return;
+        }
+        let u = Unreadable {
+            bytes: long.bytes,
+            sha256: hex(&long.hasher.finalize()),
+            reason: "a message over 8 MB".into(),
+            raw: None,
+        };
+        let answer = sniffed_answer(&long.head);
+        // Journaled before the last piece lets the client read the message.
+        self.ended_by_server(long.call, answer, Delivered::Unreadable(u), None, true);
+        if !long.swallow {
+            self.piece(Side::Client, &piece, true);
+        }
+    }
+
+    /// The server died: every call it held is answered with an error and recorded.
+    pub(super) fn server_died(&mut self, status: Option<std::process::ExitStatus>) {
+        let mut calls: Vec<u64> = self.pending.keys().copied().collect();
+        calls.sort_unstable();
+        let message = format!(
+            "the MCP server exited ({}) before answering",
+            status.map_or_else(|| "status unknown".into(), |s| s.to_string())
+        );
+        for call in calls {
+            let Some(p) = self.take(call) else {
+                continue;
+            };
+            if p.injected.is_some() && !p.forwarded {
+                // An injected answer still due: give it now, it does not need the server.
+                let id = p.id.clone();
+                self.pending.insert(call, p);
+                self.by_request.entry(id).or_default().push_back(call);
+                self.answer_injected(call);
+                continue;
+            }
+            let outcome = Err(Error::raised("ServerExited", message.clone()));
+            if p.cancelled || p.awaiting_input {
+                // It was answered already (input required) or is not wanted: no second answer.
+                self.abandon(p, outcome, message.clone());
+                continue;
+            }
+            let line = error_line_as(&p.raw_id, -32000, &message, None);
+            let delivered = Delivered::Error(
+                obj! {"error" => obj! {"code" => -32000, "message" => message.as_str()}},
+            );
+            self.conclude(
+                p,
+                outcome,
+                delivered,
+                Some(line),
+                Vec::new(),
+                None,
+                Some(message.clone()),
+            );
+        }
+    }
+
+    /// Ends every call still open (the session is over), recording it as cancelled.
+    pub(super) fn finish_pending(&mut self, why: &str) {
+        let mut calls: Vec<u64> = self.pending.keys().copied().collect();
+        calls.sort_unstable();
+        for call in calls {
+            if let Some(p) = self.take(call) {
+                let note = if p.cancelled {
+                    format!("cancelled by the client; {why}")
+                } else {
+                    why.to_owned()
+                };
+                self.abandon(p, Err(cancellation()), note);
+            }
+        }
+    }
+}
+
+/// A parsed answer's meaning and what the sidecar keeps of it.
+pub(super) fn read_answer(result: Option<&Value>, error: Option<&Value>) -> (Answer, Delivered) {
+    let is_error = result
+        .and_then(Value::as_object)
+        .and_then(|r| r.get("isError"))
+        .and_then(Value::as_bool)
+        == Some(true);
+    let answer = match (result, error) {
+        (Some(r), _) if !is_error => Answer::Result(r.clone()),
+        (Some(r), _) => Answer::ToolError(crate::json::one_line(r)),
+        (None, Some(e)) => Answer::RpcError(crate::json::one_line(e)),
+        (None, None) => Answer::RpcError("an empty response".into()),
+    };
+    let kept = match (result, error) {
+        (Some(r), _) => keep(&obj! {"result" => r.clone()}).map(Delivered::Result),
+        (None, Some(e)) => keep(&obj! {"error" => e.clone()}).map(Delivered::Error),
+        (None, None) => keep(&obj! {"result" => Value::Null}).map(Delivered::Result),
+    };
+    (answer, kept.unwrap_or(Delivered::Unrecorded))
+}
+
+/// What an answer says, as far as the proxy could tell.
+pub(super) enum Answer {
+    /// A result.
+    Result(Value),
+    /// A result we could not read (taken as a success: the server may have committed).
+    Unknown,
+    /// A result flagged `isError`.
+    ToolError(String),
+    /// A JSON-RPC error.
+    RpcError(String),
+}
+
+impl Answer {
+    /// Whether the server says the call succeeded (or we cannot tell).
+    pub(super) fn is_success(&self) -> bool {
+        matches!(self, Answer::Result(_) | Answer::Unknown)
+    }
+}
+
+/// Reads an unreadable answer's kind from its bytes without parsing it.
+fn sniffed_answer(bytes: &[u8]) -> Answer {
+    if wire::member(bytes, "error").is_some() {
+        return Answer::RpcError("a JSON-RPC error the proxy could not read".into());
+    }
+    if let Some(r) = wire::member(bytes, "result") {
+        let result = &bytes[r];
+        if wire::member(result, "isError").is_some_and(|e| &result[e] == b"true") {
+            return Answer::ToolError("an isError result the proxy could not read".into());
+        }
+    }
+    Answer::Unknown
+}
+
+fn cancellation() -> Error {
+    Error::Cancelled {
+        type_name: "CancelledError".into(),
+    }
+}
+
+/// The exact text of a line's top-level id (canonical JSON if it cannot be found).
+fn exact_id(line: &[u8]) -> String {
+    let body = trim(line);
+    wire::member(body, "id")
+        .and_then(|r| std::str::from_utf8(&body[r]).ok().map(str::to_owned))
+        .unwrap_or_else(|| "null".to_owned())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

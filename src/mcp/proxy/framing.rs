@@ -1,0 +1,240 @@
+//! Framing and flow: the reader threads that cut each byte stream into whole messages (one
+//! per line), the events they send the relay, and the byte budget that gives back-pressure.
+//!
+//! A reader sends a whole line, or — for a line too long to read as a message — the line in
+//! pieces, the last one flagged. Memory is bounded by bytes in flight, not by message count: a
+//! reader waits while the messages it sent and the relay has not yet written add up to more
+//! than the budget (one message is always let through, so a single huge message still
+//! moves). A slow client therefore slows the server's reader, whose pipe then fills and makes
+//! the server wait — the back-pressure a direct pipe would give.
+
+use std::io::{BufRead, BufReader, Read};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::mcp::wire;
+
+/// Bytes of an oversized line passed on at once.
+pub const PIECE: usize = 1 << 20;
+/// Bytes a direction may have read and not yet written before its reader waits.
+pub const BUDGET: usize = 16 * 1024 * 1024;
+
+/// Where a message came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The agent (our stdin).
+    Client,
+    /// The MCP server (the child's stdout).
+    Server,
+}
+
+/// Something for the relay to handle.
+#[derive(Debug)]
+pub enum Event {
+    /// A whole line (with its line ending, if it had one).
+    Line(Side, Vec<u8>),
+    /// A piece of an oversized line; `true` on its last piece.
+    Piece(Side, Vec<u8>, bool),
+    /// The side closed its output.
+    Eof(Side),
+    /// A signal ends the session (its number).
+    Interrupt(i32),
+}
+
+/// The bytes a direction has in flight, shared by its reader and the relay.
+#[derive(Debug, Default)]
+pub struct Flow {
+    in_flight: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Flow {
+    /// A new, empty budget.
+    pub fn new() -> Arc<Flow> {
+        Arc::new(Flow::default())
+    }
+
+    /// Waits until `n` more bytes fit (or nothing is in flight), then counts them.
+    fn acquire(&self, n: usize) {
+        let Ok(mut used) = self.in_flight.lock() else {
+            return;
+        };
+        while *used > 0 && *used + n > BUDGET {
+            used = match self.freed.wait(used) {
+                Ok(u) => u,
+                Err(_) => return,
+            };
+        }
+        *used += n;
+    }
+
+    /// The relay is done with `n` bytes (written, or dropped).
+    pub fn release(&self, n: usize) {
+        if let Ok(mut used) = self.in_flight.lock() {
+            *used = used.saturating_sub(n);
+            self.freed.notify_all();
+        }
+    }
+
+    /// Bytes in flight now.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.lock().map(|u| *u).unwrap_or(0)
+    }
+}
+
+/// Reads messages from `from` until it ends, sending them to the relay as [`Event`]s.
+pub fn read_messages(from: impl Read, side: Side, tx: &SyncSender<Event>, flow: &Flow) {
+    let mut r = BufReader::with_capacity(64 * 1024, from);
+    let mut line = Vec::new();
+    let send = |e: Event, n: usize| {
+        flow.acquire(n);
+        tx.send(e).is_ok()
+    };
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if buf.is_empty() {
+            if !line.is_empty() {
+                let n = line.len();
+                let _ = send(Event::Line(side, std::mem::take(&mut line)), n);
+            }
+            break;
+        }
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        line.extend_from_slice(&buf[..take]);
+        r.consume(take);
+        if done {
+            let n = line.len();
+            if !send(Event::Line(side, std::mem::take(&mut line)), n) {
+                return;
+            }
+        } else if line.len() > wire::MAX_PARSED_LINE {
+            // Too long to read as a message: pass it on as it comes.
+            let mut rest = std::mem::take(&mut line);
+            loop {
+                let n = rest.len();
+                if !send(Event::Piece(side, std::mem::take(&mut rest), false), n) {
+                    return;
+                }
+                let buf = r.fill_buf().unwrap_or_default();
+                if buf.is_empty() {
+                    let _ = send(Event::Piece(side, Vec::new(), true), 0);
+                    break;
+                }
+                let n = buf.len().min(PIECE);
+                match buf[..n].iter().position(|b| *b == b'\n') {
+                    Some(i) => {
+                        let piece = buf[..=i].to_vec();
+                        r.consume(i + 1);
+                        let len = piece.len();
+                        if !send(Event::Piece(side, piece, true), len) {
+                            return;
+                        }
+                        break;
+                    }
+                    None => {
+                        rest.extend_from_slice(&buf[..n]);
+                        r.consume(n);
+                    }
+                }
+            }
+        }
+    }
+    let _ = tx.send(Event::Eof(side));
+}
+
+/// The line without its line ending.
+pub fn trim(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The bytes going to one side, whole messages only: while a long line is being passed on in
+/// pieces, anything else for that side waits until the line has ended; a message that came
+/// without its newline (the sender's last) gets one, so the next cannot be glued onto it.
+#[derive(Debug, Default)]
+pub struct Outgoing {
+    mid_line: bool,
+    held: Vec<Vec<u8>>,
+}
+
+impl Outgoing {
+    /// What to write now for a whole message: nothing while a long line is in progress (the
+    /// message is held), else the message with a newline.
+    pub fn message(&mut self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let mut out = bytes.to_vec();
+        if !out.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+        if self.mid_line {
+            self.held.push(out);
+            return None;
+        }
+        Some(out)
+    }
+
+    /// What to write now for a piece of a long line; when it is the last piece, the messages
+    /// held meanwhile follow it.
+    pub fn piece(&mut self, bytes: &[u8], last: bool) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        self.mid_line = !last;
+        if last {
+            if !out.ends_with(b"\n") {
+                out.push(b'\n');
+            }
+            for held in std::mem::take(&mut self.held) {
+                out.extend_from_slice(&held);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_wait_for_a_long_line_and_get_their_newline() {
+        let mut o = Outgoing::default();
+        assert_eq!(o.message(b"{}").as_deref(), Some(&b"{}\n"[..]));
+        assert_eq!(o.piece(b"{\"a\":", false), b"{\"a\":".to_vec());
+        assert_eq!(o.message(b"{\"b\":1}\n"), None);
+        assert_eq!(o.piece(b"1}", true), b"1}\n{\"b\":1}\n".to_vec());
+        assert_eq!(o.message(b"x\n").as_deref(), Some(&b"x\n"[..]));
+    }
+
+    #[test]
+    fn the_budget_lets_one_message_through_and_waits_for_more() {
+        let flow = Flow::new();
+        flow.acquire(BUDGET * 2); // a single huge message always moves
+        assert_eq!(flow.in_flight(), BUDGET * 2);
+        let f2 = Arc::clone(&flow);
+        let t = std::thread::spawn(move || f2.acquire(10));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !t.is_finished(),
+            "the second message waits for the first to be written"
+        );
+        flow.release(BUDGET * 2);
+        t.join().expect("join");
+        assert_eq!(flow.in_flight(), 10);
+    }
+
+    #[test]
+    fn lines_pieces_and_the_end_arrive_in_order() {
+        let (tx, rx) = std::sync::mpsc::sync_channel(16);
+        let flow = Flow::new();
+        read_messages(&b"a\nb"[..], Side::Server, &tx, &flow);
+        let got: Vec<Event> = rx.try_iter().collect();
+        assert!(matches!(&got[0], Event::Line(Side::Server, l) if l == b"a\n"));
+        assert!(matches!(&got[1], Event::Line(Side::Server, l) if l == b"b"));
+        assert!(matches!(&got[2], Event::Eof(Side::Server)));
+    }
+}

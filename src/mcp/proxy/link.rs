@@ -1,0 +1,319 @@
+//! The relay's state, shared by the event loop (`relay`) and the call lifecycle (`calls`):
+//! the engine run, the recording, the calls in hand, and the two ends it writes to — whole
+//! messages only (a long line in progress holds the others back), a client that stopped
+//! reading ends the session instead of the proxy.
+
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::io::Write;
+use std::process::ChildStdin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::Sha256;
+
+use super::framing::{Flow, Outgoing, Side};
+use crate::error::Result;
+use crate::json::Value;
+use crate::mcp::evidence::{Ledger, ToolIndex};
+use crate::mcp::recorder::Recorder;
+use crate::mcp::scenario::{Delivery, McpScenario};
+use crate::mcp::session::McpSession;
+use crate::mcp::wire::Id;
+use crate::rule::Rule;
+use crate::storm::{CallHandle, Storm};
+
+/// How long the server gets to exit after its input is closed at the client's end.
+pub(super) const EOF_GRACE: Duration = Duration::from_secs(5);
+/// How long it gets after a signal.
+pub(super) const SIGNAL_GRACE: Duration = Duration::from_secs(2);
+
+/// Something scheduled for later, by cassette call id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Timer {
+    /// Forward a delayed (latency) call to the server.
+    Forward(u64),
+    /// Answer an injected timeout.
+    Answer(u64),
+}
+
+/// A recorded fact about a non-`tools/call` request in flight.
+#[derive(Debug)]
+pub(super) struct Awaited {
+    pub(super) method: String,
+    pub(super) params: Value,
+}
+
+/// The two ends the relay writes to, and the byte budgets of what it reads.
+pub(super) struct Ends<'a> {
+    pub(super) client_out: &'a mut dyn Write,
+    pub(super) server_in: Option<ChildStdin>,
+    pub(super) log: &'a mut dyn Write,
+    /// Server → client bytes in flight.
+    pub(super) to_client: Arc<Flow>,
+    /// Client → server bytes in flight.
+    pub(super) to_server: Arc<Flow>,
+}
+
+/// The session is ending: why, and until when the server may take to leave.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stopping {
+    pub(super) until: Instant,
+    pub(super) code: i32,
+}
+
+/// The relay's state, on the thread that runs it.
+pub(super) struct Relay<'a> {
+    pub(super) storm: Storm,
+    pub(super) rules: Vec<Rule>,
+    pub(super) scenario: Option<McpScenario>,
+    pub(super) recorder: Option<Recorder>,
+    /// The session's facts (its calls live in the journal, not here).
+    pub(super) session: McpSession,
+    /// Calls in hand, by cassette call id.
+    pub(super) pending: HashMap<u64, Pending>,
+    /// Calls in hand by the client's request id, oldest first (a client may reuse an id
+    /// while the first call is still open).
+    pub(super) by_request: HashMap<Id, VecDeque<u64>>,
+    pub(super) awaited: HashMap<Id, Awaited>,
+    pub(super) client_requests: HashSet<Id>,
+    pub(super) server_requests: HashSet<Id>,
+    pub(super) tools: ToolIndex,
+    pub(super) ledger: Ledger,
+    pub(super) timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, Timer)>>,
+    pub(super) seq: u64,
+    /// False past the recording's cap or size: then the proxy only relays.
+    pub(super) recording: bool,
+    pub(super) said: HashSet<String>,
+    pub(super) ends: Ends<'a>,
+    /// The client stopped reading: nothing more is written to it.
+    pub(super) client_gone: bool,
+    pub(super) to_client: Outgoing,
+    pub(super) to_server: Outgoing,
+    /// A long server line answering a call, being passed on in pieces.
+    pub(super) long_answer: Option<LongAnswer>,
+    /// A long client line being passed on in pieces: the call it carries, if it is one we
+    /// hold (its pieces are swallowed when a fault answers in the server's place).
+    pub(super) long_request: Option<LongRequest>,
+    pub(super) stopping: Option<Stopping>,
+    /// The possible commits of the call being concluded (annotations-only evidence).
+    pub(super) possible: Vec<(String, String)>,
+}
+
+impl<'a> Relay<'a> {
+    pub(super) fn new(
+        storm: Storm,
+        scenario: Option<McpScenario>,
+        recorder: Option<Recorder>,
+        session: McpSession,
+        prior: Option<&crate::report::Report>,
+        ends: Ends<'a>,
+    ) -> Relay<'a> {
+        let mut tools = ToolIndex::default();
+        for x in session
+            .exchanges
+            .iter()
+            .filter(|x| x.method == "tools/list")
+        {
+            if let Some(result) = x.response.as_object().and_then(|o| o.get("result")) {
+                tools.learn(result);
+            }
+        }
+        // The commits of the session this one continues: a retry that gets an earlier commit
+        // id back is still an idempotent replay.
+        let mut ledger = Ledger::default();
+        for c in prior.map_or(&[][..], |r| &r.calls[..]) {
+            if c.status == crate::report::Status::Ok && c.executed {
+                let _ = ledger.commits(
+                    scenario.as_ref(),
+                    &tools,
+                    c.id,
+                    &c.tool.to_lossy(),
+                    &c.arguments,
+                    &c.output,
+                );
+            }
+        }
+        Relay {
+            rules: storm.rules().to_vec(),
+            storm,
+            scenario,
+            recorder,
+            session,
+            pending: HashMap::new(),
+            by_request: HashMap::new(),
+            awaited: HashMap::new(),
+            client_requests: HashSet::new(),
+            server_requests: HashSet::new(),
+            tools,
+            ledger,
+            timers: BinaryHeap::new(),
+            seq: 0,
+            recording: true,
+            said: HashSet::new(),
+            ends,
+            client_gone: false,
+            to_client: Outgoing::default(),
+            to_server: Outgoing::default(),
+            long_answer: None,
+            long_request: None,
+            stopping: None,
+            possible: Vec::new(),
+        }
+    }
+
+    pub(super) fn note(&mut self, text: &str) {
+        let _ = writeln!(
+            self.ends.log,
+            "toolstorm-tui mcp: {}",
+            crate::printable::line(text)
+        );
+    }
+
+    /// Notes `text` once per session (keyed by `key`).
+    pub(super) fn note_once(&mut self, key: &str, text: &str) {
+        if self.said.insert(key.to_owned()) {
+            self.note(text);
+        }
+    }
+
+    pub(super) fn schedule(&mut self, at: Instant, timer: Timer) {
+        self.seq += 1;
+        self.timers.push(std::cmp::Reverse((at, self.seq, timer)));
+    }
+
+    pub(super) fn write_client(&mut self, bytes: &[u8]) {
+        if self.client_gone {
+            return;
+        }
+        let r = self
+            .ends
+            .client_out
+            .write_all(bytes)
+            .and_then(|()| self.ends.client_out.flush());
+        if let Err(e) = r {
+            // The client went away: the session ends, and its finish still happens.
+            self.client_gone = true;
+            self.note(&format!(
+                "the client stopped reading ({e}); ending the session"
+            ));
+            self.begin_stopping(EOF_GRACE, 0);
+        }
+    }
+
+    /// Sends a whole message to the client (held while a long line is in progress).
+    pub(super) fn send_client(&mut self, bytes: &[u8]) {
+        if let Some(out) = self.to_client.message(bytes) {
+            self.write_client(&out);
+        }
+    }
+
+    /// Whether the client can still get answers.
+    pub(super) fn client_reading(&self) -> bool {
+        !self.client_gone
+    }
+
+    pub(super) fn write_server(&mut self, bytes: &[u8]) {
+        let failed = match self.ends.server_in.as_mut() {
+            Some(w) => w.write_all(bytes).and_then(|()| w.flush()).is_err(),
+            None => true,
+        };
+        if failed {
+            self.note_once("server-gone", "the server no longer reads its input");
+        }
+    }
+
+    /// Sends a whole message to the server (held while a long line is in progress).
+    pub(super) fn send_server(&mut self, bytes: &[u8]) {
+        if let Some(out) = self.to_server.message(bytes) {
+            self.write_server(&out);
+        }
+    }
+
+    /// Passes on a piece of a long line to `to`.
+    pub(super) fn piece(&mut self, to: Side, bytes: &[u8], last: bool) {
+        match to {
+            Side::Client => {
+                let out = self.to_client.piece(bytes, last);
+                self.write_client(&out);
+            }
+            Side::Server => {
+                let out = self.to_server.piece(bytes, last);
+                self.write_server(&out);
+            }
+        }
+    }
+
+    /// The session is ending: the server's input closes, and it has `grace` to leave.
+    pub(super) fn begin_stopping(&mut self, grace: Duration, code: i32) {
+        self.ends.server_in = None;
+        if self.stopping.is_none() {
+            self.stopping = Some(Stopping {
+                until: Instant::now() + grace,
+                code,
+            });
+        }
+    }
+
+    /// The journal learns the session's facts again (after the handshake or a listing).
+    pub(super) fn facts_changed(&mut self) {
+        if let Some(r) = self.recorder.as_mut()
+            && let Err(e) = r.facts(&self.session)
+        {
+            let msg = format!("the journal could not be written: {e}");
+            self.note_once("journal", &msg);
+        }
+    }
+}
+
+/// A `tools/call` the proxy is handling.
+#[derive(Debug)]
+pub(super) struct Pending {
+    pub(super) handle: CallHandle,
+    pub(super) tool: String,
+    pub(super) arguments: Value,
+    /// The client's request id, as parsed (for the record) and as its exact text (for the
+    /// answers we make).
+    pub(super) request_id: Value,
+    pub(super) raw_id: String,
+    pub(super) id: Id,
+    pub(super) rule: Option<Rule>,
+    pub(super) delivery: Delivery,
+    /// The request line, while it waits for injected latency.
+    pub(super) line: Option<Vec<u8>>,
+    /// The outcome of an injected fault, to give when its delay has passed.
+    pub(super) injected: Option<Result<Value>>,
+    pub(super) forwarded: bool,
+    pub(super) cancelled: bool,
+    /// An `input_required` result went to the client: the call waits for its continuation,
+    /// and must not get a second answer.
+    pub(super) awaiting_input: bool,
+    /// What the record says besides (arguments summarised, name cut).
+    pub(super) note: Option<String>,
+}
+
+/// A long server line answering a call, passed on in pieces.
+#[derive(Debug)]
+pub(super) struct LongAnswer {
+    pub(super) call: u64,
+    pub(super) hasher: Sha256,
+    pub(super) bytes: u64,
+    /// The line's first bytes (enough to see whether it is an error).
+    pub(super) head: Vec<u8>,
+    /// The answer is dropped (a lost acknowledgement), not relayed.
+    pub(super) swallow: bool,
+}
+
+/// A long client line being passed on in pieces.
+#[derive(Debug)]
+pub(super) struct LongRequest {
+    /// The call it carries, when it is a `tools/call` we hold.
+    pub(super) call: Option<u64>,
+    /// A fault answers in the server's place: the pieces are not forwarded.
+    pub(super) swallow: bool,
+}
+
+/// An id as the map keys it, from its exact JSON text.
+pub(super) fn raw_id(raw: &[u8]) -> Option<Id> {
+    let text = std::str::from_utf8(raw).ok()?;
+    crate::json::parse(text).ok().map(|v| Id::of(&v))
+}

@@ -1,0 +1,307 @@
+//! The relay: one event loop that takes the readers' messages, relays them, learns what the
+//! session says of itself (the handshake, the tool list), hands `tools/call` to the call
+//! lifecycle (`calls`), and ends the session — when the client leaves (end of input, or it
+//! stops reading), when the server exits, or on a signal — without ever skipping the finish:
+//! calls still open are ended and recorded, the journal closed, the server stopped.
+
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use super::Ending;
+use super::child::Server;
+use super::framing::{Event, Flow, Side, trim};
+use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer, raw_id};
+use crate::json::Value;
+use crate::mcp::session::{Exchange, keep};
+use crate::mcp::wire::{self, Id, Message};
+
+impl Relay<'_> {
+    /// The event loop; returns the exit code.
+    pub(super) fn serve(&mut self, rx: &Receiver<Event>, server: &mut Server) -> i32 {
+        loop {
+            let next = self.timers.peek().map(|t| t.0.0);
+            let deadline = match (next, self.stopping.map(|s| s.until)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, None) => a,
+                (None, b) => b,
+            };
+            let event = match deadline {
+                Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                    Ok(e) => Some(e),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return self.stop_code(),
+                },
+                None => match rx.recv() {
+                    Ok(e) => Some(e),
+                    Err(_) => return self.stop_code(),
+                },
+            };
+            match event {
+                None => {
+                    self.fire_timers();
+                    if let Some(s) = self.stopping
+                        && Instant::now() >= s.until
+                    {
+                        // The server did not leave in time: its group is stopped.
+                        server.stop();
+                        self.answer_due_faults();
+                        self.finish_pending("the server had not answered when the session ended");
+                        return s.code;
+                    }
+                }
+                Some(Event::Line(side, line)) => {
+                    let n = line.len();
+                    match side {
+                        Side::Client => self.client_line(line),
+                        Side::Server => self.server_line(line),
+                    }
+                    self.flow(side).release(n);
+                }
+                Some(Event::Piece(side, piece, last)) => {
+                    let n = piece.len();
+                    match side {
+                        Side::Client => self.client_piece(piece, last),
+                        Side::Server => self.server_piece(piece, last),
+                    }
+                    self.flow(side).release(n);
+                }
+                Some(Event::Eof(Side::Client)) => {
+                    // The client is done sending: the server's input closes and it has a
+                    // grace to answer what it holds and exit; its answers are still relayed.
+                    self.begin_stopping(EOF_GRACE, 0);
+                }
+                Some(Event::Eof(Side::Server)) => {
+                    let status = server.wait_for(Duration::from_secs(2));
+                    if let Some(s) = self.stopping {
+                        self.answer_due_faults();
+                        self.finish_pending("the server exited without answering");
+                        return s.code;
+                    }
+                    let in_flight = self.pending.values().filter(|p| !p.cancelled).count();
+                    self.server_died(status);
+                    let trail = self.recorder.as_ref().map_or(String::new(), |r| {
+                        format!(" and recorded in {}", r.path().display())
+                    });
+                    self.note(&format!(
+                        "the server exited ({}) with {in_flight} call(s) in flight; they were answered with an error{trail}",
+                        status.map_or_else(|| "status unknown".into(), |s| s.to_string()),
+                    ));
+                    return 1;
+                }
+                Some(Event::Interrupt(n)) => self.begin_stopping(SIGNAL_GRACE, 128 + n),
+            }
+        }
+    }
+
+    fn stop_code(&self) -> i32 {
+        self.stopping.map_or(0, |s| s.code)
+    }
+
+    fn flow(&self, side: Side) -> &Flow {
+        match side {
+            Side::Client => &self.ends.to_server,
+            Side::Server => &self.ends.to_client,
+        }
+    }
+
+    fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(std::cmp::Reverse((at, _, _))) = self.timers.peek() {
+            if *at > now {
+                break;
+            }
+            let Some(std::cmp::Reverse((_, _, timer))) = self.timers.pop() else {
+                break;
+            };
+            match timer {
+                Timer::Forward(call) => self.forward(call),
+                Timer::Answer(call) => self.answer_injected(call),
+            }
+        }
+    }
+
+    // ----- client → server -----
+
+    fn client_line(&mut self, line: Vec<u8>) {
+        match wire::classify(trim(&line)) {
+            Message::Request { id, method, params } => {
+                if let Some(v) = wire::request_version(&params)
+                    && self.session.protocol_version.as_deref() != Some(v.as_str())
+                {
+                    self.session.protocol_version = Some(v);
+                    self.facts_changed();
+                }
+                if method == "tools/call" && self.recording {
+                    return self.tools_call(id, params, line);
+                }
+                if method == "initialize" {
+                    self.session.client_info = params
+                        .as_object()
+                        .and_then(|o| o.get("clientInfo"))
+                        .and_then(keep)
+                        .unwrap_or(Value::Null);
+                    self.facts_changed();
+                }
+                if matches!(
+                    method.as_str(),
+                    "initialize" | "tools/list" | "server/discover"
+                ) {
+                    self.awaited.insert(
+                        id.clone(),
+                        Awaited {
+                            method,
+                            params: keep(&params).unwrap_or(Value::Null),
+                        },
+                    );
+                }
+                self.client_requests.insert(id);
+                self.send_server(&line);
+            }
+            Message::Notification { method, params } => {
+                if method == "notifications/cancelled"
+                    && let Some(id) = params
+                        .as_object()
+                        .and_then(|o| o.get("requestId"))
+                        .map(Id::of)
+                    && self.cancelled(&id)
+                {
+                    return;
+                }
+                self.send_server(&line);
+            }
+            Message::Response { id, .. } => {
+                if !self.server_requests.remove(&id) {
+                    self.note(&format!(
+                        "the client answered an id the server never asked with ({}); relayed",
+                        id.0
+                    ));
+                }
+                self.send_server(&line);
+            }
+            Message::Other(why) => {
+                if let Some(items) = batch_of(&line)
+                    && self.client_batch(&items, &line)
+                {
+                    return;
+                }
+                if self.recording && self.unreadable_request(&line, &why) {
+                    return;
+                }
+                self.note(&format!("the client sent {why}; relayed as is"));
+                self.send_server(&line);
+            }
+        }
+    }
+
+    // ----- server → client -----
+
+    fn server_line(&mut self, line: Vec<u8>) {
+        match wire::classify(trim(&line)) {
+            Message::Response { id, message } => {
+                if let Some(call) = self.answered_call(&id) {
+                    return self.call_answered(call, Some(message), line, None);
+                }
+                if let Some(a) = self.awaited.remove(&id) {
+                    self.learn(a, &message);
+                }
+                if !self.client_requests.remove(&id) {
+                    self.note(&format!(
+                        "the server answered an id the client never used ({}); relayed",
+                        id.0
+                    ));
+                }
+                self.send_client(&line)
+            }
+            Message::Request { id, .. } => {
+                self.server_requests.insert(id);
+                self.send_client(&line)
+            }
+            Message::Notification { .. } => self.send_client(&line),
+            Message::Other(why) => {
+                if let Some(items) = batch_of(&line)
+                    && self.server_batch(&items, &line)
+                {
+                    return;
+                }
+                // An answer we cannot read may still answer a call: it is judged all the same.
+                if let Some(call) = wire::member(trim(&line), "id")
+                    .and_then(|r| raw_id(&trim(&line)[r]))
+                    .and_then(|id| self.answered_call(&id))
+                {
+                    return self.call_answered(call, None, line, Some(why));
+                }
+                self.note(&format!("the server sent {why}; relayed as is"));
+                self.send_client(&line)
+            }
+        }
+    }
+
+    /// Keeps what a handshake or listing answer says.
+    fn learn(&mut self, a: Awaited, message: &Value) {
+        let Some(o) = message.as_object() else {
+            return;
+        };
+        if let Some(result) = o.get("result") {
+            if a.method == "initialize"
+                && let Some(r) = result.as_object()
+            {
+                if let Some(v) = r.get("protocolVersion").and_then(Value::as_str) {
+                    self.session.protocol_version = Some(v.to_owned());
+                }
+                self.session.server_info =
+                    r.get("serverInfo").and_then(keep).unwrap_or(Value::Null);
+            }
+            if a.method == "tools/list" {
+                self.tools.learn(result);
+            }
+        }
+        let body = if let Some(r) = o.get("result") {
+            crate::obj! {"result" => r.clone()}
+        } else {
+            crate::obj! {"error" => o.get("error").cloned().unwrap_or(Value::Null)}
+        };
+        if let Some(response) = keep(&body) {
+            self.session.exchanges.push(Exchange {
+                method: a.method,
+                params: a.params,
+                response,
+            });
+        }
+        self.facts_changed();
+    }
+
+    /// Ends the relay's work: the journal records the end and the compactor writes the
+    /// recording a last time.
+    pub(super) fn finish(mut self, code: i32) -> Ending {
+        let report = self.storm.report();
+        let mut ending = Ending {
+            code,
+            calls: report.calls.len(),
+            faults: report.faults_triggered(),
+            duplicates: report.duplicate_effects(),
+            trouble: None,
+        };
+        if let Some(r) = self.recorder.take() {
+            let done = r.finish(code);
+            ending.calls = done.calls;
+            ending.faults = done.faults;
+            ending.duplicates = done.duplicates;
+            ending.trouble = done.error.or(done.full.map(|f| {
+                format!("the recording is full ({f}): its files keep the calls that fit")
+            }));
+        }
+        ending
+    }
+}
+
+/// The messages of a batch line (a JSON array we can read), if it is one.
+fn batch_of(line: &[u8]) -> Option<Vec<Value>> {
+    let body = trim(line);
+    if body.first() != Some(&b'[') || body.len() > wire::MAX_PARSED_LINE {
+        return None;
+    }
+    match crate::json::parse(std::str::from_utf8(body).ok()?).ok()? {
+        Value::Array(items) => Some(items),
+        _ => None,
+    }
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# MCP interop suite: clients and servers nobody on this team wrote, with toolstorm-tui's proxy
+# between them. Installs them itself from the registries (PyPI and npm) into target/interop and
+# fails, never skips, when it cannot.
+#
+#   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight (default: all)
+#
+# Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
+# missing or older than the sources), SHIPPING_SERVER (default
+# target/debug/examples/mcp_shipping_server, built the same way), INTEROP_DIR (default
+# target/interop). Prints `PASS case` or `FAIL case: why` per case, then `N passed, M failed`;
+# exits 1 when anything failed. Each case's log is kept in INTEROP_DIR/run/CASE.log.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+# Paths given in the environment are taken from the caller's folder.
+abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
+if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
+if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
+ALL_CASES=(sqlite fs kill inflight)
+CASE_TIMEOUT=90
+
+if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
+for c in "${CASES[@]}"; do
+  case " ${ALL_CASES[*]} " in
+    *" $c "*) ;;
+    *) echo "interop: unknown case '$c' (cases: ${ALL_CASES[*]})" >&2; exit 2 ;;
+  esac
+done
+
+# A setup step that fails fails every case asked for: loudly, with the count line CI reads.
+setup_failed() {
+  echo "FAIL setup: $1"
+  for c in "${CASES[@]}"; do echo "FAIL $c: not run (setup failed)"; done
+  echo "0 passed, ${#CASES[@]} failed"
+  exit 1
+}
+
+need() { command -v "$1" >/dev/null 2>&1 || setup_failed "$1 not found on PATH ($2)"; }
+
+# `stale FILE PATH...`: whether FILE is missing or any PATH holds a file modified after it.
+stale() {
+  local file="$1"; shift
+  [ -e "$file" ] || return 0
+  [ -n "$(find "$@" -newer "$file" -type f -print -quit 2>/dev/null)" ]
+}
+
+mkdir -p "$WORK"
+START=$(date +%s)
+
+# ----- the binaries under test -----
+cd "$ROOT"
+if [ -n "${BIN:-}" ]; then
+  [ -x "$BIN" ] || setup_failed "BIN=$BIN is not an executable file"
+else
+  BIN="$ROOT/target/debug/toolstorm-tui"
+  if stale "$BIN" src Cargo.toml Cargo.lock; then
+    echo "interop: building $BIN" >&2
+    cargo build --quiet >&2 || setup_failed "cargo build failed"
+  fi
+fi
+if [ -z "${SHIPPING_SERVER:-}" ]; then
+  SHIPPING_SERVER="$ROOT/target/debug/examples/mcp_shipping_server"
+  if stale "$SHIPPING_SERVER" examples/mcp_shipping_server.rs Cargo.toml Cargo.lock; then
+    echo "interop: building $SHIPPING_SERVER" >&2
+    cargo build --quiet --example mcp_shipping_server >&2 || setup_failed "cargo build --example mcp_shipping_server failed"
+  fi
+fi
+[ -x "$SHIPPING_SERVER" ] || setup_failed "SHIPPING_SERVER=$SHIPPING_SERVER is not an executable file"
+
+# ----- Python: the official SDK and mcp-server-sqlite, from PyPI -----
+need python3 "the Python side needs python3 with venv"
+need pgrep "the lifecycle cases check for leftover processes with pgrep (Debian: procps)"
+VENV="$WORK/venv"
+PY_STAMP="$VENV/.interop-requirements"
+if ! { [ -x "$VENV/bin/python" ] && cmp -s "$HERE/requirements.txt" "$PY_STAMP" \
+       && "$VENV/bin/python" -c 'import mcp.client.stdio' 2>/dev/null \
+       && [ -x "$VENV/bin/mcp-server-sqlite" ]; }; then
+  echo "interop: installing the Python MCP SDK and mcp-server-sqlite from PyPI into $VENV" >&2
+  rm -rf "$VENV"
+  python3 -m venv "$VENV" >&2 || setup_failed "python3 -m venv $VENV failed (Debian: apt-get install python3-venv)"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 60 --retries 3 \
+      -r "$HERE/requirements.txt" >&2 \
+    || setup_failed "pip could not install $(grep -v '^#' "$HERE/requirements.txt" | xargs) from PyPI (registry unreachable?)"
+  cp "$HERE/requirements.txt" "$PY_STAMP"
+fi
+[ -x "$VENV/bin/mcp-server-sqlite" ] || setup_failed "mcp-server-sqlite is missing from $VENV after the install"
+PY_VERSIONS="$("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -Ei '^mcp(-server-sqlite)?==' | xargs)"
+
+# ----- Node: the TypeScript SDK and the filesystem server, from npm -----
+need node "the TypeScript side needs node"
+need npm "the TypeScript side needs npm"
+NODE_DIR="$WORK/node"
+NODE_STAMP="$NODE_DIR/.interop-package.json"
+FS_SERVER="$NODE_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+if ! { cmp -s "$HERE/package.json" "$NODE_STAMP" && [ -f "$FS_SERVER" ] \
+       && [ -f "$NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ]; }; then
+  echo "interop: installing @modelcontextprotocol/sdk and server-filesystem from npm into $NODE_DIR" >&2
+  rm -rf "$NODE_DIR"
+  mkdir -p "$NODE_DIR"
+  cp "$HERE/package.json" "$NODE_DIR/package.json"
+  (cd "$NODE_DIR" && npm install --no-audit --no-fund --no-package-lock --loglevel=error \
+      --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=20000 --fetch-timeout=60000 >&2) \
+    || setup_failed "npm could not install @modelcontextprotocol/sdk and @modelcontextprotocol/server-filesystem from the npm registry (registry unreachable?)"
+  cp "$HERE/package.json" "$NODE_STAMP"
+fi
+[ -f "$FS_SERVER" ] || setup_failed "the filesystem server is missing from $NODE_DIR after the install"
+NODE_VERSIONS="$(cd "$NODE_DIR" && node -e '
+  for (const p of ["@modelcontextprotocol/sdk", "@modelcontextprotocol/server-filesystem"])
+    process.stdout.write(`${p}@${require(`./node_modules/${p}/package.json`).version} `)')"
+# ES modules resolve packages from their own folder: the Node client runs from NODE_DIR.
+cp "$HERE/fs_agent.mjs" "$NODE_DIR/fs_agent.mjs"
+
+INSTALLED=$(date +%s)
+echo "interop: $PY_VERSIONS $NODE_VERSIONS; proxy $BIN; setup took $((INSTALLED - START))s" >&2
+
+# ----- the cases -----
+export TOOLSTORM_BIN="$BIN" INTEROP_HERE="$HERE" SHIPPING_SERVER
+export SQLITE_SERVER="$VENV/bin/mcp-server-sqlite" FS_SERVER
+export PYTHONDONTWRITEBYTECODE=1
+
+run_case() {
+  local name="$1" dir="$WORK/run/$1"
+  case "$name" in
+    sqlite) set -- "$VENV/bin/python" "$HERE/sqlite_agent.py" ;;
+    fs) set -- node "$NODE_DIR/fs_agent.mjs" ;;
+    kill) set -- "$VENV/bin/python" "$HERE/kill_agent.py" ;;
+    inflight) set -- "$VENV/bin/python" "$HERE/inflight_client.py" ;;
+  esac
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  INTEROP_CASE_DIR="$dir" timeout --kill-after=10 "$CASE_TIMEOUT" "$@" >"$dir.log" 2>&1
+}
+
+passed=0
+failed=0
+for c in "${CASES[@]}"; do
+  t0=$(date +%s)
+  rc=0
+  run_case "$c" || rc=$?
+  why="$(grep '^why: ' "$WORK/run/$c.log" | sed 's/^why: //' | paste -sd ';' - | sed 's/;/; /g' || true)"
+  if [ "$rc" -eq 0 ] && [ -z "$why" ]; then
+    echo "PASS $c"
+    passed=$((passed + 1))
+  else
+    if [ -z "$why" ]; then
+      if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        why="timed out after ${CASE_TIMEOUT}s"
+      else
+        why="exit $rc: $(grep -v '^ ' "$WORK/run/$c.log" | tail -n 1 | cut -c1-300)"
+      fi
+    fi
+    echo "FAIL $c: $why (log: $WORK/run/$c.log)"
+    failed=$((failed + 1))
+  fi
+  echo "interop: $c took $(( $(date +%s) - t0 ))s" >&2
+done
+echo "interop: cases took $(( $(date +%s) - INSTALLED ))s" >&2
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,962 @@
+//! The MCP proxy under the lifecycles real clients have and traffic that is odd rather than
+//! polite: killed right after an answer, left with answers in flight, answers it cannot read,
+//! odd and repeated ids, requests too large to record, servers behind launchers that ignore
+//! their end of input, a foreign sidecar. Every test asserts what the recording holds.
+//!
+//! Servers: the example server (official Rust SDK) and `tests/fixtures/mcp/odd_server.py`, a
+//! small server whose answers are deliberately odd and which counts what really committed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use toolstorm::cassette::Cassette;
+use toolstorm::document::{self, Document};
+use toolstorm::json::{Value, canonical, parse};
+use toolstorm::mcp::session::{Delivered, McpSession, journal_path, sidecar_path};
+use toolstorm::report::Status;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
+
+mod common;
+
+use common::example_server;
+
+fn odd_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/odd_server.py")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-life-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let p = dir.join(name);
+    for f in [p.clone(), sidecar_path(&p), journal_path(&p)] {
+        let _ = std::fs::remove_file(f);
+    }
+    p
+}
+
+fn write(name: &str, body: &str) -> PathBuf {
+    let p = scratch(name);
+    std::fs::write(&p, body).expect("write");
+    p
+}
+
+const LOST_ACK: &str = r#"{
+  "schema_version": 1, "world": "mcp", "name": "lost-ack", "title": "Lost acknowledgement", "seed": 42,
+  "rules": [{"name": "lost-receipt", "tool": "create_*", "kind": "response_lost", "calls": [1]}],
+  "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id", "commit_id": "shipment_id"},
+              {"tool": "check_*", "effect": "none"}]
+}"#;
+
+/// The odd server's writes, keyed by their `row`.
+const ROWS: &str = r#"{
+  "schema_version": 1, "world": "mcp", "name": "rows", "title": "Rows", "seed": 1,
+  "rules": [],
+  "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
+}"#;
+
+fn init(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"0"}}}}}}"#
+    )
+}
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn call(id: &str, tool: &str, args: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
+    )
+}
+
+/// A proxy started as a client starts it, talking raw lines.
+struct Session {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl Session {
+    fn start(args: &[&str], server: &[&str], env: &[(&str, &str)]) -> Session {
+        let mut c = Command::new(BIN);
+        c.arg("mcp").args(args).arg("--").args(server);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the proxy");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        Session { child, out }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next line from the proxy, as bytes.
+    fn read_raw(&mut self) -> Vec<u8> {
+        let mut line = Vec::new();
+        self.out.read_until(b'\n', &mut line).expect("read");
+        assert!(!line.is_empty(), "the proxy closed its output");
+        line
+    }
+
+    /// The next message that is not a notification, parsed.
+    fn answer(&mut self) -> Value {
+        loop {
+            let line = self.read_raw();
+            let text = String::from_utf8_lossy(&line).into_owned();
+            if let Ok(v) = parse(text.trim_end())
+                && v.as_object().is_some_and(|o| !o.contains_key("method"))
+            {
+                return v;
+            }
+        }
+    }
+
+    fn handshake(&mut self) {
+        self.send(&init(1));
+        self.answer();
+        self.send(INITIALIZED);
+    }
+
+    /// Waits for the proxy to exit (at most `limit`); its exit code and stderr.
+    fn wait(mut self, limit: Duration) -> (Option<i32>, String) {
+        drop(self.child.stdin.take());
+        let until = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                let mut err = String::new();
+                if let Some(mut e) = self.child.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                return (status.code(), err);
+            }
+            if Instant::now() > until {
+                let _ = self.child.kill();
+                panic!("the proxy did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Whether a process whose command line contains `marker` is running.
+fn running(marker: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                let c = String::from_utf8_lossy(&c).replace('\0', " ");
+                c.contains(marker) && !c.contains("toolstorm-tui")
+            })
+            .unwrap_or(false)
+    })
+}
+
+fn gone_within(marker: &str, limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if !running(marker) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    !running(marker)
+}
+
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn text(p: &Path) -> &str {
+    p.to_str().expect("path")
+}
+
+/// A shell command line that runs the example server behind `sh -c` (a launcher), with
+/// `marker` in the launcher's command line so the test can find what is left of it.
+fn behind_launcher(marker: &str) -> Vec<String> {
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!("{} ; : {marker}", example_server().display()),
+    ]
+}
+
+#[test]
+fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
+    let faults = write("kill-lost-ack.json", LOST_ACK);
+    let incident = scratch("killed.json");
+    let marker = format!("tsmark-kill-{}", std::process::id());
+    let server = behind_launcher(&marker);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let mut s = Session::start(&[text(&faults), "--record", text(&incident)], &server, &[]);
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
+    let first = s.answer();
+    assert!(
+        canonical(&first).contains("ResponseLost"),
+        "{}",
+        canonical(&first)
+    );
+    s.send(&call("3", "create_shipment", r#"{"order_id":"o-1"}"#));
+    let second = s.answer();
+    assert!(
+        canonical(&second).contains("SHP-0002"),
+        "{}",
+        canonical(&second)
+    );
+    // As fastmcp does at interpreter exit: SIGKILL, a moment after the last answer.
+    s.child.kill().expect("SIGKILL");
+    let _ = s.child.wait();
+
+    // Every reader recovers from the journal and says so.
+    let doc = Document::open(&incident).expect("the recording opens");
+    let report = doc.runs[0].timeline.report();
+    assert_eq!(report.calls.len(), 2, "both answers are in the recording");
+    assert_eq!(report.duplicate_effects(), 1, "the double commit is judged");
+    let mcp = doc.mcp.as_ref().expect("an MCP recording");
+    assert_eq!(mcp.finished, Some(false), "the session did not finish");
+    let (code, out, err) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("✗ No duplicate side effects"), "{out}");
+    assert!(out.contains("✗ Session finished"), "{out}");
+    assert!(
+        err.contains("recovered 2 call(s) from the journal"),
+        "{err}"
+    );
+    // The watchdog stopped the server's group, launcher and all.
+    assert!(
+        gone_within(&marker, Duration::from_secs(5)),
+        "the server outlived the proxy"
+    );
+    // Replay serves the recovered recording.
+    let (code, _, err) = replay_with(
+        &incident,
+        &[
+            &init(1),
+            INITIALIZED,
+            &call("2", "create_shipment", r#"{"order_id":"o-1"}"#),
+            &call("3", "create_shipment", r#"{"order_id":"o-1"}"#),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("2 of 2 recorded call(s) matched"), "{err}");
+}
+
+fn replay_with(recording: &Path, lines: &[&str]) -> (i32, String, String) {
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--replay", text(recording)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("replay");
+    {
+        let stdin = child.stdin.as_mut().expect("stdin");
+        for l in lines {
+            writeln!(stdin, "{l}").expect("write");
+        }
+    }
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("ends");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn killed_mid_call_the_recording_names_the_call_in_flight() {
+    let incident = scratch("mid-call.json");
+    let server = example_server();
+    let mut s = Session::start(
+        &["--record", text(&incident)],
+        &[text(&server)],
+        &[("SHIPPING_DELAY_MS", "3000")],
+    );
+    s.handshake();
+    s.send(&call("2", "check_inventory", r#"{"sku":"A1"}"#));
+    s.answer();
+    s.send(&call("3", "create_shipment", r#"{"order_id":"o-9"}"#));
+    std::thread::sleep(Duration::from_millis(500));
+    s.child.kill().expect("SIGKILL");
+    let _ = s.child.wait();
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("✗ Session finished: the session did not end: 1 call(s) in flight")
+            && out.contains("#2 create_shipment"),
+        "{out}"
+    );
+    let (_, out, _) = cli(&["inspect", text(&incident)]);
+    assert!(
+        out.contains("running"),
+        "inspect shows the call in flight: {out}"
+    );
+    // Replay serves what completed and stays silent for the call in flight, as then.
+    let (code, stdout, err) = replay_with(
+        &incident,
+        &[
+            &init(1),
+            INITIALIZED,
+            &call("2", "check_inventory", r#"{"sku":"A1"}"#),
+            &call("3", "create_shipment", r#"{"order_id":"o-9"}"#),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !stdout.contains("\"id\":3"),
+        "no answer to the call in flight: {stdout}"
+    );
+    assert!(stdout.contains("\"id\":2"), "{stdout}");
+}
+
+#[test]
+fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
+    let incident = scratch("leaves.json");
+    let marker = format!("tsmark-leave-{}", std::process::id());
+    let server = behind_launcher(&marker);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let mut s = Session::start(&["--record", text(&incident)], &server, &[]);
+    s.handshake();
+    let n = 2000;
+    let mut batch = String::new();
+    for i in 0..n {
+        batch.push_str(&call(
+            &(10 + i).to_string(),
+            "check_inventory",
+            r#"{"sku":"A1"}"#,
+        ));
+        batch.push('\n');
+    }
+    s.child
+        .stdin
+        .as_mut()
+        .expect("stdin")
+        .write_all(batch.as_bytes())
+        .expect("pipelined");
+    for _ in 0..n / 2 {
+        s.answer();
+    }
+    // The client leaves: both pipes close with half the answers unread.
+    drop(s.child.stdin.take());
+    let Session { mut child, out } = s;
+    drop(out);
+    let until = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < until, "the proxy did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        gone_within(&marker, Duration::from_secs(5)),
+        "the server was left running"
+    );
+    assert!(
+        !journal_path(&incident).exists(),
+        "the proxy finished: no journal left"
+    );
+    let c = Cassette::load(&incident).expect("cassette");
+    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    assert_eq!(c.report.calls.len(), n as usize);
+    assert!(
+        c.report.calls.iter().all(|c| c.status != Status::Running),
+        "no call is left running"
+    );
+    assert_eq!(side.calls.len(), n as usize, "every call has its record");
+    assert_eq!(side.finished, Some(true));
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert!(out.contains("✓ Session finished"), "{out}");
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
+    for mode in ["deep", "badutf8", "nul", "batch", "big"] {
+        let faults = write(&format!("rows-{mode}.json"), ROWS);
+        let incident = scratch(&format!("unreadable-{mode}.json"));
+        let db = scratch(&format!("rows-{mode}.db"));
+        let server = odd_server();
+        let mut s = Session::start(
+            &[text(&faults), "--record", text(&incident)],
+            &["python3", text(&server)],
+            &[("ODD_ANSWER", mode), ("ODD_DB", text(&db))],
+        );
+        s.handshake();
+        for id in ["2", "3"] {
+            s.send(&call(id, "write_row", r#"{"row":"r-1"}"#));
+            let line = s.read_raw();
+            assert!(line.len() > 10, "{mode}: an answer came back");
+        }
+        let (code, err) = s.wait(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{mode}: {err}");
+        let commits = std::fs::read_to_string(&db).expect("db").lines().count();
+        assert_eq!(commits, 2, "{mode}: the server really committed twice");
+        let (code, out, _) = cli(&["check", text(&incident)]);
+        assert_eq!(code, 1, "{mode}: two commits of row r-1 fail check: {out}");
+        assert!(
+            out.contains("1 duplicate effect(s) across 2 commits"),
+            "{mode}: {out}"
+        );
+        let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+        let rec = side.call(1).expect("record");
+        if mode == "batch" {
+            // A batch is read as one: its answer is recorded as any other.
+            assert!(
+                matches!(rec.delivered, Delivered::Result(_)),
+                "{:?}",
+                rec.delivered
+            );
+            continue;
+        }
+        let Delivered::Unreadable(u) = &rec.delivered else {
+            panic!("{mode}: recorded as {:?}", rec.delivered);
+        };
+        assert!(u.bytes > 0 && u.sha256.len() == 64, "{mode}");
+        if mode == "big" {
+            assert!(u.raw.is_none(), "a 9 MB answer is not kept whole");
+        } else if mode != "badutf8" {
+            // Small enough to keep: replay gives back exactly what the client got.
+            let raw = u.raw.as_deref().expect("kept");
+            let (code, stdout, err) = replay_with(
+                &incident,
+                &[
+                    &init(1),
+                    INITIALIZED,
+                    &call("2", "write_row", r#"{"row":"r-1"}"#),
+                    &call("3", "write_row", r#"{"row":"r-1"}"#),
+                ],
+            );
+            assert_eq!(code, 0, "{mode}: {err}");
+            assert!(
+                stdout.contains(raw),
+                "{mode}: the bytes come back: {stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn odd_and_repeated_ids_are_recorded_and_answered_as_sent() {
+    let lost = r#"{
+      "schema_version": 1, "world": "mcp", "name": "odd-ids", "title": "Odd ids", "seed": 1,
+      "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
+    }"#;
+    let faults = write("odd-ids.json", lost);
+    let incident = scratch("odd-ids-rec.json");
+    let server = odd_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &["python3", text(&server)],
+        &[],
+    );
+    s.handshake();
+    // The proxy answers these itself (the rule): each answer carries the id exactly as sent.
+    for id in ["1.5", "1e3", "null", "true", r#"{"a":1}"#, r#""s""#] {
+        s.send(&call(id, "read_rows", "{}"));
+        let line = String::from_utf8_lossy(&s.read_raw()).into_owned();
+        assert!(
+            line.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},")),
+            "{id}: {line}"
+        );
+    }
+    // Two calls in flight under the same id: both answered, both recorded.
+    s.send(&call("7", "write_row", r#"{"row":"a"}"#));
+    s.send(&call("7", "write_row", r#"{"row":"b"}"#));
+    s.answer();
+    s.answer();
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let c = Cassette::load(&incident).expect("a cassette its loader reads");
+    let side = McpSession::load(&sidecar_path(&incident)).expect("a sidecar its loader reads");
+    assert_eq!(c.report.calls.len(), 8);
+    assert!(c.report.calls.iter().all(|c| c.status != Status::Running));
+    assert_eq!(side.calls.len(), 8);
+    assert_eq!(c.report.effects.len(), 2, "both writes are on record");
+    let doc = Document::open(&incident).expect("opens");
+    assert_eq!(doc.runs[0].timeline.report().calls.len(), 8);
+}
+
+#[test]
+fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
+    let faults = write(
+        "big-args.json",
+        r#"{
+      "schema_version": 1, "world": "mcp", "name": "big", "title": "Big", "seed": 1,
+      "rules": [{"name": "lost-receipt", "tool": "create_*", "kind": "response_lost", "calls": [2]}],
+      "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id"}]
+    }"#,
+    );
+    let incident = scratch("big-args-rec.json");
+    let server = example_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &[text(&server)],
+        &[],
+    );
+    s.handshake();
+    let big = "x".repeat(200_000);
+    s.send(&call(
+        "2",
+        "create_shipment",
+        &format!(r#"{{"order_id":"o-1","note":"{big}"}}"#),
+    ));
+    s.answer();
+    s.send(&call("3", "create_shipment", r#"{"order_id":"o-2"}"#));
+    let second = s.answer();
+    assert!(
+        canonical(&second).contains("ResponseLost"),
+        "the second call is still the rule's ordinal 2: {}",
+        canonical(&second)
+    );
+    let long_name = "t".repeat(300);
+    s.send(&call("4", &long_name, "{}"));
+    s.answer();
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_eq!(c.report.calls.len(), 3, "every call is on record");
+    let first = &c.report.calls[0];
+    assert_eq!(first.ordinal, 1);
+    assert!(
+        canonical(&first.arguments).contains("toolstorm_summary"),
+        "{}",
+        canonical(&first.arguments)
+    );
+    assert!(c.report.calls[1].injected);
+    assert!(c.report.calls[2].tool.to_lossy().starts_with("tttt"));
+    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    assert!(
+        side.call(1)
+            .and_then(|r| r.note.as_deref())
+            .is_some_and(|n| n.contains("summarised")),
+        "the record says its arguments are summarised"
+    );
+}
+
+#[test]
+fn a_server_behind_a_launcher_that_ignores_its_end_of_input_and_sigterm_is_stopped() {
+    let marker = format!("tsmark-stubborn-{}", std::process::id());
+    // The launcher's child ignores SIGTERM and its input: only SIGKILL to the group stops it.
+    let script =
+        format!("trap '' TERM; (trap '' TERM; exec sleep 300) & cat >/dev/null; wait; : {marker}");
+    let s = Session::start(&[], &["sh", "-c", &script], &[]);
+    let started = Instant::now();
+    let (code, _) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0));
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "a grace came first"
+    );
+    assert!(
+        gone_within(&marker, Duration::from_secs(3))
+            && gone_within("sleep 300", Duration::from_secs(3)),
+        "the group was left running"
+    );
+}
+
+#[test]
+fn a_slow_reader_gets_back_pressure_not_a_huge_queue() {
+    let server = odd_server();
+    let mut s = Session::start(&[], &["python3", text(&server)], &[("ODD_NOTIFY", "60")]);
+    s.handshake();
+    s.send(&call("2", "write_row", r#"{"row":"r"}"#));
+    // The client pauses while 60 notifications of 8 MB (480 MB) are on their way.
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = s.child.id();
+    let peak = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|t| {
+            t.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|k| k.parse::<u64>().ok())
+            })
+        })
+        .expect("VmHWM");
+    assert!(
+        peak < 200 * 1024,
+        "the proxy's peak memory is bounded by its byte budget, not by the queue: {peak} kB"
+    );
+    let mut notes = 0;
+    loop {
+        let line = s.read_raw();
+        if line.starts_with(b"{\"jsonrpc\": \"2.0\", \"method\"") {
+            notes += 1;
+        } else {
+            break;
+        }
+    }
+    assert_eq!(notes, 60, "every notification arrived");
+    let (code, _) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn a_sidecar_from_another_recording_is_refused() {
+    let a = scratch("first.json");
+    let b = scratch("second.json");
+    let server = example_server();
+    for (path, order) in [(&a, "o-1"), (&b, "o-2")] {
+        let mut s = Session::start(&["--record", text(path)], &[text(&server)], &[]);
+        s.handshake();
+        s.send(&call(
+            "2",
+            "create_shipment",
+            &format!(r#"{{"order_id":"{order}"}}"#),
+        ));
+        s.answer();
+        let (code, err) = s.wait(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{err}");
+    }
+    std::fs::copy(sidecar_path(&a), sidecar_path(&b)).expect("copy");
+    let (code, _, err) = cli(&["check", text(&b)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("written for another cassette"), "{err}");
+    let e = document::open_trace(&b).expect_err("refused");
+    assert!(e.to_string().contains("second.mcp.json"), "{e}");
+    let (code, _, err) = replay_with(&b, &[]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn secrets_stay_out_of_effect_keys_and_the_server_command() {
+    let incident = scratch("secrets.json");
+    let server = odd_server();
+    // Annotations-only evidence (no scenario): the key is the arguments, redacted.
+    let mut s = Session::start(
+        &["--record", text(&incident)],
+        &[
+            "python3",
+            text(&server),
+            "--token=sk-live-123",
+            "--api-key",
+            "sk-live-456",
+        ],
+        &[],
+    );
+    s.handshake();
+    s.send(&call(
+        "2",
+        "write_row",
+        r#"{"row":"r","password":"hunter2"}"#,
+    ));
+    s.answer();
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let (_, out, _) = cli(&["check", text(&incident)]);
+    let (_, json, _) = cli(&["check", "--json", text(&incident)]);
+    let files = [
+        std::fs::read_to_string(&incident).expect("cassette"),
+        std::fs::read_to_string(sidecar_path(&incident)).expect("sidecar"),
+        out,
+        json,
+    ];
+    for f in &files {
+        for secret in ["hunter2", "sk-live-123", "sk-live-456"] {
+            assert!(!f.contains(secret), "{secret} leaked: {f}");
+        }
+    }
+    assert!(files[1].contains("--token=[REDACTED]"), "{}", files[1]);
+}
+
+#[test]
+fn a_bad_record_target_fails_before_the_server_starts() {
+    let dir = scratch("a-folder");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let marker = format!("tsmark-never-{}", std::process::id());
+    let (code, _, err) = cli(&[
+        "mcp",
+        "--record",
+        text(&dir),
+        "--",
+        "sh",
+        "-c",
+        &format!("sleep 5; : {marker}"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("it is a folder"), "{err}");
+    assert!(!running(&marker), "the server never started");
+    assert!(!dir.with_extension("mcp.json").exists());
+    let (code, _, err) = cli(&["mcp", "--record", "/nonexistent-dir/x.json", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+}
+
+#[test]
+fn the_recording_exists_from_the_first_message() {
+    let incident = scratch("early.json");
+    let server = example_server();
+    let mut s = Session::start(&["--record", text(&incident)], &[text(&server)], &[]);
+    s.handshake();
+    let doc = Document::open(&incident).expect("opens before any call");
+    assert_eq!(doc.runs[0].timeline.report().calls.len(), 0);
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    assert_eq!(side.finished, Some(true));
+    assert!(side.session_id.is_some());
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_eq!(side.cassette_digest.as_deref(), Some(c.digest().as_str()));
+}
+
+/// One client session through a fresh proxy, as LangChain's `get_tools()` runs each call.
+fn one_call_session(args: &[&str], order: &str) -> Value {
+    let server = example_server();
+    let mut s = Session::start(args, &[text(&server)], &[]);
+    s.handshake();
+    s.send(&call(
+        "2",
+        "create_shipment",
+        &format!(r#"{{"order_id":"{order}"}}"#),
+    ));
+    let answer = s.answer();
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    answer
+}
+
+#[test]
+fn a_server_per_call_client_appends_to_one_run() {
+    // Each session starts a new example server, whose shipment numbers start again: the
+    // commit is keyed by the order alone.
+    let faults = write(
+        "append-lost-ack.json",
+        &LOST_ACK.replace(r#", "commit_id": "shipment_id""#, ""),
+    );
+    let incident = scratch("appended.json");
+    let args = [text(&faults), "--record", text(&incident), "--append"];
+    // The first session's call loses its acknowledgement; the retry comes in a new session.
+    let first = one_call_session(&args, "o-1");
+    assert!(
+        canonical(&first).contains("ResponseLost"),
+        "{}",
+        canonical(&first)
+    );
+    let second = one_call_session(&args, "o-1");
+    assert!(
+        canonical(&second).contains("shipment_id")
+            && !canonical(&second).contains("isError\":true"),
+        "the retry is the tool's second call, not faulted again: {}",
+        canonical(&second)
+    );
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_eq!(c.report.calls.len(), 2, "one run, both calls");
+    assert_eq!(
+        c.report.calls.iter().map(|c| c.ordinal).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert!(c.report.calls[1].started >= c.report.calls[0].started);
+    assert_eq!(
+        c.report.duplicate_effects(),
+        1,
+        "the double commit across sessions"
+    );
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("duplicate commit: shipment o-1 by call #2"),
+        "{out}"
+    );
+    // Without --append a new session replaces the recording, and says so.
+    let server = example_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &[text(&server)],
+        &[],
+    );
+    s.handshake();
+    let (_, err) = s.wait(Duration::from_secs(20));
+    assert!(err.contains("replacing the recording"), "{err}");
+    // A recording of another scenario is not continued.
+    let other = write("append-other.json", ROWS);
+    let (code, _, err) = cli(&[
+        "mcp",
+        text(&other),
+        "--record",
+        text(&incident),
+        "--append",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot append"), "{err}");
+}
+
+#[test]
+fn concurrent_sessions_on_one_recording_take_turns() {
+    let faults = write("turns.json", LOST_ACK);
+    let incident = scratch("turns-rec.json");
+    let args: Vec<String> = [text(&faults), "--record", text(&incident), "--append"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let threads: Vec<_> = (0..3)
+        .map(|i| {
+            let args = args.clone();
+            std::thread::spawn(move || {
+                let a: Vec<&str> = args.iter().map(String::as_str).collect();
+                one_call_session(&a, &format!("o-{i}"))
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("session");
+    }
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_eq!(c.report.calls.len(), 3, "no session lost another's calls");
+    let mut ordinals: Vec<u64> = c.report.calls.iter().map(|c| c.ordinal).collect();
+    ordinals.sort_unstable();
+    assert_eq!(ordinals, [1, 2, 3]);
+    assert_eq!(
+        c.report.calls.iter().filter(|c| c.injected).count(),
+        1,
+        "the rule's ordinal 1 happened once"
+    );
+}
+
+#[test]
+fn repeats_on_annotations_alone_are_a_warning_not_a_failure() {
+    let incident = scratch("annotations.json");
+    let server = odd_server();
+    let mut s = Session::start(
+        &["--record", text(&incident)],
+        &["python3", text(&server)],
+        &[],
+    );
+    s.handshake();
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    s.answer();
+    for id in ["3", "4"] {
+        s.send(&call(id, "write_row", r#"{"row":"r-1"}"#));
+        s.answer();
+        s.send(&call(&format!("1{id}"), "read_rows", "{}"));
+        s.answer();
+    }
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 0, "annotations alone do not fail check: {out}");
+    assert!(
+        out.contains("warning: possible duplicate (annotations only): call #3 repeats call #1"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("call #4 repeats"),
+        "a read-only tool commits nothing: {out}"
+    );
+    let (_, json, _) = cli(&["check", "--json", text(&incident)]);
+    let v = parse(json.trim()).expect("json");
+    let possible = v
+        .as_object()
+        .and_then(|o| o.get("mcp"))
+        .and_then(Value::as_object)
+        .and_then(|m| m.get("possible_duplicates"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    assert_eq!(possible, 1, "{json}");
+}
+
+#[test]
+fn a_client_that_drops_the_separator_still_starts_the_server() {
+    let faults = write("no-dashes.json", LOST_ACK);
+    let incident = scratch("no-dashes-rec.json");
+    let server = example_server();
+    // As the MCP Inspector passes it: no `--` before the server's command.
+    let mut c = Command::new(BIN);
+    c.args([
+        "mcp",
+        text(&faults),
+        "--record",
+        text(&incident),
+        text(&server),
+    ]);
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut s = Session {
+        out: BufReader::new(child.stdout.take().expect("stdout")),
+        child,
+    };
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
+    assert!(canonical(&s.answer()).contains("ResponseLost"));
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        Cassette::load(&incident)
+            .expect("cassette")
+            .report
+            .calls
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn print_config_gives_absolute_paths_for_the_server_too() {
+    let dir = scratch("cfg");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("server.py"), "print()").expect("write");
+    let out = Command::new(BIN)
+        .current_dir(&dir)
+        .args([
+            "mcp",
+            "--print-config",
+            "s",
+            "--record",
+            "x.json",
+            "--",
+            "python3",
+            "server.py",
+            "-u",
+        ])
+        .output()
+        .expect("runs");
+    let v = parse(String::from_utf8_lossy(&out.stdout).trim()).expect("json");
+    let args = v
+        .as_object()
+        .and_then(|o| o.get("mcpServers"))
+        .and_then(Value::as_object)
+        .and_then(|o| o.get("s"))
+        .and_then(Value::as_object)
+        .and_then(|o| o.get("args"))
+        .and_then(Value::as_array)
+        .cloned()
+        .expect("args");
+    let texts: Vec<String> = args
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    let server_arg = dir.join("server.py");
+    assert!(
+        texts.contains(&server_arg.display().to_string()),
+        "{texts:?}"
+    );
+    assert!(
+        texts.contains(&"python3".to_owned()),
+        "a bare program stays: {texts:?}"
+    );
+    assert!(texts.contains(&"-u".to_owned()));
+}
