@@ -630,12 +630,30 @@ impl Storm {
         Ok(())
     }
 
-    /// One call as the report has it now (a detached copy), by id.
-    pub fn call_snapshot(&self, id: u64) -> Option<Call> {
+    /// Appends call `id`'s canonical text (as the report has it now) to `out`, without copying
+    /// the call; false when there is no such call.
+    pub fn write_call(&self, id: u64, out: &mut String) -> bool {
         let st = self.lock();
-        id.checked_sub(1)
-            .and_then(|i| st.calls.get(i as usize))
-            .cloned()
+        match id.checked_sub(1).and_then(|i| st.calls.get(i as usize)) {
+            Some(c) => {
+                c.write_canonical(out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Lets go of a finished call's captured arguments and output (a recorder that has
+    /// written them elsewhere keeps memory flat over a long session). The call's report
+    /// entry then holds `null` for both.
+    pub fn release_payloads(&self, id: u64) {
+        let mut st = self.lock();
+        if let Some(c) = id.checked_sub(1).and_then(|i| st.calls.get_mut(i as usize))
+            && c.status != Status::Running
+        {
+            c.arguments = Value::Null;
+            c.output = Value::Null;
+        }
     }
 
     /// The effects recorded from position `from` on.

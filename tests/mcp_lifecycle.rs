@@ -960,3 +960,173 @@ fn print_config_gives_absolute_paths_for_the_server_too() {
     );
     assert!(texts.contains(&"-u".to_owned()));
 }
+
+#[test]
+fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
+    let faults = write(
+        "dedupe.json",
+        r#"{
+      "schema_version": 1, "world": "mcp", "name": "dedupe", "title": "Dedupe", "seed": 1,
+      "rules": [],
+      "effects": [{"tool": "add_observation", "effect": "observation", "key": "entity",
+                   "committed": "added"}]
+    }"#,
+    );
+    let incident = scratch("dedupe-rec.json");
+    let server = odd_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &["python3", text(&server)],
+        &[],
+    );
+    s.handshake();
+    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    s.answer();
+    for id in ["3", "4"] {
+        s.send(&call(id, "put_file", r#"{"path":"a.txt","content":"x"}"#));
+        s.answer();
+    }
+    for id in ["5", "6"] {
+        s.send(&call(
+            id,
+            "add_observation",
+            r#"{"entity":"e-1","text":"likes tea"}"#,
+        ));
+        s.answer();
+    }
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        !out.contains("warning"),
+        "an idempotent repeat is no possible duplicate: {out}"
+    );
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_eq!(c.report.effects.len(), 1, "the repeat added no observation");
+    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    assert_eq!(
+        side.call(2).and_then(|r| r.replay_of),
+        Some(1),
+        "put_file again: a replay"
+    );
+}
+
+#[test]
+fn calls_in_a_batch_or_nested_too_deep_are_judged_like_any_other() {
+    let faults = write(
+        "batch-rules.json",
+        r#"{
+      "schema_version": 1, "world": "mcp", "name": "batch", "title": "Batch", "seed": 1,
+      "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
+    }"#,
+    );
+    let incident = scratch("batch-rec.json");
+    let db = scratch("batch.db");
+    let server = odd_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &["python3", text(&server)],
+        &[("ODD_DB", text(&db))],
+    );
+    s.handshake();
+    // A batch: the fault answers read_rows in the server's place, write_row goes through.
+    s.send(&format!(
+        "[{},{}]",
+        call("2", "read_rows", "{}"),
+        call("3", "write_row", r#"{"row":"b-1"}"#)
+    ));
+    let mut got = String::new();
+    for _ in 0..2 {
+        got.push_str(&String::from_utf8_lossy(&s.read_raw()));
+    }
+    assert!(
+        got.contains("ToolUnavailable") && got.contains("row written"),
+        "{got}"
+    );
+    // Arguments nested deeper than a message may be read: still a call, summarised.
+    let mut deep = String::from("1");
+    for _ in 0..30 {
+        deep = format!(r#"{{"d":{deep}}}"#);
+    }
+    s.send(&call(
+        "4",
+        "write_row",
+        &format!(r#"{{"row":"d-1","x":{deep}}}"#),
+    ));
+    s.read_raw();
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let c = Cassette::load(&incident).expect("cassette");
+    let tools: Vec<String> = c.report.calls.iter().map(|c| c.tool.to_lossy()).collect();
+    assert_eq!(
+        tools,
+        ["read_rows", "write_row", "write_row"],
+        "every call is on record"
+    );
+    assert!(c.report.calls[0].injected);
+    assert_eq!(
+        c.report.effects.len(),
+        2,
+        "both writes committed and are judged"
+    );
+    assert!(canonical(&c.report.calls[2].arguments).contains("toolstorm_summary"));
+    assert_eq!(std::fs::read_to_string(&db).expect("db").lines().count(), 2);
+}
+
+#[test]
+fn replay_keeps_its_verdict_in_a_report_file() {
+    let incident = scratch("report-src.json");
+    let server = example_server();
+    let mut s = Session::start(&["--record", text(&incident)], &[text(&server)], &[]);
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
+    s.answer();
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let report = scratch("replay-report.json");
+    let mut child = Command::new(BIN)
+        .args([
+            "mcp",
+            "--replay",
+            text(&incident),
+            "--replay-report",
+            text(&report),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("replay");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    {
+        let stdin = child.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{}", init(1)).expect("write");
+        writeln!(
+            stdin,
+            "{}",
+            call("2", "create_shipment", r#"{"order_id":"o-2"}"#)
+        )
+        .expect("write");
+    }
+    let mut line = String::new();
+    for _ in 0..2 {
+        line.clear();
+        out.read_line(&mut line).expect("answer");
+    }
+    // As SDKs do at exit: SIGKILL, the exit status never seen. The report says it all.
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let v = parse(&std::fs::read_to_string(&report).expect("report")).expect("json");
+    let field = |k: &str| {
+        v.as_object()
+            .and_then(|o| o.get(k))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(field("mismatched").as_i64(), Some(1), "{}", canonical(&v));
+    assert_eq!(field("passed").as_bool(), Some(false));
+    assert_eq!(field("finished").as_bool(), Some(false));
+}

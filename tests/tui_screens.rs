@@ -301,7 +301,10 @@ fn an_mcp_recording_shows_what_the_client_got_and_the_evidence() {
     let s = text(&t);
     assert!(s.contains("mcp recording"), "{s}");
     assert!(s.contains("got a result with isError: true"), "{s}");
-    assert!(s.contains("the server answered; its answer was"), "{s}");
+    assert!(
+        s.contains("  text   ResponseLost: Tool completed;"),
+        "the text the model saw: {s}"
+    );
     assert!(
         s.contains("evidence scenario: the scenario's effects"),
         "{s}"

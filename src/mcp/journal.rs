@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use super::session::{CallRecord, McpSession, journal_path, sidecar_path};
 use crate::cassette::Cassette;
 use crate::error::ConfigError;
-use crate::json::{Object, Value, compact, parse};
+use crate::json::{Object, Value, canonical, compact, parse};
 use crate::obj;
 
 /// The `kind` of a journal's header.
@@ -82,8 +82,13 @@ impl Writer {
 
     /// Appends one entry as one line, in one write.
     pub fn append(&mut self, entry: &Value) -> io::Result<()> {
+        self.append_text(&compact(entry))
+    }
+
+    /// Appends an entry already written as one line of JSON (without its newline).
+    pub fn append_text(&mut self, entry: &str) -> io::Result<()> {
         self.line.clear();
-        self.line.extend_from_slice(compact(entry).as_bytes());
+        self.line.extend_from_slice(entry.as_bytes());
         self.line.push(b'\n');
         self.file.write_all(&self.line)
     }
@@ -110,18 +115,27 @@ pub struct Rebuild {
     session: Option<String>,
     report: Option<Object>,
     facts: McpSession,
-    /// The latest form of each call, by id.
-    calls: BTreeMap<u64, Value>,
+    /// The latest form of each call, by id, as canonical JSON text (the recording is
+    /// assembled from text: no value trees are kept for a long session).
+    calls: BTreeMap<u64, String>,
     /// Ids of calls whose end is on record.
     ended: std::collections::BTreeSet<u64>,
-    effects: Vec<Value>,
-    records: BTreeMap<u64, CallRecord>,
+    /// Each effect's canonical text, in record order.
+    effects: Vec<String>,
+    /// Each call's sidecar record, as compact JSON text.
+    records: BTreeMap<u64, String>,
     coverage: Value,
     budget_rejections: u64,
     finished: Option<i64>,
+    /// Effect identities seen, and how many repeats: the recording's duplicate count.
+    identities: std::collections::HashSet<i64>,
+    duplicates: usize,
     /// A last line without its newline was seen (the writer was stopped mid-line, or is
     /// writing it now).
     torn: bool,
+    /// The journal is this process's own (the compactor's): call lines are taken by their
+    /// text; readers of a journal from elsewhere parse every line whole.
+    trusted: bool,
 }
 
 /// What the journal says of the session's end.
@@ -136,6 +150,14 @@ pub struct Progress {
 }
 
 impl Rebuild {
+    /// A rebuild of the journal this process is writing (see `trusted`).
+    pub fn own() -> Rebuild {
+        Rebuild {
+            trusted: true,
+            ..Rebuild::default()
+        }
+    }
+
     /// Reads a whole journal.
     pub fn read(path: &Path) -> Result<Rebuild, JournalError> {
         let mut r = Rebuild::default();
@@ -190,6 +212,9 @@ impl Rebuild {
             return Err(bad(n, "a line over 8,000,000 bytes"));
         }
         let text = std::str::from_utf8(line).map_err(|_| bad(n, "not UTF-8"))?;
+        if self.trusted && self.session.is_some() && self.apply_own(line)? {
+            return Ok(());
+        }
         let v = parse(text).map_err(|e| bad(n, e.to_string()))?;
         let Some(o) = v.as_object() else {
             return Err(bad(n, "expected an object"));
@@ -214,23 +239,23 @@ impl Rebuild {
             self.facts = McpSession::from_value(facts).map_err(|e| nested(n, "facts", e))?;
         } else if let Some(call) = o.get("begin") {
             let id = call_id(call).ok_or_else(|| bad(n, "begin: expected a call with an id"))?;
-            self.calls.insert(id, call.clone());
+            self.calls.insert(id, canonical(call));
             counters(self)?;
         } else if let Some(call) = o.get("end") {
             let id = call_id(call).ok_or_else(|| bad(n, "end: expected a call with an id"))?;
-            self.calls.insert(id, call.clone());
+            self.calls.insert(id, canonical(call));
             self.ended.insert(id);
             if let Some(Value::Array(effects)) = o.get("effects") {
-                self.effects.extend(effects.iter().cloned());
+                self.add_effects(effects);
             }
             if let Some(r) = o.get("record") {
                 let record = CallRecord::from_value(r, "record").map_err(|e| nested(n, "", e))?;
-                self.records.insert(record.call, record);
+                self.records.insert(record.call, compact(r));
             }
             counters(self)?;
         } else if let Some(Value::Array(effects)) = o.get("prior_effects") {
             // The effects of the session this one continues, in their order.
-            self.effects.extend(effects.iter().cloned());
+            self.add_effects(effects);
         } else if let Some(code) = o.get("finished") {
             self.finished = Some(
                 code.as_i64()
@@ -240,6 +265,84 @@ impl Rebuild {
             return Err(bad(n, "expected facts, begin, end or finished"));
         }
         Ok(())
+    }
+
+    /// A call line as this process's own recorder wrote it (canonical call text, one write),
+    /// taken by its parts' text without parsing the payloads again: the compactor reads the
+    /// journal its own proxy is writing. False when the line is not a call line.
+    fn apply_own(&mut self, line: &[u8]) -> Result<bool, ConfigError> {
+        use crate::mcp::wire::member;
+        let n = self.lines;
+        let (range, ended) = match (member(line, "begin"), member(line, "end")) {
+            (Some(r), _) => (r, false),
+            (None, Some(r)) => (r, true),
+            _ => return Ok(false),
+        };
+        let text = |r: std::ops::Range<usize>| {
+            std::str::from_utf8(&line[r])
+                .map(str::to_owned)
+                .map_err(|_| bad(n, "not UTF-8"))
+        };
+        let small = |key: &str| -> Result<Option<Value>, ConfigError> {
+            match member(line, key) {
+                Some(r) => parse(&text(r)?)
+                    .map(Some)
+                    .map_err(|e| bad(n, e.to_string())),
+                None => Ok(None),
+            }
+        };
+        let call = text(range)?;
+        let id = member(call.as_bytes(), "id")
+            .and_then(|r| call[r].parse::<u64>().ok())
+            .filter(|id| *id >= 1)
+            .ok_or_else(|| bad(n, "expected a call with an id"))?;
+        self.calls.insert(id, call);
+        if ended {
+            self.ended.insert(id);
+            if let Some(Value::Array(effects)) = small("effects")? {
+                self.add_effects(&effects);
+            }
+            if let Some(r) = member(line, "record") {
+                self.records.insert(id, text(r)?);
+            }
+        }
+        if let Some(c) = small("coverage")? {
+            self.coverage = c;
+        }
+        if let Some(b) = small("budget_rejections")?.and_then(|b| b.as_i64()) {
+            self.budget_rejections = b.max(0) as u64;
+        }
+        Ok(true)
+    }
+
+    fn add_effects(&mut self, effects: &[Value]) {
+        for e in effects {
+            let identity = e
+                .as_object()
+                .and_then(|o| o.get("identity"))
+                .and_then(Value::as_i64);
+            if let Some(i) = identity
+                && !self.identities.insert(i)
+            {
+                self.duplicates += 1;
+            }
+            self.effects.push(canonical(e));
+        }
+    }
+
+    /// Faults injected so far (Σ triggered) and duplicate effects.
+    pub fn counts(&self) -> (u64, usize) {
+        let faults = self
+            .coverage
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter_map(|(_, c)| c.as_object()?.get("triggered")?.as_i64())
+                    .map(|t| t.max(0) as u64)
+                    .sum()
+            })
+            .unwrap_or(0);
+        (faults, self.duplicates)
     }
 
     fn apply_header(&mut self, o: &Object) -> Result<(), ConfigError> {
@@ -289,35 +392,143 @@ impl Rebuild {
         }
     }
 
-    /// The recording the journal describes: a validated cassette and its sidecar (bound to
-    /// it by the session id and the cassette's digest).
-    pub fn recording(&self) -> Result<(Cassette, McpSession), ConfigError> {
+    /// Writes the cassette's canonical text (as `Cassette::dumps` writes it, without the
+    /// newline) to `sink`, piece by piece: assembled from the lines' text, so a long session
+    /// costs its text once, not a tree of values or a second copy.
+    pub fn emit_cassette(&self, sink: &mut dyn FnMut(&[u8])) -> Result<(), ConfigError> {
         let base = self
             .report
             .as_ref()
             .ok_or_else(|| bad(1, "no header line"))?;
-        let field = |k: &str| base.get(k).cloned().unwrap_or(Value::Null);
-        let mut report = Object::new();
-        report.push("seed", field("seed"));
-        report.push("clock", field("clock"));
-        report.push(
-            "calls",
-            Value::Array(self.calls.values().cloned().collect()),
-        );
-        report.push("effects", Value::Array(self.effects.clone()));
-        report.push("rules", field("rules"));
-        report.push("coverage", self.coverage.clone());
-        report.push("budget_rejections", self.budget_rejections);
-        report.push("capture", field("capture"));
-        report.push("schema_version", crate::report::SCHEMA_VERSION);
-        let cassette = Cassette::from_owned(Value::Object(report))?;
-        let mut session = self.facts.clone();
-        session.calls = self.records.values().cloned().collect();
-        session.session_id = self.session.clone();
+        let field = |k: &str| canonical(base.get(k).unwrap_or(&Value::Null));
+        sink(b"{\"budget_rejections\":");
+        sink(self.budget_rejections.to_string().as_bytes());
+        sink(b",\"calls\":[");
+        join(sink, self.calls.values());
+        sink(b"],\"capture\":");
+        sink(field("capture").as_bytes());
+        sink(b",\"clock\":");
+        sink(field("clock").as_bytes());
+        sink(b",\"coverage\":");
+        sink(canonical(&self.coverage).as_bytes());
+        sink(b",\"effects\":[");
+        join(sink, self.effects.iter());
+        sink(b"],\"rules\":");
+        sink(field("rules").as_bytes());
+        sink(b",\"schema_version\":");
+        sink(crate::report::SCHEMA_VERSION.to_string().as_bytes());
+        sink(b",\"seed\":");
+        sink(field("seed").as_bytes());
+        sink(b"}");
+        Ok(())
+    }
+
+    /// Writes the sidecar's text (with its newline) to `sink`, bound to the cassette whose
+    /// digest is `digest`.
+    pub fn emit_sidecar(
+        &self,
+        digest: &str,
+        sink: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), ConfigError> {
+        let mut facts = self.facts.clone();
+        facts.calls = Vec::new();
+        facts.session_id = self.session.clone();
+        facts.cassette_digest = Some(digest.to_owned());
+        facts.finished = Some(self.finished.is_some());
+        let head = facts.to_text();
+        let head = head.trim_end();
+        let at = crate::mcp::wire::member(head.as_bytes(), "calls")
+            .ok_or_else(|| bad(1, "a sidecar without calls"))?;
+        sink(&head.as_bytes()[..at.start]);
+        sink(b"[");
+        join(sink, self.records.values());
+        sink(b"]");
+        sink(&head.as_bytes()[at.end..]);
+        sink(b"\n");
+        Ok(())
+    }
+
+    /// The cassette's digest and both files' sizes, without writing them; `Err` when a file
+    /// would be over the 8,000,000 bytes a document may have (the recording is full).
+    pub fn measure(&self) -> Result<(String, usize, usize), ConfigError> {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        let mut len = 0;
+        self.emit_cassette(&mut |b| {
+            len += b.len();
+            hasher.update(b);
+        })?;
+        let digest: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if len + 1 > crate::json::MAX_DOCUMENT_BYTES {
+            return Err(full(&format!("the cassette would hold {} bytes", len + 1)));
+        }
+        let mut side = 0;
+        self.emit_sidecar(&digest, &mut |b| side += b.len())?;
+        if side > crate::json::MAX_DOCUMENT_BYTES {
+            return Err(full(&format!("the sidecar would hold {side} bytes")));
+        }
+        Ok((digest, len + 1, side))
+    }
+
+    /// The recording the journal describes, as the two files' text.
+    pub fn texts(&self) -> Result<Texts, ConfigError> {
+        let (digest, len, side_len) = self.measure()?;
+        let mut cassette = Vec::with_capacity(len);
+        self.emit_cassette(&mut |b| cassette.extend_from_slice(b))?;
+        let mut sidecar = Vec::with_capacity(side_len);
+        self.emit_sidecar(&digest, &mut |b| sidecar.extend_from_slice(b))?;
+        let text = |v: Vec<u8>| String::from_utf8(v).map_err(|_| bad(1, "text that is not UTF-8"));
+        Ok(Texts {
+            cassette: text(cassette)?,
+            sidecar: text(sidecar)?,
+            digest,
+        })
+    }
+
+    /// The recording the journal describes: a validated cassette and its sidecar.
+    pub fn recording(&self) -> Result<(Cassette, McpSession), ConfigError> {
+        let t = self.texts()?;
+        let cassette = match Cassette::read_owned(t.cassette) {
+            Ok(verdict) => verdict?,
+            Err(text) => Cassette::loads(&text)?,
+        };
+        let value = parse(&t.sidecar).map_err(|e| {
+            ConfigError::new("Invalid or excessively nested JSON").because(e.to_string())
+        })?;
+        let mut session = McpSession::from_value(&value)?;
+        // The digest of what the cassette holds, as every reader computes it.
         session.cassette_digest = Some(cassette.digest());
-        session.finished = Some(self.finished.is_some());
         Ok((cassette, session))
     }
+}
+
+/// The two files of a recording, as text.
+#[derive(Debug)]
+pub struct Texts {
+    /// The cassette's canonical JSON (the file holds it and a newline).
+    pub cassette: String,
+    /// The sidecar's text, with its newline.
+    pub sidecar: String,
+    /// SHA-256 of the cassette's text: the report's digest.
+    pub digest: String,
+}
+
+fn join<'a>(sink: &mut dyn FnMut(&[u8]), items: impl Iterator<Item = &'a String>) {
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            sink(b",");
+        }
+        sink(item.as_bytes());
+    }
+}
+
+fn full(why: &str) -> ConfigError {
+    ConfigError::new("The recording is full")
+        .because(format!("{why}; a document may have at most 8,000,000"))
 }
 
 fn call_id(call: &Value) -> Option<u64> {
@@ -467,6 +678,10 @@ mod tests {
         assert_eq!(p.in_flight, vec![2]);
         assert_eq!(p.finished, None);
         let (c, s) = r.recording().expect("valid recording");
+        // The text assembled from the lines is the cassette's own canonical text.
+        let t = r.texts().expect("texts");
+        assert_eq!(t.digest, c.digest());
+        assert_eq!(t.cassette + "\n", c.dumps());
         assert_eq!(c.report.calls.len(), 2);
         assert_eq!(s.calls.len(), 1);
         assert_eq!(s.finished, Some(false));

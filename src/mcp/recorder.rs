@@ -3,7 +3,7 @@
 //! it — the only per-call write, on the relay's thread. A compactor thread turns the journal
 //! into the cassette (the engine's report, a ToolStorm schema-v1 file any ToolStorm loads) and
 //! its sidecar, each replaced atomically, the sidecar first; off the relay's path, and on a
-//! long session put off until ten times its own cost has passed (at most two seconds). At the
+//! long session put off until twenty times its own cost has passed (at most two seconds). At the
 //! end the compactor writes both files a last time and the journal, no longer needed, is
 //! removed; killed before that, the journal stays and every reader recovers from it.
 
@@ -23,6 +23,11 @@ use crate::storm::Storm;
 
 /// The longest a completed call waits to reach the cassette (it is in the journal at once).
 const MAX_DELAY: Duration = Duration::from_secs(2);
+/// A compaction waits this many times the last one's cost: compacting takes at most a
+/// twentieth of a core from the relay.
+const PACE: u32 = 20;
+/// And at least this long after the last one: the journal is the record, the files follow.
+const MIN_GAP: Duration = Duration::from_millis(500);
 
 /// What the last compaction left on disk.
 #[derive(Clone, Debug, Default)]
@@ -51,6 +56,19 @@ pub struct Recorder {
     full: Arc<AtomicBool>,
     thread: Option<JoinHandle<Compacted>>,
     effects_seen: usize,
+}
+
+/// The counters every call line carries (`,"coverage":{...},"budget_rejections":N`), so the
+/// last line read gives the report's.
+fn counters_text(storm: &Storm, line: &mut String) {
+    let mut o = Object::new();
+    counters(storm, &mut o);
+    for (k, v) in o.iter() {
+        line.push(',');
+        line.push_str(&crate::json::compact(&Value::Str(k.clone())));
+        line.push(':');
+        line.push_str(&crate::json::compact(v));
+    }
 }
 
 /// The counters every call line carries, so the last line read gives the report's.
@@ -101,20 +119,25 @@ impl Recorder {
             let effects = before.effects.iter().map(|e| e.to_value()).collect();
             journal.append(&obj! {"prior_effects" => Value::Array(effects)})?;
             for call in &before.calls {
-                let mut line = Object::new();
+                let mut line = String::with_capacity(1024);
                 match prior.call(call.id) {
                     Some(record) => {
-                        line.push("end", call.to_value());
-                        line.push("effects", Value::Array(Vec::new()));
-                        line.push("record", record.to_value());
+                        line.push_str("{\"end\":");
+                        call.write_canonical(&mut line);
+                        line.push_str(",\"effects\":[],\"record\":");
+                        line.push_str(&crate::json::compact(&record.to_value()));
                     }
-                    None => line.push("begin", call.to_value()),
+                    None => {
+                        line.push_str("{\"begin\":");
+                        call.write_canonical(&mut line);
+                    }
                 }
-                counters(storm, &mut line);
-                journal.append(&Value::Object(line))?;
+                counters_text(storm, &mut line);
+                line.push('}');
+                journal.append_text(&line)?;
             }
         }
-        let mut rebuild = Rebuild::default();
+        let mut rebuild = Rebuild::own();
         let first = compact(&mut rebuild, cassette, &mut None);
         if let Some(e) = first.error {
             return Err(io::Error::other(e));
@@ -160,32 +183,41 @@ impl Recorder {
 
     /// Call `id` has begun: on record before its request goes anywhere.
     pub fn begin(&mut self, storm: &Storm, id: u64) -> io::Result<()> {
-        let Some(call) = storm.call_snapshot(id) else {
+        let mut line = String::with_capacity(1024);
+        line.push_str("{\"begin\":");
+        if !storm.write_call(id, &mut line) {
             return Ok(());
-        };
-        let mut line = Object::new();
-        line.push("begin", call.to_value());
-        counters(storm, &mut line);
-        self.journal.append(&Value::Object(line))
+        }
+        counters_text(storm, &mut line);
+        line.push('}');
+        self.journal.append_text(&line)
     }
 
     /// Call `id` has ended (its effects recorded, its outcome final): on record before its
     /// answer is relayed.
     pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) -> io::Result<()> {
-        let Some(call) = storm.call_snapshot(id) else {
+        let mut line = String::with_capacity(2048);
+        line.push_str("{\"end\":");
+        if !storm.write_call(id, &mut line) {
             return Ok(());
-        };
+        }
         let effects = storm.effects_from(self.effects_seen);
         self.effects_seen += effects.len();
-        let mut line = Object::new();
-        line.push("end", call.to_value());
-        line.push(
-            "effects",
-            Value::Array(effects.iter().map(|e| e.to_value()).collect()),
-        );
-        line.push("record", record.to_value());
-        counters(storm, &mut line);
-        let r = self.journal.append(&Value::Object(line));
+        line.push_str(",\"effects\":[");
+        for (i, e) in effects.iter().enumerate() {
+            if i > 0 {
+                line.push(',');
+            }
+            e.write_canonical(&mut line);
+        }
+        line.push_str("],\"record\":");
+        line.push_str(&crate::json::compact(&record.to_value()));
+        counters_text(storm, &mut line);
+        line.push('}');
+        let r = self.journal.append_text(&line);
+        // The engine need not keep what the journal has: a long session costs the journal,
+        // not memory.
+        storm.release_payloads(id);
         self.poke();
         r
     }
@@ -250,7 +282,7 @@ fn compactor(
             break;
         }
         if let Some((when, cost)) = pace {
-            let due = when + (cost * 10).min(MAX_DELAY);
+            let due = when + (cost * PACE).clamp(MIN_GAP, MAX_DELAY);
             match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
                 Ok(()) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => open = false,
@@ -273,7 +305,8 @@ fn compactor(
     done
 }
 
-/// Reads what the journal gained and writes the recording it now describes.
+/// Reads what the journal gained and writes the recording it now describes: text assembled
+/// from the journal's lines, sidecar first, each file replaced atomically.
 fn compact(rebuild: &mut Rebuild, cassette: &Path, last: &mut Option<String>) -> Compacted {
     let mut out = Compacted::default();
     if let Err(e) = rebuild.read_more(&journal_path(cassette)) {
@@ -283,23 +316,49 @@ fn compact(rebuild: &mut Rebuild, cassette: &Path, last: &mut Option<String>) ->
         });
         return out;
     }
-    let (c, s) = match rebuild.recording() {
-        Ok(x) => x,
+    let (digest, _, _) = match rebuild.measure() {
+        Ok(m) => m,
         Err(e) => {
             out.full = Some(e.to_string());
             return out;
         }
     };
-    out.calls = c.report.calls.len();
-    out.faults = c.report.faults_triggered();
-    out.duplicates = c.report.duplicate_effects();
-    let digest = s.cassette_digest.clone();
-    let stamp = format!("{digest:?}{:?}{}", s.finished, s.calls.len());
+    out.calls = rebuild.progress().calls;
+    (out.faults, out.duplicates) = rebuild.counts();
+    let mut side_hash = <sha2::Sha256 as sha2::Digest>::new();
+    let _ = rebuild.emit_sidecar(&digest, &mut |b| sha2::Digest::update(&mut side_hash, b));
+    let side_digest: String = sha2::Digest::finalize(side_hash)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let stamp = format!("{digest}{side_digest}");
     if last.as_deref() == Some(stamp.as_str()) {
         return out;
     }
-    let written = crate::atomic::write(&sidecar_path(cassette), s.to_text().as_bytes())
-        .and_then(|()| c.save(cassette));
+    // Streamed from the journal's text into each file: no second copy in memory.
+    let stream = |file: &mut std::fs::File, cassette_file: bool| -> io::Result<()> {
+        let mut w = io::BufWriter::with_capacity(256 * 1024, file);
+        let mut failed = None;
+        let mut sink = |b: &[u8]| {
+            if failed.is_none()
+                && let Err(e) = io::Write::write_all(&mut w, b)
+            {
+                failed = Some(e);
+            }
+        };
+        let emitted = if cassette_file {
+            rebuild.emit_cassette(&mut sink).map(|()| sink(b"\n"))
+        } else {
+            rebuild.emit_sidecar(&digest, &mut sink)
+        };
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        emitted.map_err(io::Error::other)?;
+        io::Write::flush(&mut w)
+    };
+    let written = crate::atomic::write_with(&sidecar_path(cassette), |f| stream(f, false))
+        .and_then(|()| crate::atomic::write_with(cassette, |f| stream(f, true)));
     match written {
         Ok(()) => *last = Some(stamp),
         Err(e) => {

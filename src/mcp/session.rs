@@ -41,6 +41,66 @@ pub enum Delivered {
     Unreadable(Unreadable),
 }
 
+impl Delivered {
+    /// What the client received, line by line, as a person reads it: each content block's
+    /// text (what the model sees), the structured content, a JSON-RPC error's code, message
+    /// and data. Nothing for no answer.
+    pub fn received(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        match self {
+            Delivered::Result(body) => {
+                let result = body.as_object().and_then(|o| o.get("result"));
+                let r = result.and_then(Value::as_object);
+                for block in r
+                    .and_then(|r| r.get("content"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let b = block.as_object();
+                    let kind = b
+                        .and_then(|b| b.get("type"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("block");
+                    match b.and_then(|b| b.get("text")).and_then(Value::as_str) {
+                        Some(text) => out.push((kind.to_owned(), text.to_owned())),
+                        None => out.push((kind.to_owned(), crate::json::one_line(block))),
+                    }
+                }
+                if let Some(sc) = r.and_then(|r| r.get("structuredContent")) {
+                    out.push(("structured".into(), crate::json::one_line(sc)));
+                }
+                if r.is_none()
+                    && let Some(v) = result
+                {
+                    out.push(("result".into(), crate::json::one_line(v)));
+                }
+            }
+            Delivered::Error(body) => {
+                let e = body
+                    .as_object()
+                    .and_then(|o| o.get("error"))
+                    .and_then(Value::as_object);
+                for k in ["code", "message", "data"] {
+                    if let Some(v) = e.and_then(|e| e.get(k)) {
+                        let text = v
+                            .as_str()
+                            .map_or_else(|| crate::json::one_line(v), str::to_owned);
+                        out.push((k.to_owned(), text));
+                    }
+                }
+            }
+            Delivered::Unreadable(u) => {
+                if let Some(raw) = &u.raw {
+                    out.push(("bytes".into(), raw.clone()));
+                }
+            }
+            Delivered::Nothing | Delivered::Unrecorded => {}
+        }
+        out
+    }
+}
+
 /// What is known of an answer that could not be read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Unreadable {

@@ -42,7 +42,8 @@ impl ErrorRecord {
 }
 
 impl Call {
-    fn write_canonical(&self, out: &mut String) {
+    /// Appends the canonical text of [`Call::to_value`] to `out`.
+    pub fn write_canonical(&self, out: &mut String) {
         out.push('{');
         key("arguments", out);
         write_canonical(&self.arguments, out);
@@ -111,7 +112,8 @@ impl Call {
 }
 
 impl Effect {
-    fn write_canonical(&self, out: &mut String) {
+    /// Appends the canonical text of [`Effect::to_value`] to `out`.
+    pub fn write_canonical(&self, out: &mut String) {
         out.push('{');
         key("at", out);
         write_py_repr(self.at, out);

@@ -229,6 +229,34 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             format!("got {}", record.delivered.describe()),
             theme,
         ));
+        let mut kinds: Vec<_> = record.effects.clone();
+        kinds.dedup();
+        for ev in kinds {
+            out.push(kv(
+                "evidence",
+                format!("{}: {}", ev.as_str(), ev.explain()),
+                theme,
+            ));
+        }
+        // Exactly what it received: the text the model sees, the error it may hide.
+        for (k, v) in record.delivered.received() {
+            out.push(kv(
+                &format!("  {k}"),
+                printable(&v, 400).into_owned(),
+                theme,
+            ));
+        }
+        for (name, key) in &record.possible {
+            out.push(kv(
+                "possible",
+                printable(
+                    &format!("{name} {key} (annotations only: a hint, not judged as a commit)"),
+                    400,
+                )
+                .into_owned(),
+                theme,
+            ));
+        }
         if let Some(first) = record.replay_of {
             out.push(kv(
                 "replay",
@@ -241,15 +269,17 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
         if let Some(note) = &record.note {
             out.push(kv("note", printable(note, 400).into_owned(), theme));
         }
-        let mut kinds: Vec<_> = record.effects.clone();
-        kinds.dedup();
-        for ev in kinds {
-            out.push(kv(
-                "evidence",
-                format!("{}: {}", ev.as_str(), ev.explain()),
-                theme,
-            ));
-        }
+    }
+    if app.doc.mcp.as_ref().is_some_and(|m| m.call(c.id).is_none())
+        && c.status == crate::report::Status::Running
+    {
+        out.push(kv(
+            "client",
+            "nothing on record yet: the call was in flight when the recording stopped (the \
+             server may have committed it)"
+                .to_owned(),
+            theme,
+        ));
     }
     // Executor runs: the envelope the model got for the function call this attempt served.
     let batches = &app.tab().batches;
