@@ -146,6 +146,9 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
     };
     let proxy = match Proxy::new(options) {
         Ok(p) => p,
+        Err(e @ crate::mcp::proxy::ProxyError::Record { .. }) => {
+            return io.fail(format!("OSError: {e}"));
+        }
         Err(e) => return io.fail(format!("ConfigurationError: {e}")),
     };
     spawn_signals(proxy.interrupter());

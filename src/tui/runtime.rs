@@ -320,12 +320,18 @@ pub fn spawn_input(tx: Sender<Event>) {
     });
 }
 
-/// Watches `path` and sends one [`Event::FileChanged`] after each burst of changes (150 ms of
-/// quiet). Watches the folder, so a file replaced by rename (atomic saves) or deleted and
-/// recreated is still seen. Returns the watcher, which must be kept alive.
+/// Watches `path` — and, for an MCP recording, its write-ahead journal, which is ahead of the
+/// cassette while a session runs and after a proxy was killed — and sends one
+/// [`Event::FileChanged`] after each burst of changes (150 ms of quiet, or a second into a
+/// burst that goes on: a busy session still shows its calls). Watches the folder, so a file
+/// replaced by rename (atomic saves) or deleted and recreated is still seen. Returns the
+/// watcher, which must be kept alive.
 pub fn spawn_watcher(path: &Path, tx: Sender<Event>) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
     let file: PathBuf = path.file_name()?.into();
+    let journal: Option<PathBuf> = crate::mcp::session::journal_path(path)
+        .file_name()
+        .map(PathBuf::from);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -335,10 +341,11 @@ pub fn spawn_watcher(path: &Path, tx: Sender<Event>) -> Option<notify::Recommend
         // Reads (ours included: a reload opens the file) are access events; only changes count.
         if let Ok(ev) = res
             && !matches!(ev.kind, notify::EventKind::Access(_))
-            && ev
-                .paths
-                .iter()
-                .any(|p| p.file_name() == Some(file.as_os_str()))
+            && ev.paths.iter().any(|p| {
+                p.file_name() == Some(file.as_os_str())
+                    || (journal.is_some()
+                        && p.file_name() == journal.as_deref().map(|j| j.as_os_str()))
+            })
         {
             let _ = raw_tx.send(());
         }
@@ -349,10 +356,12 @@ pub fn spawn_watcher(path: &Path, tx: Sender<Event>) -> Option<notify::Recommend
         .ok()?;
     std::thread::spawn(move || {
         while raw_rx.recv().is_ok() {
-            // Debounce: wait for 150 ms without further changes.
+            // Debounce: wait for 150 ms without further changes (at most a second).
+            let burst = std::time::Instant::now();
             loop {
                 match raw_rx.recv_timeout(Duration::from_millis(150)) {
-                    Ok(()) => continue,
+                    Ok(()) if burst.elapsed() < Duration::from_secs(1) => continue,
+                    Ok(()) => break,
                     Err(RecvTimeoutError::Timeout) => break,
                     Err(RecvTimeoutError::Disconnected) => return,
                 }

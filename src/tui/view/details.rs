@@ -229,20 +229,20 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             format!("got {}", record.delivered.describe()),
             theme,
         ));
+        // Exactly what it received: the text the model sees, the error it may hide.
+        for (k, v) in record.delivered.received() {
+            out.push(kv(
+                &format!("  {k}"),
+                printable(&v, 400).into_owned(),
+                theme,
+            ));
+        }
         let mut kinds: Vec<_> = record.effects.clone();
         kinds.dedup();
         for ev in kinds {
             out.push(kv(
                 "evidence",
                 format!("{}: {}", ev.as_str(), ev.explain()),
-                theme,
-            ));
-        }
-        // Exactly what it received: the text the model sees, the error it may hide.
-        for (k, v) in record.delivered.received() {
-            out.push(kv(
-                &format!("  {k}"),
-                printable(&v, 400).into_owned(),
                 theme,
             ));
         }
