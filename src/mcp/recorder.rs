@@ -282,10 +282,19 @@ fn compactor(
             break;
         }
         if let Some((when, cost)) = pace {
+            // Keep to the pace: more calls ending meanwhile wait for the same compaction (only
+            // the session's end cuts the wait short).
             let due = when + (cost * PACE).clamp(MIN_GAP, MAX_DELAY);
-            match rx.recv_timeout(due.saturating_duration_since(Instant::now())) {
-                Ok(()) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => open = false,
+            while open {
+                let left = due.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                match rx.recv_timeout(left) {
+                    Ok(()) => {}
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => open = false,
+                }
             }
         }
         while rx.try_recv().is_ok() {}
