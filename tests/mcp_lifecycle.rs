@@ -1130,3 +1130,108 @@ fn replay_keeps_its_verdict_in_a_report_file() {
     assert_eq!(field("passed").as_bool(), Some(false));
     assert_eq!(field("finished").as_bool(), Some(false));
 }
+
+#[test]
+fn append_keeps_the_commit_id_a_lost_acknowledgement_dropped() {
+    let faults = write(
+        "append-idem.json",
+        r#"{
+      "schema_version": 1, "world": "mcp", "name": "append-idem", "title": "Append", "seed": 1,
+      "rules": [{"name": "lost", "tool": "write_row", "kind": "response_lost", "calls": [1]}],
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row", "commit_id": "row_id"}]
+    }"#,
+    );
+    let incident = scratch("append-idem-rec.json");
+    let server = odd_server();
+    for _ in 0..2 {
+        // A server (and a proxy) per call; the server gives the same row id back.
+        let mut s = Session::start(
+            &[text(&faults), "--record", text(&incident), "--append"],
+            &["python3", text(&server)],
+            &[],
+        );
+        s.handshake();
+        s.send(&call("2", "write_row", r#"{"row":"r-1"}"#));
+        s.answer();
+        let (code, err) = s.wait(Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{err}");
+    }
+    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    assert!(
+        side.call(1).is_some_and(|r| r.dropped.is_some()),
+        "the dropped answer is kept"
+    );
+    assert_eq!(
+        side.call(2).and_then(|r| r.replay_of),
+        Some(1),
+        "the retry got the dropped commit's id back: an idempotent replay, across sessions"
+    );
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn calls_the_budget_refused_still_fail_check() {
+    let faults = write(
+        "budget.json",
+        r#"{
+      "schema_version": 1, "world": "mcp", "name": "budget", "title": "Budget", "seed": 1,
+      "max_calls": 2, "rules": []
+    }"#,
+    );
+    let incident = scratch("budget-rec.json");
+    let server = odd_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &["python3", text(&server)],
+        &[],
+    );
+    s.handshake();
+    for id in ["2", "3", "4"] {
+        s.send(&call(id, "read_rows", "{}"));
+        s.answer();
+    }
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_eq!(c.report.calls.len(), 2);
+    assert_eq!(c.report.budget_rejections, 1, "the refused call is counted");
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("✗ Call budget"), "{out}");
+}
+
+#[test]
+fn a_full_recording_still_opens_with_the_calls_that_fit() {
+    let incident = scratch("full.json");
+    let server = odd_server();
+    let mut s = Session::start(
+        &["--record", text(&incident)],
+        &["python3", text(&server)],
+        &[("ODD_ANSWER", "large")],
+    );
+    s.handshake();
+    for i in 0..80 {
+        s.send(&call(
+            &(10 + i).to_string(),
+            "write_row",
+            &format!(r#"{{"row":"r-{i}"}}"#),
+        ));
+        s.read_raw();
+    }
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("full"),
+        "the proxy says the recording is full: {err}"
+    );
+    // The recording stopped taking calls before a file would be too large: its files hold
+    // every call it took, and it opens like any other.
+    let (code, out, err) = cli(&["inspect", text(&incident)]);
+    assert_eq!(code, 0, "{out}{err}");
+    let doc = Document::open(&incident).expect("the recording opens");
+    let n = doc.runs[0].timeline.report().calls.len();
+    assert!(n > 10 && n < 80, "the calls that fit: {n}");
+    assert!(err.is_empty() || !err.contains("recovered"), "{err}");
+    assert!(!journal_path(&incident).exists());
+}

@@ -169,6 +169,7 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
             }
             ending.code
         }
+        Err(crate::mcp::proxy::ProxyError::Interrupted(n)) => 128 + n,
         Err(e) => io.fail(format!("OSError: {e}")),
     }
 }

@@ -19,15 +19,19 @@ pub fn fingerprint(value: &Value) -> String {
     sha256_hex(canonical(value).as_bytes())
 }
 
-/// Lowercase hex SHA-256 of bytes.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
-    for b in digest.iter() {
+/// Lowercase hex of bytes (a digest's).
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
         s.push(hex_digit(b >> 4));
         s.push(hex_digit(b & 0x0f));
     }
     s
+}
+
+/// Lowercase hex SHA-256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 fn hex_digit(n: u8) -> char {

@@ -54,6 +54,9 @@ pub struct Writer {
     file: File,
     path: PathBuf,
     line: Vec<u8>,
+    /// Bytes of whole lines written: a write that fails part-way is cut back to here, so the
+    /// next line never lands glued onto a torn one.
+    len: u64,
 }
 
 impl Writer {
@@ -70,6 +73,7 @@ impl Writer {
             file,
             path,
             line: Vec::with_capacity(4096),
+            len: 0,
         };
         w.append(header)?;
         Ok(w)
@@ -90,7 +94,17 @@ impl Writer {
         self.line.clear();
         self.line.extend_from_slice(entry.as_bytes());
         self.line.push(b'\n');
-        self.file.write_all(&self.line)
+        match self.file.write_all(&self.line) {
+            Ok(()) => {
+                self.len += self.line.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.file.set_len(self.len);
+                let _ = self.file.seek(SeekFrom::Start(self.len));
+                Err(e)
+            }
+        }
     }
 }
 
@@ -261,6 +275,8 @@ impl Rebuild {
                 code.as_i64()
                     .ok_or_else(|| bad(n, "finished: expected an exit code"))?,
             );
+            // The last counters (calls the budget refused have no line of their own).
+            counters(self)?;
         } else {
             return Err(bad(n, "expected facts, begin, end or finished"));
         }
@@ -309,8 +325,12 @@ impl Rebuild {
         if let Some(c) = small("coverage")? {
             self.coverage = c;
         }
-        if let Some(b) = small("budget_rejections")?.and_then(|b| b.as_i64()) {
-            self.budget_rejections = b.max(0) as u64;
+        if let Some(b) = small("budget_rejections")? {
+            self.budget_rejections = b
+                .as_i64()
+                .filter(|b| *b >= 0)
+                .ok_or_else(|| bad(n, "budget_rejections: expected a count"))?
+                as u64;
         }
         Ok(true)
     }
@@ -458,11 +478,7 @@ impl Rebuild {
             len += b.len();
             hasher.update(b);
         })?;
-        let digest: String = hasher
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let digest = crate::json::hex(&hasher.finalize());
         if len + 1 > crate::json::MAX_DOCUMENT_BYTES {
             return Err(full(&format!("the cassette would hold {} bytes", len + 1)));
         }
@@ -575,6 +591,14 @@ pub struct Recovered {
     pub progress: Progress,
 }
 
+/// The recording's files as they are, when both read and belong together.
+fn files_of(cassette: &Path) -> Option<(Cassette, McpSession)> {
+    let c = Cassette::load(cassette).ok()?;
+    let s = McpSession::load(&sidecar_path(cassette)).ok()?;
+    s.check_bound(&c).ok()?;
+    Some((c, s))
+}
+
 /// Reads the recording at `cassette` through its journal, if it has one: `Ok(None)` when there
 /// is no journal (read the files as they are).
 pub fn recover(cassette: &Path) -> Result<Option<Recovered>, JournalError> {
@@ -584,7 +608,28 @@ pub fn recover(cassette: &Path) -> Result<Option<Recovered>, JournalError> {
     }
     let rebuild = Rebuild::read(&path)?;
     let progress = rebuild.progress();
-    let (c, s) = rebuild.recording().map_err(JournalError::Invalid)?;
+    let (c, s) = match rebuild.recording() {
+        Ok(x) => x,
+        // More than a recording can hold: the files keep the calls that fit.
+        Err(e) => match files_of(cassette) {
+            Some((c, s)) => {
+                let note = format!(
+                    "the journal {} holds {} call(s), more than a recording can ({}); the files hold the {} that fit",
+                    crate::printable::quoted(&path.display().to_string()),
+                    progress.calls,
+                    e.detail.as_deref().unwrap_or(e.message),
+                    c.report.calls.len()
+                );
+                return Ok(Some(Recovered {
+                    cassette: c,
+                    session: s,
+                    note: Some(note),
+                    progress,
+                }));
+            }
+            None => return Err(JournalError::Invalid(e)),
+        },
+    };
     // Compare with what the compactor last wrote: silent when the files already say it all.
     let on_disk = Cassette::load(cassette).ok();
     let side = McpSession::load(&sidecar_path(cassette)).ok();
@@ -658,6 +703,7 @@ mod tests {
             replay_of: None,
             note: None,
             possible: Vec::new(),
+            dropped: None,
         };
         w.append(
             &obj! {"end" => call(1, "ok"), "effects" => Value::Array(vec![]),

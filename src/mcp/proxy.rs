@@ -30,7 +30,7 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Sender, channel};
 
 use self::framing::{Event, Flow, Side, read_messages};
 use self::link::{Ends, Relay};
@@ -40,10 +40,6 @@ use super::session::McpSession;
 use crate::clock::RealClock;
 use crate::error::ConfigError;
 use crate::storm::Storm;
-
-/// Messages waiting between the reader threads and the relay (the byte budget in [`framing`]
-/// is what bounds memory; this only bounds the count).
-const QUEUE: usize = 1024;
 
 /// How the proxy is set up.
 #[derive(Debug, Default)]
@@ -83,6 +79,9 @@ pub enum ProxyError {
         /// Why.
         error: std::io::Error,
     },
+    /// A signal came before the session started (while waiting for the recording's lock).
+    #[error("interrupted by signal {0} before the session started")]
+    Interrupted(i32),
     /// The recording to continue cannot be continued.
     #[error("cannot append to {path}: {why}")]
     Append {
@@ -119,7 +118,7 @@ pub struct Ending {
 
 /// Sends a signal's number to a running proxy, which then ends the session cleanly.
 #[derive(Debug, Clone)]
-pub struct Interrupter(SyncSender<Event>);
+pub struct Interrupter(Sender<Event>);
 
 impl Interrupter {
     /// Ends the session as signal `n` would.
@@ -132,7 +131,7 @@ impl Interrupter {
 pub struct Proxy {
     options: Options,
     storm: Storm,
-    tx: SyncSender<Event>,
+    tx: Sender<Event>,
     rx: std::sync::mpsc::Receiver<Event>,
 }
 
@@ -232,7 +231,7 @@ impl Proxy {
             .capture(options.record.is_some())
             .build()
             .map_err(ProxyError::Config)?;
-        let (tx, rx) = sync_channel(QUEUE);
+        let (tx, rx) = channel();
         Ok(Proxy {
             options,
             storm,
@@ -295,14 +294,27 @@ impl Proxy {
                     path: path.clone(),
                     error,
                 };
-                let lock = super::recorder::lock(path, &mut || {
-                    let _ = writeln!(
-                        log,
-                        "toolstorm-tui mcp: another session is recording to {}; waiting for it to end",
-                        path.display()
-                    );
-                })
-                .map_err(record_error)?;
+                let mut signal = None;
+                let lock = super::recorder::lock(
+                    path,
+                    &mut || {
+                        let _ = writeln!(
+                            log,
+                            "toolstorm-tui mcp: another session is recording to {}; waiting for it to end",
+                            path.display()
+                        );
+                    },
+                    &mut || {
+                        if let Ok(Event::Interrupt(n)) = rx.try_recv() {
+                            signal = Some(n);
+                        }
+                        signal.is_some()
+                    },
+                );
+                let lock = match (lock, signal) {
+                    (_, Some(n)) => return Err(ProxyError::Interrupted(n)),
+                    (l, None) => l.map_err(record_error)?,
+                };
                 let earlier = continued(path, options.append, options.scenario_path.as_deref())?;
                 match &earlier {
                     Some((c, s)) => {
@@ -374,7 +386,7 @@ impl Proxy {
             options.scenario,
             recorder,
             facts,
-            prior.as_ref().map(|(c, _)| &c.report),
+            prior.as_ref().map(|(c, s)| (&c.report, s)),
             Ends {
                 client_out,
                 server_in: streams.stdin,

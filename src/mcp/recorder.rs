@@ -56,30 +56,29 @@ pub struct Recorder {
     full: Arc<AtomicBool>,
     thread: Option<JoinHandle<Compacted>>,
     effects_seen: usize,
+    /// The bytes the ended calls take in the cassette and in the sidecar (their text, as
+    /// the compactor assembles it): the recording stops taking calls before a file would be
+    /// too large, so the files always hold every call the journal does.
+    cassette_bytes: usize,
+    sidecar_bytes: usize,
 }
+
+/// The most one call can add to a file: its arguments and output (each captured up to
+/// 128,000 bytes), its answer in the sidecar, and their envelopes.
+const MAX_CALL_BYTES: usize = 420_000;
 
 /// The counters every call line carries (`,"coverage":{...},"budget_rejections":N`), so the
 /// last line read gives the report's.
 fn counters_text(storm: &Storm, line: &mut String) {
-    let mut o = Object::new();
-    counters(storm, &mut o);
-    for (k, v) in o.iter() {
-        line.push(',');
-        line.push_str(&crate::json::compact(&Value::Str(k.clone())));
-        line.push(':');
-        line.push_str(&crate::json::compact(v));
-    }
-}
-
-/// The counters every call line carries, so the last line read gives the report's.
-fn counters(storm: &Storm, line: &mut Object) {
     let (coverage, rejections) = storm.counters();
     let mut cov = Object::new();
     for (name, c) in coverage {
         cov.push(name, c.to_value());
     }
-    line.push("coverage", Value::Object(cov));
-    line.push("budget_rejections", rejections);
+    line.push_str(",\"coverage\":");
+    line.push_str(&crate::json::compact(&Value::Object(cov)));
+    line.push_str(",\"budget_rejections\":");
+    line.push_str(&rejections.to_string());
 }
 
 impl Recorder {
@@ -113,6 +112,7 @@ impl Recorder {
         };
         let mut journal = Writer::create(cassette, &journal::header(session_id, &base, facts))?;
         let mut effects_seen = 0;
+        let (mut cassette_bytes, mut sidecar_bytes) = (0, 0);
         if let Some(prior) = prior {
             let before = storm.report();
             effects_seen = before.effects.len();
@@ -124,8 +124,11 @@ impl Recorder {
                     Some(record) => {
                         line.push_str("{\"end\":");
                         call.write_canonical(&mut line);
+                        cassette_bytes += line.len() + 256;
+                        let record_text = crate::json::compact(&record.to_value());
+                        sidecar_bytes += record_text.len() + 1;
                         line.push_str(",\"effects\":[],\"record\":");
-                        line.push_str(&crate::json::compact(&record.to_value()));
+                        line.push_str(&record_text);
                     }
                     None => {
                         line.push_str("{\"begin\":");
@@ -159,6 +162,8 @@ impl Recorder {
             full,
             thread: Some(thread),
             effects_seen,
+            cassette_bytes,
+            sidecar_bytes,
         })
     }
 
@@ -167,9 +172,16 @@ impl Recorder {
         &self.cassette
     }
 
-    /// Whether the recording stopped growing (the cassette would no longer be valid).
-    pub fn full(&self) -> bool {
+    /// Whether the recording stopped growing: the compactor could not go on, or one more
+    /// call (at its largest) beside the `in_flight` ones (at a typical size) might not fit a
+    /// file. Many large calls in flight at once can still overflow the estimate: then the
+    /// files keep the last compaction that fit, and readers say so.
+    pub fn full(&self, in_flight: usize) -> bool {
+        let room = crate::json::MAX_DOCUMENT_BYTES.saturating_sub(64 * 1024);
+        let need = MAX_CALL_BYTES + 2048 * in_flight;
         self.full.load(Ordering::Relaxed)
+            || self.cassette_bytes + need > room
+            || self.sidecar_bytes + need > room
     }
 
     fn poke(&self) {
@@ -210,8 +222,12 @@ impl Recorder {
             }
             e.write_canonical(&mut line);
         }
+        let call_len = line.len();
         line.push_str("],\"record\":");
-        line.push_str(&crate::json::compact(&record.to_value()));
+        let record_text = crate::json::compact(&record.to_value());
+        self.cassette_bytes += call_len + 1;
+        self.sidecar_bytes += record_text.len() + 1;
+        line.push_str(&record_text);
         counters_text(storm, &mut line);
         line.push('}');
         let r = self.journal.append_text(&line);
@@ -231,8 +247,11 @@ impl Recorder {
 
     /// The session is over: the journal says so, the compactor writes the files a last time,
     /// and the journal goes when they hold everything it does.
-    pub fn finish(mut self, code: i32) -> Compacted {
-        let ended = self.journal.append(&obj! {"finished" => code});
+    pub fn finish(mut self, code: i32, storm: &Storm) -> Compacted {
+        let mut line = format!("{{\"finished\":{code}");
+        counters_text(storm, &mut line);
+        line.push('}');
+        let ended = self.journal.append_text(&line);
         drop(self.wake.take());
         let done = self
             .thread
@@ -248,22 +267,39 @@ impl Recorder {
 
 /// Takes the lock of the recording at `cassette` (`incident.mcp.lock`), waiting while another
 /// session holds it; `waiting` is told once when it has to wait.
-pub fn lock(cassette: &Path, waiting: &mut dyn FnMut()) -> io::Result<std::fs::File> {
+/// `interrupted` is asked while it waits; when it says so, the wait ends with an
+/// [`io::ErrorKind::Interrupted`] error.
+pub fn lock(
+    cassette: &Path,
+    waiting: &mut dyn FnMut(),
+    interrupted: &mut dyn FnMut() -> bool,
+) -> io::Result<std::fs::File> {
     let path = journal_path(cassette).with_extension("lock");
     let mut options = std::fs::OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let file = options.open(&path)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            waiting();
-            file.lock()?;
+    let mut told = false;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if !told {
+                    waiting();
+                    told = true;
+                }
+                if interrupted() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Interrupted,
+                        "interrupted while waiting for the recording's lock",
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(e),
     }
-    Ok(file)
 }
 
 /// The compactor's loop: wait to be woken, keep to the pace, compact; a last time at the end.
@@ -304,7 +340,9 @@ fn compactor(
         let start = Instant::now();
         done = compact(&mut rebuild, cassette, &mut last_digest);
         pace = Some((Instant::now(), start.elapsed()));
-        if done.full.is_some() {
+        if done.full.is_some() || done.error.is_some() {
+            // The journal cannot become a recording any more (too large to read, or the
+            // files cannot be written): the relay stops recording and says so.
             full.store(true, Ordering::Relaxed);
         }
     }
@@ -336,10 +374,7 @@ fn compact(rebuild: &mut Rebuild, cassette: &Path, last: &mut Option<String>) ->
     (out.faults, out.duplicates) = rebuild.counts();
     let mut side_hash = <sha2::Sha256 as sha2::Digest>::new();
     let _ = rebuild.emit_sidecar(&digest, &mut |b| sha2::Digest::update(&mut side_hash, b));
-    let side_digest: String = sha2::Digest::finalize(side_hash)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let side_digest = crate::json::hex(&sha2::Digest::finalize(side_hash));
     let stamp = format!("{digest}{side_digest}");
     if last.as_deref() == Some(stamp.as_str()) {
         return out;

@@ -194,6 +194,9 @@ pub struct CallRecord {
     /// Commits only the server's annotations suggest (name, key): not effects, but a repeat
     /// of one is a possible duplicate.
     pub possible: Vec<(String, String)>,
+    /// The server's answer a lost acknowledgement dropped (`{"result": ...}`, redacted): what
+    /// committed, and the commit id a later retry may get back.
+    pub dropped: Option<Value>,
 }
 
 /// A request and its answer outside `tools/call` (`initialize`, `tools/list`,
@@ -366,6 +369,9 @@ impl CallRecord {
             "replay_of" => self.replay_of,
             "note" => self.note.as_deref(),
         };
+        if let (Some(d), Value::Object(m)) = (&self.dropped, &mut o) {
+            m.push("dropped_response", d.clone());
+        }
         if !self.possible.is_empty()
             && let Value::Object(m) = &mut o
         {
@@ -390,7 +396,7 @@ impl CallRecord {
             "replay_of",
             "note",
         ];
-        let o = require_keys(v, &keys, &["possible_effects"])
+        let o = require_keys(v, &keys, &["possible_effects", "dropped_response"])
             .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
         let field = |k: &str| o.get(k).unwrap_or(&Value::Null);
         let possible = match field("possible_effects") {
@@ -478,6 +484,10 @@ impl CallRecord {
             Value::Str(t) => Some(t.to_lossy()),
             _ => return Err(bad(&format!("{at}.note"), "expected null or a string")),
         };
+        let dropped = match field("dropped_response") {
+            Value::Null => None,
+            d => Some(body_of(d, "result", &format!("{at}.dropped_response"))?),
+        };
         Ok(CallRecord {
             call,
             request_id,
@@ -486,6 +496,7 @@ impl CallRecord {
             replay_of,
             note,
             possible,
+            dropped,
         })
     }
 }
@@ -813,6 +824,7 @@ mod tests {
                     replay_of: None,
                     note: Some("answer lost (injected)".into()),
                     possible: vec![("write".into(), "{}".into())],
+                    dropped: Some(obj! {"result" => obj! {"content" => Value::Array(vec![])}}),
                 },
                 CallRecord {
                     call: 2,
@@ -824,6 +836,7 @@ mod tests {
                     replay_of: Some(1),
                     note: None,
                     possible: Vec::new(),
+                    dropped: None,
                 },
             ],
             session_id: Some("0123456789abcdef".into()),

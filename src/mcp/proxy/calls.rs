@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::framing::{Side, trim};
-use super::link::{LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
+use super::link::{Answer, LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
 use crate::error::{Error, Result};
 use crate::json::{Object, Value, canonical, sha256_hex};
 use crate::mcp::evidence::Evidence;
@@ -28,9 +28,6 @@ use crate::storm::Prelude;
 /// The longest tool name the engine takes; longer names are cut (their glob prefix kept) and
 /// marked with a digest of the whole.
 const MAX_TOOL: usize = 200;
-
-/// Bytes of a long line's head kept for sniffing.
-const HEAD: usize = 64 * 1024;
 
 /// A stand-in for arguments that cannot be recorded as they are.
 fn summary(why: &str, bytes: &[u8]) -> Value {
@@ -110,11 +107,12 @@ impl Relay<'_> {
             return;
         };
         if continues && let Some(call) = self.continued_call(&tool) {
-            self.rekey(call, id, exact_id(&line));
+            let raw = exact_id(&line, &id);
+            self.rekey(call, id, raw);
             self.send_server(&line);
             return;
         }
-        let raw = exact_id(&line);
+        let raw = exact_id(&line, &id);
         if let Some((call, prelude)) = self.begin(&tool, arguments, None, raw, id.clone()) {
             self.start(call, prelude, Some(line));
         } else {
@@ -152,7 +150,8 @@ impl Relay<'_> {
         raw_id: String,
         id: Id,
     ) -> Option<(u64, Prelude)> {
-        if self.recorder.as_ref().is_some_and(|r| r.full()) {
+        let in_flight = self.pending.len();
+        if self.recorder.as_ref().is_some_and(|r| r.full(in_flight)) {
             self.recording = false;
             self.note_once(
                 "full",
@@ -337,10 +336,11 @@ impl Relay<'_> {
             return;
         };
         let line = p.line.take();
-        p.forwarded = true;
-        self.storm.body_started(&p.handle);
-        if let Some(line) = line {
-            self.send_server(&line);
+        let sent = line.is_none_or(|l| self.send_server(&l));
+        // A request the server never got did not run.
+        if sent && let Some(p) = self.pending.get_mut(&call) {
+            p.forwarded = true;
+            self.storm.body_started(&p.handle);
         }
     }
 
@@ -411,6 +411,7 @@ impl Relay<'_> {
             replay_of,
             note,
             possible: std::mem::take(&mut self.possible),
+            dropped: self.dropped.take(),
         };
         if let Some(r) = self.recorder.as_mut()
             && let Err(e) = r.end(&self.storm, record.call, &record)
@@ -643,6 +644,10 @@ impl Relay<'_> {
         let outcome = self.storm.body_finished(&p.handle, body_outcome);
         let (delivered, send, mut note) = match &outcome {
             Err(e @ Error::ResponseLost(_)) if !p.cancelled => {
+                // What the server said is kept: it is what committed.
+                if let Delivered::Result(body) = &delivered {
+                    self.dropped = Some(body.clone());
+                }
                 let (d, send) = self.fault_answer(&p, e);
                 let n = format!(
                     "the server answered; its answer was dropped (injected {})",
@@ -729,7 +734,10 @@ impl Relay<'_> {
 
     /// A piece of a long server line.
     pub(super) fn server_piece(&mut self, piece: Vec<u8>, last: bool) {
+        let first = !self.server_in_pieces;
+        self.server_in_pieces = !last;
         if self.long_answer.is_none()
+            && first
             && let Some(call) = wire::member(&piece, "id")
                 .and_then(|r| raw_id(&piece[r]))
                 .and_then(|id| self.answered_call(&id))
@@ -740,8 +748,8 @@ impl Relay<'_> {
                 call,
                 hasher: Sha256::new(),
                 bytes: 0,
-                head: Vec::new(),
-                swallow: lost && matches!(kind, Answer::Unknown | Answer::Result(_)),
+                swallow: lost && kind.is_success(),
+                kind,
             });
         }
         let Some(mut long) = self.long_answer.take() else {
@@ -754,11 +762,6 @@ impl Relay<'_> {
         let content = if last { trim(&piece) } else { &piece[..] };
         long.hasher.update(content);
         long.bytes += content.len() as u64;
-        if long.head.len() < HEAD {
-            let room = HEAD - long.head.len();
-            long.head
-                .extend_from_slice(&content[..content.len().min(room)]);
-        }
         if !last {
             if !long.swallow {
                 self.piece(Side::Client, &piece, false);
@@ -768,13 +771,13 @@ impl Relay<'_> {
         }
         let u = Unreadable {
             bytes: long.bytes,
-            sha256: hex(&long.hasher.finalize()),
+            sha256: crate::json::hex(&long.hasher.finalize()),
             reason: "a message over 8 MB".into(),
             raw: None,
         };
-        let answer = sniffed_answer(&long.head);
-        // Journaled before the last piece lets the client read the message.
-        self.ended_by_server(long.call, answer, Delivered::Unreadable(u), None, true);
+        // Journaled before the last piece lets the client read the message; judged by what its
+        // first piece said (the same reading that decided whether to drop it).
+        self.ended_by_server(long.call, long.kind, Delivered::Unreadable(u), None, true);
         if !long.swallow {
             self.piece(Side::Client, &piece, true);
         }
@@ -860,25 +863,6 @@ pub(super) fn read_answer(result: Option<&Value>, error: Option<&Value>) -> (Ans
     (answer, kept.unwrap_or(Delivered::Unrecorded))
 }
 
-/// What an answer says, as far as the proxy could tell.
-pub(super) enum Answer {
-    /// A result.
-    Result(Value),
-    /// A result we could not read (taken as a success: the server may have committed).
-    Unknown,
-    /// A result flagged `isError`.
-    ToolError(String),
-    /// A JSON-RPC error.
-    RpcError(String),
-}
-
-impl Answer {
-    /// Whether the server says the call succeeded (or we cannot tell).
-    pub(super) fn is_success(&self) -> bool {
-        matches!(self, Answer::Result(_) | Answer::Unknown)
-    }
-}
-
 /// Reads an unreadable answer's kind from its bytes without parsing it.
 fn sniffed_answer(bytes: &[u8]) -> Answer {
     if wire::member(bytes, "error").is_some() {
@@ -899,14 +883,11 @@ fn cancellation() -> Error {
     }
 }
 
-/// The exact text of a line's top-level id (canonical JSON if it cannot be found).
-fn exact_id(line: &[u8]) -> String {
+/// The exact text of a line's top-level id (`fallback`, its canonical JSON, if it cannot be
+/// found: a key written with escapes).
+fn exact_id(line: &[u8], fallback: &Id) -> String {
     let body = trim(line);
     wire::member(body, "id")
         .and_then(|r| std::str::from_utf8(&body[r]).ok().map(str::to_owned))
-        .unwrap_or_else(|| "null".to_owned())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+        .unwrap_or_else(|| fallback.0.clone())
 }

@@ -128,12 +128,19 @@ impl Server {
     /// of it (the server itself may have exited while a launcher's child lives on). Its input
     /// should be closed, and the grace given, before this.
     pub fn stop(&mut self) -> Option<ExitStatus> {
-        stop_group(self.id());
-        let status = self.wait_for(TERM_GRACE);
-        if status.is_none() {
-            let _ = self.child.kill();
-        }
-        let status = status.or_else(|| self.child.wait().ok());
+        // The leader is our child: it is reaped as we wait, so a leader that has exited does
+        // not look alive to the group check (a zombie still counts as a member).
+        let id = self.id();
+        stop_group_with(id, &mut || {
+            self.try_status();
+        });
+        let status = match self.try_status() {
+            Some(s) => Some(s),
+            None => {
+                let _ = self.child.kill();
+                self.child.wait().ok()
+            }
+        };
         self.status = status;
         if let Some(mut w) = self.watchdog.take() {
             // Its input closes: it finds the group gone and exits.
@@ -146,6 +153,11 @@ impl Server {
 
 /// SIGTERM to the group `pgid`, then SIGKILL to what is left after [`TERM_GRACE`].
 pub fn stop_group(pgid: u32) {
+    stop_group_with(pgid, &mut || {});
+}
+
+/// [`stop_group`], calling `reap` while it waits (the leader's parent reaps it there).
+fn stop_group_with(pgid: u32, reap: &mut dyn FnMut()) {
     #[cfg(unix)]
     {
         use nix::sys::signal::{Signal, killpg};
@@ -159,6 +171,7 @@ pub fn stop_group(pgid: u32) {
         }
         let until = Instant::now() + TERM_GRACE;
         while Instant::now() < until {
+            reap();
             if killpg(group, None).is_err() {
                 return;
             }
@@ -167,7 +180,10 @@ pub fn stop_group(pgid: u32) {
         let _ = killpg(group, Signal::SIGKILL);
     }
     #[cfg(not(unix))]
-    let _ = pgid;
+    {
+        let _ = pgid;
+        reap();
+    }
 }
 
 /// The watchdog's work (`mcp --watch-group PGID`): wait for the end of standard input — the

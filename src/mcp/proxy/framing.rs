@@ -9,7 +9,7 @@
 //! the server wait — the back-pressure a direct pipe would give.
 
 use std::io::{BufRead, BufReader, Read};
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::mcp::wire;
@@ -83,7 +83,10 @@ impl Flow {
 }
 
 /// Reads messages from `from` until it ends, sending them to the relay as [`Event`]s.
-pub fn read_messages(from: impl Read, side: Side, tx: &SyncSender<Event>, flow: &Flow) {
+/// The channel is unbounded on purpose: one direction must never wait for the other's
+/// messages to be taken (a server blocked on its output while the relay is blocked writing its
+/// input would deadlock); the byte budget bounds memory per direction instead.
+pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flow) {
     let mut r = BufReader::with_capacity(64 * 1024, from);
     let mut line = Vec::new();
     let send = |e: Event, n: usize| {
@@ -229,7 +232,7 @@ mod tests {
 
     #[test]
     fn lines_pieces_and_the_end_arrive_in_order() {
-        let (tx, rx) = std::sync::mpsc::sync_channel(16);
+        let (tx, rx) = std::sync::mpsc::channel();
         let flow = Flow::new();
         read_messages(&b"a\nb"[..], Side::Server, &tx, &flow);
         let got: Vec<Event> = rx.try_iter().collect();

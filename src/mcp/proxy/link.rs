@@ -97,6 +97,10 @@ pub(super) struct Relay<'a> {
     pub(super) stopping: Option<Stopping>,
     /// The possible commits of the call being concluded (annotations-only evidence).
     pub(super) possible: Vec<(String, String)>,
+    /// A long server line is being passed on in pieces (the next piece is not its first).
+    pub(super) server_in_pieces: bool,
+    /// The server's answer a lost acknowledgement dropped, for the call being concluded.
+    pub(super) dropped: Option<Value>,
 }
 
 impl<'a> Relay<'a> {
@@ -105,7 +109,7 @@ impl<'a> Relay<'a> {
         scenario: Option<McpScenario>,
         recorder: Option<Recorder>,
         session: McpSession,
-        prior: Option<&crate::report::Report>,
+        prior: Option<(&crate::report::Report, &McpSession)>,
         ends: Ends<'a>,
     ) -> Relay<'a> {
         let mut tools = ToolIndex::default();
@@ -121,16 +125,29 @@ impl<'a> Relay<'a> {
         // The commits of the session this one continues: a retry that gets an earlier commit
         // id back is still an idempotent replay.
         let mut ledger = Ledger::default();
-        for c in prior.map_or(&[][..], |r| &r.calls[..]) {
-            if c.status == crate::report::Status::Ok && c.executed {
-                let _ = ledger.commits(
-                    scenario.as_ref(),
-                    &tools,
-                    c.id,
-                    &c.tool.to_lossy(),
-                    &c.arguments,
-                    &c.output,
-                );
+        if let Some((report, earlier)) = prior {
+            for c in report.calls.iter().filter(|c| c.executed) {
+                // What the server answered: the result, or the answer a fault dropped.
+                let dropped = earlier
+                    .call(c.id)
+                    .and_then(|r| r.dropped.as_ref())
+                    .and_then(|d| d.as_object())
+                    .and_then(|o| o.get("result"));
+                let answer = match (c.status, dropped) {
+                    (crate::report::Status::Ok, _) => Some(&c.output),
+                    (_, Some(d)) => Some(d),
+                    _ => None,
+                };
+                if let Some(result) = answer {
+                    let _ = ledger.commits(
+                        scenario.as_ref(),
+                        &tools,
+                        c.id,
+                        &c.tool.to_lossy(),
+                        &c.arguments,
+                        result,
+                    );
+                }
             }
         }
         Relay {
@@ -158,6 +175,8 @@ impl<'a> Relay<'a> {
             long_request: None,
             stopping: None,
             possible: Vec::new(),
+            server_in_pieces: false,
+            dropped: None,
         }
     }
 
@@ -212,7 +231,8 @@ impl<'a> Relay<'a> {
         !self.client_gone
     }
 
-    pub(super) fn write_server(&mut self, bytes: &[u8]) {
+    /// Writes to the server; false when it no longer reads its input.
+    pub(super) fn write_server(&mut self, bytes: &[u8]) -> bool {
         let failed = match self.ends.server_in.as_mut() {
             Some(w) => w.write_all(bytes).and_then(|()| w.flush()).is_err(),
             None => true,
@@ -220,12 +240,15 @@ impl<'a> Relay<'a> {
         if failed {
             self.note_once("server-gone", "the server no longer reads its input");
         }
+        !failed
     }
 
-    /// Sends a whole message to the server (held while a long line is in progress).
-    pub(super) fn send_server(&mut self, bytes: &[u8]) {
-        if let Some(out) = self.to_server.message(bytes) {
-            self.write_server(&out);
+    /// Sends a whole message to the server (held while a long line is in progress); false
+    /// when it could not be written.
+    pub(super) fn send_server(&mut self, bytes: &[u8]) -> bool {
+        match self.to_server.message(bytes) {
+            Some(out) => self.write_server(&out),
+            None => true,
         }
     }
 
@@ -245,6 +268,18 @@ impl<'a> Relay<'a> {
 
     /// The session is ending: the server's input closes, and it has `grace` to leave.
     pub(super) fn begin_stopping(&mut self, grace: Duration, code: i32) {
+        // Requests held back by injected latency go now, before the server's input closes:
+        // the client sent them, and the server may still answer.
+        let mut held: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.line.is_some())
+            .map(|(c, _)| *c)
+            .collect();
+        held.sort_unstable();
+        for call in held {
+            self.forward(call);
+        }
         self.ends.server_in = None;
         if self.stopping.is_none() {
             self.stopping = Some(Stopping {
@@ -297,8 +332,8 @@ pub(super) struct LongAnswer {
     pub(super) call: u64,
     pub(super) hasher: Sha256,
     pub(super) bytes: u64,
-    /// The line's first bytes (enough to see whether it is an error).
-    pub(super) head: Vec<u8>,
+    /// What its first piece says it is (an error or a result).
+    pub(super) kind: Answer,
     /// The answer is dropped (a lost acknowledgement), not relayed.
     pub(super) swallow: bool,
 }
@@ -310,6 +345,26 @@ pub(super) struct LongRequest {
     pub(super) call: Option<u64>,
     /// A fault answers in the server's place: the pieces are not forwarded.
     pub(super) swallow: bool,
+}
+
+/// What an answer says, as far as the proxy could tell.
+#[derive(Debug)]
+pub(super) enum Answer {
+    /// A result.
+    Result(Value),
+    /// A result we could not read (taken as a success: the server may have committed).
+    Unknown,
+    /// A result flagged `isError`.
+    ToolError(String),
+    /// A JSON-RPC error.
+    RpcError(String),
+}
+
+impl Answer {
+    /// Whether the server says the call succeeded (or we cannot tell).
+    pub(super) fn is_success(&self) -> bool {
+        matches!(self, Answer::Result(_) | Answer::Unknown)
+    }
 }
 
 /// An id as the map keys it, from its exact JSON text.

@@ -261,11 +261,16 @@ impl Relay<'_> {
             crate::obj! {"error" => o.get("error").cloned().unwrap_or(Value::Null)}
         };
         if let Some(response) = keep(&body) {
-            self.session.exchanges.push(Exchange {
+            let x = Exchange {
                 method: a.method,
                 params: a.params,
                 response,
-            });
+            };
+            // An agent that lists its tools every turn gets the same answer: kept once.
+            if self.session.exchanges.contains(&x) {
+                return;
+            }
+            self.session.exchanges.push(x);
         }
         self.facts_changed();
     }
@@ -282,7 +287,7 @@ impl Relay<'_> {
             trouble: None,
         };
         if let Some(r) = self.recorder.take() {
-            let done = r.finish(code);
+            let done = r.finish(code, &self.storm);
             ending.calls = done.calls;
             ending.faults = done.faults;
             ending.duplicates = done.duplicates;
