@@ -10,9 +10,10 @@
 //! - the header: `{"kind": "toolstorm-mcp-journal", "schema_version": 1, "session": ID,
 //!   "report": {seed, clock, rules, capture}, "facts": SIDECAR}` (the sidecar without calls);
 //! - `{"facts": SIDECAR}` when the session learns something (the handshake, `tools/list`);
-//! - `{"begin": CALL, "coverage": {...}, "budget_rejections": N}` before a request reaches the
-//!   server (or is answered by a fault), so a call in flight when the proxy dies is on record;
-//! - `{"end": CALL, "effects": [...], "record": RECORD, "coverage": {...},
+//! - `{"id": N, "begin": CALL, "coverage": {...}, "budget_rejections": N}` before a request
+//!   reaches the server (or is answered by a fault), so a call in flight when the proxy dies is
+//!   on record;
+//! - `{"id": N, "end": CALL, "effects": [...], "record": RECORD, "coverage": {...},
 //!   "budget_rejections": N}` before the call's answer is relayed;
 //! - `{"prior_effects": [...]}` and then a `begin` or `end` line per call, first, when the
 //!   session continues an earlier recording (`--append`);
@@ -287,9 +288,15 @@ impl Rebuild {
     /// taken by its parts' text without parsing the payloads again: the compactor reads the
     /// journal its own proxy is writing. False when the line is not a call line.
     fn apply_own(&mut self, line: &[u8]) -> Result<bool, ConfigError> {
-        use crate::mcp::wire::member;
         let n = self.lines;
-        let (range, ended) = match (member(line, "begin"), member(line, "end")) {
+        let parts = crate::mcp::wire::members(line);
+        let part = |key: &[u8]| {
+            parts
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, r)| r.clone())
+        };
+        let (range, ended) = match (part(b"begin"), part(b"end")) {
             (Some(r), _) => (r, false),
             (None, Some(r)) => (r, true),
             _ => return Ok(false),
@@ -299,33 +306,34 @@ impl Rebuild {
                 .map(str::to_owned)
                 .map_err(|_| bad(n, "not UTF-8"))
         };
-        let small = |key: &str| -> Result<Option<Value>, ConfigError> {
-            match member(line, key) {
+        let small = |key: &[u8]| -> Result<Option<Value>, ConfigError> {
+            match part(key) {
                 Some(r) => parse(&text(r)?)
                     .map(Some)
                     .map_err(|e| bad(n, e.to_string())),
                 None => Ok(None),
             }
         };
-        let call = text(range)?;
-        let id = member(call.as_bytes(), "id")
-            .and_then(|r| call[r].parse::<u64>().ok())
+        // The recorder writes the call's id first, so it is found without reading the call.
+        let id = small(b"id")?
+            .and_then(|v| v.as_i64())
             .filter(|id| *id >= 1)
-            .ok_or_else(|| bad(n, "expected a call with an id"))?;
+            .ok_or_else(|| bad(n, "expected the call's id"))? as u64;
+        let call = text(range)?;
         self.calls.insert(id, call);
         if ended {
             self.ended.insert(id);
-            if let Some(Value::Array(effects)) = small("effects")? {
+            if let Some(Value::Array(effects)) = small(b"effects")? {
                 self.add_effects(&effects);
             }
-            if let Some(r) = member(line, "record") {
+            if let Some(r) = part(b"record") {
                 self.records.insert(id, text(r)?);
             }
         }
-        if let Some(c) = small("coverage")? {
+        if let Some(c) = small(b"coverage")? {
             self.coverage = c;
         }
-        if let Some(b) = small("budget_rejections")? {
+        if let Some(b) = small(b"budget_rejections")? {
             self.budget_rejections = b
                 .as_i64()
                 .filter(|b| *b >= 0)

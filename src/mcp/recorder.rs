@@ -120,9 +120,10 @@ impl Recorder {
             journal.append(&obj! {"prior_effects" => Value::Array(effects)})?;
             for call in &before.calls {
                 let mut line = String::with_capacity(1024);
+                line.push_str(&format!("{{\"id\":{},", call.id));
                 match prior.call(call.id) {
                     Some(record) => {
-                        line.push_str("{\"end\":");
+                        line.push_str("\"end\":");
                         call.write_canonical(&mut line);
                         cassette_bytes += line.len() + 256;
                         let record_text = crate::json::compact(&record.to_value());
@@ -131,7 +132,7 @@ impl Recorder {
                         line.push_str(&record_text);
                     }
                     None => {
-                        line.push_str("{\"begin\":");
+                        line.push_str("\"begin\":");
                         call.write_canonical(&mut line);
                     }
                 }
@@ -196,7 +197,7 @@ impl Recorder {
     /// Call `id` has begun: on record before its request goes anywhere.
     pub fn begin(&mut self, storm: &Storm, id: u64) -> io::Result<()> {
         let mut line = String::with_capacity(1024);
-        line.push_str("{\"begin\":");
+        line.push_str(&format!("{{\"id\":{id},\"begin\":"));
         if !storm.write_call(id, &mut line) {
             return Ok(());
         }
@@ -209,7 +210,7 @@ impl Recorder {
     /// answer is relayed.
     pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) -> io::Result<()> {
         let mut line = String::with_capacity(2048);
-        line.push_str("{\"end\":");
+        line.push_str(&format!("{{\"id\":{id},\"end\":"));
         if !storm.write_call(id, &mut line) {
             return Ok(());
         }

@@ -141,6 +141,39 @@ fn answer_as(raw_id: &str, key: &str, body: Value) -> Vec<u8> {
     out
 }
 
+/// Every top-level member of the JSON object in `bytes`, in one pass: (key text as written,
+/// value range). Stops at the first thing that is not a member (or the end of `bytes`).
+pub fn members(bytes: &[u8]) -> Vec<(&[u8], std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut i = skip_ws(bytes, 0);
+    if bytes.get(i) != Some(&b'{') {
+        return out;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(bytes, i);
+        if bytes.get(i) != Some(&b'"') {
+            return out;
+        }
+        let Some(key_end) = string_end(bytes, i) else {
+            return out;
+        };
+        let name = &bytes[i + 1..key_end - 1];
+        i = skip_ws(bytes, key_end);
+        if bytes.get(i) != Some(&b':') {
+            return out;
+        }
+        i = skip_ws(bytes, i + 1);
+        let end = value_end(bytes, i);
+        out.push((name, i..end));
+        i = skip_ws(bytes, end);
+        match bytes.get(i) {
+            Some(b',') => i += 1,
+            _ => return out,
+        }
+    }
+}
+
 /// The byte range of the value of the top-level member `key` of the JSON object in `bytes`,
 /// found without parsing the rest: for messages we cannot read whole (too long, too deep, not
 /// UTF-8) and for the exact text of an id. A key written with escapes is not recognised; a
