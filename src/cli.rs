@@ -76,13 +76,27 @@ pub struct Io<'a> {
     pub people: bool,
 }
 
-/// Every line either stream gets goes through [`crate::printable::line`]: names from files
+/// Every line of text for people goes through [`crate::printable::line`]: names from files
 /// cannot retitle the terminal, move its cursor or reorder text, and a line is never longer
-/// than a screenful of text. JSON output is plain ASCII already, so it passes unchanged.
+/// than a screenful of text. Machine output (JSON, canonical text) goes out with
+/// [`Io::emit`], byte for byte: it is ASCII and escaped already, and must never be cut.
 impl Io<'_> {
     /// Prints a line to standard output (a closed pipe is not an error worth reporting).
     pub fn println(&mut self, line: &str) {
         let _ = writeln!(self.out, "{}", printable::line(line));
+    }
+
+    /// Writes machine output (JSON, JSON lines, canonical text) to standard output exactly as
+    /// given: never cut or escaped for display, whatever its line length, piped or not.
+    pub fn emit(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    /// [`Io::emit`] of one line and its newline.
+    pub fn emit_line(&mut self, line: &str) {
+        let _ = self.out.write_all(line.as_bytes());
+        let _ = self.out.write_all(b"\n");
     }
 
     /// Prints lines of text (each ending in a newline) to standard output.

@@ -54,7 +54,7 @@ pub fn decide(a: &DecideArgs, io: &mut Io<'_>) -> i32 {
         o.push("fraction", Value::Float(draw.fraction()));
         o.push("probability", Value::Float(a.probability));
         o.push("selected", selected);
-        io.println(&one_line(&Value::Object(o)));
+        io.emit_line(&one_line(&Value::Object(o)));
     } else {
         io.println(&format!("input      {input}"));
         io.println(&format!(
@@ -110,9 +110,9 @@ pub fn canonical(a: &CanonicalArgs, io: &mut Io<'_>) -> i32 {
     match value {
         Ok(v) => {
             if a.digest {
-                io.println(&json::fingerprint(&v));
+                io.emit_line(&json::fingerprint(&v));
             } else {
-                io.println(&json::canonical(&v));
+                io.emit_line(&json::canonical(&v));
             }
             exit::OK
         }

@@ -255,7 +255,7 @@ fn print_config(
     servers.push(name, Value::Object(server));
     let mut root = Object::new();
     root.push("mcpServers", Value::Object(servers));
-    io.print(&(pretty(&Value::Object(root)) + "\n"));
+    io.emit(&(pretty(&Value::Object(root)) + "\n"));
     exit::OK
 }
 

@@ -26,7 +26,7 @@ pub fn print_run(result: &OrbitRun, out: &OutputFlags, kept: bool, io: &mut Io<'
         return code;
     }
     if out.json {
-        io.print(&json);
+        io.emit(&json);
     } else {
         for line in result.text_lines() {
             io.println(&line);
@@ -61,7 +61,7 @@ pub fn tools(a: &ToolsArgs, io: &mut Io<'_>) -> i32 {
         registry = registry.read_only();
     }
     if a.schema {
-        io.print(&(pretty(&registry.function_tools()) + "\n"));
+        io.emit(&(pretty(&registry.function_tools()) + "\n"));
         return exit::OK;
     }
     let w = registry

@@ -72,7 +72,7 @@ pub fn emit(
         Err(code) => return code,
     };
     if flags.json {
-        io.print(&json);
+        io.emit(&json);
     } else {
         io.println(&header_line(sc, config.seed));
         for r in runs {

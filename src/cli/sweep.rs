@@ -184,7 +184,7 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
             &mut |result| match result {
                 Ok((text, passed)) if failure.is_none() => {
                     any_failed |= !passed;
-                    io.println(&text);
+                    io.emit_line(&text);
                 }
                 Ok(_) => {}
                 Err(e) => {

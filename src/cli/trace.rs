@@ -48,7 +48,7 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
     };
     recovery_note(&trace, io);
     if a.json {
-        io.print(&cassette::inspect_json(&trace.cassettes));
+        io.emit(&cassette::inspect_json(&trace.cassettes));
     } else if io.people && trace.cassettes.len() > 1 {
         for (i, c) in trace.cassettes.iter().enumerate() {
             let line = cassette::inspect_text(std::slice::from_ref(c));
@@ -95,9 +95,9 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
                     summary.runs.as_slice(),
                 ) {
                     (Some(session), [c], [checks]) => {
-                        io.print(&mcp_json(checks, &trace, &c.report, session))
+                        io.emit(&mcp_json(checks, &trace, &c.report, session))
                     }
-                    _ => io.print(&summary.json()),
+                    _ => io.emit(&summary.json()),
                 }
             } else if io.people && trace.cassettes.len() > 1 {
                 for (i, run) in summary.runs.iter().enumerate() {

@@ -1,0 +1,67 @@
+//! Machine output is never shortened or escaped for display: what a command prints for a
+//! program (canonical text, `--json`, JSON lines, `mcp --print-config`) reaches a pipe byte for
+//! byte, whatever its line length. Run through the real binary with standard output piped.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn piped(args: &[&str]) -> (i32, Vec<u8>) {
+    let out = Command::new(BIN)
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("runs");
+    (out.status.code().unwrap_or(-1), out.stdout)
+}
+
+#[test]
+fn canonical_of_a_canonical_file_is_the_file() {
+    let rel = "tests/fixtures/reference/api/large_public_10000.cassette.json";
+    let file = std::fs::read(root().join(rel)).expect("fixture");
+    assert!(
+        file.iter().position(|b| *b == b'\n').unwrap_or(file.len()) > 4_000,
+        "the fixture has a line longer than the display limit"
+    );
+    let (code, out) = piped(&["canonical", rel]);
+    assert_eq!(code, 0);
+    assert!(
+        out == file,
+        "canonical piped differs from the canonical file ({} vs {} bytes)",
+        out.len(),
+        file.len()
+    );
+}
+
+#[test]
+fn json_outputs_are_whole_lines_of_json() {
+    let big = "tests/fixtures/reference/api/large_public_10000.cassette.json";
+    for args in [
+        vec!["inspect", "--json", big],
+        vec!["check", "--json", big],
+        vec!["check", "--json", "cassettes/mcp-incident.json"],
+        vec!["run", "--json", "scenarios/lost_ack.json"],
+        vec!["mcp", "--print-config", "s", "--", "python3", "server.py"],
+    ] {
+        let (_, out) = piped(&args);
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(!text.contains("more characters)"), "{args:?} was cut");
+        let whole: Result<Vec<_>, _> = if args.contains(&"--print-config") || args[0] == "run" {
+            vec![toolstorm::json::parse(text.trim_end())]
+                .into_iter()
+                .collect()
+        } else {
+            text.lines().map(toolstorm::json::parse).collect()
+        };
+        assert!(
+            whole.is_ok(),
+            "{args:?} printed JSON that does not parse: {:?}",
+            whole.err()
+        );
+    }
+}
