@@ -458,3 +458,38 @@ fn shipping(path: &Path) -> ScenarioFile {
         other => panic!("{}: not a shipping scenario: {other:?}", path.display()),
     }
 }
+
+#[test]
+fn save_as_says_at_once_what_is_wrong_with_the_path_and_never_makes_folders() {
+    let dir = temp_dir("save-as-path");
+    let (mut app, _) = open_copy(&dir, "lost_ack");
+    // A folder: the error shows beside the prompt, which stays open to fix the path.
+    write_to(&mut app, Action::SaveAs, &dir);
+    assert!(
+        matches!(app.mode, Mode::Typing(Purpose::Write(_), _)),
+        "{:?}",
+        app.mode
+    );
+    let s = screen(&mut app, 120, 36);
+    assert!(
+        s.contains("is a folder"),
+        "the error is on screen with the prompt: {s}"
+    );
+    // A missing folder: named at once, and not created.
+    dispatch(&mut app, Action::Cancel);
+    let missing = dir.join("no-such-dir").join("x.json");
+    write_to(&mut app, Action::SaveAs, &missing);
+    assert!(
+        matches!(app.mode, Mode::Typing(Purpose::Write(_), _)),
+        "{:?}",
+        app.mode
+    );
+    assert!(app.status.contains("does not exist"), "{}", app.status);
+    assert!(!dir.join("no-such-dir").exists(), "no folder was made");
+    // The footer names the key that reruns (Enter does not).
+    dispatch(&mut app, Action::Cancel);
+    app.status.clear();
+    let s = screen(&mut app, 120, 36);
+    assert!(s.contains("R rerun") && !s.contains("Enter rerun"), "{s}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

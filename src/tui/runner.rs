@@ -321,6 +321,17 @@ impl App {
                         self.mode = Mode::Typing(Purpose::Write(kind), field);
                         return Vec::new();
                     }
+                    // Folders are never made unasked: a missing one is named at once.
+                    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+                        && !dir.is_dir()
+                    {
+                        self.error(format!(
+                            "the folder {} does not exist: type a path in a folder that does",
+                            dir.display()
+                        ));
+                        self.mode = Mode::Typing(Purpose::Write(kind), field);
+                        return Vec::new();
+                    }
                     return vec![Command::Write {
                         kind,
                         path,
@@ -379,6 +390,9 @@ impl App {
 
     fn prompt(&mut self, kind: WriteKind) {
         let path = self.default_path(kind);
+        // A message from before is not this prompt's: an error shown there is the answer to
+        // what was typed.
+        self.status.clear();
         self.mode = Mode::Typing(
             Purpose::Write(kind),
             TextField::new(path.display().to_string()),

@@ -88,9 +88,9 @@ fn contract_name(contract: &str) -> &'static str {
 fn hints(app: &App) -> &'static str {
     match (&app.mode, app.editor.is_some()) {
         (Mode::Help, _) => "j/k scroll · Esc or ? close",
-        (Mode::Edit, _) => "↑↓ rule · ←→ field · Enter edit · a add · x delete · u undo · i close",
+        (Mode::Edit, _) => "↑↓ rule · ←→ field · Enter edit · a add · D delete · u undo · i close",
         (Mode::Show(..), _) => "any key closes",
-        (_, true) => "? keys · q quit · j/k step · / search · i rules · Enter rerun · W write",
+        (_, true) => "? keys · q quit · j/k step · / search · i rules · R rerun · W write",
         (_, false) => {
             "? keys · q quit · j/k step · / search · : jump · z zoom · f fault · e effect"
         }
@@ -107,11 +107,17 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
                 other => other.prompt().to_owned(),
             };
             let tail = match purpose {
-                Purpose::Filter => "  Enter keep · Esc clear",
-                Purpose::Search => "  Enter search · Esc cancel",
-                Purpose::Jump => "  Enter go · Esc cancel",
-                Purpose::Field => "  Enter apply · Esc cancel",
-                Purpose::Write(_) => "  Enter write · Esc cancel",
+                Purpose::Filter => "  Enter keep · Esc clear".to_owned(),
+                Purpose::Search => "  Enter search · Esc cancel".to_owned(),
+                Purpose::Jump => "  Enter go · Esc cancel".to_owned(),
+                Purpose::Field => "  Enter apply · Esc cancel".to_owned(),
+                // What was wrong with the path typed shows beside it, at once.
+                Purpose::Write(_)
+                    if app.status_kind == StatusKind::Error && !app.status.is_empty() =>
+                {
+                    format!("  ✗ {} · Esc cancel", printable::line(&app.status))
+                }
+                Purpose::Write(_) => "  Enter write · Esc cancel".to_owned(),
             };
             let room = width
                 .saturating_sub(prompt.chars().count())
