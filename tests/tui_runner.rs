@@ -493,3 +493,18 @@ fn save_as_says_at_once_what_is_wrong_with_the_path_and_never_makes_folders() {
     assert!(s.contains("R rerun") && !s.contains("Enter rerun"), "{s}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_rule_probability_under_the_scenario_s_override_says_it_has_no_effect() {
+    let dir = temp_dir("override");
+    let (mut app, _) = open_copy(&dir, "lost_ack"); // "probability": 1.0 overrides every rule's
+    dispatch(&mut app, Action::ToggleEditor);
+    set_field(&mut app, Field::Probability, "0.5");
+    assert!(
+        app.status
+            .contains("no effect while the scenario's probability 1.0 overrides"),
+        "the rerun's message keeps the note: {}",
+        app.status
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

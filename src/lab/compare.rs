@@ -110,6 +110,15 @@ impl RunDiff {
     /// A one-line summary for the status line.
     pub fn summary(&self) -> String {
         if self.identical {
+            // The same calls can still be judged otherwise (another policy's contract).
+            if self.passed.0 != self.passed.1 || !self.flipped.is_empty() {
+                return format!(
+                    "the same calls, judged otherwise: {} verdict(s) flipped · {}→{}",
+                    self.flipped.len(),
+                    pass_word(self.passed.0),
+                    pass_word(self.passed.1)
+                );
+            }
             return "no change: identical run".into();
         }
         let (a, r, c) = self.counts();
@@ -284,6 +293,21 @@ mod tests {
         assert_eq!(d.counts(), (0, 0, 0));
         assert!(d.flipped.is_empty() && d.coverage.is_empty());
         assert_eq!(d.summary(), "no change: identical run");
+        // The same calls under another contract: the summary says the verdict flipped.
+        let mut judged = d.clone();
+        judged.passed = (true, false);
+        assert!(
+            judged
+                .summary()
+                .starts_with("the same calls, judged otherwise"),
+            "{}",
+            judged.summary()
+        );
+        assert!(
+            judged.summary().ends_with("PASS→FAIL"),
+            "{}",
+            judged.summary()
+        );
     }
 
     #[test]

@@ -293,9 +293,22 @@ impl App {
                     let text = field.value().to_owned();
                     let which = self.edit_field();
                     let rule = self.edit.rule;
-                    let cmds = self.edit_with(&format!("{} set", which.key()), |e, _| {
-                        e.set_field(rule, which, &text)
-                    });
+                    // A rule's probability means nothing while the scenario's overrides it:
+                    // the message after the rerun says so.
+                    let overridden = self
+                        .editor
+                        .as_ref()
+                        .and_then(|e| e.file().config.probability)
+                        .filter(|_| which == Field::Probability);
+                    let what = match overridden {
+                        Some(p) => format!(
+                            "probability set (no effect while the scenario's probability {} \
+                             overrides every rule's; P cycles it)",
+                            crate::json::float::py_repr(p)
+                        ),
+                        None => format!("{} set", which.key()),
+                    };
+                    let cmds = self.edit_with(&what, |e, _| e.set_field(rule, which, &text));
                     if self.edit_error.is_some() {
                         // Keep the text so it can be fixed.
                         self.mode = Mode::Typing(Purpose::Field, field);
