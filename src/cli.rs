@@ -99,6 +99,29 @@ impl Io<'_> {
         let _ = self.out.write_all(b"\n");
     }
 
+    /// [`Io::println`] for a verdict line: on a terminal (and without `NO_COLOR`) a failing
+    /// line (`FAIL`, `✗ ...`) is red and a passing one (`PASS`, `✓ ...`) green; piped, the
+    /// bytes are the plain line, as the reference writes them.
+    pub fn println_verdict(&mut self, line: &str) {
+        let colour = self.people
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+        let trimmed = line.trim_start();
+        let code = if trimmed.starts_with("FAIL") || trimmed.starts_with('✗') {
+            Some("31")
+        } else if trimmed.starts_with("PASS") || trimmed.starts_with('✓') {
+            Some("32")
+        } else {
+            None
+        };
+        match code.filter(|_| colour) {
+            Some(c) => {
+                let _ = writeln!(self.out, "\x1b[{c}m{}\x1b[0m", printable::line(line));
+            }
+            None => self.println(line),
+        }
+    }
+
     /// Prints lines of text (each ending in a newline) to standard output.
     pub fn print(&mut self, text: &str) {
         for line in text.lines() {

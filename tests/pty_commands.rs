@@ -155,3 +155,48 @@ fn sweep_shows_progress_on_a_terminal_only() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `check` on a pseudo-terminal, with `NO_COLOR` set or not: what the terminal got.
+fn check_on_a_terminal(no_color: bool) -> String {
+    let bin = env!("CARGO_BIN_EXE_toolstorm-tui");
+    let log = std::env::temp_dir().join(format!(
+        "toolstorm-pty-colour-{}-{no_color}.log",
+        std::process::id()
+    ));
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &format!("{bin} check cassettes/incident.json")])
+        .arg(&log)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("TERM", "xterm-256color")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let status = cmd.status().expect("script runs");
+    assert_eq!(status.code(), Some(1));
+    let shown = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    shown
+}
+
+#[test]
+fn verdicts_are_coloured_on_a_terminal_only() {
+    let shown = check_on_a_terminal(false);
+    assert!(shown.contains("\x1b[31mFAIL\x1b[0m"), "{shown:?}");
+    assert!(shown.contains("\x1b[32m✓ Fault exercised"), "{shown:?}");
+    let plain = check_on_a_terminal(true);
+    assert!(
+        !plain.contains('\x1b') && plain.contains("FAIL"),
+        "NO_COLOR: {plain:?}"
+    );
+    let piped = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["check", "cassettes/incident.json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("runs");
+    assert!(!piped.stdout.contains(&0x1b), "piped output stays plain");
+}

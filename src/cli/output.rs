@@ -77,7 +77,7 @@ pub fn emit(
         io.println(&header_line(sc, config.seed));
         for r in runs {
             for line in r.text_lines_named(io.people) {
-                io.println(&line);
+                io.println_verdict(&line);
             }
         }
     }

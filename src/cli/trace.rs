@@ -106,12 +106,12 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
                         runs: vec![run.clone()],
                     };
                     for line in one.lines() {
-                        io.println(&format!("  {line}"));
+                        io.println_verdict(&format!("  {line}"));
                     }
                 }
             } else {
                 for line in summary.lines() {
-                    io.println(&line);
+                    io.println_verdict(&line);
                 }
                 if let (Some(session), [c]) = (&trace.mcp, trace.cassettes.as_slice()) {
                     for line in mcp_lines(&c.report, session) {
