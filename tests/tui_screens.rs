@@ -148,19 +148,19 @@ fn colour_marks_failures_and_duplicates() {
     app.update(Action::Last);
     let t = screen(&mut app, 120, 40, false);
     let buf = t.backend().buffer();
-    // The failed call's ✗ in the timeline is red; the duplicate marker ⧉ is magenta.
+    // The failed call's ✗ in the timeline is red; the duplicate marker ≡ is magenta.
     let failed = find(buf, "✗");
     assert!(
         failed.iter().any(|&p| buf[p].fg == Color::Red),
         "{failed:?}"
     );
-    let dups = find(buf, "⧉");
+    let dups = find(buf, "≡");
     assert!(!dups.is_empty() && dups.iter().all(|&p| buf[p].fg == Color::Magenta));
     // Without colour the symbols stay and no colour is used.
     let plain = screen(&mut app, 120, 40, true);
     let buf = plain.backend().buffer();
-    assert!(!find(buf, "⧉").is_empty() && !find(buf, "✗").is_empty());
-    assert!(find(buf, "⧉").iter().all(|&p| buf[p].fg == Color::Reset));
+    assert!(!find(buf, "≡").is_empty() && !find(buf, "✗").is_empty());
+    assert!(find(buf, "≡").iter().all(|&p| buf[p].fg == Color::Reset));
 }
 
 #[test]

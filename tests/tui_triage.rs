@@ -424,7 +424,7 @@ fn the_duplicate_mark_survives_a_narrow_timeline() {
     let mut app = open("cassettes/incident.json");
     for (w, h) in [(50, 20), (40, 12), (30, 10)] {
         let screen = text(&mut app, w, h);
-        assert!(screen.contains('⧉'), "{w}x{h}: {screen}");
+        assert!(screen.contains('≡'), "{w}x{h}: {screen}");
         assert!(screen.contains('✗'), "{w}x{h}: {screen}");
     }
 }

@@ -10,7 +10,7 @@ pub const INJECTED: &str = "◆";
 /// Marks a call whose rule was selected but not injected (its tool raised first).
 pub const SELECTED_ONLY: &str = "◇";
 /// Marks a duplicate effect.
-pub const DUPLICATE: &str = "⧉";
+pub const DUPLICATE: &str = "≡";
 /// A passed check.
 pub const PASS: &str = "✓";
 /// A failed check.

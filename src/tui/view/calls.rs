@@ -1,6 +1,6 @@
 //! The timeline: one row per invocation — id, virtual start, tool (indented under its parent),
 //! per-tool ordinal, key, status, fault and phase, effect count. Failed calls carry `✗`,
-//! injected faults `◆` and duplicate commits `⧉`, so the meaning survives `NO_COLOR`.
+//! injected faults `◆` and duplicate commits `≡`, so the meaning survives `NO_COLOR`.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Margin, Rect};
