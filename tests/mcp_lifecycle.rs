@@ -246,17 +246,22 @@ fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
         "the server outlived the proxy"
     );
     // Replay serves the recovered recording.
-    let (code, _, err) = replay_with(
-        &incident,
+    let (code, _, err) = replay_twice(&incident, "create_shipment", r#"{"order_id":"o-1"}"#);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("2 of 2 recorded call(s) matched"), "{err}");
+}
+
+/// Replays `recording` to a client that calls `tool` with `args` twice.
+fn replay_twice(recording: &Path, tool: &str, args: &str) -> (i32, String, String) {
+    replay_with(
+        recording,
         &[
             &init(1),
             INITIALIZED,
-            &call("2", "create_shipment", r#"{"order_id":"o-1"}"#),
-            &call("3", "create_shipment", r#"{"order_id":"o-1"}"#),
+            &call("2", tool, args),
+            &call("3", tool, args),
         ],
-    );
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("2 of 2 recorded call(s) matched"), "{err}");
+    )
 }
 
 fn replay_with(recording: &Path, lines: &[&str]) -> (i32, String, String) {
@@ -434,15 +439,7 @@ fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
         } else if mode != "badutf8" {
             // Small enough to keep: replay gives back exactly what the client got.
             let raw = u.raw.as_deref().expect("kept");
-            let (code, stdout, err) = replay_with(
-                &incident,
-                &[
-                    &init(1),
-                    INITIALIZED,
-                    &call("2", "write_row", r#"{"row":"r-1"}"#),
-                    &call("3", "write_row", r#"{"row":"r-1"}"#),
-                ],
-            );
+            let (code, stdout, err) = replay_twice(&incident, "write_row", r#"{"row":"r-1"}"#);
             assert_eq!(code, 0, "{mode}: {err}");
             assert!(
                 stdout.contains(raw),

@@ -452,14 +452,7 @@ impl Relay<'_> {
 
     /// Injected answers still waiting on a timer are given now (the session is ending).
     pub(super) fn answer_due_faults(&mut self) {
-        let mut due: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.injected.is_some())
-            .map(|(c, _)| *c)
-            .collect();
-        due.sort_unstable();
-        for call in due {
+        for call in self.pending_where(|p| p.injected.is_some()) {
             self.answer_injected(call);
         }
     }

@@ -266,18 +266,23 @@ impl<'a> Relay<'a> {
         }
     }
 
+    /// The calls in hand that `which` picks, in call order.
+    pub(super) fn pending_where(&self, which: impl Fn(&Pending) -> bool) -> Vec<u64> {
+        let mut calls: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| which(p))
+            .map(|(c, _)| *c)
+            .collect();
+        calls.sort_unstable();
+        calls
+    }
+
     /// The session is ending: the server's input closes, and it has `grace` to leave.
     pub(super) fn begin_stopping(&mut self, grace: Duration, code: i32) {
         // Requests held back by injected latency go now, before the server's input closes:
         // the client sent them, and the server may still answer.
-        let mut held: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.line.is_some())
-            .map(|(c, _)| *c)
-            .collect();
-        held.sort_unstable();
-        for call in held {
+        for call in self.pending_where(|p| p.line.is_some()) {
             self.forward(call);
         }
         self.ends.server_in = None;
