@@ -1232,3 +1232,56 @@ fn a_full_recording_still_opens_with_the_calls_that_fit() {
     assert!(err.is_empty() || !err.contains("recovered"), "{err}");
     assert!(!journal_path(&incident).exists());
 }
+
+#[test]
+fn lines_over_8_mb_with_their_id_last_are_still_judged() {
+    let faults = write(
+        "id-last.json",
+        r#"{
+      "schema_version": 1, "world": "mcp", "name": "id-last", "title": "Id last", "seed": 1,
+      "rules": [{"name": "lost", "tool": "write_row", "kind": "response_lost", "calls": [1]}],
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
+    }"#,
+    );
+    let incident = scratch("id-last-rec.json");
+    let db = scratch("id-last.db");
+    let server = odd_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &["python3", text(&server)],
+        &[("ODD_ANSWER", "bigidlast"), ("ODD_DB", text(&db))],
+    );
+    s.handshake();
+    // A 9 MB answer whose id comes last: relayed as it comes (too late to drop it) and judged.
+    s.send(&call("2", "write_row", r#"{"row":"r-1"}"#));
+    assert!(s.read_raw().len() > 8_000_000);
+    // A 9 MB request whose id comes last, as the TypeScript SDK writes it.
+    let big = "q".repeat(9_000_000);
+    s.send(&format!(
+        r#"{{"method":"tools/call","params":{{"name":"write_row","arguments":{{"row":"r-1","x":"{big}"}}}},"jsonrpc":"2.0","id":77}}"#
+    ));
+    assert!(s.read_raw().len() > 8_000_000);
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read_to_string(&db).expect("db").lines().count(), 2);
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_eq!(c.report.calls.len(), 2, "both calls are on record");
+    assert!(c.report.calls.iter().all(|c| c.status == Status::Ok));
+    assert!(
+        !c.report.calls[0].injected,
+        "an answer already on its way was not dropped"
+    );
+    assert_eq!(c.report.duplicate_effects(), 1, "both commits are judged");
+    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    assert!(
+        side.call(1)
+            .and_then(|r| r.note.as_deref())
+            .is_some_and(|n| n.contains("could not be injected")),
+        "{:?}",
+        side.call(1)
+    );
+    assert_eq!(
+        side.call(2).map(|r| r.request_id.clone()),
+        Some(Value::from(77))
+    );
+}

@@ -209,6 +209,48 @@ pub fn member(bytes: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
     }
 }
 
+/// The byte range of an `"id"` member written last in a JSON object, found from the object's
+/// end (`..., "id": 5}`): for a message too long to read whose id comes after its body, as the
+/// TypeScript SDK writes them. `bytes` is the object's tail; a string id with escaped quotes is
+/// not recognised.
+pub fn tail_id(bytes: &[u8]) -> Option<std::ops::Range<usize>> {
+    let mut end = bytes.len();
+    while end > 0 && matches!(bytes[end - 1], b' ' | b'\t' | b'\r' | b'\n') {
+        end -= 1;
+    }
+    if end == 0 || bytes[end - 1] != b'}' {
+        return None;
+    }
+    end -= 1;
+    while end > 0 && matches!(bytes[end - 1], b' ' | b'\t' | b'\r' | b'\n') {
+        end -= 1;
+    }
+    let start = if end > 0 && bytes[end - 1] == b'"' {
+        let open = bytes[..end - 1].iter().rposition(|b| *b == b'"')?;
+        if open > 0 && bytes[open - 1] == b'\\' {
+            return None;
+        }
+        open
+    } else {
+        bytes[..end]
+            .iter()
+            .rposition(|b| matches!(b, b':' | b' ' | b'\t' | b'\r' | b'\n'))?
+            + 1
+    };
+    let mut colon = start;
+    while colon > 0 && matches!(bytes[colon - 1], b' ' | b'\t' | b'\r' | b'\n') {
+        colon -= 1;
+    }
+    if colon == 0 || bytes[colon - 1] != b':' {
+        return None;
+    }
+    let mut key_end = colon - 1;
+    while key_end > 0 && matches!(bytes[key_end - 1], b' ' | b'\t' | b'\r' | b'\n') {
+        key_end -= 1;
+    }
+    (key_end >= 4 && &bytes[key_end - 4..key_end] == b"\"id\"" && start < end).then_some(start..end)
+}
+
 /// The string value of the top-level member `key`, when it is a plain string.
 pub fn member_str(bytes: &[u8], key: &str) -> Option<String> {
     let r = member(bytes, key)?;
@@ -400,6 +442,16 @@ mod tests {
             result_line_as("1e3", obj! {}),
             b"{\"jsonrpc\":\"2.0\",\"id\":1e3,\"result\":{}}\n".to_vec()
         );
+    }
+
+    #[test]
+    fn an_id_written_last_is_found_from_the_end() {
+        let line = br#"{"result":{"content":[]},"jsonrpc":"2.0","id":17}"#;
+        assert_eq!(tail_id(line).map(|r| &line[r]), Some(&b"17"[..]));
+        let line = br#"{"method":"m","params":{},"jsonrpc":"2.0","id" : "a-1" }"#;
+        assert_eq!(tail_id(line).map(|r| &line[r]), Some(&b"\"a-1\""[..]));
+        assert_eq!(tail_id(br#"{"id":1,"result":{}}"#), None);
+        assert_eq!(tail_id(b"[1]"), None);
     }
 
     #[test]

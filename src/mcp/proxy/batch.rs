@@ -102,7 +102,7 @@ impl Relay<'_> {
                 dropped.push(i);
             }
             // Journaled now; the batch carries the answer (or the fault's own answer goes).
-            self.ended_by_server(call, answer, delivered, None, false);
+            self.ended_by_server(call, answer, delivered, None, false, true);
         }
         if dropped.is_empty() {
             self.send_client(line);

@@ -38,6 +38,33 @@ fn summary(why: &str, bytes: &[u8]) -> Value {
     }
 }
 
+/// Arguments that cannot be recorded whole (their JSON text `bytes`): each small top-level
+/// member is kept as it is — so a scenario's key (`order_id`) still names the commit — and
+/// each large or unreadable one is summarised; arguments that are no object are summarised
+/// whole.
+fn summarise_arguments(why: &str, bytes: &[u8]) -> Value {
+    let members = wire::members(bytes);
+    if members.is_empty() {
+        return summary(why, bytes);
+    }
+    let mut o = crate::json::Object::new();
+    for (key, range) in members {
+        let Ok(key) = std::str::from_utf8(key) else {
+            continue;
+        };
+        let raw = &bytes[range];
+        let small = (raw.len() <= 1024)
+            .then(|| std::str::from_utf8(raw).ok())
+            .flatten()
+            .and_then(|t| crate::json::parse(t).ok());
+        match small {
+            Some(v) => o.push(key, v),
+            None => o.push(key, summary(why, raw)),
+        }
+    }
+    Value::Object(o)
+}
+
 /// A tool name the engine can record: names over 200 characters keep their first 180 and a
 /// digest of the whole, so globs on the prefix still match and two long names stay apart.
 fn recordable_tool(tool: &str) -> (String, Option<String>) {
@@ -71,11 +98,14 @@ fn sniff_call(line: &[u8]) -> Option<Sniffed> {
     if wire::member_str(line, "method").as_deref() != Some("tools/call") {
         return None;
     }
-    let id_range = wire::member(line, "id")?;
-    let raw = std::str::from_utf8(&line[id_range.clone()])
-        .ok()?
-        .to_owned();
-    let id = raw_id(&line[id_range])?;
+    // The id may come after the params (then it is known only at the line's end).
+    let (raw, id) = match wire::member(line, "id") {
+        Some(r) => (
+            std::str::from_utf8(&line[r.clone()]).ok()?.to_owned(),
+            raw_id(&line[r])?,
+        ),
+        None => ("null".to_owned(), Id(ID_TO_COME.to_owned())),
+    };
     let params = &line[wire::member(line, "params")?];
     let tool = wire::member_str(params, "name")?;
     let arguments = wire::member(params, "arguments")
@@ -87,6 +117,20 @@ fn sniff_call(line: &[u8]) -> Option<Sniffed> {
         tool,
         arguments,
     })
+}
+
+/// The id a long request answers to until its last piece names its real one.
+const ID_TO_COME: &str = "\u{0}id to come";
+
+/// Bytes of a long line's end kept to find an id written last.
+const TAIL: usize = 4096;
+
+/// Keeps the last [`TAIL`] bytes seen of a long line.
+fn keep_tail(tail: &mut Vec<u8>, piece: &[u8]) {
+    tail.extend_from_slice(piece);
+    if tail.len() > TAIL {
+        tail.drain(..tail.len() - TAIL);
+    }
 }
 
 impl Relay<'_> {
@@ -127,7 +171,7 @@ impl Relay<'_> {
         let Some(s) = sniff_call(trim(line)) else {
             return false;
         };
-        let args = summary(&format!("arguments not recorded: {why}"), &s.arguments);
+        let args = summarise_arguments(&format!("not recorded: {why}"), &s.arguments);
         let note =
             format!("the request could not be read whole ({why}): its arguments are summarised");
         match self.begin(&s.tool, args, Some(note), s.raw_id, s.id.clone()) {
@@ -178,23 +222,46 @@ impl Relay<'_> {
             }
             Err(e) => {
                 // The arguments cannot be captured (too large, too deep): the call keeps its
-                // ordinal and decision, with its arguments summarised.
+                // ordinal and decision, with its arguments summarised — member by member, or
+                // whole when even that cannot be captured.
                 let why = e.reference_line();
                 let text = canonical(&arguments);
-                arguments = summary(&format!("arguments not recorded: {why}"), text.as_bytes());
+                let why_not = format!("not recorded: {why}");
                 note = Some(match note {
                     Some(n) => format!("{n}; its arguments are summarised ({why})"),
                     None => format!("its arguments are summarised ({why})"),
                 });
-                match self.storm.begin_call(&tool, arguments.clone(), None) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        let msg = format!(
-                            "a call to {} was relayed but not recorded: {}",
-                            crate::printable::quoted(&tool),
-                            e.reference_line()
-                        );
-                        self.note(&msg);
+                let mut begun = None;
+                for candidate in [
+                    summarise_arguments(&why_not, text.as_bytes()),
+                    summary(&why_not, text.as_bytes()),
+                ] {
+                    match self.storm.begin_call(&tool, candidate.clone(), None) {
+                        Ok(h) => {
+                            arguments = candidate;
+                            begun = Some(h);
+                            break;
+                        }
+                        Err(e) => {
+                            let msg = format!(
+                                "a call to {} was relayed but not recorded: {}",
+                                crate::printable::quoted(&tool),
+                                e.reference_line()
+                            );
+                            if matches!(e, Error::BudgetExceeded(_)) {
+                                self.note(&msg);
+                                return None;
+                            }
+                        }
+                    }
+                }
+                match begun {
+                    Some(h) => h,
+                    None => {
+                        self.note(&format!(
+                            "a call to {} was relayed but not recorded",
+                            crate::printable::quoted(&tool)
+                        ));
                         return None;
                     }
                 }
@@ -322,12 +389,14 @@ impl Relay<'_> {
 
     /// Whether call `call`'s answer would be dropped (a lost acknowledgement still to come).
     pub(super) fn will_lose_answer(&self, call: u64) -> bool {
-        self.pending.get(&call).is_some_and(|p| {
-            !p.cancelled
-                && p.rule
-                    .as_ref()
-                    .is_some_and(|r| r.kind == FaultKind::ResponseLost)
-        })
+        self.pending.get(&call).is_some_and(|p| self.will_lose(p))
+    }
+
+    fn will_lose(&self, p: &Pending) -> bool {
+        !p.cancelled
+            && p.rule
+                .as_ref()
+                .is_some_and(|r| r.kind == FaultKind::ResponseLost)
     }
 
     /// Sends a call's request to the server (after any injected latency).
@@ -575,7 +644,14 @@ impl Relay<'_> {
             }
             None => read_answer(result.as_ref(), error.as_ref()),
         };
-        self.ended_by_server(call, answer, delivered, Some(line), unreadable.is_some());
+        self.ended_by_server(
+            call,
+            answer,
+            delivered,
+            Some(line),
+            unreadable.is_some(),
+            true,
+        );
     }
 
     /// The end of a call the server answered: effects, the after-success phase (a lost
@@ -588,6 +664,7 @@ impl Relay<'_> {
         delivered: Delivered,
         line: Option<Vec<u8>>,
         unreadable: bool,
+        droppable: bool,
     ) {
         let Some(p) = self.take(call) else {
             if let Some(l) = line {
@@ -634,7 +711,14 @@ impl Relay<'_> {
                 }
             }
         }
-        let outcome = self.storm.body_finished(&p.handle, body_outcome);
+        // An answer already on its way cannot be dropped: the rule stays selected, not
+        // injected, and the record says why.
+        let undroppable = !droppable && self.will_lose(&p);
+        let outcome = if undroppable {
+            body_outcome
+        } else {
+            self.storm.body_finished(&p.handle, body_outcome)
+        };
         let (delivered, send, mut note) = match &outcome {
             Err(e @ Error::ResponseLost(_)) if !p.cancelled => {
                 // What the server said is kept: it is what committed.
@@ -655,6 +739,14 @@ impl Relay<'_> {
                 (delivered, line, note)
             }
         };
+        if undroppable {
+            let n = "the answer came over 8 MB with its id last: it reached the client as it \
+                     came, so the lost acknowledgement could not be injected";
+            note = Some(match note {
+                Some(x) => format!("{x}; {n}"),
+                None => n.to_owned(),
+            });
+        }
         if unreadable {
             let n = "the answer could not be read as a message; it was relayed untouched";
             note = Some(match note {
@@ -677,11 +769,14 @@ impl Relay<'_> {
             let mut long = LongRequest {
                 call: None,
                 swallow: false,
+                id_last: false,
+                tail: Vec::new(),
             };
             if self.recording
                 && let Some(s) = sniff_call(&piece)
             {
-                let args = summary("arguments not recorded: a message over 8 MB", &s.arguments);
+                long.id_last = s.id.0 == ID_TO_COME;
+                let args = summarise_arguments("not recorded: a message over 8 MB", &s.arguments);
                 let note = "the request was over 8 MB: its arguments are summarised".to_owned();
                 if let Some((call, prelude)) = self.begin(&s.tool, args, Some(note), s.raw_id, s.id)
                 {
@@ -712,6 +807,22 @@ impl Relay<'_> {
             }
             self.long_request = Some(long);
         }
+        if let Some(l) = self.long_request.as_mut()
+            && l.id_last
+        {
+            keep_tail(&mut l.tail, trim(&piece));
+        }
+        // An id written last: the call answers to it before the server can read the line.
+        if last
+            && let Some(l) = self.long_request.as_ref()
+            && l.id_last
+            && let Some(call) = l.call
+            && let Some(r) = wire::tail_id(&l.tail)
+            && let Some(id) = raw_id(&l.tail[r.clone()])
+        {
+            let raw = String::from_utf8_lossy(&l.tail[r]).into_owned();
+            self.rekey(call, id, raw);
+        }
         let swallow = self.long_request.as_ref().is_some_and(|l| l.swallow);
         if !swallow {
             self.piece(Side::Server, &piece, last);
@@ -729,21 +840,25 @@ impl Relay<'_> {
     pub(super) fn server_piece(&mut self, piece: Vec<u8>, last: bool) {
         let first = !self.server_in_pieces;
         self.server_in_pieces = !last;
-        if self.long_answer.is_none()
-            && first
-            && let Some(call) = wire::member(&piece, "id")
-                .and_then(|r| raw_id(&piece[r]))
-                .and_then(|id| self.answered_call(&id))
-        {
-            let kind = sniffed_answer(&piece);
-            let lost = self.will_lose_answer(call);
-            self.long_answer = Some(LongAnswer {
-                call,
-                hasher: Sha256::new(),
-                bytes: 0,
-                swallow: lost && kind.is_success(),
-                kind,
-            });
+        if self.long_answer.is_none() && first {
+            let id = wire::member(&piece, "id").and_then(|r| raw_id(&piece[r]));
+            let call = id.as_ref().and_then(|id| self.answered_call(id));
+            // A response whose id comes after its body: bound to its call at the end.
+            let response_first = id.is_none()
+                && (wire::member(&piece, "result").is_some()
+                    || wire::member(&piece, "error").is_some());
+            if call.is_some() || response_first {
+                let kind = sniffed_answer(&piece);
+                let lost = call.is_some_and(|c| self.will_lose_answer(c));
+                self.long_answer = Some(LongAnswer {
+                    call,
+                    tail: Vec::new(),
+                    hasher: Sha256::new(),
+                    bytes: 0,
+                    swallow: lost && kind.is_success(),
+                    kind,
+                });
+            }
         }
         let Some(mut long) = self.long_answer.take() else {
             self.note_once(
@@ -755,6 +870,9 @@ impl Relay<'_> {
         let content = if last { trim(&piece) } else { &piece[..] };
         long.hasher.update(content);
         long.bytes += content.len() as u64;
+        if long.call.is_none() {
+            keep_tail(&mut long.tail, content);
+        }
         if !last {
             if !long.swallow {
                 self.piece(Side::Client, &piece, false);
@@ -769,8 +887,29 @@ impl Relay<'_> {
             raw: None,
         };
         // Journaled before the last piece lets the client read the message; judged by what its
-        // first piece said (the same reading that decided whether to drop it).
-        self.ended_by_server(long.call, long.kind, Delivered::Unreadable(u), None, true);
+        // first piece said (the same reading that decided whether to drop it). An answer whose
+        // id came last is bound now; its earlier pieces went out already, so it cannot be
+        // dropped.
+        let bound = long.call.map(|c| (c, true)).or_else(|| {
+            wire::tail_id(&long.tail)
+                .and_then(|r| raw_id(&long.tail[r]))
+                .and_then(|id| self.answered_call(&id))
+                .map(|c| (c, false))
+        });
+        match bound {
+            Some((call, droppable)) => self.ended_by_server(
+                call,
+                long.kind,
+                Delivered::Unreadable(u),
+                None,
+                true,
+                droppable,
+            ),
+            None => self.note_once(
+                "long-server",
+                "a server message over 8 MB was relayed untouched (not read)",
+            ),
+        }
         if !long.swallow {
             self.piece(Side::Client, &piece, true);
         }

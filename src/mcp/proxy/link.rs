@@ -334,7 +334,10 @@ pub(super) struct Pending {
 /// A long server line answering a call, passed on in pieces.
 #[derive(Debug)]
 pub(super) struct LongAnswer {
-    pub(super) call: u64,
+    /// The call it answers; none yet when its id comes after its body (known at the end).
+    pub(super) call: Option<u64>,
+    /// The line's last bytes, where an id written last is.
+    pub(super) tail: Vec<u8>,
     pub(super) hasher: Sha256,
     pub(super) bytes: u64,
     /// What its first piece says it is (an error or a result).
@@ -348,6 +351,10 @@ pub(super) struct LongAnswer {
 pub(super) struct LongRequest {
     /// The call it carries, when it is a `tools/call` we hold.
     pub(super) call: Option<u64>,
+    /// Its id comes after its body: the call answers to it once the last piece is in.
+    pub(super) id_last: bool,
+    /// The line's last bytes, where an id written last is.
+    pub(super) tail: Vec<u8>,
     /// A fault answers in the server's place: the pieces are not forwarded.
     pub(super) swallow: bool,
 }
