@@ -378,14 +378,12 @@ pub fn parse_field(field: Field, text: &str) -> Result<Value, ConfigError> {
     };
     match field {
         Field::Name | Field::Tool | Field::Kind => Ok(Value::from(text)),
-        Field::Calls => {
-            let list = if t.starts_with('[') {
-                t.to_owned()
-            } else {
-                format!("[{t}]")
-            };
-            json(&list, "Rule calls must be positive integer ordinals")
+        Field::Calls if t.starts_with('[') => {
+            json(t, "Rule calls must be positive integer ordinals")
                 .map_err(|e| e.because("expected whole numbers such as 1, 2"))
+        }
+        Field::Calls => {
+            parse_ordinals(t).map(|ns| Value::Array(ns.into_iter().map(Value::from).collect()))
         }
         Field::Probability | Field::Delay => {
             json(t, "Duration must be a finite nonnegative number")
@@ -402,6 +400,49 @@ pub fn parse_field(field: Field, text: &str) -> Result<Value, ConfigError> {
             }
         }
     }
+}
+
+/// The highest ordinal a rule can ever meet: a run makes at most 10,000 calls.
+const MAX_ORDINAL: u64 = 10_000;
+
+/// A calls field as people type it: ordinals and ranges separated by commas or spaces
+/// (`1, 3`, `1-3`, `2..4`); empty is every call.
+fn parse_ordinals(t: &str) -> Result<Vec<u64>, ConfigError> {
+    let bad =
+        |why: String| ConfigError::new("Rule calls must be positive integer ordinals").because(why);
+    let number = |s: &str| -> Result<u64, ConfigError> {
+        let n: u64 = s.trim().parse().map_err(|_| {
+            bad(format!(
+                "{s:?} is not a whole number: type ordinals such as 1, 3 or a range such as 1-3"
+            ))
+        })?;
+        if n == 0 {
+            return Err(bad("ordinals start at 1".into()));
+        }
+        if n > MAX_ORDINAL {
+            return Err(bad(format!(
+                "{n} can never be reached: a run makes at most {MAX_ORDINAL} calls"
+            )));
+        }
+        Ok(n)
+    };
+    let mut out = Vec::new();
+    for part in t.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
+        let range = part.split_once("..").or_else(|| part.split_once('-'));
+        match range {
+            Some((a, b)) => {
+                let (a, b) = (number(a)?, number(b)?);
+                if a > b {
+                    return Err(bad(format!("{part}: a range goes up ({b}-{a}?)")));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(number(part)?),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// An unsaved scenario from a shipping run's report: its rules, seed and call budget
@@ -472,6 +513,22 @@ mod tests {
     fn editor() -> Editor {
         let file = ScenarioFile::bundled("lost_ack").expect("bundled");
         Editor::new(&file).expect("valid")
+    }
+
+    #[test]
+    fn calls_take_ranges_and_refuse_what_can_never_be_reached() {
+        let list = |t: &str| parse_field(Field::Calls, t).map(|v| canonical(&v));
+        assert_eq!(list("1, 3").as_deref(), Ok("[1,3]"));
+        assert_eq!(list("1-3").as_deref(), Ok("[1,2,3]"));
+        assert_eq!(list("2..4 7").as_deref(), Ok("[2,3,4,7]"));
+        assert_eq!(list("").as_deref(), Ok("[]"), "empty: every call");
+        assert_eq!(list("[1,2]").as_deref(), Ok("[1,2]"));
+        let big = parse_field(Field::Calls, "99999999999999999999").expect_err("too big");
+        assert!(big.to_string().contains("whole number") || big.to_string().contains("never"), "{big}");
+        let far = parse_field(Field::Calls, "10001").expect_err("unreachable");
+        assert!(far.to_string().contains("can never be reached"), "{far}");
+        assert!(parse_field(Field::Calls, "3-1").is_err());
+        assert!(parse_field(Field::Calls, "0").is_err());
     }
 
     #[test]

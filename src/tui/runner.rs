@@ -301,6 +301,9 @@ impl App {
                         .and_then(|e| e.file().config.probability)
                         .filter(|_| which == Field::Probability);
                     let what = match overridden {
+                        None if which == Field::Calls && text.trim().is_empty() => {
+                            "calls cleared (the rule now applies to every call)".to_owned()
+                        }
                         Some(p) => format!(
                             "probability set (no effect while the scenario's probability {} \
                              overrides every rule's; P cycles it)",
