@@ -412,7 +412,8 @@ fn a_recorded_decision_the_seed_disagrees_with_says_so() {
     assert!(app.selected().is_some_and(|c| c.fault.is_some()));
     let screen = text(&mut app, 160, 50);
     assert!(
-        screen.contains("recorded decision differs from what the seed gives"),
+        screen.contains("selected in the recording,")
+            && screen.contains("decision differs from what the seed gives"),
         "{screen}"
     );
     assert!(!screen.contains("selected: draw"), "{screen}");

@@ -524,7 +524,10 @@ mod tests {
         assert_eq!(list("").as_deref(), Ok("[]"), "empty: every call");
         assert_eq!(list("[1,2]").as_deref(), Ok("[1,2]"));
         let big = parse_field(Field::Calls, "99999999999999999999").expect_err("too big");
-        assert!(big.to_string().contains("whole number") || big.to_string().contains("never"), "{big}");
+        assert!(
+            big.to_string().contains("whole number") || big.to_string().contains("never"),
+            "{big}"
+        );
         let far = parse_field(Field::Calls, "10001").expect_err("unreachable");
         assert!(far.to_string().contains("can never be reached"), "{far}");
         assert!(parse_field(Field::Calls, "3-1").is_err());

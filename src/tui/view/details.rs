@@ -22,10 +22,11 @@ fn kv<'a>(key: &str, value: String, theme: &Theme) -> Line<'a> {
     ])
 }
 
+/// The draw as a fraction of 1 against the probability: `draw 0.033516 < p 1.0`.
 fn draw_text(draw: &Option<crate::decision::Draw>, p: f64) -> String {
     match draw {
         Some(d) => format!(
-            "draw {:.6} of 2^64 {} p {}",
+            "draw {:.6} {} p {}",
             d.fraction(),
             if d.hits(p) { "<" } else { "≥" },
             py_repr(p)
