@@ -449,3 +449,33 @@ fn the_comparison_stays_whole_beside_the_editor() {
         assert!(screen.contains(row), "{row}: {screen}");
     }
 }
+
+#[test]
+fn five_digit_ids_keep_the_columns_and_marks_never_touch_an_id() {
+    let mut app = open("tests/fixtures/reference/api/large_public_10000.cassette.json");
+    type_keys(&mut app, "G");
+    let screen = text(&mut app, 120, 36);
+    let rows: Vec<&str> = screen.lines().collect();
+    // Where an id's last digit sits, for the rows of ids 9999 and 10000.
+    let end_of = |id: &str| {
+        rows.iter().find_map(|r| {
+            let cells: Vec<char> = r.chars().collect();
+            let text: String = cells.iter().take(14).collect();
+            text.find(&format!(" {id} "))
+                .map(|i| text[..i].chars().count() + 1 + id.len())
+        })
+    };
+    let (a, b) = (end_of("9999"), end_of("10000"));
+    assert!(
+        a.is_some() && a == b,
+        "ids are right-aligned in one column: {a:?} {b:?}\n{screen}"
+    );
+    for r in &rows {
+        let marked = r
+            .chars()
+            .collect::<Vec<_>>()
+            .windows(2)
+            .any(|w| matches!(w[0], '✗' | '◆' | '◇') && w[1].is_ascii_digit());
+        assert!(!marked, "a mark touches an id: {r}");
+    }
+}

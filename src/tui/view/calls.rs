@@ -93,6 +93,10 @@ pub fn fault_text(c: &Call) -> String {
 /// the fault; the marks, id, status and effect count always stay.
 struct Columns {
     key_title: &'static str,
+    /// Digits of the largest id, and one more: a mark never touches an id.
+    id: usize,
+    /// Digits of the largest ordinal (at least 3).
+    ord: usize,
     tool: usize,
     key: Option<usize>,
     ordinal: bool,
@@ -112,7 +116,9 @@ fn short_phase(phase: &str) -> &str {
 
 impl Columns {
     fn optional(&self) -> usize {
-        self.key.map_or(0, |k| k + 1) + usize::from(self.ordinal) * 4 + usize::from(self.start) * 8
+        self.key.map_or(0, |k| k + 1)
+            + usize::from(self.ordinal) * (self.ord.max(1) + 1)
+            + usize::from(self.start) * 8
     }
 
     fn fit(t: &Timeline, width: usize, lanes: bool) -> Columns {
@@ -124,10 +130,16 @@ impl Columns {
         let key = longest(&|i| key_text(&calls[i], lanes).chars().take(24).count()).clamp(4, 24);
         let status = longest(&|i| status_text(&calls[i]).len()).max(6);
         let want_fault = longest(&|i| fault_text(&calls[i]).chars().count()).clamp(8, 40);
-        // Always: marks 2, id 5, status and a space, fx 3, and a space after tool and fault.
-        let base = 2 + 5 + status + 1 + 3 + 2;
+        let digits = |n: u64| n.max(1).ilog10() as usize + 1;
+        let id = (digits(calls.last().map_or(1, |c| c.id)) + 1).max(4);
+        let ord = digits(calls.iter().map(|c| c.ordinal).max().unwrap_or(1)).max(3);
+        // Always: marks 2, the id and a space, status and a space, fx 3, and a space after
+        // tool and fault.
+        let base = 2 + id + 1 + status + 1 + 3 + 2;
         let mut c = Columns {
             key_title: if lanes { "call" } else { "key" },
+            id,
+            ord,
             tool: want_tool,
             key: Some(key),
             ordinal: true,
@@ -171,13 +183,13 @@ impl Columns {
     }
 
     fn header(&self) -> String {
-        let mut h = format!("  {:>4} ", "id");
+        let mut h = format!("  {:>w$} ", "id", w = self.id);
         if self.start {
             h.push_str(&format!("{:>7} ", "start"));
         }
         h.push_str(&format!("{:<w$} ", "tool", w = self.tool));
         if self.ordinal {
-            h.push_str(&format!("{:>3} ", "#"));
+            h.push_str(&format!("{:>w$} ", "#", w = self.ord));
         }
         if let Some(k) = self.key {
             h.push_str(&format!("{:<k$} ", self.key_title));
@@ -257,7 +269,7 @@ fn row<'a>(
                 theme.fault
             }),
         ),
-        Span::styled(format!("{:>4} ", c.id), id_style),
+        Span::styled(format!("{:>w$} ", c.id, w = cols.id), id_style),
     ];
     if cols.start {
         spans.push(Span::styled(
@@ -267,7 +279,10 @@ fn row<'a>(
     }
     spans.push(Span::styled(format!("{tool:<w$} ", w = cols.tool), base));
     if cols.ordinal {
-        spans.push(Span::styled(format!("{:>3} ", c.ordinal), base));
+        spans.push(Span::styled(
+            format!("{:>w$} ", c.ordinal, w = cols.ord),
+            base,
+        ));
     }
     if let Some(k) = cols.key {
         spans.push(Span::styled(
