@@ -28,19 +28,11 @@ fn odd_server() -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolstorm-life-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let p = dir.join(name);
-    for f in [p.clone(), sidecar_path(&p), journal_path(&p)] {
-        let _ = std::fs::remove_file(f);
-    }
-    p
+    common::scratch_recording("life", name)
 }
 
 fn write(name: &str, body: &str) -> PathBuf {
-    let p = scratch(name);
-    std::fs::write(&p, body).expect("write");
-    p
+    common::scratch_file("life", name, body)
 }
 
 const LOST_ACK: &str = r#"{
@@ -1283,5 +1275,49 @@ fn lines_over_8_mb_with_their_id_last_are_still_judged() {
     assert_eq!(
         side.call(2).map(|r| r.request_id.clone()),
         Some(Value::from(77))
+    );
+}
+
+#[test]
+fn bad_inputs_name_the_file_and_the_problem() {
+    // A replay report that cannot be written: refused before the client is served.
+    let (code, _, err) = cli(&[
+        "mcp",
+        "--replay",
+        "cassettes/mcp-incident.json",
+        "--replay-report",
+        "/nonexistent-dir/report.json",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("/nonexistent-dir/report.json") && err.contains("does not exist"),
+        "{err}"
+    );
+    // A journal that is not one of ours: every reader names it.
+    let incident = scratch("bad-journal.json");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("cassettes/incident.json"),
+        &incident,
+    )
+    .expect("copy");
+    std::fs::write(journal_path(&incident), "{\"kind\":\"something else\"}\n").expect("write");
+    for command in ["check", "inspect"] {
+        let (code, _, err) = cli(&[command, text(&incident)]);
+        assert_eq!(code, 2, "{command}: {err}");
+        assert!(
+            err.contains("bad-journal.mcp.journal") && err.contains("Invalid MCP journal"),
+            "{err}"
+        );
+    }
+    // A scenario with a wrong `annotations` value.
+    let bad = write(
+        "bad-annotations.json",
+        &LOST_ACK.replace(r#""seed": 42,"#, r#""seed": 42, "annotations": "maybe","#),
+    );
+    let (code, _, err) = cli(&["mcp", text(&bad), "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("annotations") && err.contains("bad-annotations.json"),
+        "{err}"
     );
 }

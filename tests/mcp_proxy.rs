@@ -29,18 +29,11 @@ fn server() -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolstorm-mcp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let p = dir.join(name);
-    let _ = std::fs::remove_file(&p);
-    let _ = std::fs::remove_file(sidecar_path(&p));
-    p
+    common::scratch_recording("mcp", name)
 }
 
 fn scenario(name: &str, body: &str) -> PathBuf {
-    let path = scratch(name);
-    std::fs::write(&path, body).expect("write");
-    path
+    common::scratch_file("mcp", name, body)
 }
 
 /// A lost acknowledgement on the first `create_*`, answered as an `isError` result.

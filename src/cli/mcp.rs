@@ -290,18 +290,38 @@ fn replay(path: &Path, report: Option<&Path>, io: &mut Io<'_>) -> i32 {
     // The verdict is on disk after every call: clients kill their replay server at exit and
     // never show its exit status.
     let total = recording.len();
-    let write_report = |outcome: &crate::mcp::replay::ReplayOutcome, done: bool| {
-        if let Some(file) = report {
+    let write_report = |outcome: &crate::mcp::replay::ReplayOutcome, done: bool| match report {
+        Some(file) => {
             let text = pretty(&outcome.to_value(path, total, done)) + "\n";
-            let _ = crate::atomic::write(file, text.as_bytes());
+            crate::atomic::write(file, text.as_bytes()).map_err(|e| (file, e))
         }
+        None => Ok(()),
     };
-    write_report(&crate::mcp::replay::ReplayOutcome::default(), false);
+    // A report that cannot be written stops us before the client is served.
+    if let Some(file) = report
+        && (file.is_dir()
+            || file
+                .parent()
+                .is_some_and(|d| !d.as_os_str().is_empty() && !d.is_dir()))
+    {
+        return io.fail(format!(
+            "OSError: cannot write the replay report {}: {}",
+            crate::printable::quoted(&file.display().to_string()),
+            if file.is_dir() {
+                "it is a folder"
+            } else {
+                "its folder does not exist"
+            }
+        ));
+    }
+    if let Err((file, e)) = write_report(&crate::mcp::replay::ReplayOutcome::default(), false) {
+        return io.fail(Error::io(file, e));
+    }
     match recording.serve(std::io::stdin(), io.out, io.err, &mut |o| {
-        write_report(o, false)
+        let _ = write_report(o, false);
     }) {
         Ok(outcome) => {
-            write_report(&outcome, true);
+            let _ = write_report(&outcome, true);
             let _ = writeln!(
                 io.err,
                 "toolstorm-tui mcp --replay: {} of {} recorded call(s) matched{}",

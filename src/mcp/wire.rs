@@ -144,51 +144,42 @@ fn answer_as(raw_id: &str, key: &str, body: Value) -> Vec<u8> {
 /// Every top-level member of the JSON object in `bytes`, in one pass: (key text as written,
 /// value range). Stops at the first thing that is not a member (or the end of `bytes`).
 pub fn members(bytes: &[u8]) -> Vec<(&[u8], std::ops::Range<usize>)> {
-    let mut out = Vec::new();
-    let mut i = skip_ws(bytes, 0);
-    if bytes.get(i) != Some(&b'{') {
-        return out;
-    }
-    i += 1;
-    loop {
-        i = skip_ws(bytes, i);
-        if bytes.get(i) != Some(&b'"') {
-            return out;
-        }
-        let Some(key_end) = string_end(bytes, i) else {
-            return out;
-        };
-        let name = &bytes[i + 1..key_end - 1];
-        i = skip_ws(bytes, key_end);
-        if bytes.get(i) != Some(&b':') {
-            return out;
-        }
-        i = skip_ws(bytes, i + 1);
-        let end = value_end(bytes, i);
-        out.push((name, i..end));
-        i = skip_ws(bytes, end);
-        match bytes.get(i) {
-            Some(b',') => i += 1,
-            _ => return out,
-        }
-    }
+    Members::new(bytes).collect()
 }
 
 /// The byte range of the value of the top-level member `key` of the JSON object in `bytes`,
-/// found without parsing the rest: for messages we cannot read whole (too long, too deep, not
-/// UTF-8) and for the exact text of an id. A key written with escapes is not recognised; a
-/// value cut off by the end of `bytes` ends there.
+/// found without parsing the rest (the scan stops there): for messages we cannot read whole
+/// (too long, too deep, not UTF-8) and for the exact text of an id. A key written with escapes
+/// is not recognised; a value cut off by the end of `bytes` ends there.
 pub fn member(bytes: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
-    let mut i = skip_ws(bytes, 0);
-    if bytes.get(i) != Some(&b'{') {
-        return None;
+    Members::new(bytes)
+        .find(|(k, _)| *k == key.as_bytes())
+        .map(|(_, r)| r)
+}
+
+/// The top-level members of a JSON object's text, one at a time.
+struct Members<'a> {
+    bytes: &'a [u8],
+    /// Where the next member starts; none once the object (or what is readable of it) ended.
+    at: Option<usize>,
+}
+
+impl<'a> Members<'a> {
+    fn new(bytes: &'a [u8]) -> Members<'a> {
+        let i = skip_ws(bytes, 0);
+        let at = (bytes.get(i) == Some(&b'{')).then_some(i + 1);
+        Members { bytes, at }
     }
-    i += 1;
-    loop {
-        i = skip_ws(bytes, i);
-        match bytes.get(i)? {
-            b'"' => {}
-            _ => return None,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (&'a [u8], std::ops::Range<usize>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let bytes = self.bytes;
+        let mut i = skip_ws(bytes, self.at.take()?);
+        if bytes.get(i) != Some(&b'"') {
+            return None;
         }
         let key_end = string_end(bytes, i)?;
         let name = &bytes[i + 1..key_end - 1];
@@ -198,14 +189,11 @@ pub fn member(bytes: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
         }
         i = skip_ws(bytes, i + 1);
         let end = value_end(bytes, i);
-        if name == key.as_bytes() {
-            return Some(i..end);
+        let after = skip_ws(bytes, end);
+        if bytes.get(after) == Some(&b',') {
+            self.at = Some(after + 1);
         }
-        i = skip_ws(bytes, end);
-        match bytes.get(i)? {
-            b',' => i += 1,
-            _ => return None,
-        }
+        Some((name, i..end))
     }
 }
 

@@ -130,3 +130,26 @@ pub fn example_server() -> PathBuf {
     assert!(path.exists(), "{} (built by `cargo test`)", path.display());
     path
 }
+
+/// A fresh path `name` in this test binary's scratch folder `tag`, with no recording there:
+/// the file, its MCP sidecar and its journal are removed.
+pub fn scratch_recording(tag: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let p = dir.join(name);
+    for f in [
+        p.clone(),
+        toolstorm::mcp::session::sidecar_path(&p),
+        toolstorm::mcp::session::journal_path(&p),
+    ] {
+        let _ = std::fs::remove_file(f);
+    }
+    p
+}
+
+/// [`scratch_recording`] with `body` written there (a scenario file).
+pub fn scratch_file(tag: &str, name: &str, body: &str) -> PathBuf {
+    let p = scratch_recording(tag, name);
+    std::fs::write(&p, body).expect("write");
+    p
+}

@@ -29,6 +29,19 @@ use crate::storm::Prelude;
 /// marked with a digest of the whole.
 const MAX_TOOL: usize = 200;
 
+/// What a call committed, as its record keeps it.
+#[derive(Debug, Default)]
+struct Committed {
+    /// The evidence of each effect, in effect order.
+    effects: Vec<Evidence>,
+    /// The call whose commit this one only replayed.
+    replay_of: Option<u64>,
+    /// Commits only the annotations suggest (name, key).
+    possible: Vec<(String, String)>,
+    /// The server's answer a lost acknowledgement dropped.
+    dropped: Option<Value>,
+}
+
 /// A stand-in for arguments that cannot be recorded as they are.
 fn summary(why: &str, bytes: &[u8]) -> Value {
     obj! {
@@ -443,15 +456,13 @@ impl Relay<'_> {
 
     /// Ends a call: the engine records its outcome, the journal its end — and only then does
     /// `send` reach the client.
-    #[allow(clippy::too_many_arguments)]
     fn conclude(
         &mut self,
         p: Pending,
         outcome: Result<Value>,
         delivered: Delivered,
         send: Option<Vec<u8>>,
-        effects: Vec<Evidence>,
-        replay_of: Option<u64>,
+        committed: Committed,
         note: Option<String>,
     ) {
         let _ = self.storm.finish_call(&p.handle, outcome);
@@ -476,11 +487,11 @@ impl Relay<'_> {
             call: p.handle.id(),
             request_id: p.request_id.clone(),
             delivered,
-            effects,
-            replay_of,
+            effects: committed.effects,
+            replay_of: committed.replay_of,
             note,
-            possible: std::mem::take(&mut self.possible),
-            dropped: self.dropped.take(),
+            possible: committed.possible,
+            dropped: committed.dropped,
         };
         if let Some(r) = self.recorder.as_mut()
             && let Err(e) = r.end(&self.storm, record.call, &record)
@@ -497,7 +508,14 @@ impl Relay<'_> {
     /// answered already.
     fn abandon(&mut self, p: Pending, outcome: Result<Value>, note: impl Into<String>) {
         let note = Some(note.into());
-        self.conclude(p, outcome, Delivered::Nothing, None, Vec::new(), None, note);
+        self.conclude(
+            p,
+            outcome,
+            Delivered::Nothing,
+            None,
+            Committed::default(),
+            note,
+        );
     }
 
     /// Gives an injected fault's outcome to the client (per the rule's delivery).
@@ -516,7 +534,7 @@ impl Relay<'_> {
         };
         let note = matches!(delivered, Delivered::Nothing)
             .then(|| "no answer (injected): the client's timeout takes over".to_owned());
-        self.conclude(p, outcome, delivered, send, Vec::new(), None, note);
+        self.conclude(p, outcome, delivered, send, Committed::default(), note);
     }
 
     /// Injected answers still waiting on a timer are given now (the session is ending).
@@ -679,9 +697,7 @@ impl Relay<'_> {
             Answer::RpcError(t) => Err(Error::raised("McpError", t.clone())),
         };
         // What committed: effects are recorded while the call still runs.
-        let mut evidence = Vec::new();
-        let mut replay_of = None;
-        let mut possible = Vec::new();
+        let mut committed = Committed::default();
         if let (Ok(r), true) = (&body_outcome, p.forwarded) {
             let commits = self.ledger.commits(
                 self.scenario.as_ref(),
@@ -691,15 +707,15 @@ impl Relay<'_> {
                 &p.arguments,
                 r,
             );
-            replay_of = commits.replay_of;
-            possible = commits
+            committed.replay_of = commits.replay_of;
+            committed.possible = commits
                 .possible
                 .into_iter()
                 .map(|o| (o.name, o.key))
                 .collect();
             for e in commits.effects {
                 match self.storm.effect_for(&p.handle, &e.name, &e.key) {
-                    Ok(()) => evidence.push(e.evidence),
+                    Ok(()) => committed.effects.push(e.evidence),
                     Err(err) => {
                         let msg = format!(
                             "an effect of call #{} was not recorded: {}",
@@ -723,7 +739,7 @@ impl Relay<'_> {
             Err(e @ Error::ResponseLost(_)) if !p.cancelled => {
                 // What the server said is kept: it is what committed.
                 if let Delivered::Result(body) = &delivered {
-                    self.dropped = Some(body.clone());
+                    committed.dropped = Some(body.clone());
                 }
                 let (d, send) = self.fault_answer(&p, e);
                 let n = format!(
@@ -759,8 +775,7 @@ impl Relay<'_> {
         } else {
             outcome
         };
-        self.possible = possible;
-        self.conclude(p, final_outcome, delivered, send, evidence, replay_of, note);
+        self.conclude(p, final_outcome, delivered, send, committed, note);
     }
 
     /// A piece of a long client line.
@@ -945,14 +960,14 @@ impl Relay<'_> {
             let delivered = Delivered::Error(
                 obj! {"error" => obj! {"code" => -32000, "message" => message.as_str()}},
             );
+            let note = Some(message.clone());
             self.conclude(
                 p,
                 outcome,
                 delivered,
                 Some(line),
-                Vec::new(),
-                None,
-                Some(message.clone()),
+                Committed::default(),
+                note,
             );
         }
     }

@@ -95,12 +95,8 @@ pub(super) struct Relay<'a> {
     /// hold (its pieces are swallowed when a fault answers in the server's place).
     pub(super) long_request: Option<LongRequest>,
     pub(super) stopping: Option<Stopping>,
-    /// The possible commits of the call being concluded (annotations-only evidence).
-    pub(super) possible: Vec<(String, String)>,
     /// A long server line is being passed on in pieces (the next piece is not its first).
     pub(super) server_in_pieces: bool,
-    /// The server's answer a lost acknowledgement dropped, for the call being concluded.
-    pub(super) dropped: Option<Value>,
 }
 
 impl<'a> Relay<'a> {
@@ -174,9 +170,7 @@ impl<'a> Relay<'a> {
             long_answer: None,
             long_request: None,
             stopping: None,
-            possible: Vec::new(),
             server_in_pieces: false,
-            dropped: None,
         }
     }
 
