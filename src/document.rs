@@ -26,6 +26,7 @@
 //! ```
 
 mod error;
+pub mod explain;
 mod scenario;
 
 use std::path::{Path, PathBuf};

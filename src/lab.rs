@@ -221,8 +221,26 @@ pub fn judge(
     Ok(contract.into_checks())
 }
 
+/// A retry that came before a rate limit's advertised wait had passed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EarlyRetry {
+    /// Index of the rate-limited call.
+    pub limited: usize,
+    /// Index of the next call of the same tool (the retry).
+    pub retry: usize,
+    /// Seconds from the limited call's end to the retry's start.
+    pub gap: f64,
+    /// The advertised wait, in seconds.
+    pub wait: f64,
+}
+
 /// Retries that came before a rate limit's advertised wait had passed.
 pub fn retry_after_violations(report: &Report) -> usize {
+    early_retries(report).len()
+}
+
+/// Each retry that came before a rate limit's advertised wait had passed, in call order.
+pub fn early_retries(report: &Report) -> Vec<EarlyRetry> {
     let calls = &report.calls;
     calls
         .iter()
@@ -233,14 +251,18 @@ pub fn retry_after_violations(report: &Report) -> usize {
                     .as_ref()
                     .is_some_and(|e| e.known && e.type_name == "RateLimited")
         })
-        .filter(|(i, c)| {
+        .filter_map(|(i, c)| {
             let wait = c.error.as_ref().and_then(|e| e.retry_after).unwrap_or(0.0);
-            calls[i + 1..]
-                .iter()
-                .find(|n| n.tool == c.tool)
-                .is_some_and(|next| next.started + 0.000002 < c.started + c.elapsed + wait)
+            let j = i + 1 + calls[i + 1..].iter().position(|n| n.tool == c.tool)?;
+            let end = c.started + c.elapsed;
+            (calls[j].started + 0.000002 < end + wait).then(|| EarlyRetry {
+                limited: i,
+                retry: j,
+                gap: calls[j].started - end,
+                wait,
+            })
         })
-        .count()
+        .collect()
 }
 
 impl LabRun {

@@ -264,6 +264,15 @@ impl ToolMatches {
         self.rows.len() - 1
     }
 
+    /// Whether `rules[i]`'s glob matches the tool whose row is `row` (any ordinal).
+    pub fn matched(&self, row: usize, i: usize) -> bool {
+        self.rows
+            .get(row)
+            .and_then(|r| r.get(i))
+            .copied()
+            .unwrap_or(false)
+    }
+
     /// Whether `rules[i]` applies to the `ordinal`-th call of the tool whose row is `row`.
     pub fn eligible(&self, rules: &[Rule], row: usize, i: usize, ordinal: u64) -> bool {
         let matched = self

@@ -172,6 +172,17 @@ impl Timeline {
         }
     }
 
+    /// Indices of the calls whose tool the rule named `name` matches (any ordinal), from the
+    /// matches worked out once for the whole run; `None` when no such rule parses.
+    pub fn calls_matching(&self, name: &str) -> Option<Vec<usize>> {
+        let rule = self.rules.iter().position(|r| r.name == name)?;
+        Some(
+            (0..self.report.calls.len())
+                .filter(|&i| self.tool_matches.matched(self.row_of_call[i], rule))
+                .collect(),
+        )
+    }
+
     /// The report.
     pub fn report(&self) -> &Report {
         &self.report

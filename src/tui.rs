@@ -8,11 +8,13 @@
 pub mod action;
 pub mod app;
 pub mod approval;
+pub mod blame;
 pub mod copy;
 pub mod event;
 pub mod find;
 pub mod focus;
 pub mod keymap;
+pub mod named;
 pub mod prompt;
 pub mod runner;
 pub mod runtime;

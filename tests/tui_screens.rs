@@ -297,7 +297,7 @@ fn an_mcp_recording_shows_what_the_client_got_and_the_evidence() {
     doc.path = Some(PathBuf::from("cassettes/mcp-incident.json"));
     let mut app = App::new(doc);
     app.update(Action::Next); // call 2: the lost acknowledgement
-    let t = screen(&mut app, 120, 36, true);
+    let t = screen(&mut app, 120, 44, true);
     let s = text(&t);
     assert!(s.contains("mcp recording"), "{s}");
     assert!(s.contains("got a result with isError: true"), "{s}");
@@ -310,5 +310,5 @@ fn an_mcp_recording_shows_what_the_client_got_and_the_evidence() {
         "{s}"
     );
     assert!(s.contains("Real time"), "{s}");
-    assert_snapshot!("mcp_recording_lost_ack_120x36", s);
+    assert_snapshot!("mcp_recording_lost_ack_120x44", s);
 }

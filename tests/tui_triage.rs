@@ -475,7 +475,108 @@ fn five_digit_ids_keep_the_columns_and_marks_never_touch_an_id() {
             .chars()
             .collect::<Vec<_>>()
             .windows(2)
-            .any(|w| matches!(w[0], '✗' | '◆' | '◇') && w[1].is_ascii_digit());
+            .any(|w| matches!(w[0], '✗' | '◆' | '◇' | '»') && w[1].is_ascii_digit());
         assert!(!marked, "a mark touches an id: {r}");
     }
+}
+
+#[test]
+fn a_selected_verdict_shows_its_reasons_and_x_walks_its_calls() {
+    let mut app = open("cassettes/incident.json");
+    draw(&mut app, 120, 36);
+    // With no verdict selected, the calls behind the failed verdict are marked.
+    let screen = text(&mut app, 120, 36);
+    let row = |s: &str, id: &str| {
+        s.lines()
+            .find(|l| l.contains(&format!(" {id}   0.")))
+            .unwrap_or_else(|| panic!("row {id}: {s}"))
+            .to_owned()
+    };
+    assert!(row(&screen, "2").contains('»') && row(&screen, "3").contains('»'));
+    assert!(!row(&screen, "1").contains('»'), "{screen}");
+    // `>` selects the failed verdict first and goes to the first call it names.
+    type_keys(&mut app, ">");
+    assert_eq!(
+        app.verdict,
+        Some(1),
+        "the duplicates check is the run's second"
+    );
+    assert_eq!(app.cursor, Some(1), "call #2");
+    assert!(
+        app.status
+            .contains("verdict 1 of 3: ✗ No duplicate side effects"),
+        "{}",
+        app.status
+    );
+    let screen = text(&mut app, 120, 36);
+    assert!(screen.contains("Verdicts · 1 of 3"), "{screen}");
+    assert!(screen.contains("» call #3 committed shipment"), "{screen}");
+    // x walks the calls it names, and wraps.
+    type_keys(&mut app, "x");
+    assert_eq!(app.cursor, Some(2));
+    assert!(
+        app.status.starts_with("call 2 of 2 · ✗ No duplicate"),
+        "{}",
+        app.status
+    );
+    type_keys(&mut app, "x");
+    assert_eq!(app.cursor, Some(1));
+    assert!(app.status.contains("(wrapped)"), "{}", app.status);
+    type_keys(&mut app, "X");
+    assert_eq!(app.cursor, Some(2));
+    // The next verdict passes and names the faulted call.
+    type_keys(&mut app, ">");
+    assert_eq!(app.verdict, Some(0));
+    assert_eq!(app.cursor, Some(1));
+    assert!(app.status.contains("names 1 call"), "{}", app.status);
+    // A passing budget names none; Esc goes back to every failed verdict.
+    type_keys(&mut app, ">");
+    assert!(app.status.contains("names no call"), "{}", app.status);
+    dispatch(&mut app, Action::Back);
+    assert_eq!(app.verdict, None);
+    assert_eq!(app.named.calls, vec![1, 2]);
+}
+
+#[test]
+fn a_named_call_is_marked_in_the_failure_colour() {
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, "gj");
+    let t = draw(&mut app, 120, 36);
+    let buf = t.backend().buffer();
+    let screen = t.backend().to_string();
+    let y = screen
+        .lines()
+        .position(|l| l.contains("  3   0.200"))
+        .expect("row of call #3") as u16;
+    let x = screen
+        .lines()
+        .nth(y as usize)
+        .expect("row")
+        .chars()
+        .position(|c| c == '3')
+        .expect("id") as u16;
+    let colour = Theme::new(false).failed.fg;
+    assert_eq!(
+        buf[(x, y)].fg,
+        colour.expect("a colour"),
+        "the id of a named call"
+    );
+    let y1 = screen
+        .lines()
+        .position(|l| l.contains("  1   0.000"))
+        .expect("row of call #1") as u16;
+    assert_ne!(buf[(x, y1)].fg, colour.expect("a colour"), "an unnamed id");
+}
+
+#[test]
+fn every_verdict_of_the_retry_storm_leads_to_its_calls() {
+    let mut app = open("cassettes/rate-limit-retry-storm.json");
+    type_keys(&mut app, ">");
+    let check = &app.tab().checks[app.verdict.expect("selected")];
+    assert_eq!(check.name, "Retry-after respected");
+    let screen = text(&mut app, 120, 36);
+    insta::assert_snapshot!("verdict_calls_retry_storm_120x36", screen);
+    assert_eq!(app.cursor, Some(1), "call #2 advertised the wait");
+    type_keys(&mut app, "x");
+    assert_eq!(app.cursor, Some(2), "call #3 retried too soon");
 }

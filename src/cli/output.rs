@@ -76,8 +76,22 @@ pub fn emit(
     } else {
         io.println(&header_line(sc, config.seed));
         for r in runs {
-            for line in r.text_lines_named(io.people) {
-                io.println_verdict(&line);
+            let lines = r.text_lines_named(io.people);
+            for (i, line) in lines.iter().enumerate() {
+                io.println_verdict(line);
+                // On a terminal, a failed check names the calls behind it.
+                match i.checked_sub(1).and_then(|k| r.checks.get(k)) {
+                    Some(check) if io.people && !check.passed => {
+                        let reasons = crate::document::explain::reasons(&r.report, None, check);
+                        for reason in reasons.iter().take(5) {
+                            io.println(&format!("      ↳ {}", reason.text));
+                        }
+                        if reasons.len() > 5 {
+                            io.println(&format!("      ↳ … and {} more", reasons.len() - 5));
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
     }

@@ -31,6 +31,76 @@ pub struct CheckArgs {
     /// Print the contract as JSON
     #[arg(long)]
     json: bool,
+    /// Name the calls behind every verdict and the numbers that decided it (text: under each
+    /// check, every reason; JSON: a "reasons" list per check). On a terminal the text shows a
+    /// few per check without it
+    #[arg(long)]
+    why: bool,
+}
+
+/// Reasons a check shows on a terminal without `--why`.
+const TERMINAL_REASONS: usize = 5;
+
+/// The reason lines under one check: at most `most`, then how many more `--why` would show.
+fn reason_lines(
+    explainer: &document::explain::Explainer<'_>,
+    check: &crate::contract::Check,
+    most: usize,
+) -> Vec<String> {
+    let reasons = explainer.reasons(check);
+    let mut lines: Vec<String> = reasons
+        .iter()
+        .take(most)
+        .map(|r| format!("↳ {}", r.text))
+        .collect();
+    if reasons.len() > most {
+        lines.push(format!(
+            "↳ … and {} more (--why lists every one)",
+            reasons.len() - most
+        ));
+    }
+    lines
+}
+
+/// One run's contract object; with `why`, each check also carries its `reasons` (the
+/// sentence and the call ids it names), a field the reference's readers ignore.
+fn contract_json(
+    checks: &[crate::contract::Check],
+    report: &crate::report::Report,
+    session: Option<&crate::mcp::session::McpSession>,
+    why: bool,
+) -> crate::json::Value {
+    use crate::json::Value;
+    let mut v = crate::contract::checks_to_value(checks);
+    if !why {
+        return v;
+    }
+    let explainer = document::explain::Explainer::new(report, session);
+    if let Some(Value::Array(items)) = v.as_object_mut().and_then(|o| o.get_mut("checks")) {
+        for (item, check) in items.iter_mut().zip(checks) {
+            let reasons = explainer
+                .reasons(check)
+                .into_iter()
+                .map(|r| {
+                    let calls: Vec<Value> = r.calls.into_iter().map(Value::from).collect();
+                    crate::obj! {"text" => r.text, "calls" => Value::Array(calls)}
+                })
+                .collect();
+            if let Some(o) = item.as_object_mut() {
+                o.push("reasons", Value::Array(reasons));
+            }
+        }
+    }
+    v
+}
+
+/// One contract as it is, several under `runs` (as the reference prints them).
+fn single_or_runs(mut items: Vec<crate::json::Value>) -> crate::json::Value {
+    if items.len() == 1 {
+        items.pop().unwrap_or(crate::json::Value::Null)
+    } else {
+        crate::obj! {"runs" => crate::json::Value::Array(items)}
+    }
 }
 
 /// Loads every cassette of a trace document, or prints why not.
@@ -88,33 +158,55 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
     let max_calls = a.max_calls.map(|m| m.0.unwrap_or(i64::MAX));
     match document::judge(&trace, max_calls) {
         Ok(summary) => {
+            // The reasons behind each verdict: on a terminal (a few per check), or every one
+            // with --why. Piped without --why, the output is the reference's, byte for byte.
+            let why = if a.why {
+                Some(usize::MAX)
+            } else {
+                io.people.then_some(TERMINAL_REASONS)
+            };
+            let session = trace.mcp.as_ref();
             if a.json {
-                match (
-                    &trace.mcp,
-                    trace.cassettes.as_slice(),
-                    summary.runs.as_slice(),
-                ) {
-                    (Some(session), [c], [checks]) => {
-                        io.emit(&mcp_json(checks, &trace, &c.report, session))
+                let contracts: Vec<crate::json::Value> = summary
+                    .runs
+                    .iter()
+                    .zip(&trace.cassettes)
+                    .map(|(checks, c)| contract_json(checks, &c.report, session, a.why))
+                    .collect();
+                match (session, trace.cassettes.as_slice(), contracts.as_slice()) {
+                    (Some(session), [c], [contract]) => {
+                        io.emit(&mcp_json(contract.clone(), &trace, &c.report, session))
                     }
-                    _ => io.emit(&summary.json()),
-                }
-            } else if io.people && trace.cassettes.len() > 1 {
-                for (i, run) in summary.runs.iter().enumerate() {
-                    io.println(&run_label(&trace, i));
-                    let one = cassette::CheckSummary {
-                        runs: vec![run.clone()],
-                    };
-                    for line in one.lines() {
-                        io.println_verdict(&format!("  {line}"));
-                    }
+                    _ => io.emit(&(crate::json::one_line(&single_or_runs(contracts)) + "\n")),
                 }
             } else {
-                for line in summary.lines() {
-                    io.println_verdict(&line);
+                let several = io.people && trace.cassettes.len() > 1;
+                let indent = if several { "  " } else { "" };
+                for (i, (checks, c)) in summary.runs.iter().zip(&trace.cassettes).enumerate() {
+                    let explainer = document::explain::Explainer::new(&c.report, session);
+                    if several {
+                        io.println(&run_label(&trace, i));
+                    }
+                    let verdict = crate::contract::verdict(checks);
+                    io.println_verdict(&format!(
+                        "{indent}{}",
+                        if verdict { "PASS" } else { "FAIL" }
+                    ));
+                    for check in checks {
+                        let mark = if check.passed { '✓' } else { '✗' };
+                        io.println_verdict(&format!(
+                            "{indent}{mark} {}: {}",
+                            check.name, check.detail
+                        ));
+                        if let Some(most) = why {
+                            for line in reason_lines(&explainer, check, most) {
+                                io.println(&format!("{indent}    {line}"));
+                            }
+                        }
+                    }
                 }
-                if let (Some(session), [c]) = (&trace.mcp, trace.cassettes.as_slice()) {
-                    for line in mcp_lines(&c.report, session) {
+                if let (Some(session), [c]) = (session, trace.cassettes.as_slice()) {
+                    for line in mcp_lines(&c.report, session, why.is_none()) {
                         io.println(&line);
                     }
                 }
@@ -230,9 +322,11 @@ fn duplicates(
 fn mcp_lines(
     report: &crate::report::Report,
     session: &crate::mcp::session::McpSession,
+    duplicate_lines: bool,
 ) -> Vec<String> {
     let mut lines: Vec<String> = duplicates(report, session)
         .into_iter()
+        .filter(|_| duplicate_lines)
         .map(|d| {
             format!(
                 "duplicate commit: {} {} by call #{} ({} evidence), first committed by call #{} ({} evidence)",
@@ -270,7 +364,7 @@ fn mcp_inspect_lines(
             c.kind.map_or("", |k| k.as_str()),
         ));
     }
-    lines.extend(mcp_lines(report, session));
+    lines.extend(mcp_lines(report, session, true));
     for c in report
         .calls
         .iter()
@@ -293,17 +387,16 @@ fn mcp_inspect_lines(
     lines
 }
 
-/// `check --json` for an MCP recording: the checks, and under `mcp` the details the text
+/// `check --json` for an MCP recording: the contract object `v`, and under `mcp` the details the text
 /// gives (duplicates with their evidence, possible duplicates, calls in flight, a recovery).
 fn mcp_json(
-    checks: &[crate::contract::Check],
+    mut v: crate::json::Value,
     trace: &document::Trace,
     report: &crate::report::Report,
     session: &crate::mcp::session::McpSession,
 ) -> String {
     use crate::json::Value;
     use crate::obj;
-    let mut v = crate::contract::checks_to_value(checks);
     let dups = duplicates(report, session)
         .into_iter()
         .map(|d| {

@@ -31,9 +31,11 @@ pub enum Action {
     NextEffect,
     /// Previous call that committed an effect.
     PrevEffect,
-    /// Next failed call.
+    /// Next call behind the selected verdict (or any failed one).
     NextFailure,
-    /// Previous failed call.
+    /// Select the next (`1`) or previous (`-1`) verdict.
+    SelectVerdict(isize),
+    /// Previous call behind the selected verdict (or any failed one).
     PrevFailure,
     /// Next run of a comparison.
     NextRun,

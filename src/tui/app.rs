@@ -169,6 +169,13 @@ pub struct App {
     pub approvals: Vec<(String, bool)>,
     /// The edit a pending rerun comes from (named in the message when it finishes).
     pub last_edit: Option<String>,
+    /// The selected verdict (an index into the run's checks), whose reasons and calls are
+    /// shown; `None`: every failed verdict's calls are marked.
+    pub verdict: Option<usize>,
+    /// Set when the verdict pane should bring the selected verdict into view.
+    pub follow_verdict: bool,
+    /// The reasons and calls behind the selected (or the failed) verdicts.
+    pub named: super::named::Named,
 }
 
 impl App {
@@ -204,12 +211,16 @@ impl App {
             pending_disk: None,
             approvals: Vec::new(),
             last_edit: None,
+            verdict: None,
+            follow_verdict: false,
+            named: super::named::Named::default(),
         };
         if let Some(file) = &app.doc.scenario {
             app.editor = crate::lab::edit::Editor::new(file).ok();
             app.save_path = app.doc.path.clone();
         }
         app.cursor = app.visible().first().copied();
+        app.sync_named();
         if app.doc.runs.len() > 1 {
             let why = failing.map_or_else(
                 || "every run passes".to_owned(),
@@ -301,6 +312,12 @@ impl App {
 
     /// Applies an action; returns the side effects to carry out.
     pub fn update(&mut self, action: Action) -> Vec<Command> {
+        let commands = self.apply(action);
+        self.sync_named();
+        commands
+    }
+
+    fn apply(&mut self, action: Action) -> Vec<Command> {
         match action {
             Action::ScrollDown | Action::ScrollUp | Action::PageDown | Action::PageUp
                 if self.mode == Mode::Help =>
@@ -330,8 +347,9 @@ impl App {
             Action::PrevEffect => self.jump(false, "earlier effect", |t, i, _| {
                 !t.effects_of(i).is_empty()
             }),
-            Action::NextFailure => self.jump(true, "later failure", |_, _, c| c.failed()),
-            Action::PrevFailure => self.jump(false, "earlier failure", |_, _, c| c.failed()),
+            Action::NextFailure => self.step_named(true),
+            Action::PrevFailure => self.step_named(false),
+            Action::SelectVerdict(by) => self.select_verdict(by),
             Action::NextRun => self.switch_run(1),
             Action::PrevRun => self.switch_run(-1),
             Action::FocusNext => self.focus = self.drawn.shift(self.focus, 1),
@@ -455,6 +473,13 @@ impl App {
                 self.search = None;
                 self.info("search cleared".into());
             }
+            Mode::Browse if self.verdict.is_some() => {
+                self.verdict = None;
+                self.info(
+                    "no verdict selected: x / X move between the calls behind every failed verdict"
+                        .into(),
+                );
+            }
             Mode::Browse => self.info("q quits".into()),
             Mode::Typing(Purpose::Field, _) | Mode::PickKind(_) => self.mode = Mode::Edit,
             _ => self.mode = Mode::Browse,
@@ -488,6 +513,12 @@ impl App {
                 self.scroll[2] = line.min(drawn.max_scroll[2]);
             }
             self.follow_effects = false;
+        }
+        if self.follow_verdict {
+            if let Some(line) = drawn.verdict_line {
+                self.scroll[3] = line.min(drawn.max_scroll[3]);
+            }
+            self.follow_verdict = false;
         }
         self.drawn = drawn;
     }

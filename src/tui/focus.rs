@@ -61,6 +61,8 @@ pub struct Drawn {
     pub help_max: u16,
     /// The effect ledger's line of the selected call's first commit, if it has one.
     pub effects_line: Option<u16>,
+    /// The verdict pane's line of the selected verdict, if one is selected.
+    pub verdict_line: Option<u16>,
 }
 
 impl Default for Drawn {
@@ -70,6 +72,7 @@ impl Default for Drawn {
             max_scroll: [u16::MAX; 4],
             help_max: u16::MAX,
             effects_line: None,
+            verdict_line: None,
         }
     }
 }

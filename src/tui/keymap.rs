@@ -82,8 +82,20 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::PrevEffect,
     },
     Binding {
+        keys: "> / <",
+        help: "select a verdict: its reasons and calls",
+        codes: &[KeyCode::Char('>')],
+        action: || Action::SelectVerdict(1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('<')],
+        action: || Action::SelectVerdict(-1),
+    },
+    Binding {
         keys: "x / X",
-        help: "next / previous failure",
+        help: "next / previous call behind the failed (or selected) verdict",
         codes: &[KeyCode::Char('x')],
         action: || Action::NextFailure,
     },

@@ -11,6 +11,9 @@ pub const INJECTED: &str = "◆";
 pub const SELECTED_ONLY: &str = "◇";
 /// Marks a duplicate effect.
 pub const DUPLICATE: &str = "≡";
+/// Marks a call a verdict's reasons name (and, in the verdict pane, the reason that names
+/// the selected call).
+pub const BLAMED: &str = "»";
 /// A passed check.
 pub const PASS: &str = "✓";
 /// A failed check.

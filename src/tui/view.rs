@@ -221,9 +221,12 @@ pub fn drawn(app: &App, area: Rect) -> Drawn {
     if let Some(r) = a.effects {
         max[2] = room(effect_lines, inner(r).1);
     }
+    let mut verdict_line = None;
     if let Some(r) = a.verdicts {
         let (w, h) = inner(r);
-        max[3] = room(panels::verdict_lines(app, w, &theme).len(), h);
+        let (lines, selected) = panels::verdict_shape(app, w, &theme);
+        max[3] = room(lines.len(), h);
+        verdict_line = selected.map(|l| l.min(u16::MAX as usize) as u16);
     }
     Drawn {
         panes,
@@ -233,6 +236,7 @@ pub fn drawn(app: &App, area: Rect) -> Drawn {
             area.height.saturating_sub(2) as usize,
         ),
         effects_line: effects_line.map(|l| l.min(u16::MAX as usize) as u16),
+        verdict_line,
     }
 }
 
@@ -302,6 +306,22 @@ impl App {
             _ => {}
         }
     }
+}
+
+/// A pane title that fits a box `area` wide (between its corners): cut with `…`, keeping the
+/// closing space, so a cut title says it was cut.
+pub(crate) fn fit(title: String, area: Rect) -> String {
+    let room = area.width.saturating_sub(2) as usize;
+    if title.chars().count() <= room {
+        return title;
+    }
+    let mut out: String = title
+        .trim_end()
+        .chars()
+        .take(room.saturating_sub(2))
+        .collect();
+    out.push_str("… ");
+    out
 }
 
 /// A bordered block whose border shows focus.

@@ -83,6 +83,12 @@ pub fn transcript(rel: &str) -> Transcript {
 
 /// Runs the CLI in-process: exit code, stdout, stderr.
 pub fn cli(args: &[&str]) -> (i32, String, String) {
+    cli_for(args, false)
+}
+
+/// [`cli`] as a person at a terminal sees it (`people`: text for people, colour on).
+#[allow(dead_code)]
+pub fn cli_for(args: &[&str], people: bool) -> (i32, String, String) {
     let mut out = Vec::new();
     let mut err = Vec::new();
     let argv: Vec<OsString> = std::iter::once("toolstorm-tui")
@@ -94,7 +100,7 @@ pub fn cli(args: &[&str]) -> (i32, String, String) {
         &mut toolstorm::cli::Io {
             out: &mut out,
             err: &mut err,
-            people: false,
+            people,
         },
     )
     .code()

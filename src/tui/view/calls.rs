@@ -1,6 +1,7 @@
 //! The timeline: one row per invocation — id, virtual start, tool (indented under its parent),
 //! per-tool ordinal, key, status, fault and phase, effect count. Failed calls carry `✗`,
-//! injected faults `◆` and duplicate commits `≡`, so the meaning survives `NO_COLOR`.
+//! injected faults `◆`, duplicate commits `≡` and calls a verdict names `»` (three marks),
+//! so the meaning survives `NO_COLOR`.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Margin, Rect};
@@ -11,8 +12,8 @@ use ratatui::widgets::{
 
 use super::super::app::{App, Focus};
 use super::super::find::search_matches;
-use super::super::theme::{DUPLICATE, FAILED, INJECTED, SELECTED_ONLY, Theme};
-use super::pane;
+use super::super::theme::{BLAMED, DUPLICATE, FAILED, INJECTED, SELECTED_ONLY, Theme};
+use super::{fit, pane};
 use crate::printable::shown;
 use crate::report::{Call, Status};
 use crate::timeline::Timeline;
@@ -133,9 +134,9 @@ impl Columns {
         let digits = |n: u64| n.max(1).ilog10() as usize + 1;
         let id = (digits(calls.last().map_or(1, |c| c.id)) + 1).max(4);
         let ord = digits(calls.iter().map(|c| c.ordinal).max().unwrap_or(1)).max(3);
-        // Always: marks 2, the id and a space, status and a space, fx 3, and a space after
+        // Always: marks 3, the id and a space, status and a space, fx 3, and a space after
         // tool and fault.
-        let base = 2 + id + 1 + status + 1 + 3 + 2;
+        let base = 3 + id + 1 + status + 1 + 3 + 2;
         let mut c = Columns {
             key_title: if lanes { "call" } else { "key" },
             id,
@@ -183,7 +184,7 @@ impl Columns {
     }
 
     fn header(&self) -> String {
-        let mut h = format!("  {:>w$} ", "id", w = self.id);
+        let mut h = format!("   {:>w$} ", "id", w = self.id);
         if self.start {
             h.push_str(&format!("{:>7} ", "start"));
         }
@@ -210,25 +211,32 @@ impl Columns {
     }
 }
 
-fn row<'a>(
-    t: &Timeline,
-    i: usize,
-    cols: &Columns,
-    theme: &Theme,
+/// How a row stands out: selected, matching the search, named by a verdict's reasons.
+#[derive(Clone, Copy)]
+struct RowMarks {
     selected: bool,
     matched: bool,
-) -> Line<'a> {
+    blamed: bool,
+}
+
+fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, m: RowMarks) -> Line<'a> {
+    let RowMarks {
+        selected,
+        matched,
+        blamed,
+    } = m;
     let c = &t.report().calls[i];
     let fx = t.effects_of(i).len();
     let dup = t.commits_duplicate(i);
     let marks = format!(
-        "{}{}",
+        "{}{}{}",
         if c.failed() { FAILED } else { " " },
         match (&c.fault, c.injected) {
             (Some(_), true) => INJECTED,
             (Some(_), false) => SELECTED_ONLY,
             _ => " ",
-        }
+        },
+        if blamed { BLAMED } else { " " }
     );
     let indent = "  ".repeat(t.depth(i).min(6));
     let tool = clip(&format!("{indent}{}", shown(&c.tool)), cols.tool);
@@ -259,7 +267,12 @@ fn row<'a>(
     let fault_style = if c.injected { theme.fault } else { theme.dim };
     let fx_style = if dup { theme.duplicate } else { theme.text };
     let pick = |s: ratatui::style::Style| if selected { s.patch(theme.selected) } else { s };
-    let id_style = if matched { pick(theme.matched) } else { base };
+    let id_style = match (matched, blamed) {
+        (true, _) => pick(theme.matched),
+        (false, true) => pick(theme.failed),
+        (false, false) => base,
+    };
+    let id = format!("{:>w$} ", c.id, w = cols.id);
     let mut spans = vec![
         Span::styled(
             marks,
@@ -269,7 +282,7 @@ fn row<'a>(
                 theme.fault
             }),
         ),
-        Span::styled(format!("{:>w$} ", c.id, w = cols.id), id_style),
+        Span::styled(id, id_style),
     ];
     if cols.start {
         spans.push(Span::styled(
@@ -336,7 +349,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         None if t.is_empty() => " Timeline · no calls ".to_owned(),
         None => format!(" Timeline · {at}/{} ", t.len()),
     };
-    let block = pane(title, app.focus == Focus::Timeline, theme);
+    let block = pane(fit(title, area), app.focus == Focus::Timeline, theme);
     let body = block.inner(area);
     block.render(area, buf);
     if body.height == 0 || body.width == 0 {
@@ -364,7 +377,12 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let matched = term
             .as_deref()
             .is_some_and(|s| search_matches(&t.report().calls[i], s));
-        lines.push(row(t, i, &cols, theme, Some(i) == app.cursor, matched));
+        let marks = RowMarks {
+            selected: Some(i) == app.cursor,
+            matched,
+            blamed: app.named.names(i),
+        };
+        lines.push(row(t, i, &cols, theme, marks));
     }
     Paragraph::new(lines).render(body, buf);
     if visible.len() > rows {

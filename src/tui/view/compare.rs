@@ -11,7 +11,7 @@ use ratatui::widgets::{Clear, Paragraph, Widget};
 use super::super::app::App;
 use super::super::theme::{FAIL, PASS, Theme};
 use super::calls::{clip, fault_text};
-use super::pane;
+use super::{fit, pane};
 use crate::lab::compare::{CallChange, pass_word};
 use crate::printable::shown;
 use crate::report::{Call, Coverage};
@@ -65,7 +65,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         pass_word(diff.passed.0),
         pass_word(diff.passed.1),
     );
-    let block = pane(title, true, theme);
+    let block = pane(fit(title, area), true, theme);
     let inner = block.inner(area);
     block.render(area, buf);
     let mut summary: Vec<Line> = vec![Line::styled(

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::super::app::{App, Focus};
-use super::super::theme::{DUPLICATE, Theme};
+use super::super::theme::{DUPLICATE, FAIL, PASS, Theme};
 use super::text::{highlight, wrap};
 use super::{pane, secs};
 use crate::json::{Value, float::py_repr, pretty};
@@ -17,7 +17,7 @@ use crate::timeline::RuleOutcome;
 
 fn kv<'a>(key: &str, value: String, theme: &Theme) -> Line<'a> {
     Line::from(vec![
-        Span::styled(format!("{key:<9}"), theme.dim),
+        Span::styled(format!("{key:<8} "), theme.dim),
         Span::raw(value),
     ])
 }
@@ -115,6 +115,29 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             ),
         ]));
     }
+    // The verdicts that name this call (the selected one, or every failed one), and why.
+    let blamed: Vec<Line<'static>> = app
+        .named
+        .reasons
+        .iter()
+        .filter(|(_, r)| r.calls.contains(&c.id))
+        .filter_map(|(k, r)| {
+            let check = app.tab().checks.get(*k)?;
+            Some(Line::from(vec![
+                Span::styled(format!("{:<8} ", "verdict"), theme.dim),
+                Span::styled(
+                    format!(
+                        "{} {}: ",
+                        if check.passed { PASS } else { FAIL },
+                        check.name
+                    ),
+                    if check.passed { theme.ok } else { theme.failed },
+                ),
+                Span::raw(r.text.clone()),
+            ]))
+        })
+        .collect();
+    out.extend(blamed);
     let decisions = t.decisions(index);
     if !decisions.is_empty() {
         out.push(Line::styled(

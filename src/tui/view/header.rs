@@ -60,17 +60,40 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             theme.dim,
         ));
     }
-    spans.push(Span::styled(
-        format!(" · {}", printable::quoted(&app.doc.name())),
-        theme.text,
-    ));
     if report.budget_rejections > 0 {
         spans.push(Span::styled(
             format!(" · {} refused", report.budget_rejections),
             theme.failed,
         ));
     }
+    // The file name last, cut with `…` to what is left of the line.
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let room = (area.width as usize).saturating_sub(used + 3);
+    let name = printable::quoted(&app.doc.name()).into_owned();
+    let base = name.rsplit('/').next().unwrap_or(&name).to_owned();
+    let shown = if name.chars().count() <= room {
+        Some(name)
+    } else if base.chars().count() <= room || room >= 8 {
+        Some(clip_start(&base, room))
+    } else {
+        None
+    };
+    if let Some(shown) = shown {
+        spans.push(Span::styled(format!(" · {shown}"), theme.text));
+    }
     Line::from(spans).render(area, buf);
+}
+
+/// The end of `s` in `width` characters, the cut marked with `…` (a path keeps its file name).
+fn clip_start(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_owned();
+    }
+    let keep = width.saturating_sub(1);
+    std::iter::once('…')
+        .chain(s.chars().skip(n - keep))
+        .collect()
 }
 
 /// The contract a verdict comes from, in a word or two (the Verdicts pane names it in full).

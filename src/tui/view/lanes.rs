@@ -12,7 +12,7 @@ use ratatui::widgets::Widget;
 use super::super::app::App;
 use super::super::theme::Theme;
 use super::calls::clip;
-use super::pane;
+use super::{fit, pane};
 
 /// Most lanes shown.
 pub const MAX_ROWS: usize = 10;
@@ -54,7 +54,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         " Batch lanes · {} · ┆ deadline ▌ answered ╌ late work ",
         answered.join(" · ")
     );
-    let block = pane(title, false, theme);
+    let block = pane(fit(title, area), false, theme);
     let body = block.inner(area);
     block.render(area, buf);
     if body.width < 30 || body.height == 0 {

@@ -9,7 +9,7 @@ use ratatui::widgets::{Clear, Paragraph, Widget, Wrap};
 
 use super::super::app::App;
 use super::super::theme::Theme;
-use super::pane;
+use super::{fit, pane};
 use crate::printable;
 use crate::scenario_fields::Story;
 
@@ -85,7 +85,7 @@ fn draw(title: String, lines: Vec<Line<'static>>, area: Rect, buf: &mut Buffer, 
     Clear.render(r, buf);
     Paragraph::new(wrapped)
         .wrap(Wrap { trim: false })
-        .block(pane(title, true, theme))
+        .block(pane(fit(title, r), true, theme))
         .render(r, buf);
 }
 

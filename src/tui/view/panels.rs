@@ -8,10 +8,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
 use super::super::app::{App, Focus};
-use super::super::theme::{DUPLICATE, FAIL, PASS, Theme};
+use super::super::named::display_order;
+use super::super::theme::{BLAMED, DUPLICATE, FAIL, PASS, Theme};
 use super::calls::clip;
 use super::text::wrap;
-use super::{pane, secs};
+use super::{fit, pane, secs};
 use crate::printable::shown;
 
 fn step_label(app: &App) -> String {
@@ -62,7 +63,7 @@ pub fn coverage_lines(app: &App, w: usize, theme: &Theme) -> Vec<Line<'static>> 
 pub fn render_coverage(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let lines = coverage_lines(app, area.width.saturating_sub(2) as usize, theme);
     let block = pane(
-        format!(" Coverage {} ", step_label(app)),
+        fit(format!(" Coverage {} ", step_label(app)), area),
         app.focus == Focus::Coverage,
         theme,
     );
@@ -168,19 +169,25 @@ pub fn render_effects(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     } else {
         format!(" Effects {} · {commits} ", step_label(app))
     };
-    let block = pane(title, app.focus == Focus::Effects, theme);
+    let block = pane(fit(title, area), app.focus == Focus::Effects, theme);
     Paragraph::new(lines)
         .block(block)
         .scroll((app.scroll[2], 0))
         .render(area, buf);
 }
 
-/// Verdict lines for a pane `w` columns wide (wrapped, never cut), as of the cursor.
+/// Verdict lines for a pane `w` columns wide (wrapped, never cut), as of the cursor; with a
+/// verdict selected, the whole run's verdicts with the selected one's reasons under it.
 pub fn verdict_lines(app: &App, w: usize, theme: &Theme) -> Vec<Line<'static>> {
+    verdict_shape(app, w, theme).0
+}
+
+/// [`verdict_lines`], and the line of the selected verdict.
+pub fn verdict_shape(app: &App, w: usize, theme: &Theme) -> (Vec<Line<'static>>, Option<usize>) {
     let tab = app.tab();
     let t = &tab.timeline;
-    let at_end = app.cursor.is_none_or(|c| c + 1 >= t.len());
-    let checks = if at_end {
+    let whole = app.verdict.is_some() || app.cursor.is_none_or(|c| c + 1 >= t.len());
+    let checks = if whole {
         tab.checks.clone()
     } else {
         t.verdicts_at(app.cursor, tab.max_calls)
@@ -189,27 +196,50 @@ pub fn verdict_lines(app: &App, w: usize, theme: &Theme) -> Vec<Line<'static>> {
         format!("contract: {}", tab.contract),
         theme.dim,
     )];
-    // Failures first: they are why the verdict is what it is.
-    let ordered = checks
-        .iter()
-        .filter(|c| !c.passed)
-        .chain(checks.iter().filter(|c| c.passed));
-    lines.extend(ordered.map(|c| {
-        Line::from(vec![
+    let here = app.selected().map(|c| c.id);
+    let mut selected_line = None;
+    for i in display_order(&checks) {
+        let c = &checks[i];
+        let chosen = app.verdict == Some(i);
+        if chosen {
+            selected_line = Some(wrap(lines.clone(), w).len());
+        }
+        let pick = |s: ratatui::style::Style| if chosen { s.patch(theme.selected) } else { s };
+        lines.push(Line::from(vec![
             Span::styled(
                 if c.passed { PASS } else { FAIL },
-                if c.passed { theme.ok } else { theme.failed },
+                pick(if c.passed { theme.ok } else { theme.failed }),
             ),
-            Span::raw(format!(" {}: {}", c.name, c.detail)),
-        ])
-    }));
-    if !at_end {
+            Span::styled(format!(" {}: {}", c.name, c.detail), pick(theme.text)),
+        ]));
+        if chosen {
+            let reasons: Vec<&crate::document::explain::Reason> = app
+                .named
+                .reasons
+                .iter()
+                .filter(|(k, _)| *k == i)
+                .map(|(_, r)| r)
+                .collect();
+            if reasons.is_empty() {
+                lines.push(Line::styled("  (names no call)", theme.dim));
+            }
+            for r in reasons {
+                // The reason that names the selected call stands out.
+                let at_cursor = here.is_some_and(|id| r.calls.contains(&id));
+                lines.push(Line::styled(
+                    format!("  {} {}", if at_cursor { BLAMED } else { "↳" }, r.text),
+                    if at_cursor { theme.title } else { theme.text },
+                ));
+            }
+        }
+    }
+    if !whole {
         lines.push(Line::styled(
-            "(as of this step; the whole run's verdict is at the last step)",
+            "(as of this step; the whole run's verdict is at the last step; > selects one)",
             theme.dim,
         ));
     }
-    wrap(lines, w)
+    (wrap(lines, w), selected_line)
 }
 
 /// Draws the verdicts.
@@ -217,12 +247,16 @@ pub fn render_verdicts(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let t = &app.tab().timeline;
     let at_end = app.cursor.is_none_or(|c| c + 1 >= t.len());
     let lines = verdict_lines(app, area.width.saturating_sub(2) as usize, theme);
-    let title = if at_end {
+    let title = if let Some(v) = app.verdict {
+        let order = display_order(&app.tab().checks);
+        let pos = order.iter().position(|&i| i == v).map_or(0, |p| p + 1);
+        format!(" Verdicts · {pos} of {} · x/X its calls ", order.len())
+    } else if at_end {
         " Verdicts · whole run ".to_owned()
     } else {
         format!(" Verdicts {} ", step_label(app))
     };
-    let block = pane(title, app.focus == Focus::Verdicts, theme);
+    let block = pane(fit(title, area), app.focus == Focus::Verdicts, theme);
     Paragraph::new(lines)
         .block(block)
         .scroll((app.scroll[3], 0))

@@ -9,7 +9,7 @@ use ratatui::widgets::{Clear, Paragraph, Widget};
 use super::super::app::App;
 use super::super::theme::{FAIL, FAILED, INJECTED, PASS, Theme};
 use super::calls::clip;
-use super::pane;
+use super::{fit, pane};
 use crate::contract::verdict;
 use crate::printable::shown;
 
@@ -53,7 +53,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             ));
         }
         Paragraph::new(lines)
-            .block(pane(title, i == app.run, theme))
+            .block(pane(fit(title, *col), i == app.run, theme))
             .render(*col, buf);
     }
 }

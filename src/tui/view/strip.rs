@@ -7,7 +7,7 @@ use ratatui::widgets::Widget;
 
 use super::super::app::App;
 use super::super::theme::Theme;
-use super::{pane, secs};
+use super::{fit, pane, secs};
 use crate::json::Text;
 use crate::printable::shown;
 
@@ -26,7 +26,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         "Virtual time"
     };
     let title = format!(" {clock} · 0s … {} ", secs(total));
-    let block = pane(title, false, theme);
+    let block = pane(fit(title, area), false, theme);
     let body = block.inner(area);
     block.render(area, buf);
     let lanes = lanes(app);
