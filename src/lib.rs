@@ -136,6 +136,7 @@ pub mod report;
 pub mod rule;
 pub mod scenario_fields;
 pub mod storm;
+pub mod summary;
 pub mod timeline;
 #[cfg(feature = "tui")]
 pub mod tui;

@@ -150,7 +150,7 @@ impl Timeline {
     }
 
     /// Whether rule `rule` applies to the call at `index`.
-    fn eligible(&self, index: usize, rule: usize) -> bool {
+    pub fn eligible(&self, index: usize, rule: usize) -> bool {
         let (Some(call), Some(&row)) = (self.report.calls.get(index), self.row_of_call.get(index))
         else {
             return false;

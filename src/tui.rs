@@ -11,6 +11,7 @@ pub mod approval;
 pub mod blame;
 pub mod copy;
 pub mod event;
+pub mod filter;
 pub mod find;
 pub mod focus;
 pub mod keymap;
@@ -18,6 +19,7 @@ pub mod named;
 pub mod prompt;
 pub mod runner;
 pub mod runtime;
+pub mod summary;
 pub mod theme;
 pub mod view;
 

@@ -227,9 +227,14 @@ fn messages_replace_each_other_and_expire() {
         dispatch(&mut app, Action::Tick);
     }
     assert!(!app.status.is_empty());
-    // A long message can be read whole.
+    // A long message can be read whole, with the ones before it.
     type_keys(&mut app, "m");
-    assert!(matches!(&app.mode, Mode::Show(title, _) if title == "Message"));
+    assert!(
+        matches!(&app.mode, Mode::Show(title, text) if title.starts_with("Messages")
+            && text.lines().next().is_some_and(|l| l.contains("no call"))),
+        "{:?}",
+        app.mode
+    );
     type_keys(&mut app, "x");
     assert_eq!(app.mode, Mode::Browse);
 }
@@ -579,4 +584,149 @@ fn every_verdict_of_the_retry_storm_leads_to_its_calls() {
     assert_eq!(app.cursor, Some(1), "call #2 advertised the wait");
     type_keys(&mut app, "x");
     assert_eq!(app.cursor, Some(2), "call #3 retried too soon");
+}
+
+#[test]
+fn the_summary_gives_the_shape_of_a_real_sized_run_and_enter_filters_to_a_row() {
+    let mut app = fixture("api/large_public_10000.cassette.json");
+    type_keys(&mut app, "T");
+    assert!(matches!(app.mode, Mode::Summary(_)), "{:?}", app.mode);
+    let screen = text(&mut app, 120, 36);
+    assert!(
+        screen.contains("Summary · 10000 calls · 1119 duplicate commits · sorted by calls"),
+        "{screen}"
+    );
+    // Sort by duplicate commits (four columns right of calls): the tools that duplicated lead.
+    type_keys(&mut app, "lllll");
+    let Mode::Summary(cursor) = app.mode else {
+        panic!("summary closed")
+    };
+    let rows = app.summary_rows(&cursor);
+    let tools: Vec<(&str, u64)> = rows
+        .iter()
+        .filter(|r| r.kind == toolstorm::summary::RowKind::Tool)
+        .map(|r| (r.name.as_str(), r.duplicates))
+        .collect();
+    assert_eq!(tools[0], ("create_shipment", 561));
+    assert_eq!(tools[1], ("notify", 558));
+    let dups: u64 = tools.iter().map(|t| t.1).sum();
+    assert_eq!(dups, app.timeline().report().duplicate_effects() as u64);
+    let screen = text(&mut app, 120, 36);
+    assert!(screen.contains("dups▼"), "{screen}");
+    insta::assert_snapshot!("summary_large_by_duplicates_120x36", screen);
+    // `r` reverses, Enter filters the timeline to the selected row and closes.
+    type_keys(&mut app, "rr\n");
+    assert_eq!(app.mode, Mode::Browse);
+    assert_eq!(app.filter.as_deref(), Some("tool:create_shipment"));
+    assert_eq!(app.visible().len(), 3281);
+    // A rule's row filters to the calls it was eligible for.
+    type_keys(&mut app, "T");
+    let Mode::Summary(cursor) = app.mode else {
+        panic!("summary")
+    };
+    let rows = app.summary_rows(&cursor);
+    let at = rows
+        .iter()
+        .position(|r| r.kind == toolstorm::summary::RowKind::Rule && r.name == "stale")
+        .expect("rule row");
+    for _ in 0..at {
+        type_keys(&mut app, "j");
+    }
+    type_keys(&mut app, "\n");
+    assert_eq!(app.filter.as_deref(), Some("eligible:stale"));
+    assert_eq!(app.visible().len(), 3);
+}
+
+#[test]
+fn filters_take_field_terms_and_combine_them() {
+    let mut app = fixture("api/large_public_10000.cassette.json");
+    type_keys(&mut app, "\\status:error tool:create_*\n");
+    let calls = &app.timeline().report().calls;
+    let want = calls
+        .iter()
+        .filter(|c| c.failed() && c.tool == "create_shipment")
+        .count();
+    assert_eq!(app.visible().len(), want);
+    assert_eq!(want, 707);
+    // is:dup keeps the calls that committed a duplicate; d / D move between them unfiltered.
+    type_keys(&mut app, "\\");
+    dispatch(&mut app, Action::Cancel);
+    type_keys(&mut app, "\\is:dup\n");
+    let t = app.timeline();
+    let dup_calls: Vec<usize> = (0..t.len()).filter(|&i| t.commits_duplicate(i)).collect();
+    assert_eq!(app.visible(), dup_calls);
+    // An unknown field is refused in words, and hides nothing.
+    type_keys(&mut app, "\\");
+    dispatch(&mut app, Action::Cancel);
+    type_keys(&mut app, "\\colour:red\n");
+    assert_eq!(app.status_kind, StatusKind::Error);
+    assert!(app.status.contains("no field colour:"), "{}", app.status);
+    assert_eq!(app.visible().len(), 10_000);
+}
+
+#[test]
+fn d_moves_to_the_next_duplicate_commit() {
+    let mut app = open("cassettes/incident.json");
+    assert_eq!(app.cursor, Some(0));
+    type_keys(&mut app, "d");
+    assert_eq!(app.cursor, Some(2), "call #3 committed the second shipment");
+    type_keys(&mut app, "d");
+    assert_eq!(app.cursor, Some(2));
+    assert!(
+        app.status.contains("no later duplicate commit"),
+        "{}",
+        app.status
+    );
+    type_keys(&mut app, "gD");
+    assert_eq!(app.cursor, Some(0));
+}
+
+#[test]
+fn m_shows_the_recent_messages_newest_first() {
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, ":9\n"); // an error
+    type_keys(&mut app, ":2\n"); // information
+    type_keys(&mut app, "m");
+    let Mode::Show(title, text) = &app.mode else {
+        panic!("{:?}", app.mode)
+    };
+    assert!(title.starts_with("Messages · the last"), "{title}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("call #2 of 3"), "{text}");
+    assert!(lines[1].contains("no call \"9\""), "{text}");
+}
+
+#[test]
+fn number_keys_focus_panes_and_zoom_one_the_screen_cannot_show() {
+    let mut app = open("cassettes/incident.json");
+    draw(&mut app, 120, 40);
+    type_keys(&mut app, "5");
+    assert_eq!(app.focus, Focus::Verdicts);
+    assert!(!app.zoom);
+    type_keys(&mut app, "2");
+    assert_eq!(app.focus, Focus::Details);
+    type_keys(&mut app, "1");
+    assert_eq!(app.focus, Focus::Timeline);
+    // At 40x10 the bottom panes are not drawn: 4 zooms the effect ledger.
+    draw(&mut app, 40, 10);
+    type_keys(&mut app, "4");
+    assert_eq!(app.focus, Focus::Effects);
+    assert!(app.zoom, "{}", app.status);
+    let screen = text(&mut app, 40, 10);
+    assert!(screen.contains("Effects"), "{screen}");
+}
+
+#[test]
+fn search_scrolls_details_to_the_match_and_details_says_where_it_is() {
+    let mut app = fixture("api/large_public_10000.cassette.json");
+    // A short Details pane: the payloads do not fit.
+    let screen = text(&mut app, 120, 24);
+    assert!(screen.contains("Details · lines 1–"), "{screen}");
+    let (first, _) = (app.scroll[0], ());
+    assert_eq!(first, 0);
+    type_keys(&mut app, "/AMS-01\n");
+    let screen = text(&mut app, 120, 24);
+    // The highlighted match is on screen in Details (the timeline shows no payloads).
+    assert!(screen.contains("\"warehouse\": \"AMS-01\""), "{screen}");
+    assert!(app.scroll[0] > 0, "Details scrolled to the match: {screen}");
 }

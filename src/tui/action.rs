@@ -35,6 +35,18 @@ pub enum Action {
     NextFailure,
     /// Select the next (`1`) or previous (`-1`) verdict.
     SelectVerdict(isize),
+    /// Focus a pane by its number in Tab order (0: the timeline).
+    FocusPane(usize),
+    /// Next call that committed a duplicate effect.
+    NextDuplicate,
+    /// Previous call that committed a duplicate effect.
+    PrevDuplicate,
+    /// Open or close the summary of the whole run.
+    ToggleSummary,
+    /// In the summary: sort by the next (`1`) or previous (`-1`) column.
+    SortBy(isize),
+    /// In the summary: reverse the order.
+    ReverseSort,
     /// Previous call behind the selected verdict (or any failed one).
     PrevFailure,
     /// Next run of a comparison.

@@ -35,6 +35,19 @@ pub enum Mode {
     Confirm(Question),
     /// Showing a text (a copied call, the command that reproduces the run) until a key.
     Show(String, String),
+    /// The summary of the whole run (per tool and per rule), with its selection.
+    Summary(SummaryCursor),
+}
+
+/// The summary table's selection and order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SummaryCursor {
+    /// Selected row (in sorted order).
+    pub row: usize,
+    /// The column rows are sorted by (index into [`crate::summary::Column::ALL`]).
+    pub column: usize,
+    /// Sorted the other way round.
+    pub reverse: bool,
 }
 
 /// What typed text is for.
@@ -56,7 +69,7 @@ impl Purpose {
     /// The prompt shown before the text.
     pub fn prompt(self) -> &'static str {
         match self {
-            Purpose::Filter => "filter (tool, status or rule): ",
+            Purpose::Filter => "filter (word, tool:, status:, rule:, key:, is:dup…): ",
             Purpose::Search => "search: ",
             Purpose::Jump => "jump to call #",
             Purpose::Field => "edit: ",
@@ -107,6 +120,9 @@ pub enum StatusKind {
     /// A problem (stays until something replaces it).
     Error,
 }
+
+/// Messages the log keeps (`m` shows them, newest last).
+pub const MESSAGE_LOG: usize = 50;
 
 /// Seconds an information message stays on the status line.
 pub const MESSAGE_SECONDS: u16 = 6;
@@ -174,6 +190,10 @@ pub struct App {
     pub verdict: Option<usize>,
     /// Set when the verdict pane should bring the selected verdict into view.
     pub follow_verdict: bool,
+    /// Set when Details should scroll to the search match of the selected call.
+    pub follow_match: bool,
+    /// The recent status messages, oldest first (`m` shows them).
+    pub messages: Vec<String>,
     /// The reasons and calls behind the selected (or the failed) verdicts.
     pub named: super::named::Named,
 }
@@ -213,6 +233,8 @@ impl App {
             last_edit: None,
             verdict: None,
             follow_verdict: false,
+            follow_match: false,
+            messages: Vec::new(),
             named: super::named::Named::default(),
         };
         if let Some(file) = &app.doc.scenario {
@@ -273,13 +295,26 @@ impl App {
         }
     }
 
+    /// Keeps `text` in the message log (the last [`MESSAGE_LOG`]).
+    fn log(&mut self, text: &str) {
+        if text.is_empty() || self.messages.last().is_some_and(|m| m == text) {
+            return;
+        }
+        if self.messages.len() == MESSAGE_LOG {
+            self.messages.remove(0);
+        }
+        self.messages.push(text.to_owned());
+    }
+
     pub(super) fn info(&mut self, text: String) {
+        self.log(&text);
         self.status = text;
         self.status_kind = StatusKind::Info;
         self.status_age = 0;
     }
 
     pub(super) fn error(&mut self, text: String) {
+        self.log(&text);
         self.status = text;
         self.status_kind = StatusKind::Error;
         self.status_age = 0;
@@ -352,6 +387,7 @@ impl App {
             Action::SelectVerdict(by) => self.select_verdict(by),
             Action::NextRun => self.switch_run(1),
             Action::PrevRun => self.switch_run(-1),
+            Action::FocusPane(n) => self.focus_pane(n),
             Action::FocusNext => self.focus = self.drawn.shift(self.focus, 1),
             Action::FocusPrev => self.focus = self.drawn.shift(self.focus, -1),
             Action::ScrollDown => self.scroll_pane(self.focus, 1),
@@ -375,10 +411,14 @@ impl App {
             }
             Action::ToggleStory => self.story = !self.story,
             Action::ShowMessage => {
-                if self.status.is_empty() {
-                    self.info("no message to show".into());
+                if self.messages.is_empty() {
+                    self.info("no message yet".into());
                 } else {
-                    self.mode = Mode::Show("Message".into(), self.status.clone());
+                    let title =
+                        format!("Messages · the last {}, newest first", self.messages.len());
+                    let newest: Vec<&str> =
+                        self.messages.iter().rev().map(String::as_str).collect();
+                    self.mode = Mode::Show(title, newest.join("\n"));
                 }
             }
             Action::CopyCall => return self.copy_call(),
@@ -459,6 +499,17 @@ impl App {
             {
                 self.mode = Mode::Browse;
             }
+            Action::ToggleSummary => self.toggle_summary(),
+            Action::Pick(by) if matches!(self.mode, Mode::Summary(_)) => self.summary_move(by),
+            Action::SortBy(by) => self.summary_sort(by),
+            Action::ReverseSort => self.summary_reverse(),
+            Action::Submit if matches!(self.mode, Mode::Summary(_)) => self.summary_filter(),
+            Action::NextDuplicate => self.jump(true, "later duplicate commit", |t, i, _| {
+                t.commits_duplicate(i)
+            }),
+            Action::PrevDuplicate => self.jump(false, "earlier duplicate commit", |t, i, _| {
+                t.commits_duplicate(i)
+            }),
             other => return self.update_runner(other),
         }
         Vec::new()
@@ -483,6 +534,22 @@ impl App {
             Mode::Browse => self.info("q quits".into()),
             Mode::Typing(Purpose::Field, _) | Mode::PickKind(_) => self.mode = Mode::Edit,
             _ => self.mode = Mode::Browse,
+        }
+    }
+
+    /// `1`–`5`: focuses a pane; one this size does not show is zoomed to the whole screen.
+    fn focus_pane(&mut self, n: usize) {
+        let Some(&pane) = Focus::ORDER.get(n) else {
+            return;
+        };
+        self.focus = pane;
+        if !self.zoom && !self.drawn.panes.contains(&pane) {
+            self.zoom = true;
+            self.info(format!(
+                "{}: zoomed (the terminal is too small to show it beside the others); z or Esc \
+                 goes back",
+                pane.label()
+            ));
         }
     }
 
@@ -514,6 +581,12 @@ impl App {
             }
             self.follow_effects = false;
         }
+        if self.follow_match {
+            // A match a line or two below the top reads in its context.
+            let line = drawn.match_line.unwrap_or(0).saturating_sub(1);
+            self.scroll[0] = line.min(drawn.max_scroll[0]);
+            self.follow_match = false;
+        }
         if self.follow_verdict {
             if let Some(line) = drawn.verdict_line {
                 self.scroll[3] = line.min(drawn.max_scroll[3]);
@@ -541,6 +614,9 @@ impl App {
     }
 
     pub(super) fn apply_filter(&mut self, filter: Option<String>) {
+        if let Some(Err(why)) = filter.as_deref().map(super::filter::Filter::parse) {
+            self.error(why);
+        }
         self.filter = filter;
         let visible = self.visible();
         if let Some(c) = self.cursor

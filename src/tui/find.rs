@@ -1,21 +1,12 @@
-//! Finding calls: the filter (hides what does not match), the search (highlights what matches
+//! Finding calls: the filter (hides what does not match; its language is
+//! [`super::filter`]), the search (highlights what matches
 //! — call ids, keys, tools, statuses, rules, argument and output text — and `n`/`N` move
 //! between matches) and the jump to a call id. Matching is case-insensitive.
 
 use super::app::{App, Mode, Purpose};
+use super::filter::Filter;
 use crate::json::canonical;
 use crate::report::Call;
-
-/// Whether `call` passes the timeline filter `f` (lower-case): tool, status or rule.
-pub fn filter_matches(call: &Call, f: &str) -> bool {
-    f.is_empty()
-        || call.tool.to_lossy().to_lowercase().contains(f)
-        || call.status.as_str().contains(f)
-        || call
-            .fault
-            .as_ref()
-            .is_some_and(|n| n.to_lossy().to_lowercase().contains(f))
-}
 
 /// Whether `call` matches the search `term` (lower-case) anywhere a person would look.
 pub fn search_matches(call: &Call, term: &str) -> bool {
@@ -40,17 +31,21 @@ pub fn search_matches(call: &Call, term: &str) -> bool {
 }
 
 impl App {
-    /// Indices of the calls the timeline shows (after the filter).
+    /// Indices of the calls the timeline shows (after the filter; a filter that does not
+    /// parse hides nothing, and [`App::apply_filter`] says why).
     pub fn visible(&self) -> Vec<usize> {
-        let calls = &self.timeline().report().calls;
-        let filter = self.filter.as_deref().map(str::to_lowercase);
-        (0..calls.len())
-            .filter(|&i| {
-                filter
-                    .as_deref()
-                    .is_none_or(|f| filter_matches(&calls[i], f))
-            })
-            .collect()
+        let t = self.timeline();
+        let filter = self
+            .filter
+            .as_deref()
+            .and_then(|f| Filter::parse(f).ok())
+            .filter(|f| !f.is_empty());
+        match filter {
+            None => (0..t.len()).collect(),
+            Some(f) => (0..t.len())
+                .filter(|&i| f.matches(t, i, self.named.names(i)))
+                .collect(),
+        }
     }
 
     /// Moves to the next (or previous) call matching the search, wrapping around.
@@ -95,6 +90,7 @@ impl App {
         };
         let n = matches.iter().position(|&i| i == target).unwrap_or(0) + 1;
         self.move_to(Some(target), "match");
+        self.follow_match = true;
         self.info(format!(
             "match {n} of {} · n / N next / previous",
             matches.len()

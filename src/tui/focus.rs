@@ -63,6 +63,8 @@ pub struct Drawn {
     pub effects_line: Option<u16>,
     /// The verdict pane's line of the selected verdict, if one is selected.
     pub verdict_line: Option<u16>,
+    /// The details pane's first line holding the search term, if any.
+    pub match_line: Option<u16>,
 }
 
 impl Default for Drawn {
@@ -73,6 +75,7 @@ impl Default for Drawn {
             help_max: u16::MAX,
             effects_line: None,
             verdict_line: None,
+            match_line: None,
         }
     }
 }

@@ -82,6 +82,24 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::PrevEffect,
     },
     Binding {
+        keys: "d / D",
+        help: "next / previous duplicate commit",
+        codes: &[KeyCode::Char('d')],
+        action: || Action::NextDuplicate,
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('D')],
+        action: || Action::PrevDuplicate,
+    },
+    Binding {
+        keys: "T",
+        help: "summary of the run: per tool and rule (Enter filters)",
+        codes: &[KeyCode::Char('T')],
+        action: || Action::ToggleSummary,
+    },
+    Binding {
         keys: "> / <",
         help: "select a verdict: its reasons and calls",
         codes: &[KeyCode::Char('>')],
@@ -160,6 +178,36 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::FocusPrev,
     },
     Binding {
+        keys: "1 … 5",
+        help: "focus timeline, details, coverage, effects, verdicts",
+        codes: &[KeyCode::Char('1')],
+        action: || Action::FocusPane(0),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('2')],
+        action: || Action::FocusPane(1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('3')],
+        action: || Action::FocusPane(2),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('4')],
+        action: || Action::FocusPane(3),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('5')],
+        action: || Action::FocusPane(4),
+    },
+    Binding {
         keys: "J / K",
         help: "scroll the focused pane",
         codes: &[KeyCode::Char('J')],
@@ -197,7 +245,7 @@ pub const BROWSE: &[Binding] = &[
     },
     Binding {
         keys: "m",
-        help: "the last message, whole",
+        help: "the recent messages, newest first",
         codes: &[KeyCode::Char('m')],
         action: || Action::ShowMessage,
     },
@@ -436,6 +484,16 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             _ => None,
         },
         Mode::Show(..) => Some(Action::Back),
+        Mode::Summary(_) => match key.code {
+            KeyCode::Char('j') | KeyCode::Down => Some(Action::Pick(1)),
+            KeyCode::Char('k') | KeyCode::Up => Some(Action::Pick(-1)),
+            KeyCode::Char('l') | KeyCode::Right | KeyCode::Tab => Some(Action::SortBy(1)),
+            KeyCode::Char('h') | KeyCode::Left | KeyCode::BackTab => Some(Action::SortBy(-1)),
+            KeyCode::Char('r') => Some(Action::ReverseSort),
+            KeyCode::Enter => Some(Action::Submit),
+            KeyCode::Esc | KeyCode::Char('T') | KeyCode::Char('q') => Some(Action::ToggleSummary),
+            _ => None,
+        },
         Mode::Edit => find(EDITOR, key.code).or_else(|| find(RUNNER, key.code)),
         Mode::Help => match key.code {
             KeyCode::Char('?') | KeyCode::Esc | KeyCode::Char('q') => Some(Action::ToggleHelp),

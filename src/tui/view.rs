@@ -22,6 +22,7 @@ mod overlay;
 mod panels;
 mod policies;
 mod strip;
+mod summary;
 pub(crate) mod text;
 
 use ratatui::buffer::Buffer;
@@ -209,9 +210,14 @@ pub fn drawn(app: &App, area: Rect) -> Drawn {
         .filter(|f| *f != Focus::Details || app.screen == Screen::Explore)
         .collect();
     let mut max = [0u16; 4];
+    let mut match_line = None;
     if let Some(r) = a.details {
         let (w, h) = inner(r);
         max[0] = room(details::wrapped(app, w, &theme).len(), h);
+        if app.follow_match {
+            match_line =
+                details::match_line(app, w, &theme).map(|l| l.min(u16::MAX as usize) as u16);
+        }
     }
     if let Some(r) = a.coverage {
         let (w, h) = inner(r);
@@ -237,6 +243,7 @@ pub fn drawn(app: &App, area: Rect) -> Drawn {
         ),
         effects_line: effects_line.map(|l| l.min(u16::MAX as usize) as u16),
         verdict_line,
+        match_line,
     }
 }
 
@@ -298,6 +305,13 @@ impl App {
         }
         if self.story {
             overlay::story(self, area, buf, theme);
+        }
+        if let Mode::Summary(c) = &self.mode {
+            let main = match a.details {
+                Some(d) if !self.zoom => a.timeline.union(d),
+                _ => a.timeline,
+            };
+            summary::render(self, c, main, buf, theme);
         }
         header::render_status(self, a.status, buf, theme);
         match &self.mode {

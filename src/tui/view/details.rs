@@ -10,7 +10,7 @@ use ratatui::widgets::{Paragraph, Widget};
 use super::super::app::{App, Focus};
 use super::super::theme::{DUPLICATE, FAIL, PASS, Theme};
 use super::text::{highlight, wrap};
-use super::{pane, secs};
+use super::{fit, pane, secs};
 use crate::json::{Value, float::py_repr, pretty};
 use crate::printable::{printable, shown};
 use crate::timeline::RuleOutcome;
@@ -436,11 +436,35 @@ pub fn wrapped(app: &App, width: usize, theme: &Theme) -> Vec<Line<'static>> {
     wrap(out, width)
 }
 
-/// Draws the details pane.
+/// The first wrapped line (of a pane `width` wide) holding the search term, if any.
+pub fn match_line(app: &App, width: usize, theme: &Theme) -> Option<usize> {
+    let term = app.search.as_deref()?.to_lowercase();
+    if term.is_empty() {
+        return None;
+    }
+    wrapped(app, width, theme).iter().position(|l| {
+        let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+        text.to_lowercase().contains(&term)
+    })
+}
+
+/// Draws the details pane; the title says which lines show when they do not all fit.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
-    let block = pane(" Details ".into(), app.focus == Focus::Details, theme);
-    let width = block.inner(area).width as usize;
-    Paragraph::new(wrapped(app, width, theme))
+    let width = area.width.saturating_sub(2) as usize;
+    let height = area.height.saturating_sub(2) as usize;
+    let lines = wrapped(app, width, theme);
+    let title = if lines.len() > height && height > 0 {
+        let first = app.scroll[0] as usize + 1;
+        let last = (app.scroll[0] as usize + height).min(lines.len());
+        format!(
+            " Details · lines {first}–{last} of {} · J/K scroll ",
+            lines.len()
+        )
+    } else {
+        " Details ".to_owned()
+    };
+    let block = pane(fit(title, area), app.focus == Focus::Details, theme);
+    Paragraph::new(lines)
         .block(block)
         .scroll((app.scroll[0], 0))
         .render(area, buf);

@@ -113,6 +113,7 @@ fn hints(app: &App) -> &'static str {
         (Mode::Help, _) => "j/k scroll · Esc or ? close",
         (Mode::Edit, _) => "↑↓ rule · ←→ field · Enter edit · a add · D delete · u undo · i close",
         (Mode::Show(..), _) => "any key closes",
+        (Mode::Summary(_), _) => "j/k row · ←→ sort · r reverse · Enter filter · Esc close",
         (_, true) => "? keys · q quit · j/k step · / search · i rules · R rerun · W write",
         (_, false) => {
             "? keys · q quit · j/k step · / search · : jump · z zoom · f fault · e effect"
