@@ -88,6 +88,11 @@ pub fn shown(t: &Text) -> String {
     out
 }
 
+/// `1 call`, `2 calls`: a count with its noun, singular for one.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -165,7 +165,7 @@ fn the_kind_field_offers_the_six_kinds() {
     type_keys(&mut app, "i");
     assert_eq!(app.mode, Mode::Edit);
     // Field 3 is the kind.
-    type_keys(&mut app, "ll\n");
+    type_keys(&mut app, "jj\n");
     assert!(matches!(app.mode, Mode::PickKind(_)), "{:?}", app.mode);
     let screen = text(&mut app, 120, 40);
     for kind in [
@@ -193,7 +193,7 @@ fn editing_a_probability_says_the_scenario_overrides_it() {
     // Before: the edit silently did nothing (every bundled scenario sets `probability`).
     let mut app = open("scenarios/lost_ack.json");
     type_keys(&mut app, "i");
-    type_keys(&mut app, "llll\n");
+    type_keys(&mut app, "jjjj\n");
     assert!(matches!(app.mode, Mode::Typing(Purpose::Field, _)));
     assert!(
         app.status.contains("overrides every rule"),
@@ -274,7 +274,7 @@ fn zoom_shows_a_pane_whole_at_any_size() {
     // Zoomed, the verdicts pane is reachable: z on the timeline, then Tab cycles every pane.
     type_keys(&mut app, "z");
     let mut seen = Vec::new();
-    for _ in 0..5 {
+    for _ in 0..6 {
         type_keys(&mut app, "\t");
         seen.push(app.focus);
         let screen = text(&mut app, 60, 15);
@@ -439,7 +439,7 @@ fn the_duplicate_mark_survives_a_narrow_timeline() {
 fn the_comparison_stays_whole_beside_the_editor() {
     // Before: the rule editor covered half of the compare view.
     let mut app = open("scenarios/lost_ack.json");
-    type_keys(&mut app, "illl\n");
+    type_keys(&mut app, "ijjj\n");
     press(&mut app, ctrl('u'));
     type_keys(&mut app, "3\nc");
     assert!(app.editing(), "{:?}", app.mode);
@@ -700,16 +700,18 @@ fn m_shows_the_recent_messages_newest_first() {
 fn number_keys_focus_panes_and_zoom_one_the_screen_cannot_show() {
     let mut app = open("cassettes/incident.json");
     draw(&mut app, 120, 40);
-    type_keys(&mut app, "5");
+    type_keys(&mut app, "6");
     assert_eq!(app.focus, Focus::Verdicts);
+    type_keys(&mut app, "3");
+    assert_eq!(app.focus, Focus::Lanes);
     assert!(!app.zoom);
     type_keys(&mut app, "2");
     assert_eq!(app.focus, Focus::Details);
     type_keys(&mut app, "1");
     assert_eq!(app.focus, Focus::Timeline);
-    // At 40x10 the bottom panes are not drawn: 4 zooms the effect ledger.
+    // At 40x10 the bottom panes are not drawn: 5 zooms the effect ledger.
     draw(&mut app, 40, 10);
-    type_keys(&mut app, "4");
+    type_keys(&mut app, "5");
     assert_eq!(app.focus, Focus::Effects);
     assert!(app.zoom, "{}", app.status);
     let screen = text(&mut app, 40, 10);
@@ -729,4 +731,75 @@ fn search_scrolls_details_to_the_match_and_details_says_where_it_is() {
     // The highlighted match is on screen in Details (the timeline shows no payloads).
     assert!(screen.contains("\"warehouse\": \"AMS-01\""), "{screen}");
     assert!(app.scroll[0] > 0, "Details scrolled to the match: {screen}");
+}
+
+#[test]
+fn tab_reaches_the_lanes_and_shows_something_new_on_a_tiny_screen() {
+    let mut app = open("scenarios/orbit-parallel.json");
+    draw(&mut app, 120, 36);
+    type_keys(&mut app, "\t\t");
+    assert_eq!(app.focus, Focus::Lanes);
+    let t = draw(&mut app, 120, 36);
+    let screen = t.backend().to_string();
+    let y = screen
+        .lines()
+        .position(|l| l.contains("Batch lanes"))
+        .expect("the batch lanes") as u16;
+    // The focused pane's border is in the focus colour.
+    let buf = t.backend().buffer();
+    assert_eq!(buf[(0, y)].fg, Theme::new(false).focus.fg.expect("colour"));
+    type_keys(&mut app, "z");
+    let screen = text(&mut app, 120, 36);
+    assert!(
+        screen
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("Batch lanes")),
+        "{screen}"
+    );
+    type_keys(&mut app, "z");
+    // At 40x10 only the timeline fits: Tab zooms the next pane instead of doing nothing.
+    let mut app = open("cassettes/incident.json");
+    draw(&mut app, 40, 10);
+    assert_eq!(app.drawn.panes, vec![Focus::Timeline]);
+    type_keys(&mut app, "\t");
+    assert!(app.zoom);
+    assert_eq!(app.focus, Focus::Details);
+    let screen = text(&mut app, 40, 10);
+    assert!(
+        screen.lines().nth(1).is_some_and(|l| l.contains("Details")),
+        "{screen}"
+    );
+}
+
+#[test]
+fn jump_takes_a_batch_call_id_in_an_executor_run() {
+    let mut app = open("scenarios/orbit-parallel.json");
+    type_keys(&mut app, ":call_C\n");
+    assert_eq!(app.cursor, Some(2), "{}", app.status);
+    assert!(
+        app.status.starts_with("call_C: attempt 1 of 1"),
+        "{}",
+        app.status
+    );
+    // call_A ran twice (a retry): : again goes to the next attempt.
+    type_keys(&mut app, ":call_A\n");
+    assert_eq!(app.cursor, Some(4));
+    type_keys(&mut app, ":call_A\n");
+    assert_eq!(app.cursor, Some(0));
+    type_keys(&mut app, ":call_Z\n");
+    assert_eq!(app.status_kind, StatusKind::Error);
+    assert!(app.status.contains("batch call id"), "{}", app.status);
+}
+
+#[test]
+fn the_executor_timeline_keeps_its_start_times_and_whole_phases() {
+    let mut app = open("scenarios/orbit-parallel.json");
+    let screen = text(&mut app, 120, 36);
+    let header = screen.lines().nth(2).expect("header");
+    assert!(
+        header.contains("start") && header.contains("call"),
+        "{screen}"
+    );
+    assert!(screen.contains("before execution"), "{screen}");
 }

@@ -200,7 +200,7 @@ impl<'r> Explainer<'r> {
         } else if eligible.is_empty() {
             format!(
                 "never eligible: {} matched the tool pattern {pattern}, none at ordinal(s) {}",
-                plural(matching.len(), "call", "calls"),
+                crate::printable::count(matching.len(), "call", "calls"),
                 ordinals()
             )
         } else if selected.is_empty() {
@@ -210,7 +210,7 @@ impl<'r> Explainer<'r> {
             };
             format!(
                 "eligible on {} ({}), selected on none (probability {}{limit})",
-                plural(eligible.len(), "call", "calls"),
+                crate::printable::count(eligible.len(), "call", "calls"),
                 list(&eligible),
                 crate::json::float::py_repr(rule.probability)
             )
@@ -296,10 +296,6 @@ fn list(ids: &[u64]) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 fn int_text(i: &Int) -> String {
     match i {
         Int::Small(n) => n.to_string(),
@@ -377,7 +373,7 @@ fn call_budget(report: &Report, check: &Check) -> Vec<Reason> {
         out.push(Reason::new(
             format!(
                 "{} refused by the run's own budget count against it{}",
-                plural(report.budget_rejections as usize, "call", "calls"),
+                crate::printable::count(report.budget_rejections as usize, "call", "calls"),
                 last.first()
                     .map_or_else(String::new, |id| format!(" (after call #{id})"))
             ),

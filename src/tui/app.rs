@@ -71,7 +71,7 @@ impl Purpose {
         match self {
             Purpose::Filter => "filter (word, tool:, status:, rule:, key:, is:dup…): ",
             Purpose::Search => "search: ",
-            Purpose::Jump => "jump to call #",
+            Purpose::Jump => "jump to call # (or a batch call id such as call_C): ",
             Purpose::Field => "edit: ",
             Purpose::Write(WriteKind::Scenario) => "write scenario to: ",
             Purpose::Write(WriteKind::Cassette) => "write cassette to: ",
@@ -388,8 +388,8 @@ impl App {
             Action::NextRun => self.switch_run(1),
             Action::PrevRun => self.switch_run(-1),
             Action::FocusPane(n) => self.focus_pane(n),
-            Action::FocusNext => self.focus = self.drawn.shift(self.focus, 1),
-            Action::FocusPrev => self.focus = self.drawn.shift(self.focus, -1),
+            Action::FocusNext => self.tab_focus(1),
+            Action::FocusPrev => self.tab_focus(-1),
             Action::ScrollDown => self.scroll_pane(self.focus, 1),
             Action::ScrollUp => self.scroll_pane(self.focus, -1),
             Action::StartFilter => {
@@ -537,7 +537,28 @@ impl App {
         }
     }
 
-    /// `1`–`5`: focuses a pane; one this size does not show is zoomed to the whole screen.
+    /// `Tab` / `S-Tab`: the next visible pane. When the screen shows the timeline alone, the
+    /// next pane is zoomed instead, so Tab always shows something new.
+    fn tab_focus(&mut self, by: isize) {
+        if !self.zoom && self.drawn.panes.len() <= 1 {
+            let n = Focus::ORDER.len() as isize;
+            let at = Focus::ORDER
+                .iter()
+                .position(|f| *f == self.focus)
+                .unwrap_or(0) as isize;
+            self.focus = Focus::ORDER[(at + by).rem_euclid(n) as usize];
+            self.zoom = true;
+            self.info(format!(
+                "{}: zoomed (the terminal shows one pane at this size); Tab the next, z or Esc \
+                 back",
+                self.focus.label()
+            ));
+            return;
+        }
+        self.focus = self.drawn.shift(self.focus, by);
+    }
+
+    /// `1`–`6`: focuses a pane; one this size does not show is zoomed to the whole screen.
     fn focus_pane(&mut self, n: usize) {
         let Some(&pane) = Focus::ORDER.get(n) else {
             return;
@@ -664,8 +685,8 @@ impl App {
                 if following && after > before {
                     self.cursor = self.visible().last().copied();
                     self.info(format!(
-                        "reloaded from disk: {} new call(s)",
-                        after - before
+                        "reloaded from disk: {}",
+                        crate::printable::count(after - before, "new call", "new calls")
                     ));
                 } else {
                     self.info("reloaded from disk".into());

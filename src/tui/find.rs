@@ -8,6 +8,13 @@ use super::filter::Filter;
 use crate::json::canonical;
 use crate::report::Call;
 
+/// The batch call id in an executor call's key (`b1.1.call_A#1` → `call_A`), the name its
+/// lane carries.
+pub fn lane_id(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix('b')?.split_once('.')?.1.split_once('.')?.1;
+    Some(rest.rsplit_once('#')?.0)
+}
+
 /// Whether `call` matches the search `term` (lower-case) anywhere a person would look.
 pub fn search_matches(call: &Call, term: &str) -> bool {
     if term.is_empty() {
@@ -116,9 +123,43 @@ impl App {
         }
     }
 
-    /// Moves to the call with the typed id (`#42` or `42`), clearing a filter that hides it.
+    /// Moves to the call with the typed id (`#42` or `42`), or, in an executor run, to the next
+    /// attempt of a batch call id (`call_C`); a filter that hides it is cleared.
     fn jump_to(&mut self, text: &str) {
         let n = self.timeline().len();
+        if !self.tab().batches.is_empty()
+            && text.parse::<usize>().is_err()
+            && !text.starts_with('#')
+        {
+            let calls = &self.timeline().report().calls;
+            let of = |i: &usize| lane_id(&calls[*i].key.to_lossy()) == Some(text);
+            let all: Vec<usize> = (0..n).filter(of).collect();
+            let here = self.cursor;
+            match all
+                .iter()
+                .copied()
+                .find(|&i| here.is_none_or(|h| i > h))
+                .or(all.first().copied())
+            {
+                Some(i) => {
+                    if !self.visible().contains(&i) {
+                        self.filter = None;
+                    }
+                    let k = all.iter().position(|&a| a == i).unwrap_or(0) + 1;
+                    self.move_to(Some(i), "call");
+                    self.info(format!(
+                        "{text}: attempt {k} of {} (call #{}) · : again for the next",
+                        all.len(),
+                        i + 1
+                    ));
+                }
+                None => self.error(format!(
+                    "no call {:?}: type a call id (1 to {n}) or a batch call id such as call_A",
+                    crate::printable::quoted(text)
+                )),
+            }
+            return;
+        }
         match text.trim_start_matches('#').parse::<usize>() {
             Ok(id) if (1..=n).contains(&id) => {
                 if !self.visible().contains(&(id - 1)) {

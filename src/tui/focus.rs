@@ -9,6 +9,8 @@ pub enum Focus {
     Timeline,
     /// The selected call's details.
     Details,
+    /// The time lanes (or, for an executor run, the batch lanes).
+    Lanes,
     /// Per-rule coverage.
     Coverage,
     /// The effect ledger.
@@ -19,18 +21,20 @@ pub enum Focus {
 
 impl Focus {
     /// Every pane, in Tab order.
-    pub const ORDER: [Focus; 5] = [
+    pub const ORDER: [Focus; 6] = [
         Focus::Timeline,
         Focus::Details,
+        Focus::Lanes,
         Focus::Coverage,
         Focus::Effects,
         Focus::Verdicts,
     ];
 
-    /// The slot of the pane's scroll offset (`None` for the timeline, which moves the cursor).
+    /// The slot of the pane's scroll offset (`None` for the timeline and the lanes, where
+    /// scrolling moves the cursor).
     pub fn scroll_slot(self) -> Option<usize> {
         match self {
-            Focus::Timeline => None,
+            Focus::Timeline | Focus::Lanes => None,
             Focus::Details => Some(0),
             Focus::Coverage => Some(1),
             Focus::Effects => Some(2),
@@ -43,6 +47,7 @@ impl Focus {
         match self {
             Focus::Timeline => "timeline",
             Focus::Details => "details",
+            Focus::Lanes => "lanes",
             Focus::Coverage => "coverage",
             Focus::Effects => "effects",
             Focus::Verdicts => "verdicts",

@@ -178,8 +178,8 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::FocusPrev,
     },
     Binding {
-        keys: "1 … 5",
-        help: "focus timeline, details, coverage, effects, verdicts",
+        keys: "1 … 6",
+        help: "focus timeline, details, lanes, coverage, effects, verdicts",
         codes: &[KeyCode::Char('1')],
         action: || Action::FocusPane(0),
     },
@@ -206,6 +206,12 @@ pub const BROWSE: &[Binding] = &[
         help: "",
         codes: &[KeyCode::Char('5')],
         action: || Action::FocusPane(4),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('6')],
+        action: || Action::FocusPane(5),
     },
     Binding {
         keys: "J / K",
@@ -379,27 +385,27 @@ pub const RUNNER: &[Binding] = &[
 pub const EDITOR: &[Binding] = &[
     Binding {
         keys: "↑↓ / j k",
-        help: "pick a rule",
+        help: "pick a field (past the last, the next rule's)",
         codes: &[KeyCode::Up, KeyCode::Char('k')],
-        action: || Action::EditRule(-1),
-    },
-    Binding {
-        keys: "",
-        help: "",
-        codes: &[KeyCode::Down, KeyCode::Char('j')],
-        action: || Action::EditRule(1),
-    },
-    Binding {
-        keys: "←→ / h l",
-        help: "pick a field",
-        codes: &[KeyCode::Left, KeyCode::Char('h')],
         action: || Action::EditField(-1),
     },
     Binding {
         keys: "",
         help: "",
-        codes: &[KeyCode::Right, KeyCode::Char('l'), KeyCode::Tab],
+        codes: &[KeyCode::Down, KeyCode::Char('j')],
         action: || Action::EditField(1),
+    },
+    Binding {
+        keys: "←→ / h l",
+        help: "previous / next rule",
+        codes: &[KeyCode::Left, KeyCode::Char('h')],
+        action: || Action::EditRule(-1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Right, KeyCode::Char('l'), KeyCode::Tab],
+        action: || Action::EditRule(1),
     },
     Binding {
         keys: "Enter",
@@ -600,6 +606,10 @@ mod tests {
         ));
         assert!(matches!(
             map(key(KeyCode::Char('j')), &Mode::Edit),
+            Some(Action::EditField(1))
+        ));
+        assert!(matches!(
+            map(key(KeyCode::Char('l')), &Mode::Edit),
             Some(Action::EditRule(1))
         ));
         assert!(matches!(

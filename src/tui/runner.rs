@@ -141,7 +141,7 @@ impl App {
                     self.mode = Mode::Edit;
                     self.clamp_edit_cursor();
                     self.info(
-                        "rule editor: ↑↓ rule · ←→ field · Enter edit · a add · d duplicate · D delete · [ ] move · u undo"
+                        "rule editor: ↑↓ field · ←→ rule · Enter edit · a add · d duplicate · D delete · [ ] move · u undo"
                             .into(),
                     );
                 }
@@ -152,9 +152,15 @@ impl App {
                     self.edit.rule = (self.edit.rule as isize + by).clamp(0, n - 1) as usize;
                 }
             }
+            // The fields are one vertical list per rule: past the last field is the next
+            // rule's first, before the first the previous rule's last.
             Action::EditField(by) => {
                 let n = Field::ALL.len() as isize;
-                self.edit.field = (self.edit.field as isize + by).clamp(0, n - 1) as usize;
+                let rules = self.editor.as_ref().map_or(0, |e| e.rules().len()) as isize;
+                let at = self.edit.rule as isize * n + self.edit.field as isize + by;
+                let at = at.clamp(0, (rules * n - 1).max(0));
+                self.edit.rule = (at / n) as usize;
+                self.edit.field = (at % n) as usize;
             }
             Action::EditStart => {
                 if let Some(e) = &self.editor {

@@ -67,7 +67,8 @@ impl App {
         self.apply_filter(Some(filter.clone()));
         let shown = self.visible().len();
         self.info(format!(
-            "filter {filter}: {shown} call(s) · \\ edits it · Esc in the prompt clears it"
+            "filter {filter}: {} · \\ edits it · Esc in the prompt clears it",
+            crate::printable::count(shown, "call", "calls")
         ));
     }
 }

@@ -61,6 +61,7 @@ impl Areas {
         match pane {
             Focus::Timeline => Some(self.timeline),
             Focus::Details => self.details,
+            Focus::Lanes => self.strip,
             Focus::Coverage => self.coverage,
             Focus::Effects => self.effects,
             Focus::Verdicts => self.verdicts,
@@ -90,6 +91,7 @@ pub fn layout(app: &App, area: Rect) -> Areas {
         match app.focus {
             Focus::Timeline => {}
             Focus::Details => a.details = Some(body),
+            Focus::Lanes => a.strip = Some(body),
             Focus::Coverage => a.coverage = Some(body),
             Focus::Effects => a.effects = Some(body),
             Focus::Verdicts => a.verdicts = Some(body),
@@ -263,6 +265,10 @@ impl App {
             match self.focus {
                 Focus::Timeline => calls::render(self, a.timeline, buf, theme),
                 Focus::Details => details::render(self, a.timeline, buf, theme),
+                Focus::Lanes if self.tab().batches.is_empty() => {
+                    strip::render(self, a.timeline, buf, theme)
+                }
+                Focus::Lanes => lanes::render(self, a.timeline, buf, theme),
                 Focus::Coverage => panels::render_coverage(self, a.timeline, buf, theme),
                 Focus::Effects => panels::render_effects(self, a.timeline, buf, theme),
                 Focus::Verdicts => panels::render_verdicts(self, a.timeline, buf, theme),

@@ -11,7 +11,7 @@ use ratatui::widgets::{
 };
 
 use super::super::app::{App, Focus};
-use super::super::find::search_matches;
+use super::super::find::{lane_id, search_matches};
 use super::super::theme::{BLAMED, DUPLICATE, FAILED, INJECTED, SELECTED_ONLY, Theme};
 use super::{fit, pane};
 use crate::printable::shown;
@@ -69,13 +69,8 @@ fn key_text(c: &Call, lanes: bool) -> String {
     if !lanes {
         return key;
     }
-    let rest = key
-        .strip_prefix('b')
-        .and_then(|r| r.split_once('.'))
-        .and_then(|(_, r)| r.split_once('.'))
-        .map(|(_, r)| r);
-    match rest.and_then(|r| r.rsplit_once('#')) {
-        Some((id, _)) => id.to_owned(),
+    match lane_id(&key) {
+        Some(id) => id.to_owned(),
         None => key,
     }
 }
@@ -164,9 +159,18 @@ impl Columns {
         };
         let whole = want_tool + want_fault;
         let useful = want_tool.min(16) + want_fault.min(16);
+        // The phase alone says what a fault did (Details and the lanes name the rule): every
+        // column stays when the tool and the phases fit.
+        let phases = longest(&|i| calls[i].kind.map_or(0, |k| k.phase().chars().count()));
+        // (For executor runs, whose start times and call ids say how the batch went.)
+        let enough = if lanes {
+            want_tool + phases.max(8)
+        } else {
+            usize::MAX / 2
+        };
         for (n, opt) in order.into_iter().enumerate() {
             let fits = |c: &Columns, need: usize| base + c.optional() + need <= width;
-            if fits(&c, whole) || (n == order.len() - 1 && fits(&c, useful)) {
+            if fits(&c, whole) || fits(&c, enough) || (n == order.len() - 1 && fits(&c, useful)) {
                 break;
             }
             match opt {
@@ -249,14 +253,25 @@ fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, m: RowMarks) -
     let fault = if full_fault.chars().count() <= cols.fault {
         full_fault
     } else {
+        // The whole rule beside the short phase; else the rule cut to at least 6 characters
+        // beside the whole phase; else the whole phase alone; else the rule cut beside the
+        // short phase; else the short phase.
         match (&c.fault, c.kind) {
             (Some(f), Some(k)) => {
-                let phase = short_phase(k.phase());
-                let room = cols.fault.saturating_sub(phase.chars().count() + 3);
-                if room >= 4 {
-                    format!("{} · {phase}", clip(&shown(f), room))
+                let whole = k.phase();
+                let short = short_phase(whole);
+                let n = |s: &str| s.chars().count();
+                let rule = shown(f);
+                if cols.fault >= n(&rule) + 3 + n(short) {
+                    format!("{rule} · {short}")
+                } else if cols.fault >= n(whole) + 3 + 6 {
+                    format!("{} · {whole}", clip(&shown(f), cols.fault - n(whole) - 3))
+                } else if cols.fault >= n(whole) {
+                    whole.to_owned()
+                } else if cols.fault >= n(short) + 3 + 4 {
+                    format!("{} · {short}", clip(&shown(f), cols.fault - n(short) - 3))
                 } else {
-                    phase.to_owned()
+                    short.to_owned()
                 }
             }
             _ => full_fault,

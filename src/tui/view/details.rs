@@ -101,10 +101,15 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             Span::styled(format!("{:<9}", "fault"), theme.dim),
             Span::styled(
                 format!(
-                    "{} · {} · {} · {}",
+                    "{} · {}{} · {}",
                     shown(f),
                     k,
-                    k.phase(),
+                    // A latency fault's phase is its kind: say it once.
+                    if k.phase() == k.as_str() {
+                        String::new()
+                    } else {
+                        format!(" · {}", k.phase())
+                    },
                     if c.injected {
                         "injected"
                     } else {

@@ -111,7 +111,7 @@ fn contract_name(contract: &str) -> &'static str {
 fn hints(app: &App) -> &'static str {
     match (&app.mode, app.editor.is_some()) {
         (Mode::Help, _) => "j/k scroll · Esc or ? close",
-        (Mode::Edit, _) => "↑↓ rule · ←→ field · Enter edit · a add · D delete · u undo · i close",
+        (Mode::Edit, _) => "↑↓ field · ←→ rule · Enter edit · a add · D delete · u undo · i close",
         (Mode::Show(..), _) => "any key closes",
         (Mode::Summary(_), _) => "j/k row · ←→ sort · r reverse · Enter filter · Esc close",
         (_, true) => "? keys · q quit · j/k step · / search · i rules · R rerun · W write",

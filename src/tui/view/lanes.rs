@@ -9,7 +9,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::Widget;
 
-use super::super::app::App;
+use super::super::app::{App, Focus};
 use super::super::theme::Theme;
 use super::calls::clip;
 use super::{fit, pane};
@@ -44,8 +44,8 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         .iter()
         .map(|b| {
             format!(
-                "{} calls answered in {:.1}s",
-                b.lanes.len(),
+                "{} answered in {:.1}s",
+                crate::printable::count(b.lanes.len(), "call", "calls"),
                 (b.answered_ms - b.started_ms) as f64 / 1000.0
             )
         })
@@ -54,7 +54,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         " Batch lanes · {} · ┆ deadline ▌ answered ╌ late work ",
         answered.join(" · ")
     );
-    let block = pane(fit(title, area), false, theme);
+    let block = pane(fit(title, area), app.focus == Focus::Lanes, theme);
     let body = block.inner(area);
     block.render(area, buf);
     if body.width < 30 || body.height == 0 {

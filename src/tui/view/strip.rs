@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
 
-use super::super::app::App;
+use super::super::app::{App, Focus};
 use super::super::theme::Theme;
 use super::{fit, pane, secs};
 use crate::json::Text;
@@ -25,8 +25,8 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     } else {
         "Virtual time"
     };
-    let title = format!(" {clock} · 0s … {} ", secs(total));
-    let block = pane(fit(title, area), false, theme);
+    let title = format!(" {clock} lanes · 0s … {} ", secs(total));
+    let block = pane(fit(title, area), app.focus == Focus::Lanes, theme);
     let body = block.inner(area);
     block.render(area, buf);
     let lanes = lanes(app);
