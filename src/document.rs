@@ -127,6 +127,9 @@ pub struct Run {
     pub digest: String,
     /// For executor runs: each batch's lanes, envelopes and log (empty otherwise).
     pub batches: Vec<BatchResult>,
+    /// For executor runs with an interactive approver: each question asked, in order, and its
+    /// answer (`None`: nobody could be asked, so denied).
+    pub approvals: Vec<(String, Option<bool>)>,
     /// Which contract `checks` come from, for people: `check · budget 100`, `lab contract of
     /// lost_ack · budget 8`, `lab contract recorded in the file · budget 8 (check: 100)`.
     pub contract: String,
@@ -554,6 +557,7 @@ impl Document {
                     checks,
                     max_calls,
                     batches: Vec::new(),
+                    approvals: Vec::new(),
                     contract,
                 }
             })
@@ -591,6 +595,7 @@ impl Document {
                         max_calls: r.config.max_calls,
                         timeline: Timeline::new(r.report),
                         batches: Vec::new(),
+                        approvals: Vec::new(),
                     })
                     .collect();
                 (runs, Some(lab.file), None)
@@ -613,6 +618,7 @@ impl Document {
                     checks,
                     max_calls: DEFAULT_MAX_CALLS,
                     batches: o.batches,
+                    approvals: o.asked.into_iter().zip(o.answers).collect(),
                     contract: format!("check · budget {DEFAULT_MAX_CALLS}"),
                 };
                 let orbit = match scenario {

@@ -269,3 +269,26 @@ fn a_call_id_used_twice_in_a_batch_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn answers_are_checked_and_only_orbit_scenarios_take_them() {
+    let (code, _, err) = cli(&[
+        "run",
+        &scenario_path("orbit-injection"),
+        "--answers",
+        "maybe",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("expected y or n for each question"), "{err}");
+    let (code, _, err) = cli(&["run", &scenario_path("lost_ack"), "--answers", "y"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--answers applies to orbit scenario files"),
+        "{err}"
+    );
+    // A deny_all scenario asks nobody: answers change nothing and no approval line is printed.
+    let (code, out, _) = cli(&["run", &scenario_path("orbit-injection"), "--answers", "y,y"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("approval:"), "{out}");
+    assert!(out.contains("tracker: 0 actions"), "{out}");
+}

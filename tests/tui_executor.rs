@@ -271,6 +271,31 @@ fn a_rerun_asks_again_and_keeps_earlier_answers() {
     assert_eq!(effects(&app), 1, "the approved label committed");
     assert_eq!(app.approvals.len(), 2);
     assert!(app.status.contains("2 approval(s) kept"), "{}", app.status);
+    // Y gives a command that reproduces the answers (before: it left them out).
+    app.update(Action::CopyCommand);
+    let toolstorm::tui::app::Mode::Show(_, shown) = &app.mode else {
+        panic!("{:?}", app.mode)
+    };
+    assert!(shown.contains("--answers y,n"), "{shown}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["run", path.to_str().expect("path"), "--answers", "y,n"])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("tracker: 1 action · effects: 1"), "{text}");
+    assert!(
+        text.contains("y (approved)") && text.contains("n (denied)"),
+        "{text}"
+    );
+    // With nobody to ask, the run says so for each question.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["run", path.to_str().expect("path")])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("(no terminal, denied)").count(), 2, "{text}");
+    assert!(text.contains("tracker: 0 actions"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -297,4 +322,7 @@ fn the_approval_modal_is_drawn_over_the_run() {
         screen.contains("Timeline") && screen.contains("toolstorm"),
         "the run is behind the modal: {screen}"
     );
+    // The status line under the modal says what is asked, not a stale message.
+    let last = screen.lines().last().unwrap_or("");
+    assert!(last.contains("approval question 2"), "{screen}");
 }

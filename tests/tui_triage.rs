@@ -803,3 +803,45 @@ fn the_executor_timeline_keeps_its_start_times_and_whole_phases() {
     );
     assert!(screen.contains("before execution"), "{screen}");
 }
+
+#[test]
+fn a_move_that_works_clears_a_stale_nothing_found() {
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, "G");
+    type_keys(&mut app, "f");
+    assert!(app.status.contains("no later fault"), "{}", app.status);
+    type_keys(&mut app, "F");
+    assert_eq!(app.cursor, Some(1));
+    assert!(app.status.is_empty(), "stale: {}", app.status);
+    // Other messages stay when the cursor moves.
+    type_keys(&mut app, ":3\n");
+    assert!(app.status.contains("call #3"), "{}", app.status);
+    // A key that closes a modal does nothing else.
+    type_keys(&mut app, "m");
+    let at = app.cursor;
+    type_keys(&mut app, "k");
+    assert_eq!(app.mode, Mode::Browse);
+    assert_eq!(app.cursor, at, "the closing key did not also step");
+}
+
+#[test]
+fn a_filter_combines_with_search_and_clearing_it_keeps_the_cursor() {
+    let mut app = fixture("api/large_public_10000.cassette.json");
+    type_keys(&mut app, "\\tool:notify is:error\n");
+    let visible = app.visible();
+    assert_eq!(visible.len(), 40);
+    // The search moves only among the calls the filter shows.
+    type_keys(&mut app, "/error\n");
+    for _ in 0..5 {
+        let at = app.cursor.expect("cursor");
+        assert!(visible.contains(&at), "the search left the filter");
+        type_keys(&mut app, "n");
+    }
+    let at = app.cursor;
+    // Clearing the filter keeps the selected call.
+    type_keys(&mut app, "\\");
+    dispatch(&mut app, Action::Cancel);
+    assert_eq!(app.filter, None);
+    assert_eq!(app.cursor, at);
+    assert_eq!(app.visible().len(), 10_000);
+}

@@ -42,6 +42,37 @@ pub struct RunArgs {
     /// private temporary folder, removed at exit)
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Answer an interactive approver's questions in order, without asking (orbit scenarios):
+    /// y or n for each, comma-separated; questions past the last answer are denied. Without
+    /// it the approver asks on a terminal, and denies with no terminal
+    #[arg(long, value_delimiter = ',', value_parser = answer)]
+    answers: Option<Vec<String>>,
+}
+
+/// One `--answers` value: `y`, `yes`, `n` or `no`.
+fn answer(s: &str) -> Result<String, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok("y".into()),
+        "n" | "no" => Ok("n".into()),
+        _ => Err(format!("expected y or n for each question, got {s:?}")),
+    }
+}
+
+/// Asks on the terminal: the question on standard error, the answer from standard input.
+struct TerminalPrompt;
+
+impl crate::executor::approval::Prompt for TerminalPrompt {
+    fn ask(&mut self, question: &str) -> Option<String> {
+        use std::io::Write;
+        let mut err = std::io::stderr();
+        let _ = write!(err, "{} ", crate::printable::line(question));
+        let _ = err.flush();
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    }
 }
 
 impl RunArgs {
@@ -100,7 +131,25 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
             },
         };
     }
-    let result = match scenario.run(Some(&a.file), &settings, &mut NoTerminal) {
+    if a.answers.is_some() && !matches!(scenario, Scenario::Orbit(_)) {
+        return io
+            .fail("ValueError: --answers applies to orbit scenario files, not to shipping ones");
+    }
+    // Who answers an interactive approver: the answers given, a person at the terminal, or
+    // nobody (denied, and the output says so).
+    use std::io::IsTerminal;
+    let mut scripted;
+    let mut terminal = TerminalPrompt;
+    let mut nobody = NoTerminal;
+    let prompt: &mut dyn crate::executor::approval::Prompt = match &a.answers {
+        Some(answers) => {
+            scripted = crate::executor::approval::Scripted::new(answers.iter().cloned());
+            &mut scripted
+        }
+        None if io.people && std::io::stdin().is_terminal() => &mut terminal,
+        None => &mut nobody,
+    };
+    let result = match scenario.run(Some(&a.file), &settings, prompt) {
         Ok(r) => r,
         Err(e) => return io.fail(&e),
     };

@@ -127,6 +127,9 @@ pub struct Interactive<P> {
     pub prompt: P,
     /// Every question asked, in order.
     pub asked: Vec<String>,
+    /// Each question's answer, in the same order: approved or not, `None` when nobody could
+    /// be asked (no terminal: denied).
+    pub answers: Vec<Option<bool>>,
 }
 
 impl<P: Prompt> Interactive<P> {
@@ -135,6 +138,7 @@ impl<P: Prompt> Interactive<P> {
         Interactive {
             prompt,
             asked: Vec::new(),
+            answers: Vec::new(),
         }
     }
 }
@@ -143,11 +147,31 @@ impl<P: Prompt> Approver for Interactive<P> {
     fn decide(&mut self, request: &ApprovalRequest<'_>) -> Result<bool, ApprovalError> {
         let question = request.question();
         self.asked.push(question.clone());
-        let answer = self
-            .prompt
-            .ask(&question)
-            .ok_or(ApprovalError::NoTerminal)?;
-        Ok(approves(&answer))
+        let answer = self.prompt.ask(&question).map(|a| approves(&a));
+        self.answers.push(answer);
+        answer.ok_or(ApprovalError::NoTerminal)
+    }
+}
+
+/// Answers given up front, in the order the questions come (`--answers y,n`); once they run
+/// out nobody is there to ask.
+#[derive(Clone, Debug, Default)]
+pub struct Scripted {
+    answers: std::collections::VecDeque<String>,
+}
+
+impl Scripted {
+    /// Answers in order.
+    pub fn new(answers: impl IntoIterator<Item = String>) -> Scripted {
+        Scripted {
+            answers: answers.into_iter().collect(),
+        }
+    }
+}
+
+impl Prompt for Scripted {
+    fn ask(&mut self, _: &str) -> Option<String> {
+        self.answers.pop_front()
     }
 }
 

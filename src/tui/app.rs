@@ -194,6 +194,9 @@ pub struct App {
     pub follow_match: bool,
     /// The recent status messages, oldest first (`m` shows them).
     pub messages: Vec<String>,
+    /// The status line says a move found nothing ("no later fault"): the next move that
+    /// works clears it.
+    pub status_is_no_move: bool,
     /// The reasons and calls behind the selected (or the failed) verdicts.
     pub named: super::named::Named,
 }
@@ -235,6 +238,7 @@ impl App {
             follow_verdict: false,
             follow_match: false,
             messages: Vec::new(),
+            status_is_no_move: false,
             named: super::named::Named::default(),
         };
         if let Some(file) = &app.doc.scenario {
@@ -288,10 +292,18 @@ impl App {
                 if self.cursor != Some(t) {
                     self.scroll[0] = 0;
                     self.follow_effects = true;
+                    // A move that worked makes "no later fault" stale.
+                    if self.status_is_no_move {
+                        self.status.clear();
+                        self.status_is_no_move = false;
+                    }
                 }
                 self.cursor = Some(t);
             }
-            None => self.info(format!("no {what}")),
+            None => {
+                self.info(format!("no {what}"));
+                self.status_is_no_move = true;
+            }
         }
     }
 
@@ -307,6 +319,7 @@ impl App {
     }
 
     pub(super) fn info(&mut self, text: String) {
+        self.status_is_no_move = false;
         self.log(&text);
         self.status = text;
         self.status_kind = StatusKind::Info;
@@ -314,6 +327,7 @@ impl App {
     }
 
     pub(super) fn error(&mut self, text: String) {
+        self.status_is_no_move = false;
         self.log(&text);
         self.status = text;
         self.status_kind = StatusKind::Error;

@@ -94,6 +94,18 @@ impl<B: Backend> Prompt for TerminalPrompt<'_, B> {
             let drawn = self.terminal.draw(|f| {
                 if let Some(app) = behind {
                     app.render_with(f.area(), f.buffer_mut(), &theme);
+                    // The app's status line would be stale under a new question: it says
+                    // what is asked instead.
+                    let area = f.area();
+                    if area.height > 0 {
+                        let row = Rect::new(area.x, area.y + area.height - 1, area.width, 1);
+                        Clear.render(row, f.buffer_mut());
+                        Line::styled(
+                            format!("approval question {n} · y approves · any other key denies"),
+                            theme.title,
+                        )
+                        .render(row, f.buffer_mut());
+                    }
                 }
                 render(question, n, f.area(), f.buffer_mut(), &theme)
             });

@@ -98,7 +98,17 @@ impl App {
                 lines.push("# the rules have unsaved edits: save them first (w)".into());
             }
         } else if self.doc.orbit.is_some() {
-            lines.push(command_line(&[program, "run".into(), file]));
+            // The approvals given here, in the order they were asked.
+            let mut words = vec![program, "run".into(), file];
+            let approvals = &self.tab().approvals;
+            if !approvals.is_empty() {
+                let answers: Vec<&str> = approvals
+                    .iter()
+                    .map(|(_, a)| if *a == Some(true) { "y" } else { "n" })
+                    .collect();
+                words.extend(["--answers".into(), answers.join(",")]);
+            }
+            lines.push(command_line(&words));
         } else {
             let tab = self.tab();
             lines.push(command_line(&[

@@ -31,6 +31,8 @@ pub struct OrbitRun {
     pub tracker_path: Option<PathBuf>,
     /// Every question an interactive approver asked.
     pub asked: Vec<String>,
+    /// Each question's answer (`None`: nobody could be asked, so denied).
+    pub answers: Vec<Option<bool>>,
     /// The trace.
     pub report: Report,
     /// The report's digest.
@@ -78,6 +80,7 @@ pub fn run_with_prompt(
         tracker: orbit.tracker().actions().to_vec(),
         tracker_path: orbit.tracker().path(),
         asked: interactive.asked,
+        answers: interactive.answers,
         report,
         digest,
     })
@@ -176,6 +179,16 @@ impl OrbitRun {
                     ));
                 }
             }
+        }
+        for (q, a) in self.asked.iter().zip(&self.answers) {
+            lines.push(format!(
+                "approval: {q} {}",
+                match a {
+                    Some(true) => "y (approved)",
+                    Some(false) => "n (denied)",
+                    None => "(no terminal, denied)",
+                }
+            ));
         }
         lines.push(format!(
             "tracker: {} action{} \u{b7} effects: {} \u{b7} faults triggered: {} \u{b7} digest {}",

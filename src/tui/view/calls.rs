@@ -385,7 +385,15 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             theme.dim,
         ));
     }
-    let rows = body.height.saturating_sub(1) as usize;
+    // Calls that never ran (denied, unknown tool, bad arguments) have no row: a line under
+    // the rows names them when there is room.
+    let notice = super::details::not_run_notice(app);
+    let room = (body.height as usize).saturating_sub(1);
+    let rows = if !notice.is_empty() && visible.len() < room {
+        room - 1
+    } else {
+        room
+    };
     let start = offset(pos, rows, visible.len());
     let term = app.search.as_deref().map(str::to_lowercase);
     for &i in visible.iter().skip(start).take(rows) {
@@ -398,6 +406,12 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             blamed: app.named.names(i),
         };
         lines.push(row(t, i, &cols, theme, marks));
+    }
+    if rows < room {
+        lines.push(Line::styled(
+            clip(&format!("  {notice}"), body.width as usize),
+            theme.dim,
+        ));
     }
     Paragraph::new(lines).render(body, buf);
     if visible.len() > rows {

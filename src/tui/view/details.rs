@@ -39,10 +39,42 @@ fn draw_text(draw: &Option<crate::decision::Draw>, p: f64) -> String {
 /// the calls that never ran.
 pub fn lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
     let mut out = call_lines(app, theme);
+    // Calls that never ran have no row: say so at the top, whichever call is selected.
+    let notice = not_run_notice(app);
+    if !notice.is_empty() {
+        out.insert(1.min(out.len()), Line::styled(notice, theme.fault));
+    }
     for batch in &app.tab().batches {
         out.extend(never_ran(app, batch, theme));
     }
     out
+}
+
+/// `2 calls never ran (no timeline row): call_2 add_label denied, call_3 post_comment denied
+/// · their answers are at the end of Details`, or nothing.
+pub fn not_run_notice(app: &App) -> String {
+    let lanes: Vec<String> = app
+        .tab()
+        .batches
+        .iter()
+        .flat_map(|b| b.lanes.iter().filter(|l| l.attempts.is_empty()))
+        .map(|l| {
+            format!(
+                "{} {} {}",
+                printable(&l.call_id, 40),
+                printable(&l.name, 40),
+                l.kind
+            )
+        })
+        .collect();
+    if lanes.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{} never ran (no timeline row): {} · their answers are at the end of Details",
+        crate::printable::count(lanes.len(), "call", "calls"),
+        lanes.join(", ")
+    )
 }
 
 fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
