@@ -27,13 +27,18 @@ shot search 120 36 cassettes/incident.json / order-1729 Enter
 # The scenario's story (t).
 shot story 100 30 scenarios/lost_ack.json t
 # The runner: edit the lost-ack rule's ordinals (1 → 3) on the retry run, then compare.
-shot runner-editor 120 36 scenarios/lost_ack.json j i l l l Enter C-u 3
-shot runner-compare 120 36 scenarios/lost_ack.json j i l l l Enter C-u 3 Enter Escape c
-shot runner-policies 120 36 scenarios/lost_ack.json i l l l Enter C-u 3 Enter Escape v
+shot runner-editor 120 36 scenarios/lost_ack.json j i j j j Enter C-u 3
+shot runner-compare 120 36 scenarios/lost_ack.json j i j j j Enter C-u 3 Enter Escape c
+shot runner-policies 120 36 scenarios/lost_ack.json i j j j Enter C-u 3 Enter Escape v
 # The executor: the parallel batch as lanes.
 shot orbit-lanes 120 36 scenarios/orbit-parallel.json
 # MCP recordings: the retried write after a lost acknowledgement, with its evidence; and an
 # agent that retried a rate-limited write before the advertised wait.
 shot mcp-incident 120 36 cassettes/mcp-incident.json G k
 shot retry-storm 120 36 cassettes/rate-limit-retry-storm.json f
+# From a verdict to its calls: > selects the failed verdict, its reasons show, » marks the
+# calls it names.
+shot verdict-calls 120 36 cassettes/rate-limit-retry-storm.json '>'
+# The shape of a real-sized run: the summary (T), sorted by duplicate commits.
+shot summary 120 36 tests/fixtures/reference/api/large_public_10000.cassette.json T l l l l l
 echo "wrote screenshots/*.svg"
