@@ -845,3 +845,17 @@ fn a_filter_combines_with_search_and_clearing_it_keeps_the_cursor() {
     assert_eq!(app.cursor, at);
     assert_eq!(app.visible().len(), 10_000);
 }
+
+#[test]
+fn cut_titles_and_file_names_end_in_an_ellipsis() {
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, "G");
+    let screen = text(&mut app, 120, 40);
+    // Before: `1 duplicat┐`, cut with nothing to say so.
+    assert!(screen.contains("2 commits, 1 duplic… ┐"), "{screen}");
+    // A header too narrow for the path keeps the file's name, not a cut path.
+    let screen = text(&mut app, 100, 30);
+    let header = screen.lines().next().expect("header");
+    assert!(header.contains("· incident.json"), "{header}");
+    assert!(!header.contains("cassettes/incident.j "), "{header}");
+}

@@ -135,11 +135,15 @@ impl<'r> Explainer<'r> {
             .filter(|c| c.injected)
             .map(|c| c.id)
             .collect();
-        let phase = rule.kind.phase();
+        // A latency fault's phase is its kind: said once.
+        let phase = match rule.kind.phase() {
+            p if p == rule.kind.as_str() => String::new(),
+            p => format!(" ({p})"),
+        };
         if !triggered.is_empty() {
             return vec![Reason::new(
                 format!(
-                    "{} ({phase}) on {} {}",
+                    "{}{phase} on {} {}",
                     rule.kind.as_str(),
                     if triggered.len() == 1 {
                         "call"
