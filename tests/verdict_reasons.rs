@@ -164,6 +164,12 @@ fn the_lab_checks_name_their_calls() {
         why[1].text.contains("latency fault inventory-lag"),
         "{why:?}"
     );
+    // A latency fault's phase is its kind: said once.
+    let fired = lab_check(&run, "Fault exercised: inventory-lag");
+    assert_eq!(
+        reasons(&run.report, None, fired)[0].text,
+        "latency on call #1"
+    );
     // Retry-after in the lab: both early retries of the retry policy.
     let run = lab_run("rate_limit", Policy::Retry, &RunConfig::default());
     let check = lab_check(&run, "Retry-after respected");
