@@ -617,7 +617,7 @@ fn the_summary_gives_the_shape_of_a_real_sized_run_and_enter_filters_to_a_row() 
     // `r` reverses, Enter filters the timeline to the selected row and closes.
     type_keys(&mut app, "rr\n");
     assert_eq!(app.mode, Mode::Browse);
-    assert_eq!(app.filter.as_deref(), Some("tool:create_shipment"));
+    assert_eq!(app.filter.as_deref(), Some("tool:\"create_shipment\""));
     assert_eq!(app.visible().len(), 3281);
     // A rule's row filters to the calls it was eligible for.
     type_keys(&mut app, "T");
@@ -633,7 +633,7 @@ fn the_summary_gives_the_shape_of_a_real_sized_run_and_enter_filters_to_a_row() 
         type_keys(&mut app, "j");
     }
     type_keys(&mut app, "\n");
-    assert_eq!(app.filter.as_deref(), Some("eligible:stale"));
+    assert_eq!(app.filter.as_deref(), Some("eligible:\"stale\""));
     assert_eq!(app.visible().len(), 3);
 }
 
@@ -655,12 +655,21 @@ fn filters_take_field_terms_and_combine_them() {
     let t = app.timeline();
     let dup_calls: Vec<usize> = (0..t.len()).filter(|&i| t.commits_duplicate(i)).collect();
     assert_eq!(app.visible(), dup_calls);
-    // An unknown field is refused in words, and hides nothing.
+    // A word with a colon that is not a field (MCP tools are named `fs:write`) is text, and
+    // the status line says so; an unknown `is:` is refused and hides nothing.
     type_keys(&mut app, "\\");
     dispatch(&mut app, Action::Cancel);
     type_keys(&mut app, "\\colour:red\n");
+    assert!(
+        app.status.contains("colour: is not a field"),
+        "{}",
+        app.status
+    );
+    assert_eq!(app.visible().len(), 0);
+    type_keys(&mut app, "\\");
+    dispatch(&mut app, Action::Cancel);
+    type_keys(&mut app, "\\is:slow\n");
     assert_eq!(app.status_kind, StatusKind::Error);
-    assert!(app.status.contains("no field colour:"), "{}", app.status);
     assert_eq!(app.visible().len(), 10_000);
 }
 
@@ -858,4 +867,22 @@ fn cut_titles_and_file_names_end_in_an_ellipsis() {
     let header = screen.lines().next().expect("header");
     assert!(header.contains("· incident.json"), "{header}");
     assert!(!header.contains("cassettes/incident.j "), "{header}");
+}
+
+#[test]
+fn a_selected_verdict_follows_its_name_when_the_checks_change() {
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, ">");
+    assert_eq!(app.verdict, Some(1));
+    // A rerun or reload with other checks (same report): the selection follows the name, and
+    // the reasons are worked out again (before: a stale index could point past the checks).
+    app.doc.runs[0].checks.remove(0);
+    dispatch(&mut app, Action::Tick);
+    assert_eq!(app.verdict, Some(0), "still No duplicate side effects");
+    assert_eq!(app.named.reasons[0].0, 0);
+    app.doc.runs[0].checks.remove(0);
+    dispatch(&mut app, Action::Tick);
+    assert_eq!(app.verdict, None, "its check is gone");
+    type_keys(&mut app, "xX");
+    let _ = text(&mut app, 120, 36);
 }

@@ -76,13 +76,14 @@ pub fn emit(
     } else {
         io.println(&header_line(sc, config.seed));
         for r in runs {
+            let explainer = crate::document::explain::Explainer::new(&r.report, None);
             let lines = r.text_lines_named(io.people);
             for (i, line) in lines.iter().enumerate() {
                 io.println_verdict(line);
                 // On a terminal, a failed check names the calls behind it.
                 match i.checked_sub(1).and_then(|k| r.checks.get(k)) {
                     Some(check) if io.people && !check.passed => {
-                        let reasons = crate::document::explain::reasons(&r.report, None, check);
+                        let reasons = explainer.reasons(check);
                         for reason in reasons.iter().take(5) {
                             io.println(&format!("      ↳ {}", reason.text));
                         }

@@ -538,7 +538,13 @@ fn latency_budget(report: &Report, check: &Check) -> Vec<Reason> {
     };
     let mut out = Vec::new();
     let end = |c: &Call| c.started + c.elapsed;
-    if let Some(c) = report.calls.iter().find(|c| end(c) > budget) {
+    // The call that ended first of those that ended past the budget.
+    if let Some(c) = report
+        .calls
+        .iter()
+        .filter(|c| end(c) > budget)
+        .min_by(|a, b| end(a).total_cmp(&end(b)))
+    {
         out.push(Reason::new(
             format!(
                 "call #{} ({}) was the first to end past the budget of {}s, at {}s",

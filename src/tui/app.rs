@@ -121,6 +121,12 @@ pub enum StatusKind {
     Error,
 }
 
+/// The summary's rows and the run (run, digest, length) they were worked out for.
+pub type SummaryCache = ((usize, String, usize), Vec<crate::summary::Row>);
+
+/// What the visible calls depend on: run, digest, length, filter text, named calls.
+pub type VisibleKey = (usize, String, usize, String, Option<super::named::NamedKey>);
+
 /// Messages the log keeps (`m` shows them, newest last).
 pub const MESSAGE_LOG: usize = 50;
 
@@ -188,6 +194,12 @@ pub struct App {
     /// The selected verdict (an index into the run's checks), whose reasons and calls are
     /// shown; `None`: every failed verdict's calls are marked.
     pub verdict: Option<usize>,
+    /// The selected verdict's check name (what the selection follows across reruns).
+    pub verdict_name: Option<String>,
+    /// The summary's rows, for the run (run, digest, length) they were worked out for.
+    pub summary_cache: std::cell::RefCell<Option<SummaryCache>>,
+    /// The calls the filter shows, for the filter, run and selection they were worked out for.
+    pub visible_cache: std::cell::RefCell<Option<(VisibleKey, Vec<usize>)>>,
     /// Set when the verdict pane should bring the selected verdict into view.
     pub follow_verdict: bool,
     /// Set when Details should scroll to the search match of the selected call.
@@ -235,6 +247,9 @@ impl App {
             approvals: Vec::new(),
             last_edit: None,
             verdict: None,
+            verdict_name: None,
+            visible_cache: std::cell::RefCell::new(None),
+            summary_cache: std::cell::RefCell::new(None),
             follow_verdict: false,
             follow_match: false,
             messages: Vec::new(),
@@ -540,6 +555,7 @@ impl App {
             }
             Mode::Browse if self.verdict.is_some() => {
                 self.verdict = None;
+                self.verdict_name = None;
                 self.info(
                     "no verdict selected: x / X move between the calls behind every failed verdict"
                         .into(),
@@ -649,8 +665,14 @@ impl App {
     }
 
     pub(super) fn apply_filter(&mut self, filter: Option<String>) {
-        if let Some(Err(why)) = filter.as_deref().map(super::filter::Filter::parse) {
-            self.error(why);
+        match filter.as_deref().map(super::filter::Filter::parse) {
+            Some(Err(why)) => self.error(why),
+            Some(Ok(f)) => {
+                if let Some(note) = f.note() {
+                    self.info(note);
+                }
+            }
+            None => {}
         }
         self.filter = filter;
         let visible = self.visible();

@@ -7,22 +7,29 @@
 use std::collections::HashMap;
 
 use super::app::App;
-use super::named::{Named, display_order};
+use super::named::{Named, display_order, fingerprint};
 use crate::document::explain::{self, Reason};
 
 impl App {
     /// Works out the named calls again if what they depend on changed (called after every
     /// update).
     pub(super) fn sync_named(&mut self) {
-        let checks = &self.tab().checks;
-        if self.verdict.is_some_and(|v| v >= checks.len()) {
-            self.verdict = None;
+        // The selected verdict is the check of that name in the run shown now (a rerun, a
+        // reload or another run may have other checks).
+        let found = self
+            .verdict_name
+            .as_ref()
+            .and_then(|name| self.tab().checks.iter().position(|c| c.name == *name));
+        self.verdict = found;
+        if found.is_none() {
+            self.verdict_name = None;
         }
         let key = (
             self.run,
             self.verdict,
             self.tab().digest.clone(),
             self.timeline().len(),
+            fingerprint(&self.tab().checks),
         );
         if self.named.key.as_ref() == Some(&key) {
             return;
@@ -83,6 +90,7 @@ impl App {
             None => n - 1,
         } as usize;
         self.verdict = Some(order[next]);
+        self.verdict_name = Some(self.tab().checks[order[next]].name.clone());
         self.follow_verdict = true;
         self.sync_named();
         let check = &self.tab().checks[order[next]];
@@ -122,6 +130,7 @@ impl App {
                 None if crate::contract::verdict(&self.tab().checks) => {
                     "every verdict passes; > selects one to see the calls it names".to_owned()
                 }
+                None if self.tab().checks.is_empty() => "this run has no verdicts".to_owned(),
                 None => "the failed verdicts name no call".to_owned(),
             };
             self.info(text);
@@ -168,14 +177,14 @@ impl App {
             .reasons
             .iter()
             .find(|(_, r)| r.calls.contains(&id))
-            .map(|(c, r)| {
-                let check = &self.tab().checks[*c];
-                format!(
+            .and_then(|(c, r)| {
+                let check = self.tab().checks.get(*c)?;
+                Some(format!(
                     "{} {}: {}",
                     if check.passed { '✓' } else { '✗' },
                     check.name,
                     r.text
-                )
+                ))
             })
             .unwrap_or_default();
         self.info(format!(

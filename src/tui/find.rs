@@ -47,12 +47,25 @@ impl App {
             .as_deref()
             .and_then(|f| Filter::parse(f).ok())
             .filter(|f| !f.is_empty());
-        match filter {
-            None => (0..t.len()).collect(),
-            Some(f) => (0..t.len())
-                .filter(|&i| f.matches(t, i, self.named.names(i)))
-                .collect(),
+        let Some(f) = filter else {
+            return (0..t.len()).collect();
+        };
+        // Worked out once per filter, run and verdict selection: a frame asks several times.
+        let key = (
+            self.run,
+            self.tab().digest.clone(),
+            t.len(),
+            self.filter.clone().unwrap_or_default(),
+            self.named.key.clone(),
+        );
+        if let Some((k, v)) = self.visible_cache.borrow().as_ref()
+            && *k == key
+        {
+            return v.clone();
         }
+        let v = f.select(t, &|i| self.named.names(i));
+        *self.visible_cache.borrow_mut() = Some((key, v.clone()));
+        v
     }
 
     /// Moves to the next (or previous) call matching the search, wrapping around.

@@ -6,9 +6,24 @@ use super::app::{App, Mode, SummaryCursor};
 use crate::summary::{self, Column, Row, RowKind};
 
 impl App {
-    /// The summary rows in the order `cursor` sorts them.
+    /// The summary rows in the order `cursor` sorts them. The rows are worked out once per
+    /// run (a frame and every key ask again); sorting a few rows is cheap.
     pub fn summary_rows(&self, cursor: &SummaryCursor) -> Vec<Row> {
-        let mut rows = summary::rows(self.timeline());
+        let key = (self.run, self.tab().digest.clone(), self.timeline().len());
+        let cached = self
+            .summary_cache
+            .borrow()
+            .as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, rows)| rows.clone());
+        let mut rows = match cached {
+            Some(rows) => rows,
+            None => {
+                let rows = summary::rows(self.timeline());
+                *self.summary_cache.borrow_mut() = Some((key, rows.clone()));
+                rows
+            }
+        };
         let column = Column::ALL[cursor.column.min(Column::ALL.len() - 1)];
         summary::sort(&mut rows, column, cursor.reverse);
         rows
@@ -26,7 +41,7 @@ impl App {
     }
 
     pub(super) fn summary_move(&mut self, by: isize) {
-        let n = summary::rows(self.timeline()).len();
+        let n = self.summary_rows(&SummaryCursor::default()).len();
         if let Mode::Summary(c) = &mut self.mode
             && n > 0
         {
@@ -63,7 +78,7 @@ impl App {
             RowKind::Tool => "tool",
             RowKind::Rule => "eligible",
         };
-        let filter = format!("{field}:{}", row.raw);
+        let filter = super::filter::exact(field, &row.raw);
         self.apply_filter(Some(filter.clone()));
         let shown = self.visible().len();
         self.info(format!(

@@ -58,7 +58,8 @@ pub fn lines(app: &App, c: &SummaryCursor, w: usize, theme: &Theme) -> (Vec<Line
             };
             h.push_str(&format!(" {title:>w$}", w = WIDTHS[i]));
         }
-        h
+        // Rows never wrap (the selection's line must be the line drawn): cut at the width.
+        clip(&h, w)
     };
     let mut out = Vec::new();
     let mut selected_line = 0;
@@ -79,6 +80,7 @@ pub fn lines(app: &App, c: &SummaryCursor, w: usize, theme: &Theme) -> (Vec<Line
         for (cell, width) in cells(r).iter().zip(WIDTHS) {
             text.push_str(&format!(" {cell:>width$}"));
         }
+        let text = clip(&text, w);
         let style = if i == c.row {
             selected_line = out.len();
             theme.selected
