@@ -7,6 +7,8 @@
 //! - [`approval`]: deny-by-default approvers for side-effecting tools.
 //! - [`batch`]: the discrete-event scheduler on virtual time, and the plain-data result (one
 //!   output per call in request order, a log in completion order, per-call lanes).
+//! - [`live`]: the same contract on real tools: bodies on threads, real milliseconds,
+//!   deadlines that answer on time while the body runs on, late work on record.
 //! - [`scenario`]: scenario files for the `orbit` world.
 //!
 //! Faults come from the same rule engine as the rest of the crate: every attempt is a call of
@@ -31,6 +33,7 @@
 pub mod approval;
 pub mod batch;
 pub mod envelope;
+pub mod live;
 pub mod registry;
 pub mod scenario;
 pub mod taxonomy;
@@ -212,6 +215,17 @@ impl Clock for SchedulerClock {
     }
 }
 
+/// The engine run behind an executor: its rules and seed on `clock`, calls unbounded (the
+/// executor's own limits apply).
+fn engine(rules: Vec<Rule>, seed: i64, clock: Arc<dyn Clock>) -> Result<Storm, ConfigError> {
+    Storm::builder()
+        .rules(rules)
+        .seed(seed)
+        .clock(clock)
+        .max_calls(crate::storm::MAX_CALLS_LIMIT)
+        .build()
+}
+
 /// Runs batches of function calls against a [`Toolbox`]. Time continues across batches: each
 /// batch starts when the previous one has settled (every body, late ones included, ended).
 pub struct Executor {
@@ -228,12 +242,7 @@ impl Executor {
     pub fn new(rules: Vec<Rule>, seed: i64, limits: Limits) -> Result<Executor, ConfigError> {
         limits.check()?;
         let clock = Arc::new(SchedulerClock::default());
-        let storm = Storm::builder()
-            .rules(rules)
-            .seed(seed)
-            .clock(clock.clone())
-            .max_calls(crate::storm::MAX_CALLS_LIMIT)
-            .build()?;
+        let storm = engine(rules, seed, clock.clone())?;
         Ok(Executor {
             storm,
             clock,

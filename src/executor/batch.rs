@@ -276,6 +276,182 @@ fn engine_error(e: &ToolError) -> Error {
     Error::raised(type_name, e.to_string())
 }
 
+/// A call that may run (its spec and checked arguments), or why it is answered without.
+pub(super) type Admitted = Result<(ToolSpec, Object), Failure>;
+
+/// The steps before a call may run, live or simulated: the tool is known, the arguments fit,
+/// and a side effect is approved (a failing or panicking approver counts as a no). Returns
+/// the approval question and answer (side effects only), and the spec and checked arguments
+/// or why the call is answered without running.
+pub(super) fn admit(
+    registry: &super::Registry,
+    approver: &mut dyn Approver,
+    request: &FunctionCall,
+) -> (Option<(String, bool)>, Admitted) {
+    let Some(spec) = registry.get(&request.name).cloned() else {
+        let available = registry.names();
+        let name = request.name.clone();
+        return (None, Err(Failure::UnknownTool { name, available }));
+    };
+    let args = match spec.check_arguments(&request.arguments) {
+        Ok(args) => args,
+        Err(reason) => {
+            let reason = format!("{}: {reason}", spec.name);
+            return (None, Err(Failure::BadArguments { reason }));
+        }
+    };
+    if !spec.side_effect {
+        return (None, Ok((spec, args)));
+    }
+    let req = ApprovalRequest {
+        call_id: &request.call_id,
+        tool: &spec,
+        arguments: &args,
+    };
+    let question = req.question();
+    let described = req.describe();
+    let verdict = catch_unwind(AssertUnwindSafe(|| approver.decide(&req)));
+    let approved = matches!(verdict, Ok(Ok(true)));
+    let approval = Some((question, approved));
+    if approved {
+        return (approval, Ok((spec, args)));
+    }
+    let reason = match verdict {
+        Ok(Ok(_)) => format!("Not approved: the approver said no to {described}"),
+        Ok(Err(e)) => format!("Not approved ({e}): {described}"),
+        Err(_) => format!("Not approved (the approver crashed): {described}"),
+    };
+    (approval, Err(Failure::Denied { reason }))
+}
+
+impl Lane {
+    /// A call's lane as the batch hands it over at `start`.
+    pub(super) fn submitted(index: usize, call: &FunctionCall, start: u64) -> Lane {
+        Lane {
+            index,
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            submitted_ms: start,
+            approval: None,
+            deadline_ms: None,
+            attempts: Vec::new(),
+            answered_ms: start,
+            kind: String::new(),
+        }
+    }
+}
+
+impl AttemptLane {
+    /// Attempt `number`, asking for a slot at `now`.
+    pub(super) fn queued(number: u32, now: u64) -> AttemptLane {
+        AttemptLane {
+            number,
+            queued_ms: now,
+            started_ms: now,
+            ended_ms: now,
+            outcome: String::new(),
+            fault: None,
+            report_call: None,
+            late: false,
+        }
+    }
+}
+
+/// Answers the call of `lane` at `now`, once: the first answer stands (a body that ends after
+/// its deadline answered does not answer again).
+pub(super) fn record_answer(
+    lane: &mut Lane,
+    answer: &mut Option<Envelope>,
+    log: &mut Vec<(u64, usize)>,
+    now: u64,
+    envelope: Envelope,
+) {
+    if answer.is_some() {
+        return;
+    }
+    lane.answered_ms = now;
+    lane.kind = envelope.kind_str().to_owned();
+    *answer = Some(envelope);
+    log.push((now, lane.index));
+}
+
+/// How an attempt ended, as its lane says it: `ok` or the error kind.
+pub(super) fn outcome_text(outcome: &Result<Value, Failure>) -> String {
+    match outcome {
+        Ok(_) => "ok".into(),
+        Err(f) => f.kind().as_str().into(),
+    }
+}
+
+/// The failure of a call whose deadline passed (the tool's own timeout, else the default).
+pub(super) fn deadline_failure(spec: Option<&ToolSpec>, limits: &Limits) -> Failure {
+    let after_seconds = spec
+        .and_then(|s| s.timeout)
+        .unwrap_or(limits.default_timeout);
+    Failure::DeadlineExceeded { after_seconds }
+}
+
+/// The report key of attempt `number` of the batch's `index`-th call: `b1.3.call_C#1`.
+pub(super) fn attempt_key(batch: usize, index: usize, call_id: &str, number: usize) -> String {
+    let id: String = call_id.chars().take(120).collect();
+    format!("b{batch}.{}.{id}#{number}", index + 1)
+}
+
+/// Finishes an attempt's call in the engine from what its body did (`ran`: the body's result,
+/// or a panic), and says how the attempt ended.
+pub(super) fn body_outcome(
+    storm: &Storm,
+    handle: &CallHandle,
+    name: &str,
+    ran: std::thread::Result<Result<Value, ToolError>>,
+) -> Result<Value, Failure> {
+    match ran {
+        Ok(Ok(value)) => match storm.body_finished(handle, Ok(value)) {
+            Ok(value) => {
+                let _ = storm.finish_call(handle, Ok(value.clone()));
+                Ok(value)
+            }
+            Err(e) => {
+                let _ = storm.finish_call(handle, Err(e.clone()));
+                Err(Failure::Engine(e))
+            }
+        },
+        Ok(Err(tool_error)) => {
+            let _ = storm.finish_call(handle, Err(engine_error(&tool_error)));
+            Err(Failure::Tool(tool_error))
+        }
+        Err(_) => {
+            let _ = storm.finish_call(handle, Err(Error::raised("Panic", "tool panicked")));
+            Err(Failure::Internal {
+                message: format!("{name} crashed while running"),
+            })
+        }
+    }
+}
+
+/// The pause before a retry, if the attempt that ended with `failure` is retried: transient,
+/// an idempotent tool, attempts left. A seeded 200–400 ms, or a rate limit's longer wait.
+pub(super) fn retry_pause(
+    failure: &Failure,
+    idempotent: bool,
+    attempts: u32,
+    limits: &Limits,
+    rng: &mut ChaCha8Rng,
+) -> Option<u64> {
+    if failure.kind() != super::ErrorKind::Transient
+        || !idempotent
+        || attempts >= limits.max_attempts
+    {
+        return None;
+    }
+    let (lo, hi) = JITTER_MS;
+    let mut pause = lo + rng.next_u64() % (hi - lo + 1);
+    if let Failure::Engine(Error::RateLimited { retry_after }) = failure {
+        pause = pause.max(ms(*retry_after));
+    }
+    Some(pause)
+}
+
 impl<'a> Scheduler<'a> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
@@ -295,17 +471,7 @@ impl<'a> Scheduler<'a> {
             .map(|(index, c)| CallState {
                 spec: None,
                 args: Object::new(),
-                lane: Lane {
-                    index,
-                    call_id: c.call_id.clone(),
-                    name: c.name.clone(),
-                    submitted_ms: start,
-                    approval: None,
-                    deadline_ms: None,
-                    attempts: Vec::new(),
-                    answered_ms: start,
-                    kind: String::new(),
-                },
+                lane: Lane::submitted(index, c, start),
                 answer: None,
                 running: None,
                 waiting: false,
@@ -354,15 +520,14 @@ impl<'a> Scheduler<'a> {
     }
 
     fn answer(&mut self, i: usize, envelope: Envelope) {
-        let now = self.now;
         let c = &mut self.calls[i];
-        if c.answer.is_some() {
-            return;
-        }
-        c.lane.answered_ms = now;
-        c.lane.kind = envelope.kind_str().to_owned();
-        c.answer = Some(envelope);
-        self.log.push((now, i));
+        record_answer(
+            &mut c.lane,
+            &mut c.answer,
+            &mut self.log,
+            self.now,
+            envelope,
+        );
     }
 
     fn fail(&mut self, i: usize, failure: Failure) {
@@ -370,58 +535,25 @@ impl<'a> Scheduler<'a> {
     }
 
     fn on_start(&mut self, i: usize) {
-        let request = &self.requests[i];
-        let Some(spec) = self.toolbox.registry().get(&request.name).cloned() else {
-            let available = self.toolbox.registry().names();
-            let name = request.name.clone();
-            return self.fail(i, Failure::UnknownTool { name, available });
-        };
-        let args = match spec.check_arguments(&request.arguments) {
-            Ok(args) => args,
-            Err(reason) => {
-                let reason = format!("{}: {reason}", spec.name);
-                return self.fail(i, Failure::BadArguments { reason });
+        let registry = self.toolbox.registry();
+        match admit(registry, &mut *self.approver, &self.requests[i]) {
+            (approval, Ok((spec, args))) => {
+                self.calls[i].lane.approval = approval;
+                self.calls[i].spec = Some(spec);
+                self.calls[i].args = args;
+                self.enqueue(i);
             }
-        };
-        if spec.side_effect {
-            let req = ApprovalRequest {
-                call_id: &request.call_id,
-                tool: &spec,
-                arguments: &args,
-            };
-            let question = req.question();
-            let described = req.describe();
-            let approver = &mut *self.approver;
-            let verdict = catch_unwind(AssertUnwindSafe(|| approver.decide(&req)));
-            let approved = matches!(verdict, Ok(Ok(true)));
-            self.calls[i].lane.approval = Some((question, approved));
-            if !approved {
-                let reason = match verdict {
-                    Ok(Ok(_)) => format!("Not approved: the approver said no to {described}"),
-                    Ok(Err(e)) => format!("Not approved ({e}): {described}"),
-                    Err(_) => format!("Not approved (the approver crashed): {described}"),
-                };
-                return self.fail(i, Failure::Denied { reason });
+            (approval, Err(failure)) => {
+                self.calls[i].lane.approval = approval;
+                self.fail(i, failure);
             }
         }
-        self.calls[i].spec = Some(spec);
-        self.calls[i].args = args;
-        self.enqueue(i);
     }
 
     fn enqueue(&mut self, i: usize) {
         let c = &mut self.calls[i];
         let number = c.lane.attempts.len() as u32 + 1;
-        c.lane.attempts.push(AttemptLane {
-            number,
-            queued_ms: self.now,
-            started_ms: self.now,
-            ended_ms: self.now,
-            outcome: String::new(),
-            fault: None,
-            report_call: None,
-            late: false,
-        });
+        c.lane.attempts.push(AttemptLane::queued(number, self.now));
         c.waiting = true;
         self.queue.push_back(i);
         self.grant();
@@ -449,17 +581,7 @@ impl<'a> Scheduler<'a> {
             self.schedule(now + timeout, Event::Deadline(i));
         }
         let number = self.calls[i].lane.attempts.len();
-        let key: String = format!(
-            "b{}.{}.{}#{number}",
-            self.batch,
-            i + 1,
-            self.calls[i]
-                .lane
-                .call_id
-                .chars()
-                .take(120)
-                .collect::<String>()
-        );
+        let key = attempt_key(self.batch, i, &self.calls[i].lane.call_id, number);
         {
             let attempt = self.last_attempt(i);
             attempt.started_ms = now;
@@ -501,16 +623,7 @@ impl<'a> Scheduler<'a> {
     fn last_attempt(&mut self, i: usize) -> &mut AttemptLane {
         let attempts = &mut self.calls[i].lane.attempts;
         if attempts.is_empty() {
-            attempts.push(AttemptLane {
-                number: 1,
-                queued_ms: self.now,
-                started_ms: self.now,
-                ended_ms: self.now,
-                outcome: String::new(),
-                fault: None,
-                report_call: None,
-                late: false,
-            });
+            attempts.push(AttemptLane::queued(1, self.now));
         }
         let last = attempts.len() - 1;
         &mut attempts[last]
@@ -529,37 +642,13 @@ impl<'a> Scheduler<'a> {
             let mut commit = |effect: &str, key: &str| storm.effect_for(&handle, effect, key);
             toolbox.run(&name, &args, &mut commit)
         }));
-        let outcome = match ran {
-            Ok(Ok(value)) => match storm.body_finished(&handle, Ok(value)) {
-                Ok(value) => {
-                    let _ = storm.finish_call(&handle, Ok(value.clone()));
-                    Ok(value)
-                }
-                Err(e) => {
-                    let _ = storm.finish_call(&handle, Err(e.clone()));
-                    Err(Failure::Engine(e))
-                }
-            },
-            Ok(Err(tool_error)) => {
-                let _ = storm.finish_call(&handle, Err(engine_error(&tool_error)));
-                Err(Failure::Tool(tool_error))
-            }
-            Err(_) => {
-                let _ = storm.finish_call(&handle, Err(Error::raised("Panic", "tool panicked")));
-                Err(Failure::Internal {
-                    message: format!("{name} crashed while running"),
-                })
-            }
-        };
+        let outcome = body_outcome(storm, &handle, &name, ran);
         if self.calls[i].answer.is_some() {
             let now = self.now;
             let attempt = self.last_attempt(i);
             attempt.ended_ms = now;
             attempt.late = true;
-            attempt.outcome = match &outcome {
-                Ok(_) => "ok".into(),
-                Err(f) => f.kind().as_str().into(),
-            };
+            attempt.outcome = outcome_text(&outcome);
         } else {
             self.attempt_ended(i, outcome);
         }
@@ -571,10 +660,7 @@ impl<'a> Scheduler<'a> {
         {
             let attempt = self.last_attempt(i);
             attempt.ended_ms = now;
-            attempt.outcome = match &outcome {
-                Ok(_) => "ok".into(),
-                Err(f) => f.kind().as_str().into(),
-            };
+            attempt.outcome = outcome_text(&outcome);
         }
         let failure = match outcome {
             Ok(value) => return self.answer(i, Envelope::Ok(value)),
@@ -582,19 +668,9 @@ impl<'a> Scheduler<'a> {
         };
         let idempotent = self.calls[i].spec.as_ref().is_some_and(|s| s.idempotent);
         let attempts = self.calls[i].lane.attempts.len() as u32;
-        if failure.kind() == super::ErrorKind::Transient
-            && idempotent
-            && attempts < self.limits.max_attempts
-        {
-            let (lo, hi) = JITTER_MS;
-            let mut pause = lo + self.rng.next_u64() % (hi - lo + 1);
-            // A rate limit that advertises a longer wait is respected.
-            if let Failure::Engine(Error::RateLimited { retry_after }) = &failure {
-                pause = pause.max(ms(*retry_after));
-            }
-            self.schedule(now + pause, Event::Retry(i));
-        } else {
-            self.fail(i, failure);
+        match retry_pause(&failure, idempotent, attempts, self.limits, self.rng) {
+            Some(pause) => self.schedule(now + pause, Event::Retry(i)),
+            None => self.fail(i, failure),
         }
     }
 
@@ -614,12 +690,8 @@ impl<'a> Scheduler<'a> {
             self.calls[i].waiting = false;
             self.calls[i].lane.attempts.pop();
         }
-        let after_seconds = self.calls[i]
-            .spec
-            .as_ref()
-            .and_then(|s| s.timeout)
-            .unwrap_or(self.limits.default_timeout);
-        self.fail(i, Failure::DeadlineExceeded { after_seconds });
+        let failure = deadline_failure(self.calls[i].spec.as_ref(), self.limits);
+        self.fail(i, failure);
     }
 
     fn finish(mut self) -> BatchResult {
@@ -633,49 +705,52 @@ impl<'a> Scheduler<'a> {
                 );
             }
         }
-        self.log.sort_by_key(|&(at, i)| (at, i));
-        let log = self
-            .log
-            .iter()
-            .map(|&(at, i)| {
-                let lane = &self.calls[i].lane;
-                LogRow {
-                    call_id: lane.call_id.clone(),
-                    name: lane.name.clone(),
-                    kind: lane.kind.clone(),
-                    ms: at - self.start,
-                    attempts: lane.attempts.len() as u32,
-                }
+        let (lanes, answers): (Vec<Lane>, Vec<Option<Envelope>>) =
+            self.calls.into_iter().map(|c| (c.lane, c.answer)).unzip();
+        assemble(self.batch, self.start, lanes, answers, self.log)
+    }
+}
+
+/// A batch's result from its lanes and answers (request order) and the log of answers
+/// (`(ms, call index)`, sorted here: by time, ties by request order).
+pub(super) fn assemble(
+    batch: usize,
+    start: u64,
+    lanes: Vec<Lane>,
+    answers: Vec<Option<Envelope>>,
+    mut log: Vec<(u64, usize)>,
+) -> BatchResult {
+    log.sort_by_key(|&(at, i)| (at, i));
+    let log = log
+        .iter()
+        .filter_map(|&(at, i)| {
+            let lane = lanes.get(i)?;
+            Some(LogRow {
+                call_id: lane.call_id.clone(),
+                name: lane.name.clone(),
+                kind: lane.kind.clone(),
+                ms: at.saturating_sub(start),
+                attempts: lane.attempts.len() as u32,
             })
-            .collect();
-        let mut outputs = Vec::new();
-        let mut envelopes = Vec::new();
-        let mut lanes = Vec::new();
-        for c in self.calls {
-            let envelope = c.answer.unwrap_or(Envelope::Ok(Value::Null));
-            outputs.push(envelope.output_item(&c.lane.call_id));
-            envelopes.push(envelope);
-            lanes.push(c.lane);
-        }
-        let answered_ms = lanes
-            .iter()
-            .map(|l| l.answered_ms)
-            .max()
-            .unwrap_or(self.start);
-        let settled_ms = lanes
-            .iter()
-            .map(Lane::settled_ms)
-            .max()
-            .unwrap_or(self.start);
-        BatchResult {
-            batch: self.batch,
-            started_ms: self.start,
-            outputs,
-            envelopes,
-            log,
-            lanes,
-            answered_ms,
-            settled_ms,
-        }
+        })
+        .collect();
+    let mut outputs = Vec::new();
+    let mut envelopes = Vec::new();
+    for (lane, answer) in lanes.iter().zip(answers) {
+        let envelope = answer.unwrap_or(Envelope::Ok(Value::Null));
+        outputs.push(envelope.output_item(&lane.call_id));
+        envelopes.push(envelope);
+    }
+    let answered_ms = lanes.iter().map(|l| l.answered_ms).max().unwrap_or(start);
+    let settled_ms = lanes.iter().map(Lane::settled_ms).max().unwrap_or(start);
+    BatchResult {
+        batch,
+        started_ms: start,
+        outputs,
+        envelopes,
+        log,
+        lanes,
+        answered_ms,
+        settled_ms,
     }
 }

@@ -1,0 +1,657 @@
+//! The executor on real tools and the wall clock: the same contract as the simulation in
+//! [`super::batch`] — checks, approvals one at a time, at most `max_concurrency` bodies at once,
+//! deadlines, retries of transient failures of idempotent tools after a seeded pause, one
+//! output per call in request order, a log in completion order — with each body on a thread of
+//! its own and times measured in real milliseconds.
+//!
+//! **Deadlines that return.** A call is answered at its deadline; its body is not cancelled
+//! (Rust cannot kill a thread) and runs on. What it commits reaches the effect ledger when it
+//! commits, and when it ends the executor records it as late work ([`LiveExecutor::late`]);
+//! the batch itself returns when its last call is answered, not when its slowest body ends.
+//! The lesson's bug — Python's `ThreadPoolExecutor` with-block, which waits for the stuck
+//! thread on the way out — has Rust twins this executor avoids:
+//! - running the bodies inside `std::thread::scope` (or joining every worker in a loop at the
+//!   end of the batch): the scope cannot end before its threads do, so the batch answers when
+//!   its slowest body ends, however early its deadline;
+//! - running them with a tokio runtime's `spawn_blocking` and dropping the runtime: its
+//!   shutdown waits for blocking work that has started.
+//!
+//! Here the coordinating thread never joins a body: bodies report over a channel, and the
+//! coordinator waits on it only until the next deadline or retry. At the end of a process,
+//! [`LiveExecutor::settle`] waits at most a grace period for late work, then says which bodies
+//! were still running.
+//!
+//! The engine holds no runtime: blocking tools run on threads here; async tools can be run on
+//! the user's runtime through [`crate::storm::Scope`].
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::Duration;
+
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
+
+use super::approval::Approver;
+use super::batch::{
+    AttemptLane, BatchResult, Lane, admit, assemble, attempt_key, body_outcome, deadline_failure,
+    outcome_text, record_answer, retry_pause,
+};
+use super::envelope::Envelope;
+use super::registry::{Registry, ToolSpec};
+use super::taxonomy::{Failure, ToolError};
+use super::{FunctionCall, Limits};
+use crate::clock::{Clock, RealClock};
+use crate::error::{ConfigError, Error};
+use crate::json::{Object, Value};
+use crate::report::Report;
+use crate::rule::Rule;
+use crate::storm::{Prelude, Storm};
+
+/// Records a side effect in the run's ledger: `commit(name, key)`.
+pub type Commit<'a> = dyn FnMut(&str, &str) -> Result<(), Error> + 'a;
+
+/// Tools that run on threads: a registry, and a blocking body per tool.
+pub trait LiveTools: Send + Sync {
+    /// The tools offered.
+    fn registry(&self) -> &Registry;
+    /// Runs `tool`'s body with checked arguments, on the calling thread. `commit` records a
+    /// side effect the moment it happens.
+    fn run(&self, tool: &str, args: &Object, commit: &mut Commit<'_>) -> Result<Value, ToolError>;
+}
+
+type Body = dyn Fn(&Object, &mut Commit<'_>) -> Result<Value, ToolError> + Send + Sync;
+
+/// Blocking closures as tools.
+///
+/// ```
+/// use toolstorm::executor::live::{LiveExecutor, Tools};
+/// use toolstorm::executor::{FunctionCall, Limits, Param, ParamType, ToolSpec, approval::DenyAll};
+/// use toolstorm::json::Value;
+///
+/// let tools = Tools::new().tool(
+///     ToolSpec::new("echo", "Says it back").param(Param::new("text", ParamType::String, "What")),
+///     |args, _commit| Ok(args.get("text").cloned().unwrap_or(Value::Null)),
+/// );
+/// let mut exec = LiveExecutor::new(Vec::new(), 7, Limits::default())?;
+/// let batch = exec.run_batch(&tools.shared(), &mut DenyAll, &[
+///     FunctionCall::new("echo", r#"{"text": "hi"}"#, "call_1"),
+/// ]);
+/// assert_eq!(batch.kinds(), ["ok"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Default)]
+pub struct Tools {
+    registry: Registry,
+    bodies: HashMap<String, Arc<Body>>,
+}
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools")
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tools {
+    /// No tools.
+    pub fn new() -> Tools {
+        Tools::default()
+    }
+
+    /// Adds a tool: its spec and its blocking body.
+    pub fn tool(
+        mut self,
+        spec: ToolSpec,
+        body: impl Fn(&Object, &mut Commit<'_>) -> Result<Value, ToolError> + Send + Sync + 'static,
+    ) -> Tools {
+        self.bodies.insert(spec.name.clone(), Arc::new(body));
+        let mut specs: Vec<ToolSpec> = self
+            .registry
+            .tools()
+            .iter()
+            .filter(|t| t.name != spec.name)
+            .cloned()
+            .collect();
+        specs.push(spec);
+        self.registry = Registry::new(specs);
+        self
+    }
+
+    /// The tools, shared with the threads that run them.
+    pub fn shared(self) -> Arc<dyn LiveTools> {
+        Arc::new(self)
+    }
+}
+
+impl LiveTools for Tools {
+    fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn run(&self, tool: &str, args: &Object, commit: &mut Commit<'_>) -> Result<Value, ToolError> {
+        match self.bodies.get(tool) {
+            Some(body) => body(args, commit),
+            None => Err(ToolError::Other {
+                message: format!("{tool} has no body"),
+            }),
+        }
+    }
+}
+
+/// A body that ended after its call had been answered (its deadline passed first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LateWork {
+    /// The batch it belongs to.
+    pub batch: usize,
+    /// The call id.
+    pub call_id: String,
+    /// The tool.
+    pub name: String,
+    /// Its attempt number.
+    pub attempt: u32,
+    /// `ok` or the error kind it ended with.
+    pub outcome: String,
+    /// When it ended (ms since the executor began).
+    pub ended_ms: u64,
+}
+
+/// What [`LiveExecutor::settle`] found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Settled {
+    /// Late work that ended while it waited.
+    pub late: Vec<LateWork>,
+    /// Bodies still running when the grace period was over: (batch, call id, tool).
+    pub still_running: Vec<(usize, String, String)>,
+}
+
+/// A body's report to the coordinator.
+struct Done {
+    batch: usize,
+    index: usize,
+    attempt: usize,
+    ended_ms: u64,
+    outcome: Result<Value, Failure>,
+}
+
+/// Runs batches of function calls on real tools. Times are real milliseconds since the
+/// executor began; decisions and retry pauses come from the seed, so the faults a batch gets
+/// are the same each run, and only the timing is the machine's.
+pub struct LiveExecutor {
+    storm: Arc<Storm>,
+    clock: Arc<RealClock>,
+    limits: Limits,
+    rng: ChaCha8Rng,
+    batches: usize,
+    tx: Sender<Done>,
+    rx: Receiver<Done>,
+    /// Bodies of earlier batches still running: (batch, index, attempt) → (call id, tool).
+    running: HashMap<(usize, usize, usize), (String, String)>,
+    late: Vec<LateWork>,
+}
+
+impl std::fmt::Debug for LiveExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveExecutor")
+            .field("limits", &self.limits)
+            .field("batches", &self.batches)
+            .field("running", &self.running.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Start(usize),
+    Deadline(usize),
+    Retry(usize),
+}
+
+struct CallState {
+    spec: Option<ToolSpec>,
+    args: Object,
+    lane: Lane,
+    answer: Option<Envelope>,
+    /// The attempt number whose body is running, if one is.
+    running: Option<usize>,
+    waiting: bool,
+}
+
+fn ms(seconds: f64) -> u64 {
+    if seconds.is_finite() && seconds > 0.0 {
+        (seconds * 1000.0).round().min(1e15) as u64
+    } else {
+        0
+    }
+}
+
+impl LiveExecutor {
+    /// A live executor whose faults come from `rules`, decisions and retry pauses from `seed`.
+    pub fn new(rules: Vec<Rule>, seed: i64, limits: Limits) -> Result<LiveExecutor, ConfigError> {
+        limits.check()?;
+        let clock = Arc::new(RealClock::default());
+        let storm = super::engine(rules, seed, clock.clone())?;
+        let (tx, rx) = channel();
+        Ok(LiveExecutor {
+            storm: Arc::new(storm),
+            clock,
+            limits,
+            rng: ChaCha8Rng::seed_from_u64(seed as u64),
+            batches: 0,
+            tx,
+            rx,
+            running: HashMap::new(),
+            late: Vec::new(),
+        })
+    }
+
+    /// The trace so far (late commits included as they land).
+    pub fn report(&self) -> Report {
+        self.storm.report()
+    }
+
+    /// Real milliseconds since the executor began.
+    pub fn now_ms(&self) -> u64 {
+        ms(self.clock.now())
+    }
+
+    /// Late work recorded so far, in the order it ended.
+    pub fn late(&self) -> &[LateWork] {
+        &self.late
+    }
+
+    /// Waits at most `grace` for bodies still running from earlier batches (timed-out calls
+    /// whose work goes on), records those that end, and says which are still running. It never
+    /// joins a thread: a body that never ends costs at most `grace`.
+    pub fn settle(&mut self, grace: Duration) -> Settled {
+        let first = self.late.len();
+        let until = self.now_ms() + grace.as_millis().min(u128::from(u64::MAX / 2)) as u64;
+        while !self.running.is_empty() {
+            let left = until.saturating_sub(self.now_ms());
+            if left == 0 {
+                break;
+            }
+            match self.rx.recv_timeout(Duration::from_millis(left)) {
+                Ok(done) => self.earlier(done),
+                Err(_) => break,
+            }
+        }
+        let mut still: Vec<(usize, String, String)> = self
+            .running
+            .iter()
+            .map(|((b, _, _), (id, name))| (*b, id.clone(), name.clone()))
+            .collect();
+        still.sort();
+        Settled {
+            late: self.late[first..].to_vec(),
+            still_running: still,
+        }
+    }
+
+    /// A report from a body of an earlier batch: late work.
+    fn earlier(&mut self, done: Done) {
+        let Some((call_id, name)) = self.running.remove(&(done.batch, done.index, done.attempt))
+        else {
+            return;
+        };
+        self.late.push(LateWork {
+            batch: done.batch,
+            call_id,
+            name,
+            attempt: done.attempt as u32,
+            outcome: outcome_text(&done.outcome),
+            ended_ms: done.ended_ms,
+        });
+    }
+
+    /// Runs one batch on real threads. Never fails: every call gets exactly one output, in
+    /// request order; the batch returns when the last call is answered.
+    pub fn run_batch(
+        &mut self,
+        tools: &Arc<dyn LiveTools>,
+        approver: &mut dyn Approver,
+        calls: &[FunctionCall],
+    ) -> BatchResult {
+        self.batches += 1;
+        let start = self.now_ms();
+        let states = calls
+            .iter()
+            .enumerate()
+            .map(|(index, c)| CallState {
+                spec: None,
+                args: Object::new(),
+                lane: Lane::submitted(index, c, start),
+                answer: None,
+                running: None,
+                waiting: false,
+            })
+            .collect();
+        let mut run = Batch {
+            exec: self,
+            tools,
+            approver,
+            requests: calls,
+            calls: states,
+            events: BinaryHeap::new(),
+            seq: 0,
+            queue: VecDeque::new(),
+            busy: 0,
+            log: Vec::new(),
+            start,
+        };
+        for i in 0..calls.len() {
+            run.schedule(start, Event::Start(i));
+        }
+        run.run()
+    }
+}
+
+/// One batch in flight.
+struct Batch<'e, 'a> {
+    exec: &'e mut LiveExecutor,
+    tools: &'a Arc<dyn LiveTools>,
+    approver: &'a mut dyn Approver,
+    requests: &'a [FunctionCall],
+    calls: Vec<CallState>,
+    events: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    seq: u64,
+    queue: VecDeque<usize>,
+    busy: usize,
+    log: Vec<(u64, usize)>,
+    start: u64,
+}
+
+impl Batch<'_, '_> {
+    fn now(&self) -> u64 {
+        self.exec.now_ms()
+    }
+
+    fn schedule(&mut self, at: u64, event: Event) {
+        self.seq += 1;
+        self.events.push(Reverse((at, self.seq, event)));
+    }
+
+    fn all_answered(&self) -> bool {
+        self.calls.iter().all(|c| c.answer.is_some())
+    }
+
+    fn run(mut self) -> BatchResult {
+        let batch = self.exec.batches;
+        while !self.all_answered() {
+            // Bodies that ended come first: a body that ended just before its deadline is on
+            // time.
+            while let Ok(done) = self.exec.rx.try_recv() {
+                self.done(batch, done);
+            }
+            let now = self.now();
+            if let Some(Reverse((at, _, _))) = self.events.peek()
+                && *at <= now
+            {
+                if let Some(Reverse((_, _, event))) = self.events.pop() {
+                    match event {
+                        Event::Start(i) => self.on_start(i),
+                        Event::Deadline(i) => self.on_deadline(i),
+                        Event::Retry(i) => self.on_retry(i),
+                    }
+                }
+                continue;
+            }
+            if self.all_answered() {
+                break;
+            }
+            let next = self.events.peek().map(|Reverse((at, _, _))| *at);
+            let got = match next {
+                Some(at) => self
+                    .exec
+                    .rx
+                    .recv_timeout(Duration::from_millis(at.saturating_sub(now))),
+                None if self.busy > 0 => self
+                    .exec
+                    .rx
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
+                // Nothing is due and nothing runs: what is left can never be answered.
+                None => break,
+            };
+            if let Ok(done) = got {
+                self.done(batch, done);
+            }
+        }
+        self.finish(batch)
+    }
+
+    fn answer(&mut self, i: usize, envelope: Envelope) {
+        let now = self.now();
+        let c = &mut self.calls[i];
+        record_answer(&mut c.lane, &mut c.answer, &mut self.log, now, envelope);
+    }
+
+    fn fail(&mut self, i: usize, failure: Failure) {
+        self.answer(i, Envelope::failure(&failure));
+    }
+
+    fn on_start(&mut self, i: usize) {
+        let registry = self.tools.registry();
+        let (approval, admitted) = admit(registry, &mut *self.approver, &self.requests[i]);
+        self.calls[i].lane.approval = approval;
+        match admitted {
+            Ok((spec, args)) => {
+                self.calls[i].spec = Some(spec);
+                self.calls[i].args = args;
+                self.enqueue(i);
+            }
+            Err(failure) => self.fail(i, failure),
+        }
+    }
+
+    fn enqueue(&mut self, i: usize) {
+        let now = self.now();
+        let c = &mut self.calls[i];
+        let number = c.lane.attempts.len() as u32 + 1;
+        c.lane.attempts.push(AttemptLane::queued(number, now));
+        c.waiting = true;
+        self.queue.push_back(i);
+        self.grant();
+    }
+
+    fn grant(&mut self) {
+        while self.busy < self.exec.limits.max_concurrency {
+            let Some(i) = self.queue.pop_front() else {
+                return;
+            };
+            self.calls[i].waiting = false;
+            self.start_attempt(i);
+        }
+    }
+
+    fn start_attempt(&mut self, i: usize) {
+        let now = self.now();
+        let Some(spec) = self.calls[i].spec.clone() else {
+            return;
+        };
+        let args = self.calls[i].args.clone();
+        if self.calls[i].lane.deadline_ms.is_none() {
+            let timeout = ms(spec.timeout.unwrap_or(self.exec.limits.default_timeout));
+            self.calls[i].lane.deadline_ms = Some(now + timeout);
+            self.schedule(now + timeout, Event::Deadline(i));
+        }
+        let number = self.calls[i].lane.attempts.len();
+        let key = attempt_key(self.exec.batches, i, &self.calls[i].lane.call_id, number);
+        if let Some(a) = self.calls[i].lane.attempts.last_mut() {
+            a.started_ms = now;
+            a.ended_ms = now;
+        }
+        let storm = Arc::clone(&self.exec.storm);
+        let handle = match storm.begin_call(&spec.name, Value::Object(args.clone()), Some(&key)) {
+            Ok(h) => h,
+            Err(e) => return self.attempt_ended(i, Err(Failure::Engine(e))),
+        };
+        let fault = handle
+            .rule_index()
+            .and_then(|r| storm.rules().get(r))
+            .map(|r| r.name.to_lossy());
+        if let Some(a) = self.calls[i].lane.attempts.last_mut() {
+            a.report_call = Some(handle.id());
+            a.fault = fault;
+        }
+        let latency = match storm.prelude(&handle) {
+            Prelude::Skip(outcome) => {
+                let outcome = storm.finish_call(&handle, outcome);
+                return self.attempt_ended(i, outcome.map_err(Failure::Engine));
+            }
+            Prelude::Run { latency } => latency,
+        };
+        storm.body_started(&handle);
+        let tools = Arc::clone(self.tools);
+        let tx = self.exec.tx.clone();
+        let clock = Arc::clone(&self.exec.clock);
+        let (batch, name) = (self.exec.batches, spec.name.clone());
+        let body = move || {
+            // An injected latency is real time here.
+            if let Some(l) = latency {
+                let _ = clock.sleep(l);
+            }
+            let ran = catch_unwind(AssertUnwindSafe(|| {
+                let mut commit = |effect: &str, key: &str| storm.effect_for(&handle, effect, key);
+                tools.run(&name, &args, &mut commit)
+            }));
+            let outcome = body_outcome(&storm, &handle, &name, ran);
+            let _ = tx.send(Done {
+                batch,
+                index: i,
+                attempt: number,
+                ended_ms: ms(clock.now()),
+                outcome,
+            });
+        };
+        match std::thread::Builder::new()
+            .name(format!(
+                "toolstorm-{}",
+                spec.name.chars().take(20).collect::<String>()
+            ))
+            .spawn(body)
+        {
+            Ok(_) => {
+                self.busy += 1;
+                self.calls[i].running = Some(number);
+            }
+            Err(e) => self.attempt_ended(
+                i,
+                Err(Failure::Internal {
+                    message: format!("no thread for {}: {e}", spec.name),
+                }),
+            ),
+        }
+    }
+
+    /// A body reported: of this batch, or late work of an earlier one.
+    fn done(&mut self, batch: usize, done: Done) {
+        if done.batch != batch {
+            return self.exec.earlier(done);
+        }
+        let i = done.index;
+        if self.calls.get(i).and_then(|c| c.running) != Some(done.attempt) {
+            return;
+        }
+        self.calls[i].running = None;
+        self.busy = self.busy.saturating_sub(1);
+        if self.calls[i].answer.is_some() {
+            // Its deadline passed first: late work, on record as such.
+            let outcome = outcome_text(&done.outcome);
+            if let Some(a) = self.calls[i].lane.attempts.get_mut(done.attempt - 1) {
+                a.ended_ms = done.ended_ms;
+                a.late = true;
+                a.outcome = outcome.clone();
+            }
+            let lane = &self.calls[i].lane;
+            self.exec.late.push(LateWork {
+                batch,
+                call_id: lane.call_id.clone(),
+                name: lane.name.clone(),
+                attempt: done.attempt as u32,
+                outcome,
+                ended_ms: done.ended_ms,
+            });
+        } else {
+            self.attempt_ended(i, done.outcome);
+        }
+        self.grant();
+    }
+
+    fn attempt_ended(&mut self, i: usize, outcome: Result<Value, Failure>) {
+        let now = self.now();
+        if let Some(a) = self.calls[i].lane.attempts.last_mut() {
+            a.ended_ms = now;
+            a.outcome = outcome_text(&outcome);
+        }
+        let failure = match outcome {
+            Ok(value) => return self.answer(i, Envelope::Ok(value)),
+            Err(f) => f,
+        };
+        let idempotent = self.calls[i].spec.as_ref().is_some_and(|s| s.idempotent);
+        let attempts = self.calls[i].lane.attempts.len() as u32;
+        match retry_pause(
+            &failure,
+            idempotent,
+            attempts,
+            &self.exec.limits,
+            &mut self.exec.rng,
+        ) {
+            Some(pause) => self.schedule(now + pause, Event::Retry(i)),
+            None => self.fail(i, failure),
+        }
+    }
+
+    fn on_retry(&mut self, i: usize) {
+        if self.calls[i].answer.is_none() {
+            self.enqueue(i);
+        }
+    }
+
+    fn on_deadline(&mut self, i: usize) {
+        if self.calls[i].answer.is_some() {
+            return;
+        }
+        if self.calls[i].waiting {
+            self.queue.retain(|&j| j != i);
+            self.calls[i].waiting = false;
+            self.calls[i].lane.attempts.pop();
+        }
+        let failure = deadline_failure(self.calls[i].spec.as_ref(), &self.exec.limits);
+        self.fail(i, failure);
+    }
+
+    fn finish(mut self, batch: usize) -> BatchResult {
+        for i in 0..self.calls.len() {
+            if self.calls[i].answer.is_none() {
+                self.fail(
+                    i,
+                    Failure::Internal {
+                        message: "the call was never answered".into(),
+                    },
+                );
+            }
+        }
+        // Bodies still running go on; the executor hears of them later.
+        let now = self.now();
+        for c in &mut self.calls {
+            if let Some(attempt) = c.running {
+                if let Some(a) = c.lane.attempts.get_mut(attempt - 1) {
+                    a.ended_ms = now;
+                    a.late = true;
+                    a.outcome = "running".into();
+                }
+                self.exec.running.insert(
+                    (batch, c.lane.index, attempt),
+                    (c.lane.call_id.clone(), c.lane.name.clone()),
+                );
+            }
+        }
+        let (lanes, answers): (Vec<Lane>, Vec<Option<Envelope>>) =
+            self.calls.into_iter().map(|c| (c.lane, c.answer)).unzip();
+        assemble(batch, self.start, lanes, answers, self.log)
+    }
+}
