@@ -292,3 +292,29 @@ fn answers_are_checked_and_only_orbit_scenarios_take_them() {
     assert!(!out.contains("approval:"), "{out}");
     assert!(out.contains("tracker: 0 actions"), "{out}");
 }
+
+#[test]
+fn live_runs_on_the_wall_clock_and_only_for_orbit_scenarios() {
+    let (code, out, err) = cli(&["run", &scenario_path("orbit-injection"), "--live"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("batch 1: 1 call answered in 1."), "{out}");
+    assert!(out.contains("(wall clock)"), "{out}");
+    assert!(out.contains("call_2   add_label     denied"), "{out}");
+    let (code, _, err) = cli(&["run", &scenario_path("lost_ack"), "--live"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--live applies to orbit scenario files"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["run", &scenario_path("orbit-injection"), "--grace", "1"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = cli(&[
+        "run",
+        &scenario_path("orbit-injection"),
+        "--live",
+        "--grace",
+        "-1",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("expected seconds between 0 and 3600"), "{err}");
+}

@@ -47,6 +47,23 @@ pub struct RunArgs {
     /// it the approver asks on a terminal, and denies with no terminal
     #[arg(long, value_delimiter = ',', value_parser = answer)]
     answers: Option<Vec<String>>,
+    /// Run on real threads and the wall clock instead of the simulation (orbit scenarios):
+    /// each tool takes the time it declares, deadlines are real; the times printed are
+    /// measured
+    #[arg(long)]
+    live: bool,
+    /// With --live: how long to wait at the end for tool bodies still running after their
+    /// deadline answered (seconds; then the record says which were still running)
+    #[arg(long, default_value_t = 5.0, value_parser = grace, requires = "live", allow_hyphen_values = true)]
+    grace: f64,
+}
+
+/// A `--grace` value: seconds in [0, 3600].
+fn grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(g) if (0.0..=3600.0).contains(&g) => Ok(g),
+        _ => Err(format!("expected seconds between 0 and 3600, got {s:?}")),
+    }
 }
 
 /// One `--answers` value: `y`, `yes`, `n` or `no`.
@@ -85,6 +102,9 @@ impl RunArgs {
             probability: self.probability,
             max_calls: self.max_calls.map(|m| m.0.unwrap_or(i64::MAX)),
             work_dir: self.work_dir.clone(),
+            live: self
+                .live
+                .then(|| std::time::Duration::from_secs_f64(self.grace)),
         }
     }
 
@@ -134,6 +154,12 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
     if a.answers.is_some() && !matches!(scenario, Scenario::Orbit(_)) {
         return io
             .fail("ValueError: --answers applies to orbit scenario files, not to shipping ones");
+    }
+    if a.live && !matches!(scenario, Scenario::Orbit(_)) {
+        return io.fail(
+            "ValueError: --live applies to orbit scenario files (the shipping lab runs on \
+             virtual time)",
+        );
     }
     // Who answers an interactive approver: the answers given, a person at the terminal, or
     // nobody (denied, and the output says so).

@@ -68,6 +68,9 @@ pub struct Settings {
     pub max_calls: Option<i64>,
     /// Where the Orbit tracker writes its file (Orbit only; `None` keeps actions in memory).
     pub work_dir: Option<PathBuf>,
+    /// Run on real threads and the wall clock, waiting at most this long for late work at
+    /// the end (Orbit only; `None`: the simulation on virtual time).
+    pub live: Option<std::time::Duration>,
 }
 
 /// The lab's runs of a shipping scenario.
@@ -148,9 +151,13 @@ impl Scenario {
             }
             Scenario::Orbit(s) => {
                 let seed = settings.seed.unwrap_or(s.seed);
-                run_with_prompt(s, seed, settings.work_dir.clone(), prompt)
-                    .map(|r| ScenarioRun::Orbit(Box::new(r)))
-                    .map_err(fail)
+                let work = settings.work_dir.clone();
+                match settings.live {
+                    Some(grace) => crate::lab::orbit::run::run_live(s, seed, work, prompt, grace),
+                    None => run_with_prompt(s, seed, work, prompt),
+                }
+                .map(|r| ScenarioRun::Orbit(Box::new(r)))
+                .map_err(fail)
             }
             Scenario::Mcp(s) => {
                 let file = path.map_or_else(|| "FILE".to_owned(), |p| p.display().to_string());

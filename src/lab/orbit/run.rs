@@ -86,6 +86,82 @@ pub fn run_with_prompt(
     })
 }
 
+/// Runs a scenario on the wall clock ([`crate::executor::live`]): each tool body on a thread,
+/// taking the time the world declares for it, deadlines in real time. A body still running
+/// when its call was answered is waited for at most `grace` after the last batch; the lanes
+/// then say how it ended, or that it was still running.
+pub fn run_live(
+    scenario: &ExecutorScenario,
+    seed: i64,
+    work_dir: Option<PathBuf>,
+    prompt: &mut dyn Prompt,
+    grace: std::time::Duration,
+) -> Result<OrbitRun, ConfigError> {
+    use crate::executor::live::{LiveExecutor, LiveTools, Timed};
+    use std::sync::Arc;
+    let mut orbit = Orbit::new()?;
+    if let Some(dir) = work_dir {
+        orbit = orbit.with_work_dir(dir);
+    }
+    if scenario.read_only {
+        orbit = orbit.read_only();
+    }
+    let world = Arc::new(Timed::new(orbit));
+    let tools: Arc<dyn LiveTools> = world.clone();
+    let mut exec = LiveExecutor::new(scenario.rules()?, seed, scenario.limits)?;
+    let mut interactive = Interactive::new(prompt);
+    let mut deny = DenyAll;
+    let mut allow = AllowList::default();
+    let approver: &mut dyn Approver = match &scenario.approver {
+        ApproverChoice::DenyAll => &mut deny,
+        ApproverChoice::Interactive => &mut interactive,
+        ApproverChoice::Allow(tools) => {
+            allow.tools = tools.clone();
+            &mut allow
+        }
+    };
+    let mut batches: Vec<BatchResult> = scenario
+        .batches
+        .iter()
+        .map(|calls| exec.run_batch(&tools, approver, calls))
+        .collect();
+    exec.settle(grace);
+    // The late work, in the lanes of the batches it belongs to.
+    for late in exec.late() {
+        let lane = batches
+            .get_mut(late.batch.saturating_sub(1))
+            .and_then(|b| b.lanes.iter_mut().find(|l| l.call_id == late.call_id));
+        let at = (late.attempt as usize).saturating_sub(1);
+        if let Some(a) = lane.and_then(|l| l.attempts.get_mut(at)) {
+            a.ended_ms = late.ended_ms;
+            a.outcome = late.outcome.clone();
+        }
+    }
+    for b in &mut batches {
+        b.settled_ms = b
+            .lanes
+            .iter()
+            .map(|l| l.settled_ms())
+            .max()
+            .unwrap_or(b.settled_ms);
+    }
+    let report = exec.report();
+    let digest = report.digest();
+    let (tracker, tracker_path) =
+        world.with(|o| (o.tracker().actions().to_vec(), o.tracker().path()));
+    Ok(OrbitRun {
+        scenario: scenario.clone(),
+        seed,
+        batches,
+        tracker,
+        tracker_path,
+        asked: interactive.asked,
+        answers: interactive.answers,
+        report,
+        digest,
+    })
+}
+
 /// Runs a scenario headlessly: an interactive approver has no terminal and denies.
 pub fn run(
     scenario: &ExecutorScenario,
@@ -131,11 +207,16 @@ impl OrbitRun {
         )];
         for b in &self.batches {
             lines.push(format!(
-                "batch {}: {} call{} answered in {}s (virtual)",
+                "batch {}: {} call{} answered in {}s ({})",
                 b.batch,
                 b.lanes.len(),
                 if b.lanes.len() == 1 { "" } else { "s" },
-                seconds(b.answered_in_ms())
+                seconds(b.answered_in_ms()),
+                if self.report.clock == "RealClock" {
+                    "wall clock"
+                } else {
+                    "virtual"
+                }
             ));
             let id_w = b
                 .log
