@@ -39,6 +39,46 @@ pub struct OrbitRun {
     pub digest: String,
 }
 
+/// The Orbit world a scenario runs in: its tracker's folder, its registry.
+fn world(scenario: &ExecutorScenario, work_dir: Option<PathBuf>) -> Result<Orbit, ConfigError> {
+    let mut orbit = Orbit::new()?;
+    if let Some(dir) = work_dir {
+        orbit = orbit.with_work_dir(dir);
+    }
+    if scenario.read_only {
+        orbit = orbit.read_only();
+    }
+    Ok(orbit)
+}
+
+/// The approvers a scenario may name; the interactive one keeps what it asked.
+struct Approvers<'p> {
+    interactive: Interactive<&'p mut dyn Prompt>,
+    deny: DenyAll,
+    allow: AllowList,
+}
+
+impl<'p> Approvers<'p> {
+    fn new(prompt: &'p mut dyn Prompt) -> Approvers<'p> {
+        Approvers {
+            interactive: Interactive::new(prompt),
+            deny: DenyAll,
+            allow: AllowList::default(),
+        }
+    }
+
+    fn pick(&mut self, choice: &ApproverChoice) -> &mut dyn Approver {
+        match choice {
+            ApproverChoice::DenyAll => &mut self.deny,
+            ApproverChoice::Interactive => &mut self.interactive,
+            ApproverChoice::Allow(tools) => {
+                self.allow.tools = tools.clone();
+                &mut self.allow
+            }
+        }
+    }
+}
+
 /// Runs a scenario; when its approver is interactive, `prompt` answers the questions
 /// ([`NoTerminal`] when headless, which denies).
 pub fn run_with_prompt(
@@ -47,25 +87,10 @@ pub fn run_with_prompt(
     work_dir: Option<PathBuf>,
     prompt: &mut dyn Prompt,
 ) -> Result<OrbitRun, ConfigError> {
-    let mut orbit = Orbit::new()?;
-    if let Some(dir) = work_dir {
-        orbit = orbit.with_work_dir(dir);
-    }
-    if scenario.read_only {
-        orbit = orbit.read_only();
-    }
+    let mut orbit = world(scenario, work_dir)?;
     let mut exec = Executor::new(scenario.rules()?, seed, scenario.limits)?;
-    let mut interactive = Interactive::new(prompt);
-    let mut deny = DenyAll;
-    let mut allow = AllowList::default();
-    let approver: &mut dyn Approver = match &scenario.approver {
-        ApproverChoice::DenyAll => &mut deny,
-        ApproverChoice::Interactive => &mut interactive,
-        ApproverChoice::Allow(tools) => {
-            allow.tools = tools.clone();
-            &mut allow
-        }
-    };
+    let mut approvers = Approvers::new(prompt);
+    let approver = approvers.pick(&scenario.approver);
     let batches = scenario
         .batches
         .iter()
@@ -79,8 +104,8 @@ pub fn run_with_prompt(
         batches,
         tracker: orbit.tracker().actions().to_vec(),
         tracker_path: orbit.tracker().path(),
-        asked: interactive.asked,
-        answers: interactive.answers,
+        asked: approvers.interactive.asked,
+        answers: approvers.interactive.answers,
         report,
         digest,
     })
@@ -99,27 +124,12 @@ pub fn run_live(
 ) -> Result<OrbitRun, ConfigError> {
     use crate::executor::live::{LiveExecutor, LiveTools, Timed};
     use std::sync::Arc;
-    let mut orbit = Orbit::new()?;
-    if let Some(dir) = work_dir {
-        orbit = orbit.with_work_dir(dir);
-    }
-    if scenario.read_only {
-        orbit = orbit.read_only();
-    }
+    let orbit = world(scenario, work_dir)?;
     let world = Arc::new(Timed::new(orbit));
     let tools: Arc<dyn LiveTools> = world.clone();
     let mut exec = LiveExecutor::new(scenario.rules()?, seed, scenario.limits)?;
-    let mut interactive = Interactive::new(prompt);
-    let mut deny = DenyAll;
-    let mut allow = AllowList::default();
-    let approver: &mut dyn Approver = match &scenario.approver {
-        ApproverChoice::DenyAll => &mut deny,
-        ApproverChoice::Interactive => &mut interactive,
-        ApproverChoice::Allow(tools) => {
-            allow.tools = tools.clone();
-            &mut allow
-        }
-    };
+    let mut approvers = Approvers::new(prompt);
+    let approver = approvers.pick(&scenario.approver);
     let mut batches: Vec<BatchResult> = scenario
         .batches
         .iter()
@@ -155,8 +165,8 @@ pub fn run_live(
         batches,
         tracker,
         tracker_path,
-        asked: interactive.asked,
-        answers: interactive.answers,
+        asked: approvers.interactive.asked,
+        answers: approvers.interactive.answers,
         report,
         digest,
     })
