@@ -318,3 +318,32 @@ fn live_runs_on_the_wall_clock_and_only_for_orbit_scenarios() {
     assert_eq!(code, 2);
     assert!(err.contains("expected seconds between 0 and 3600"), "{err}");
 }
+
+#[test]
+fn a_cassette_is_not_written_beside_another_recordings_journal() {
+    // Before: `run --cassette x.json` over a killed MCP session's files wrote the cassette,
+    // and every reader then recovered the old session from its journal instead.
+    let cassette = temp("beside-journal.json");
+    let journal = cassette.with_extension("mcp.journal");
+    std::fs::write(&journal, "{}\n").expect("journal");
+    let path = cassette.to_str().expect("path");
+    for file in ["orbit-parallel", "lost_ack"] {
+        let scenario = scenario_path(file);
+        let mut args = vec!["run", scenario.as_str(), "--cassette", path];
+        if file == "lost_ack" {
+            args.extend(["--policy", "retry"]);
+        }
+        let (code, _, err) = cli(&args);
+        assert_eq!(code, 2, "{file}: {err}");
+        assert!(
+            err.contains("has an MCP recording's journal beside it"),
+            "{err}"
+        );
+        assert!(!cassette.exists(), "{file}: nothing written");
+    }
+    std::fs::remove_file(&journal).expect("remove");
+    let (code, _, err) = cli(&["run", &scenario_path("orbit-parallel"), "--cassette", path]);
+    assert_eq!(code, 0, "{err}");
+    assert!(cassette.exists());
+    let _ = std::fs::remove_file(&cassette);
+}

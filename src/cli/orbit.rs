@@ -14,10 +14,13 @@ use crate::lab::orbit::{self, run::OrbitRun};
 /// log as text or the result as JSON. `kept`: the tracker's folder stays after exit (it was
 /// given with `--work-dir`).
 pub fn print_run(result: &OrbitRun, out: &OutputFlags, kept: bool, io: &mut Io<'_>) -> i32 {
-    if let Some(p) = &out.cassette
-        && let Err(code) = write_file(p, &(canonical(&result.report.to_value()) + "\n"), io)
-    {
-        return code;
+    if let Some(p) = &out.cassette {
+        if let Some(why) = crate::mcp::journal::refuses_new_cassette(p) {
+            return io.fail(format!("ValueError: {why}"));
+        }
+        if let Err(code) = write_file(p, &(canonical(&result.report.to_value()) + "\n"), io) {
+            return code;
+        }
     }
     let json = pretty(&result.to_value()) + "\n";
     if let Some(p) = &out.output

@@ -51,6 +51,9 @@ pub fn emit(
             let [single] = runs else {
                 return Err(io.fail("ValueError: --cassette requires a single --policy"));
             };
+            if let Some(why) = crate::mcp::journal::refuses_new_cassette(path) {
+                return Err(io.fail(format!("ValueError: {why}")));
+            }
             write_file(path, &(canonical(&single.report.to_value()) + "\n"), io)?;
         }
         let result = match (choice, runs) {

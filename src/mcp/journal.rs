@@ -607,6 +607,24 @@ fn files_of(cassette: &Path) -> Option<(Cassette, McpSession)> {
     Some((c, s))
 }
 
+/// Why a new cassette must not be written to `cassette`: an MCP recording's journal is beside
+/// it (a proxy that is running or was killed), and every reader would take the journal's
+/// recording for the file's. `None` when the path is free of one.
+pub fn refuses_new_cassette(cassette: &Path) -> Option<String> {
+    let journal = journal_path(cassette);
+    journal.exists().then(|| {
+        format!(
+            "{} has an MCP recording's journal beside it ({}): readers would take that recording \
+             for the new cassette; write the cassette elsewhere, or move the recording's files \
+             ({}, {} and the journal) away first",
+            cassette.display(),
+            journal.display(),
+            cassette.display(),
+            sidecar_path(cassette).display()
+        )
+    })
+}
+
 /// Reads the recording at `cassette` through its journal, if it has one: `Ok(None)` when there
 /// is no journal (read the files as they are).
 pub fn recover(cassette: &Path) -> Result<Option<Recovered>, JournalError> {

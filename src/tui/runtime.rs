@@ -127,6 +127,11 @@ pub fn perform(command: Command, app: &App) -> Option<Action> {
             if !force && !ours && path.exists() {
                 return Some(Action::ConfirmOverwrite(kind, path));
             }
+            if kind == WriteKind::Cassette
+                && let Some(why) = crate::mcp::journal::refuses_new_cassette(&path)
+            {
+                return Some(Action::Written(kind, path, Err(why)));
+            }
             let result = runner::content(app, kind).and_then(|text| {
                 crate::atomic::write(&path, text.as_bytes())
                     .map_err(|e| Error::io(&path, e).to_string())
