@@ -886,3 +886,19 @@ fn a_selected_verdict_follows_its_name_when_the_checks_change() {
     type_keys(&mut app, "xX");
     let _ = text(&mut app, 120, 36);
 }
+
+#[test]
+fn the_explorer_writes_no_cassette_beside_another_recordings_journal() {
+    let dir = std::env::temp_dir().join(format!("toolstorm-beside-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let target = dir.join("x.json");
+    std::fs::write(dir.join("x.mcp.journal"), "{}\n").expect("journal");
+    let mut app = open("scenarios/lost_ack.json");
+    type_keys(&mut app, "C");
+    press(&mut app, ctrl('u'));
+    type_keys(&mut app, &format!("{}\n", target.display()));
+    assert_eq!(app.status_kind, StatusKind::Error, "{}", app.status);
+    assert!(app.status.contains("journal beside it"), "{}", app.status);
+    assert!(!target.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
