@@ -359,3 +359,87 @@ fn faults_come_from_the_same_rules_on_the_real_clock() {
     let report = exec.report();
     assert_eq!(report.faults_triggered(), 2);
 }
+
+/// Tasks go to a tokio runtime.
+struct OnTokio(tokio::runtime::Handle);
+
+impl toolstorm::executor::live::Spawn for OnTokio {
+    fn spawn(&self, task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+        self.0.spawn(task);
+    }
+}
+
+/// The other Rust twin of the lesson's bug: a tokio runtime's shutdown waits for the blocking
+/// work it started. An async tool of ours on that runtime is answered at its deadline; the
+/// runtime goes on serving its task, and the commit lands as late work.
+#[test]
+fn a_tokio_runtime_waits_for_blocking_work_and_our_async_tool_answers_on_time() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let began = Instant::now();
+    runtime.spawn_blocking(|| sleep_ms(400));
+    drop(runtime);
+    assert!(
+        began.elapsed() >= Duration::from_millis(400),
+        "dropping the runtime waited for the blocking task"
+    );
+
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let ended = Arc::new(AtomicBool::new(false));
+    let tools = {
+        let ended = Arc::clone(&ended);
+        Tools::new()
+            .async_tool(
+                ToolSpec::new("fetch", "Fetches").timeout(0.1),
+                Arc::new(OnTokio(runtime.handle().clone())),
+                move |_, commit| {
+                    let ended = Arc::clone(&ended);
+                    Box::pin(async move {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        commit.commit("fetched", "page-1");
+                        ended.store(true, Ordering::SeqCst);
+                        Ok(Value::from("page"))
+                    })
+                },
+            )
+            .shared()
+    };
+    let mut exec = LiveExecutor::new(Vec::new(), 1, Limits::default()).expect("executor");
+    let began = Instant::now();
+    let batch = exec.run_batch(
+        &tools,
+        &mut DenyAll,
+        &[FunctionCall::new("fetch", "{}", "c1")],
+    );
+    assert_eq!(batch.kinds(), ["timeout"]);
+    assert!(
+        !ended.load(Ordering::SeqCst),
+        "answered before the task ended"
+    );
+    assert!(began.elapsed() < Duration::from_millis(500));
+    let settled = exec.settle(Duration::from_secs(5));
+    assert_eq!(settled.late.len(), 1);
+    assert_eq!(settled.late[0].outcome, "ok");
+    assert_eq!(exec.report().effects.len(), 1, "the async commit landed");
+    // A runtime that is gone drops the task: the call says so instead of waiting for ever.
+    let handle = runtime.handle().clone();
+    drop(runtime);
+    let tools = Tools::new()
+        .async_tool(
+            ToolSpec::new("fetch", "Fetches"),
+            Arc::new(OnTokio(handle)),
+            |_, _| Box::pin(async { Ok(Value::from("page")) }),
+        )
+        .shared();
+    let batch = exec.run_batch(
+        &tools,
+        &mut DenyAll,
+        &[FunctionCall::new("fetch", "{}", "c2")],
+    );
+    assert_ne!(batch.kinds(), ["ok"]);
+    let text = batch.outputs[0]
+        .as_object()
+        .and_then(|o| o.get("output"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    assert!(text.contains("dropped the tool's task"), "{text}");
+}

@@ -21,12 +21,66 @@
 //! [`LiveExecutor::settle`] waits at most a grace period for late work, then says which bodies
 //! were still running.
 //!
-//! The engine holds no runtime: blocking tools run on threads here; async tools can be run on
-//! the user's runtime through [`crate::storm::Scope`].
+//! The engine holds no runtime: blocking tools run on threads of their own; an async tool's
+//! future runs on the user's runtime through a [`Spawn`] they provide, while a thread of ours
+//! waits for it (and records its commits as they come).
+//!
+//! On tokio, one blocking tool and one async tool in one batch:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use toolstorm::executor::live::{LiveExecutor, Spawn, Tools};
+//! use toolstorm::executor::{FunctionCall, Limits, Param, ParamType, ToolSpec, approval::DenyAll};
+//! use toolstorm::json::Value;
+//!
+//! /// Tasks go to the tokio runtime the program already has.
+//! struct OnTokio(tokio::runtime::Handle);
+//! impl Spawn for OnTokio {
+//!     fn spawn(&self, task: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) {
+//!         self.0.spawn(task);
+//!     }
+//! }
+//!
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! let tools = Tools::new()
+//!     // Blocking: runs on a thread of its own (the lesson's `asyncio.to_thread`).
+//!     .tool(
+//!         ToolSpec::new("read_file", "Reads a file").param(Param::new("path", ParamType::String, "Where")),
+//!         |args, _| {
+//!             std::thread::sleep(Duration::from_millis(20));
+//!             Ok(Value::from(format!("contents of {}", args.get("path").and_then(Value::as_str).unwrap_or(""))))
+//!         },
+//!     )
+//!     // Async: a future on the runtime; its deadline (50 ms) answers before it ends.
+//!     .async_tool(
+//!         ToolSpec::new("fetch", "Fetches a page").timeout(0.05),
+//!         Arc::new(OnTokio(runtime.handle().clone())),
+//!         |_, commit| Box::pin(async move {
+//!             tokio::time::sleep(Duration::from_millis(300)).await;
+//!             commit.commit("fetched", "page-1");
+//!             Ok(Value::from("page"))
+//!         }),
+//!     )
+//!     .shared();
+//! let mut exec = LiveExecutor::new(Vec::new(), 7, Limits::default())?;
+//! let batch = exec.run_batch(&tools, &mut DenyAll, &[
+//!     FunctionCall::new("read_file", r#"{"path": "notes.md"}"#, "call_1"),
+//!     FunctionCall::new("fetch", "{}", "call_2"),
+//! ]);
+//! assert_eq!(batch.kinds(), ["ok", "timeout"]);
+//! // The fetch goes on after its deadline answered; its commit lands later, as late work.
+//! let settled = exec.settle(Duration::from_secs(5));
+//! assert_eq!(settled.late.len(), 1);
+//! assert_eq!(exec.report().effects.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::Duration;
@@ -64,6 +118,82 @@ pub trait LiveTools: Send + Sync {
 
 type Body = dyn Fn(&Object, &mut Commit<'_>) -> Result<Value, ToolError> + Send + Sync;
 
+/// A future a tool's async body returns.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'static>>;
+
+/// Runs a task on the user's runtime (`tokio::spawn`, an executor of their choosing): the
+/// engine itself depends on no runtime.
+pub trait Spawn: Send + Sync {
+    /// Starts `task`; it runs to its end without anyone waiting on its handle.
+    fn spawn(&self, task: Pin<Box<dyn Future<Output = ()> + Send + 'static>>);
+}
+
+/// What an async body tells the thread that waits for it.
+enum Told {
+    Commit(String, String),
+    Done(Result<Value, ToolError>),
+}
+
+/// Records side effects from an async body: each `commit` reaches the ledger when it is made
+/// (the thread waiting for the body records it), not when the body ends.
+#[derive(Clone, Debug)]
+pub struct Committer(Sender<Told>);
+
+impl std::fmt::Debug for Told {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Told::Commit(n, k) => write!(f, "Commit({n}, {k})"),
+            Told::Done(_) => f.write_str("Done"),
+        }
+    }
+}
+
+impl Committer {
+    /// Records a commit of effect `name` with identity `key`.
+    pub fn commit(&self, name: &str, key: &str) {
+        let _ = self.0.send(Told::Commit(name.to_owned(), key.to_owned()));
+    }
+}
+
+/// An async body: the checked arguments and a committer in, a future out.
+type AsyncBody = dyn Fn(Object, Committer) -> ToolFuture + Send + Sync;
+
+/// Runs an async body on `spawner`'s runtime, waiting on this (the call's) thread for its
+/// commits and its end. The thread only waits: the work is the runtime's.
+fn run_async(
+    spawner: &Arc<dyn Spawn>,
+    body: &AsyncBody,
+    args: &Object,
+    commit: &mut Commit<'_>,
+) -> Result<Value, ToolError> {
+    let (tx, rx) = channel();
+    let future = body(args.clone(), Committer(tx.clone()));
+    spawner.spawn(Box::pin(async move {
+        let outcome = future.await;
+        let _ = tx.send(Told::Done(outcome));
+    }));
+    loop {
+        match rx.recv() {
+            Ok(Told::Commit(name, key)) => commit(&name, &key).map_err(|e| ToolError::Other {
+                message: e.to_string(),
+            })?,
+            Ok(Told::Done(outcome)) => return outcome,
+            Err(_) => {
+                return Err(ToolError::Other {
+                    message: "the runtime dropped the tool's task before it ended".into(),
+                });
+            }
+        }
+    }
+}
+
+/// A tool's body: blocking, or async on the user's runtime.
+#[derive(Clone)]
+enum Runs {
+    Blocking(Arc<Body>),
+    Async(Arc<dyn Spawn>, Arc<AsyncBody>),
+}
+
 /// Blocking closures as tools.
 ///
 /// ```
@@ -85,7 +215,7 @@ type Body = dyn Fn(&Object, &mut Commit<'_>) -> Result<Value, ToolError> + Send 
 #[derive(Default)]
 pub struct Tools {
     registry: Registry,
-    bodies: HashMap<String, Arc<Body>>,
+    bodies: HashMap<String, Runs>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -102,13 +232,28 @@ impl Tools {
         Tools::default()
     }
 
-    /// Adds a tool: its spec and its blocking body.
+    /// Adds a tool: its spec and its blocking body (run on a thread of its own).
     pub fn tool(
-        mut self,
+        self,
         spec: ToolSpec,
         body: impl Fn(&Object, &mut Commit<'_>) -> Result<Value, ToolError> + Send + Sync + 'static,
     ) -> Tools {
-        self.bodies.insert(spec.name.clone(), Arc::new(body));
+        self.with(spec, Runs::Blocking(Arc::new(body)))
+    }
+
+    /// Adds a tool whose body is async: its future runs on `spawner`'s runtime (the deadline
+    /// still answers on time; the task runs on after it, as a thread's body does).
+    pub fn async_tool(
+        self,
+        spec: ToolSpec,
+        spawner: Arc<dyn Spawn>,
+        body: impl Fn(Object, Committer) -> ToolFuture + Send + Sync + 'static,
+    ) -> Tools {
+        self.with(spec, Runs::Async(spawner, Arc::new(body)))
+    }
+
+    fn with(mut self, spec: ToolSpec, runs: Runs) -> Tools {
+        self.bodies.insert(spec.name.clone(), runs);
         let mut specs: Vec<ToolSpec> = self
             .registry
             .tools()
@@ -134,7 +279,8 @@ impl LiveTools for Tools {
 
     fn run(&self, tool: &str, args: &Object, commit: &mut Commit<'_>) -> Result<Value, ToolError> {
         match self.bodies.get(tool) {
-            Some(body) => body(args, commit),
+            Some(Runs::Blocking(body)) => body(args, commit),
+            Some(Runs::Async(spawner, body)) => run_async(spawner, body.as_ref(), args, commit),
             None => Err(ToolError::Other {
                 message: format!("{tool} has no body"),
             }),
