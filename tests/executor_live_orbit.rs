@@ -87,3 +87,76 @@ fn the_injection_batch_writes_nothing_live() {
         assert!(r.report.effects.is_empty(), "{label}");
     }
 }
+
+/// The lesson's read-only SQLite store, made genuinely busy: a writer holds an exclusive lock
+/// for a while. The read fails with "database is locked", which is transient; the executor
+/// retries after its seeded pause and the read succeeds.
+#[test]
+fn a_busy_database_is_retried_once_and_the_read_succeeds() {
+    use toolstorm::executor::approval::DenyAll;
+    use toolstorm::executor::live::{LiveExecutor, LiveTools};
+    use toolstorm::executor::{FunctionCall, Limits};
+    use toolstorm::lab::orbit::Orbit;
+    use toolstorm::lab::orbit::store::{DATABASE, RealOrbit};
+
+    let dir = tempfile::tempdir().expect("dir");
+    let world = RealOrbit::new(Orbit::new().expect("orbit"), dir.path()).expect("store");
+    let tools: std::sync::Arc<dyn LiveTools> = std::sync::Arc::new(world);
+    let writer = rusqlite::Connection::open(dir.path().join(DATABASE)).expect("writer");
+    writer.execute_batch("BEGIN EXCLUSIVE;").expect("lock");
+    // get_issue takes its declared 1 s, then reads (busy); the retry reads after at least
+    // 1.2 s more, when the lock is gone.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        writer.execute_batch("COMMIT;").expect("unlock");
+    });
+    let mut exec = LiveExecutor::new(Vec::new(), 7, Limits::default()).expect("executor");
+    let batch = exec.run_batch(
+        &tools,
+        &mut DenyAll,
+        &[FunctionCall::new(
+            "get_issue",
+            r#"{"issue_id": 41}"#,
+            "call_A",
+        )],
+    );
+    release.join().expect("writer");
+    assert_eq!(batch.kinds(), ["ok"]);
+    let attempts = &batch.lanes[0].attempts;
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0].outcome, "transient");
+    let text = toolstorm::json::compact(&batch.outputs[0]);
+    assert!(text.contains("Workers lose their lease"), "{text}");
+    // An id the store lacks is the bundled world's permanent answer.
+    let batch = exec.run_batch(
+        &tools,
+        &mut DenyAll,
+        &[FunctionCall::new(
+            "get_issue",
+            r#"{"issue_id": 9999}"#,
+            "call_D",
+        )],
+    );
+    assert_eq!(batch.kinds(), ["permanent"]);
+}
+
+#[test]
+fn other_sql_failures_are_permanent() {
+    use toolstorm::lab::orbit::store::IssueStore;
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("empty.sqlite3");
+    rusqlite::Connection::open(&path)
+        .and_then(|c| c.execute_batch("CREATE TABLE other (x INTEGER);"))
+        .expect("db");
+    let store = IssueStore::open(&path).expect("opens");
+    let err = store.issue(1).expect_err("no issues table");
+    assert!(
+        matches!(err, toolstorm::executor::ToolError::InvalidValue { .. }),
+        "{err:?}"
+    );
+    // Read-only: the store cannot write even by mistake.
+    let ro =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("ro");
+    assert!(ro.execute_batch("INSERT INTO other VALUES (1);").is_err());
+}

@@ -288,53 +288,6 @@ impl LiveTools for Tools {
     }
 }
 
-/// A simulated world's tools on real time: each body first sleeps the duration the world
-/// declares for it, then runs inside the world (one body at a time in there: a world is not
-/// shared between threads, but the sleeps overlap). This is how a bundled scenario runs on
-/// the wall clock with the simulation's own bodies.
-pub struct Timed<T> {
-    registry: Registry,
-    world: std::sync::Mutex<T>,
-}
-
-impl<T> std::fmt::Debug for Timed<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Timed")
-            .field("registry", &self.registry)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<T: super::Toolbox + Send> Timed<T> {
-    /// The world's tools on real time.
-    pub fn new(world: T) -> Timed<T> {
-        Timed {
-            registry: world.registry().clone(),
-            world: std::sync::Mutex::new(world),
-        }
-    }
-
-    /// Looks at the world (a body that panicked in it does not lock it for good).
-    pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        let mut world = self.world.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut world)
-    }
-}
-
-impl<T: super::Toolbox + Send> LiveTools for Timed<T> {
-    fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    fn run(&self, tool: &str, args: &Object, commit: &mut Commit<'_>) -> Result<Value, ToolError> {
-        let seconds = self.with(|w| w.duration(tool, args));
-        if seconds.is_finite() && seconds > 0.0 {
-            std::thread::sleep(Duration::from_secs_f64(seconds.min(86_400.0)));
-        }
-        self.with(|w| w.run(tool, args, commit))
-    }
-}
-
 /// A body that ended after its call had been answered (its deadline passed first).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LateWork {

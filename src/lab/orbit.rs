@@ -9,6 +9,7 @@
 //! effect, not idempotent: appends every time).
 
 pub mod run;
+pub mod store;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -345,6 +346,11 @@ impl Orbit {
     /// The allow-listed doc ids.
     pub fn doc_ids(&self) -> Vec<&str> {
         self.docs.iter().map(|d| d.id.as_str()).collect()
+    }
+
+    /// Each bundled issue as `get_issue` returns it, by id.
+    pub fn issue_values(&self) -> impl Iterator<Item = (i64, Value)> + '_ {
+        self.issues.iter().map(|(id, i)| (*id, i.to_value()))
     }
 
     fn issue_id(&self, args: &Object) -> Result<i64, ToolError> {

@@ -112,7 +112,8 @@ pub fn run_with_prompt(
 }
 
 /// Runs a scenario on the wall clock ([`crate::executor::live`]): each tool body on a thread,
-/// taking the time the world declares for it, deadlines in real time. A body still running
+/// taking the time the world declares for it, deadlines in real time, issues read from a real
+/// SQLite database built in the work folder ([`super::store`]). A body still running
 /// when its call was answered is waited for at most `grace` after the last batch; the lanes
 /// then say how it ended, or that it was still running.
 pub fn run_live(
@@ -122,10 +123,22 @@ pub fn run_live(
     prompt: &mut dyn Prompt,
     grace: std::time::Duration,
 ) -> Result<OrbitRun, ConfigError> {
-    use crate::executor::live::{LiveExecutor, LiveTools, Timed};
+    use crate::executor::live::{LiveExecutor, LiveTools};
     use std::sync::Arc;
+    // The database goes in the work folder (a private one when none is given).
+    let scratch = match &work_dir {
+        Some(_) => None,
+        None => Some(tempfile::tempdir().map_err(|e| {
+            ConfigError::new("Cannot build the Orbit database")
+                .because(format!("no temporary folder: {e}"))
+        })?),
+    };
+    let dir = work_dir
+        .clone()
+        .or_else(|| scratch.as_ref().map(|d| d.path().to_path_buf()))
+        .unwrap_or_default();
     let orbit = world(scenario, work_dir)?;
-    let world = Arc::new(Timed::new(orbit));
+    let world = Arc::new(super::store::RealOrbit::new(orbit, &dir)?);
     let tools: Arc<dyn LiveTools> = world.clone();
     let mut exec = LiveExecutor::new(scenario.rules()?, seed, scenario.limits)?;
     let mut approvers = Approvers::new(prompt);
