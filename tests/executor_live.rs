@@ -443,3 +443,41 @@ fn a_tokio_runtime_waits_for_blocking_work_and_our_async_tool_answers_on_time() 
         .unwrap_or("");
     assert!(text.contains("dropped the tool's task"), "{text}");
 }
+
+/// Every slot held by work that never ends: a call waiting for a slot is answered `timeout`
+/// after its own timeout instead of never (the batch never fails as a whole).
+#[test]
+fn a_call_waiting_for_a_slot_held_by_stuck_work_is_answered() {
+    let tools = Tools::new()
+        .tool(ToolSpec::new("stuck", "Never ends").timeout(0.1), |_, _| {
+            sleep_ms(3000);
+            Ok(Value::Null)
+        })
+        .tool(ToolSpec::new("quick", "Ends").timeout(0.2), |_, _| {
+            Ok(Value::Null)
+        })
+        .shared();
+    let limits = Limits {
+        max_concurrency: 1,
+        ..Limits::default()
+    };
+    let mut exec = LiveExecutor::new(Vec::new(), 1, limits).expect("executor");
+    let began = Instant::now();
+    let batch = exec.run_batch(
+        &tools,
+        &mut DenyAll,
+        &[
+            FunctionCall::new("stuck", "{}", "c1"),
+            FunctionCall::new("quick", "{}", "c2"),
+        ],
+    );
+    assert_eq!(batch.kinds(), ["timeout", "timeout"]);
+    assert!(
+        began.elapsed() < Duration::from_millis(3000),
+        "it did not wait for the stuck body"
+    );
+    assert!(
+        batch.lanes[1].attempts.is_empty(),
+        "the quick call never got a slot"
+    );
+}

@@ -16,6 +16,10 @@
 //! - running them with a tokio runtime's `spawn_blocking` and dropping the runtime: its
 //!   shutdown waits for blocking work that has started.
 //!
+//! A body that never ends keeps its slot, as in the simulation; a call still waiting for its
+//! first slot after its own timeout is answered `timeout`, so stuck work cannot keep a batch
+//! from answering.
+//!
 //! Here the coordinating thread never joins a body: bodies report over a channel, and the
 //! coordinator waits on it only until the next deadline or retry. At the end of a process,
 //! [`LiveExecutor::settle`] waits at most a grace period for late work, then says which bodies
@@ -354,6 +358,9 @@ enum Event {
     Start(usize),
     Deadline(usize),
     Retry(usize),
+    /// A call still waiting for its first slot after its own timeout: every slot is held
+    /// (late work that may never end), and the call is answered `timeout` rather than never.
+    SlotWait(usize),
 }
 
 struct CallState {
@@ -541,6 +548,11 @@ impl Batch<'_, '_> {
                         Event::Start(i) => self.on_start(i),
                         Event::Deadline(i) => self.on_deadline(i),
                         Event::Retry(i) => self.on_retry(i),
+                        Event::SlotWait(i) => {
+                            if self.calls[i].lane.deadline_ms.is_none() {
+                                self.on_deadline(i);
+                            }
+                        }
                     }
                 }
                 continue;
@@ -585,8 +597,11 @@ impl Batch<'_, '_> {
         self.calls[i].lane.approval = approval;
         match admitted {
             Ok((spec, args)) => {
+                let timeout = ms(spec.timeout.unwrap_or(self.exec.limits.default_timeout));
                 self.calls[i].spec = Some(spec);
                 self.calls[i].args = args;
+                let now = self.now();
+                self.schedule(now + timeout, Event::SlotWait(i));
                 self.enqueue(i);
             }
             Err(failure) => self.fail(i, failure),
