@@ -176,12 +176,18 @@ fn run_async(
         let outcome = future.await;
         let _ = tx.send(Told::Done(outcome));
     }));
+    // Every commit is recorded, even after one failed; the first failure is the answer.
+    let mut failed = None;
     loop {
         match rx.recv() {
-            Ok(Told::Commit(name, key)) => commit(&name, &key).map_err(|e| ToolError::Other {
-                message: e.to_string(),
-            })?,
-            Ok(Told::Done(outcome)) => return outcome,
+            Ok(Told::Commit(name, key)) => {
+                if let Err(e) = commit(&name, &key) {
+                    failed.get_or_insert(ToolError::Other {
+                        message: e.to_string(),
+                    });
+                }
+            }
+            Ok(Told::Done(outcome)) => return failed.map_or(outcome, Err),
             Err(_) => {
                 return Err(ToolError::Other {
                     message: "the runtime dropped the tool's task before it ended".into(),
@@ -341,6 +347,8 @@ pub struct LiveExecutor {
     /// Bodies of earlier batches still running: (batch, index, attempt) → (call id, tool).
     running: HashMap<(usize, usize, usize), (String, String)>,
     late: Vec<LateWork>,
+    /// Bodies running now, of every batch: late work of an earlier batch holds its slot too.
+    busy: usize,
 }
 
 impl std::fmt::Debug for LiveExecutor {
@@ -398,6 +406,7 @@ impl LiveExecutor {
             rx,
             running: HashMap::new(),
             late: Vec::new(),
+            busy: 0,
         })
     }
 
@@ -450,6 +459,7 @@ impl LiveExecutor {
         else {
             return;
         };
+        self.busy = self.busy.saturating_sub(1);
         self.late.push(LateWork {
             batch: done.batch,
             call_id,
@@ -491,7 +501,6 @@ impl LiveExecutor {
             events: BinaryHeap::new(),
             seq: 0,
             queue: VecDeque::new(),
-            busy: 0,
             log: Vec::new(),
             start,
         };
@@ -512,7 +521,6 @@ struct Batch<'e, 'a> {
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
     seq: u64,
     queue: VecDeque<usize>,
-    busy: usize,
     log: Vec<(u64, usize)>,
     start: u64,
 }
@@ -548,11 +556,7 @@ impl Batch<'_, '_> {
                         Event::Start(i) => self.on_start(i),
                         Event::Deadline(i) => self.on_deadline(i),
                         Event::Retry(i) => self.on_retry(i),
-                        Event::SlotWait(i) => {
-                            if self.calls[i].lane.deadline_ms.is_none() {
-                                self.on_deadline(i);
-                            }
-                        }
+                        Event::SlotWait(i) => self.on_slot_wait(i),
                     }
                 }
                 continue;
@@ -566,7 +570,7 @@ impl Batch<'_, '_> {
                     .exec
                     .rx
                     .recv_timeout(Duration::from_millis(at.saturating_sub(now))),
-                None if self.busy > 0 => self
+                None if self.exec.busy > 0 => self
                     .exec
                     .rx
                     .recv()
@@ -619,7 +623,7 @@ impl Batch<'_, '_> {
     }
 
     fn grant(&mut self) {
-        while self.busy < self.exec.limits.max_concurrency {
+        while self.exec.busy < self.exec.limits.max_concurrency {
             let Some(i) = self.queue.pop_front() else {
                 return;
             };
@@ -666,11 +670,17 @@ impl Batch<'_, '_> {
             Prelude::Run { latency } => latency,
         };
         storm.body_started(&handle);
+        // The thread takes the handle; if no thread starts, the call is finished here.
+        let slot = Arc::new(std::sync::Mutex::new(Some(handle)));
+        let theirs = Arc::clone(&slot);
         let tools = Arc::clone(self.tools);
         let tx = self.exec.tx.clone();
         let clock = Arc::clone(&self.exec.clock);
         let (batch, name) = (self.exec.batches, spec.name.clone());
         let body = move || {
+            let Some(handle) = theirs.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+                return;
+            };
             // An injected latency is real time here.
             if let Some(l) = latency {
                 let _ = clock.sleep(l);
@@ -691,34 +701,54 @@ impl Batch<'_, '_> {
         match std::thread::Builder::new()
             .name(format!(
                 "toolstorm-{}",
-                spec.name.chars().take(20).collect::<String>()
+                spec.name
+                    .chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                    .take(20)
+                    .collect::<String>()
             ))
             .spawn(body)
         {
             Ok(_) => {
-                self.busy += 1;
+                self.exec.busy += 1;
                 self.calls[i].running = Some(number);
             }
-            Err(e) => self.attempt_ended(
-                i,
-                Err(Failure::Internal {
-                    message: format!("no thread for {}: {e}", spec.name),
-                }),
-            ),
+            Err(e) => {
+                let message = format!("no thread for {}: {e}", spec.name);
+                if let Some(handle) = slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    let _ = self
+                        .exec
+                        .storm
+                        .finish_call(&handle, Err(Error::raised("ThreadError", &message)));
+                }
+                self.attempt_ended(i, Err(Failure::Internal { message }));
+            }
         }
     }
 
     /// A body reported: of this batch, or late work of an earlier one.
     fn done(&mut self, batch: usize, done: Done) {
         if done.batch != batch {
-            return self.exec.earlier(done);
+            // Late work of an earlier batch ended: its slot is free for this one.
+            self.exec.earlier(done);
+            return self.grant();
         }
         let i = done.index;
         if self.calls.get(i).and_then(|c| c.running) != Some(done.attempt) {
             return;
         }
         self.calls[i].running = None;
-        self.busy = self.busy.saturating_sub(1);
+        self.exec.busy = self.exec.busy.saturating_sub(1);
+        // A body that ended after its deadline is late, even when its report is read only now
+        // (the coordinator was busy, say, waiting for a person to approve another call).
+        if self.calls[i].answer.is_none()
+            && self.calls[i]
+                .lane
+                .deadline_ms
+                .is_some_and(|d| done.ended_ms > d)
+        {
+            self.on_deadline(i);
+        }
         if self.calls[i].answer.is_some() {
             // Its deadline passed first: late work, on record as such.
             let outcome = outcome_text(&done.outcome);
@@ -763,6 +793,30 @@ impl Batch<'_, '_> {
         ) {
             Some(pause) => self.schedule(now + pause, Event::Retry(i)),
             None => self.fail(i, failure),
+        }
+    }
+
+    /// A call has waited for its first slot as long as its timeout: answered `timeout` when
+    /// every slot is held by work whose call was answered already (late work, which may
+    /// never end); otherwise it waits on, for calls still being served end in time.
+    fn on_slot_wait(&mut self, i: usize) {
+        if self.calls[i].answer.is_some() || self.calls[i].lane.deadline_ms.is_some() {
+            return;
+        }
+        let serving = self
+            .calls
+            .iter()
+            .any(|c| c.running.is_some() && c.answer.is_none());
+        if serving {
+            let timeout = self.calls[i]
+                .spec
+                .as_ref()
+                .and_then(|s| s.timeout)
+                .unwrap_or(self.exec.limits.default_timeout);
+            let at = self.now() + ms(timeout);
+            self.schedule(at, Event::SlotWait(i));
+        } else {
+            self.on_deadline(i);
         }
     }
 

@@ -39,7 +39,13 @@ fn setup_error(path: &Path, e: &rusqlite::Error) -> ConfigError {
 
 /// Writes the issues of `orbit` into a new SQLite file at `path` (replacing one there).
 pub fn build(orbit: &Orbit, path: &Path) -> Result<(), ConfigError> {
-    let _ = std::fs::remove_file(path);
+    // A crash during an earlier build may have left a rollback journal: it goes too, or
+    // SQLite would roll it back into the new file.
+    for suffix in ["", "-journal", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
     let conn = Connection::open(path).map_err(|e| setup_error(path, &e))?;
     let fail = |e: rusqlite::Error| setup_error(path, &e);
     conn.execute_batch(
