@@ -902,3 +902,14 @@ fn the_explorer_writes_no_cassette_beside_another_recordings_journal() {
     assert!(!target.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_summary_title_counts_in_words() {
+    let mut app = open("cassettes/incident.json");
+    type_keys(&mut app, "T");
+    let screen = text(&mut app, 120, 36);
+    assert!(
+        screen.contains("Summary · 3 calls · 1 duplicate commit · sorted by calls"),
+        "{screen}"
+    );
+}

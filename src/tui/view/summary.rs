@@ -112,10 +112,15 @@ pub fn render(app: &App, c: &SummaryCursor, area: Rect, buf: &mut Buffer, theme:
     let (lines, selected) = lines(app, c, inner_w, theme);
     let scroll = selected.saturating_sub(inner_h.saturating_sub(2)) as u16;
     let t = app.timeline();
+    let count = crate::printable::count;
     let title = format!(
-        " Summary · {} calls · {} duplicate commits · sorted by {} ",
-        t.len(),
-        t.report().duplicate_effects(),
+        " Summary · {} · {} · sorted by {} ",
+        count(t.len(), "call", "calls"),
+        count(
+            t.report().duplicate_effects(),
+            "duplicate commit",
+            "duplicate commits"
+        ),
         Column::ALL[c.column.min(Column::ALL.len() - 1)].title()
     );
     Paragraph::new(lines)
