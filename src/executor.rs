@@ -10,6 +10,7 @@
 //! - [`live`]: the same contract on real tools: bodies on threads, real milliseconds,
 //!   deadlines that answer on time while the body runs on, late work on record.
 //! - [`scenario`]: scenario files for the `orbit` world.
+//! - [`schema`]: arguments checked against a tool source's own JSON Schema.
 //!
 //! Faults come from the same rule engine as the rest of the crate: every attempt is a call of
 //! the executor's [`Storm`], so a batch has the usual coverage, effects, report and cassette.
@@ -36,6 +37,7 @@ pub mod envelope;
 pub mod live;
 pub mod registry;
 pub mod scenario;
+pub mod schema;
 pub mod taxonomy;
 
 use std::sync::{Arc, Mutex};

@@ -5,6 +5,8 @@
 //!   faults into `tools/call`, keeps evidence of what committed ([`evidence`]) and records the
 //!   session live, write-ahead ([`journal`], compacted by [`recorder`]) as a ToolStorm cassette
 //!   plus a sidecar of session facts ([`session`]).
+//! - [`client`]: a stdio MCP client, and [`tools`]: a server's tools run through the live
+//!   executor ([`crate::executor::live`]).
 //! - [`replay`]: serves a recording as an MCP server, offline and strictly.
 //! - [`scenario`]: scenario files of world `mcp` (rules, how failures reach the client, commit
 //!   evidence, the server command).
@@ -14,6 +16,7 @@
 //! [`wire::EFFECTS_META_KEY`] — `{"dev.toolstorm/effects": [{"name": "shipment", "key":
 //! "o-1"}]}` — the MCP twin of [`crate::Storm::effect`], and the most trusted evidence.
 
+pub mod client;
 pub mod evidence;
 pub mod journal;
 pub mod proxy;
@@ -21,4 +24,5 @@ pub mod recorder;
 pub mod replay;
 pub mod scenario;
 pub mod session;
+pub mod tools;
 pub mod wire;

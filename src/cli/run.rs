@@ -56,6 +56,13 @@ pub struct RunArgs {
     /// deadline answered (seconds; then the record says which were still running)
     #[arg(long, default_value_t = 5.0, value_parser = grace, requires = "live", allow_hyphen_values = true)]
     grace: f64,
+    /// With --live: run the batches against an MCP server's tools instead of the Orbit world's
+    /// (its tools from tools/list; the server command follows `--`)
+    #[arg(long, requires = "live")]
+    mcp: bool,
+    /// The MCP server's command and arguments, after `--` (with --mcp)
+    #[arg(last = true, value_name = "SERVER")]
+    server: Vec<std::ffi::OsString>,
 }
 
 /// A `--grace` value: seconds in [0, 3600].
@@ -105,6 +112,10 @@ impl RunArgs {
             live: self
                 .live
                 .then(|| std::time::Duration::from_secs_f64(self.grace)),
+            mcp: self.mcp.then(|| crate::lab::orbit::run::McpSource {
+                command: self.server.clone(),
+                watchdog: std::env::current_exe().ok(),
+            }),
         }
     }
 
@@ -154,6 +165,18 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
     if a.answers.is_some() && !matches!(scenario, Scenario::Orbit(_)) {
         return io
             .fail("ValueError: --answers applies to orbit scenario files, not to shipping ones");
+    }
+    if a.mcp && a.server.is_empty() {
+        return io.fail(
+            "ValueError: --mcp needs the server's command after `--`: \
+             run FILE --live --mcp -- SERVER [ARGS...]",
+        );
+    }
+    if !a.mcp && !a.server.is_empty() {
+        return io.fail(
+            "ValueError: a command after `--` is an MCP server for --live --mcp; add those flags \
+             or drop the command",
+        );
     }
     if a.live && !matches!(scenario, Scenario::Orbit(_)) {
         return io.fail(

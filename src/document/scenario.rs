@@ -71,6 +71,8 @@ pub struct Settings {
     /// Run on real threads and the wall clock, waiting at most this long for late work at
     /// the end (Orbit only; `None`: the simulation on virtual time).
     pub live: Option<std::time::Duration>,
+    /// With `live`: run the batches against this MCP server's tools instead of Orbit's.
+    pub mcp: Option<crate::lab::orbit::run::McpSource>,
 }
 
 /// The lab's runs of a shipping scenario.
@@ -152,9 +154,14 @@ impl Scenario {
             Scenario::Orbit(s) => {
                 let seed = settings.seed.unwrap_or(s.seed);
                 let work = settings.work_dir.clone();
-                match settings.live {
-                    Some(grace) => crate::lab::orbit::run::run_live(s, seed, work, prompt, grace),
-                    None => run_with_prompt(s, seed, work, prompt),
+                match (settings.live, &settings.mcp) {
+                    (Some(grace), Some(source)) => {
+                        crate::lab::orbit::run::run_live_mcp(s, seed, source, prompt, grace)
+                    }
+                    (Some(grace), None) => {
+                        crate::lab::orbit::run::run_live(s, seed, work, prompt, grace)
+                    }
+                    (None, _) => run_with_prompt(s, seed, work, prompt),
                 }
                 .map(|r| ScenarioRun::Orbit(Box::new(r)))
                 .map_err(fail)

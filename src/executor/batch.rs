@@ -271,6 +271,7 @@ fn engine_error(e: &ToolError) -> Error {
         ToolError::InvalidArguments { .. } => "InvalidArguments",
         ToolError::NotFound { .. } => "NotFound",
         ToolError::InvalidValue { .. } => "InvalidValue",
+        ToolError::NoAnswer { .. } => "NoAnswer",
         ToolError::Other { .. } => "ToolError",
     };
     Error::raised(type_name, e.to_string())

@@ -118,6 +118,20 @@ pub trait LiveTools: Send + Sync {
     /// Runs `tool`'s body with checked arguments, on the calling thread. `commit` records a
     /// side effect the moment it happens.
     fn run(&self, tool: &str, args: &Object, commit: &mut Commit<'_>) -> Result<Value, ToolError>;
+    /// Runs the body knowing how long its call has until its deadline answers it (`left`):
+    /// a source that can be told to stop (an MCP server: `notifications/cancelled`) tells it
+    /// then. The body still runs on after `left`, as any other; by default this is
+    /// [`LiveTools::run`].
+    fn run_within(
+        &self,
+        tool: &str,
+        args: &Object,
+        commit: &mut Commit<'_>,
+        left: Duration,
+    ) -> Result<Value, ToolError> {
+        let _ = left;
+        self.run(tool, args, commit)
+    }
 }
 
 type Body = dyn Fn(&Object, &mut Commit<'_>) -> Result<Value, ToolError> + Send + Sync;
@@ -677,6 +691,7 @@ impl Batch<'_, '_> {
         let tx = self.exec.tx.clone();
         let clock = Arc::clone(&self.exec.clock);
         let (batch, name) = (self.exec.batches, spec.name.clone());
+        let deadline_ms = self.calls[i].lane.deadline_ms.unwrap_or(now);
         let body = move || {
             let Some(handle) = theirs.lock().unwrap_or_else(|p| p.into_inner()).take() else {
                 return;
@@ -685,9 +700,10 @@ impl Batch<'_, '_> {
             if let Some(l) = latency {
                 let _ = clock.sleep(l);
             }
+            let left = Duration::from_millis(deadline_ms.saturating_sub(ms(clock.now())));
             let ran = catch_unwind(AssertUnwindSafe(|| {
                 let mut commit = |effect: &str, key: &str| storm.effect_for(&handle, effect, key);
-                tools.run(&name, &args, &mut commit)
+                tools.run_within(&name, &args, &mut commit, left)
             }));
             let outcome = body_outcome(&storm, &handle, &name, ran);
             let _ = tx.send(Done {

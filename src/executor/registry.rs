@@ -95,6 +95,9 @@ pub struct ToolSpec {
     pub idempotent: bool,
     /// Its own deadline in seconds, overriding the executor's default.
     pub timeout: Option<f64>,
+    /// The argument schema a tool source gave (an MCP server's `inputSchema`), used instead
+    /// of `params` when set: arguments are checked against it ([`super::schema`]).
+    pub input_schema: Option<Value>,
 }
 
 impl ToolSpec {
@@ -107,6 +110,7 @@ impl ToolSpec {
             side_effect: false,
             idempotent: true,
             timeout: None,
+            input_schema: None,
         }
     }
 
@@ -134,8 +138,18 @@ impl ToolSpec {
         self
     }
 
-    /// The JSON schema of its arguments (strict: every property required, no others).
+    /// Its arguments as a JSON Schema the tool source gave (replaces `params`).
+    pub fn input_schema(mut self, schema: Value) -> ToolSpec {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// The JSON schema of its arguments: the source's own when it gave one, else strict
+    /// (every property required, no others).
     pub fn parameters_schema(&self) -> Value {
+        if let Some(schema) = &self.input_schema {
+            return schema.clone();
+        }
         let mut props = Object::new();
         for p in &self.params {
             props.push(p.name.as_str(), p.schema());
@@ -155,7 +169,9 @@ impl ToolSpec {
             "name" => self.name.as_str(),
             "description" => self.description.as_str(),
             "parameters" => self.parameters_schema(),
-            "strict" => true,
+            // A source's own schema need not meet strict mode's rules (every property
+            // required, no others).
+            "strict" => self.input_schema.is_none(),
         }
     }
 
@@ -170,6 +186,9 @@ impl ToolSpec {
                 value.type_name()
             ));
         };
+        if let Some(schema) = &self.input_schema {
+            return super::schema::check_arguments(schema, &args).map(|()| args);
+        }
         if let Some(p) = self.params.iter().find(|p| !args.contains_key(&p.name)) {
             return Err(format!(
                 "missing argument {:?} ({}{})",

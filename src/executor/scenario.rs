@@ -10,6 +10,7 @@
 //!   "approver": "deny_all",            // or "interactive", or {"allow": ["add_label"]}
 //!   "tools": "all",                    // or "read_only"
 //!   "limits": {"max_concurrency": 4, "max_attempts": 2, "default_timeout": 5.0},
+//!   "timeouts": {"create_shipment": 2.0},  // per-tool deadlines for an MCP server's tools
 //!   "rules": [{"name": "store-locked", "tool": "get_issue", "kind": "unavailable", "calls": [1]}],
 //!   "batches": [[{"type": "function_call", "name": "get_issue",
 //!                 "arguments": "{\"issue_id\": 41}", "call_id": "call_A"}]]
@@ -43,7 +44,7 @@ const REQUIRED: [&str; 7] = [
     "rules",
     "batches",
 ];
-const OPTIONAL: [&str; 7] = [
+const OPTIONAL: [&str; 8] = [
     "code",
     "category",
     "description",
@@ -51,6 +52,7 @@ const OPTIONAL: [&str; 7] = [
     "approver",
     "tools",
     "limits",
+    "timeouts",
 ];
 
 /// Who approves side-effecting calls.
@@ -92,6 +94,9 @@ pub struct ExecutorScenario {
     pub read_only: bool,
     /// Executor limits.
     pub limits: Limits,
+    /// Per-tool deadlines in seconds for tools from an MCP server (`run --live --mcp`); the
+    /// Orbit world's tools keep their own.
+    pub timeouts: Vec<(String, f64)>,
     /// Rule objects, validated.
     pub rules: Vec<Value>,
     /// Recorded batches, in order.
@@ -133,6 +138,37 @@ fn limits(v: Option<&Value>) -> Result<Limits, ConfigError> {
             .ok_or_else(|| bad("limits.default_timeout", "expected seconds in (0, 86400]"))?;
     }
     Ok(out)
+}
+
+fn timeouts(v: Option<&Value>) -> Result<Vec<(String, f64)>, ConfigError> {
+    let Some(v) = v else {
+        return Ok(Vec::new());
+    };
+    let Some(o) = v.as_object() else {
+        return Err(bad(
+            "timeouts",
+            "expected an object of tool names to seconds",
+        ));
+    };
+    o.iter()
+        .map(|(k, t)| {
+            let name = k.to_lossy();
+            let secs = Some(t)
+                .filter(|t| !matches!(t, Value::Bool(_)))
+                .and_then(|t| t.as_number_f64())
+                .filter(|t| t.is_finite() && *t > 0.0 && *t <= 86_400.0)
+                .ok_or_else(|| {
+                    bad(
+                        &format!("timeouts.{name}"),
+                        "expected seconds in (0, 86400]",
+                    )
+                })?;
+            if name.is_empty() {
+                return Err(bad("timeouts", "a tool name is empty"));
+            }
+            Ok((name, secs))
+        })
+        .collect()
 }
 
 fn approver(v: Option<&Value>) -> Result<ApproverChoice, ConfigError> {
@@ -222,6 +258,7 @@ impl ExecutorScenario {
             approver: approver(o.get("approver"))?,
             read_only,
             limits: limits(o.get("limits"))?,
+            timeouts: timeouts(o.get("timeouts"))?,
             rules: rule_values,
             batches,
         })
@@ -261,6 +298,13 @@ impl ExecutorScenario {
         o.push("approver", self.approver.to_value());
         o.push("tools", if self.read_only { "read_only" } else { "all" });
         o.push("limits", self.limits.to_value());
+        if !self.timeouts.is_empty() {
+            let mut t = Object::new();
+            for (name, secs) in &self.timeouts {
+                t.push(name.as_str(), Value::Float(*secs));
+            }
+            o.push("timeouts", t);
+        }
         o.push("rules", Value::Array(rules));
         o.push("batches", Value::Array(batches));
         Value::Object(o)

@@ -134,6 +134,13 @@ pub enum ToolError {
         /// A tool-specific hint.
         hint: Option<String>,
     },
+    /// The tool's own source gave no answer in time (an MCP server past the call's
+    /// deadline): timeout.
+    #[error("{message}")]
+    NoAnswer {
+        /// What was waited for, and how long.
+        message: String,
+    },
     /// Anything else the tool ran into (unknown).
     #[error("{message}")]
     Other {
@@ -183,7 +190,9 @@ impl Failure {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Failure::DeadlineExceeded { .. } => ErrorKind::Timeout,
-            Failure::Engine(Error::Timeout(_)) => ErrorKind::Timeout,
+            Failure::Engine(Error::Timeout(_)) | Failure::Tool(ToolError::NoAnswer { .. }) => {
+                ErrorKind::Timeout
+            }
             Failure::Engine(
                 Error::RateLimited { .. } | Error::Unavailable(_) | Error::ResponseLost(_),
             ) => ErrorKind::Transient,

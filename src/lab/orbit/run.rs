@@ -37,6 +37,8 @@ pub struct OrbitRun {
     pub report: Report,
     /// The report's digest.
     pub digest: String,
+    /// Where the tools came from when not the bundled Orbit world (`MCP server NAME ...`).
+    pub source: Option<String>,
 }
 
 /// The Orbit world a scenario runs in: its tracker's folder, its registry.
@@ -108,6 +110,7 @@ pub fn run_with_prompt(
         answers: approvers.interactive.answers,
         report,
         digest,
+        source: None,
     })
 }
 
@@ -123,7 +126,7 @@ pub fn run_live(
     prompt: &mut dyn Prompt,
     grace: std::time::Duration,
 ) -> Result<OrbitRun, ConfigError> {
-    use crate::executor::live::{LiveExecutor, LiveTools};
+    use crate::executor::live::LiveTools;
     use std::sync::Arc;
     // The database goes in the work folder (a private one when none is given).
     let scratch = match &work_dir {
@@ -140,13 +143,108 @@ pub fn run_live(
     let orbit = world(scenario, work_dir)?;
     let world = Arc::new(super::store::RealOrbit::new(orbit, &dir)?);
     let tools: Arc<dyn LiveTools> = world.clone();
+    let mut run = run_live_on(scenario, seed, &tools, prompt, grace)?;
+    (run.tracker, run.tracker_path) =
+        world.with(|o| (o.tracker().actions().to_vec(), o.tracker().path()));
+    Ok(run)
+}
+
+/// Where `run --live --mcp` gets its tools: an MCP server's command.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct McpSource {
+    /// The server's program and arguments.
+    pub command: Vec<std::ffi::OsString>,
+    /// Our binary, to watch the server's process group (`None`: no watchdog).
+    pub watchdog: Option<PathBuf>,
+}
+
+/// Runs a scenario's batches on the wall clock against a real MCP server's tools
+/// ([`crate::mcp::tools`]): the registry from its `tools/list`, every call a `tools/call` on
+/// one session. The scenario's `tools: read_only` offers only the tools annotated read-only.
+pub fn run_live_mcp(
+    scenario: &ExecutorScenario,
+    seed: i64,
+    source: &McpSource,
+    prompt: &mut dyn Prompt,
+    grace: std::time::Duration,
+) -> Result<OrbitRun, ConfigError> {
+    use crate::executor::live::LiveTools;
+    use crate::mcp::tools::McpTools;
+    use std::sync::Arc;
+    let mcp = McpTools::connect(
+        &source.command,
+        None,
+        source.watchdog.as_ref(),
+        &scenario.timeouts,
+    )
+    .map_err(|e| ConfigError::new("Cannot use the MCP server").because(e.to_string()))?
+    .late_wait(grace);
+    let info = mcp.server().clone();
+    let count = mcp.registry().tools().len();
+    let tools: Arc<dyn LiveTools> = if scenario.read_only {
+        Arc::new(ReadOnly(mcp, Default::default()))
+    } else {
+        Arc::new(mcp)
+    };
+    let mut run = run_live_on(scenario, seed, &tools, prompt, grace)?;
+    let name = if info.name.is_empty() {
+        "(unnamed)".to_owned()
+    } else if info.version.is_empty() {
+        info.name.clone()
+    } else {
+        format!("{} {}", info.name, info.version)
+    };
+    run.source = Some(format!(
+        "MCP server {name} ({count} tool{})",
+        if count == 1 { "" } else { "s" }
+    ));
+    drop(tools);
+    Ok(run)
+}
+
+/// A tool source offering only its read-only tools.
+struct ReadOnly<T>(T, std::sync::OnceLock<crate::executor::Registry>);
+
+impl<T: crate::executor::live::LiveTools> crate::executor::live::LiveTools for ReadOnly<T> {
+    fn registry(&self) -> &crate::executor::Registry {
+        self.1.get_or_init(|| self.0.registry().read_only())
+    }
+    fn run(
+        &self,
+        tool: &str,
+        args: &crate::json::Object,
+        commit: &mut crate::executor::live::Commit<'_>,
+    ) -> Result<Value, crate::executor::ToolError> {
+        self.0.run(tool, args, commit)
+    }
+    fn run_within(
+        &self,
+        tool: &str,
+        args: &crate::json::Object,
+        commit: &mut crate::executor::live::Commit<'_>,
+        left: std::time::Duration,
+    ) -> Result<Value, crate::executor::ToolError> {
+        self.0.run_within(tool, args, commit, left)
+    }
+}
+
+/// Every batch of a scenario through one live executor on `tools`; late work waited for at
+/// most `grace`, then written into the lanes of the batches it belongs to.
+fn run_live_on(
+    scenario: &ExecutorScenario,
+    seed: i64,
+    tools: &std::sync::Arc<dyn crate::executor::live::LiveTools>,
+    prompt: &mut dyn Prompt,
+    grace: std::time::Duration,
+) -> Result<OrbitRun, ConfigError> {
+    use crate::executor::live::LiveExecutor;
     let mut exec = LiveExecutor::new(scenario.rules()?, seed, scenario.limits)?;
     let mut approvers = Approvers::new(prompt);
     let approver = approvers.pick(&scenario.approver);
     let mut batches: Vec<BatchResult> = scenario
         .batches
         .iter()
-        .map(|calls| exec.run_batch(&tools, approver, calls))
+        .map(|calls| exec.run_batch(tools, approver, calls))
         .collect();
     exec.settle(grace);
     // The late work, in the lanes of the batches it belongs to.
@@ -170,18 +268,17 @@ pub fn run_live(
     }
     let report = exec.report();
     let digest = report.digest();
-    let (tracker, tracker_path) =
-        world.with(|o| (o.tracker().actions().to_vec(), o.tracker().path()));
     Ok(OrbitRun {
         scenario: scenario.clone(),
         seed,
         batches,
-        tracker,
-        tracker_path,
+        tracker: Vec::new(),
+        tracker_path: None,
         asked: approvers.interactive.asked,
         answers: approvers.interactive.answers,
         report,
         digest,
+        source: None,
     })
 }
 
@@ -210,7 +307,7 @@ impl OrbitRun {
     /// actions hold what tools returned and were given: they go through the redactor, as the
     /// report's payloads did when captured.
     pub fn to_value(&self) -> Value {
-        Redactor::default().redact(&obj! {
+        let mut v = obj! {
             "scenario" => self.scenario.name.as_str(),
             "world" => "orbit",
             "seed" => self.seed,
@@ -219,7 +316,11 @@ impl OrbitRun {
             "tracker" => Value::Array(self.tracker.clone()),
             "report" => self.report.to_value(),
             "digest" => self.digest.as_str(),
-        })
+        };
+        if let (Some(source), Some(o)) = (&self.source, v.as_object_mut()) {
+            o.push("tools_from", source.as_str());
+        }
+        Redactor::default().redact(&v)
     }
 
     /// The lines `run` prints.
@@ -228,6 +329,9 @@ impl OrbitRun {
             "ToolStorm \u{b7} {} \u{b7} seed {}",
             self.scenario.story.title, self.seed
         )];
+        if let Some(source) = &self.source {
+            lines.push(format!("tools: {}", crate::printable::line(source)));
+        }
         for b in &self.batches {
             lines.push(format!(
                 "batch {}: {} call{} answered in {}s ({})",
@@ -294,10 +398,16 @@ impl OrbitRun {
                 }
             ));
         }
+        let tracker = match self.source {
+            Some(_) => String::new(),
+            None => format!(
+                "tracker: {} action{} \u{b7} ",
+                self.tracker.len(),
+                if self.tracker.len() == 1 { "" } else { "s" }
+            ),
+        };
         lines.push(format!(
-            "tracker: {} action{} \u{b7} effects: {} \u{b7} faults triggered: {} \u{b7} digest {}",
-            self.tracker.len(),
-            if self.tracker.len() == 1 { "" } else { "s" },
+            "{tracker}effects: {} \u{b7} faults triggered: {} \u{b7} digest {}",
             self.report.effects.len(),
             self.report.faults_triggered(),
             &self.digest[..self.digest.len().min(12)]

@@ -1,0 +1,461 @@
+//! A small MCP client on the stdio transport, for running a server's tools through the
+//! executor: it starts the server ([`super::proxy::child`]: its own process group, stopped as
+//! a group, watched so it never outlives us), does the `initialize` handshake, lists the
+//! tools (every page), and sends requests from many threads at once on the one session —
+//! each waits for its own answer, routed by id by a reader thread.
+//!
+//! A request not answered in time can be cancelled (`notifications/cancelled`). Requests the
+//! server sends us are answered: `ping` with an empty result, anything else with "method not
+//! found" (we offer no roots, sampling or elicitation). Notifications are ignored. When the
+//! server closes its output or exits, every request still waiting is told so.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, ExitStatus};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::proxy::child::Server;
+use super::wire::{MAX_PARSED_LINE, Message, classify};
+use crate::json::{Value, compact};
+use crate::obj;
+
+/// The protocol version we ask for (servers answer with the one they speak).
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// How much of the server's standard error is kept for messages.
+const STDERR_TAIL: usize = 4096;
+/// Most pages of `tools/list` followed.
+const MAX_PAGES: usize = 100;
+
+/// Why the client could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server did not start.
+    #[error("cannot start the server {command}: {source}")]
+    Spawn {
+        /// The command, for the message.
+        command: String,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+    /// The server ended the session.
+    #[error("the server closed the connection{}", tail(.stderr))]
+    Closed {
+        /// The end of what it wrote on standard error.
+        stderr: String,
+    },
+    /// No answer in time.
+    #[error("the server did not answer {method} within {seconds}s{}", tail(.stderr))]
+    NoAnswer {
+        /// What was asked.
+        method: String,
+        /// How long we waited.
+        seconds: u64,
+        /// The end of what it wrote on standard error.
+        stderr: String,
+    },
+    /// The server answered with a JSON-RPC error, or with something we cannot use.
+    #[error("the server refused {method}: {message}")]
+    Refused {
+        /// What was asked.
+        method: String,
+        /// What it said.
+        message: String,
+    },
+}
+
+fn tail(stderr: &str) -> String {
+    let s = stderr.trim();
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("; it said: {}", crate::printable::line(s))
+    }
+}
+
+/// An answer to one request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// The `result`.
+    Result(Value),
+    /// A JSON-RPC `error`.
+    Error {
+        /// Its code.
+        code: i64,
+        /// Its message.
+        message: String,
+    },
+    /// The session ended before an answer came.
+    Closed,
+}
+
+/// A request on its way: its id, and where its answer arrives.
+#[derive(Debug)]
+pub struct Pending {
+    /// The id we gave it.
+    pub id: u64,
+    rx: Receiver<Reply>,
+}
+
+impl Pending {
+    /// Waits up to `limit` for the answer; `None` when none came in time.
+    pub fn wait(&self, limit: Duration) -> Option<Reply> {
+        match self.rx.recv_timeout(limit) {
+            Ok(r) => Some(r),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => Some(Reply::Closed),
+        }
+    }
+}
+
+/// What the reader thread and the callers share.
+#[derive(Debug, Default)]
+struct Shared {
+    stdin: Mutex<Option<ChildStdin>>,
+    pending: Mutex<HashMap<u64, Sender<Reply>>>,
+    closed: Mutex<bool>,
+    stderr: Mutex<VecDeque<u8>>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    fn send(&self, message: &Value) -> bool {
+        let mut bytes = compact(message).into_bytes();
+        bytes.push(b'\n');
+        let mut stdin = locked(&self.stdin);
+        match stdin.as_mut() {
+            Some(w) => w.write_all(&bytes).and_then(|()| w.flush()).is_ok(),
+            None => false,
+        }
+    }
+
+    fn stderr_tail(&self) -> String {
+        let bytes: Vec<u8> = locked(&self.stderr).iter().copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// The session is over: every waiting request hears so.
+    fn close(&self) {
+        *locked(&self.closed) = true;
+        for (_, tx) in locked(&self.pending).drain() {
+            let _ = tx.send(Reply::Closed);
+        }
+    }
+
+    fn on_line(&self, line: &[u8]) {
+        match classify(line) {
+            Message::Response { id, message } => {
+                let Some(n) = id.0.parse::<u64>().ok() else {
+                    return;
+                };
+                let Some(tx) = locked(&self.pending).remove(&n) else {
+                    return;
+                };
+                let o = message.as_object();
+                let reply = match o.and_then(|o| o.get("error")) {
+                    Some(e) => Reply::Error {
+                        code: e
+                            .as_object()
+                            .and_then(|e| e.get("code"))
+                            .and_then(Value::as_i64)
+                            .unwrap_or(0),
+                        message: e
+                            .as_object()
+                            .and_then(|e| e.get("message"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                    },
+                    None => Reply::Result(
+                        o.and_then(|o| o.get("result"))
+                            .cloned()
+                            .unwrap_or(Value::Null),
+                    ),
+                };
+                let _ = tx.send(reply);
+            }
+            Message::Request { id, method, .. } => {
+                let answer = if method == "ping" {
+                    obj! {"jsonrpc" => "2.0", "id" => id.to_value(), "result" => obj! {}}
+                } else {
+                    obj! {"jsonrpc" => "2.0", "id" => id.to_value(), "error" => obj! {
+                        "code" => -32601,
+                        "message" => format!("this client offers no {method}"),
+                    }}
+                };
+                self.send(&answer);
+            }
+            // Notifications (logs, progress, list changes) and lines we cannot read change
+            // nothing for a caller.
+            Message::Notification { .. } | Message::Other(_) => {}
+        }
+    }
+}
+
+/// What the server said about itself in `initialize`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerInfo {
+    /// Its name (`serverInfo.name`).
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The protocol version it chose.
+    pub protocol: String,
+}
+
+/// A session with one MCP server.
+#[derive(Debug)]
+pub struct McpClient {
+    shared: Arc<Shared>,
+    server: Mutex<Server>,
+    next_id: AtomicU64,
+    info: ServerInfo,
+}
+
+impl McpClient {
+    /// Starts `command` in `dir` (with a watchdog from our binary when `watchdog` is given),
+    /// and does the handshake, waiting at most `limit` for the server's answer.
+    pub fn start(
+        command: &[OsString],
+        dir: Option<&Path>,
+        watchdog: Option<&PathBuf>,
+        limit: Duration,
+    ) -> Result<McpClient, ClientError> {
+        let shown = command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (server, streams) =
+            Server::spawn(command, dir, watchdog).map_err(|source| ClientError::Spawn {
+                command: shown,
+                source,
+            })?;
+        let shared = Arc::new(Shared::default());
+        *locked(&shared.stdin) = streams.stdin;
+        if let Some(out) = streams.stdout {
+            let s = Arc::clone(&shared);
+            let _ = std::thread::Builder::new()
+                .name("toolstorm-mcp-read".into())
+                .spawn(move || read_lines(out, &s));
+        }
+        if let Some(err) = streams.stderr {
+            let s = Arc::clone(&shared);
+            let _ = std::thread::Builder::new()
+                .name("toolstorm-mcp-log".into())
+                .spawn(move || keep_tail(err, &s));
+        }
+        let mut client = McpClient {
+            shared,
+            server: Mutex::new(server),
+            next_id: AtomicU64::new(1),
+            info: ServerInfo::default(),
+        };
+        let result = client.ask(
+            "initialize",
+            obj! {
+                "protocolVersion" => PROTOCOL_VERSION,
+                "capabilities" => obj! {},
+                "clientInfo" => obj! {"name" => "toolstorm-tui", "version" => env!("CARGO_PKG_VERSION")},
+            },
+            limit,
+        );
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                client.stop();
+                return Err(e);
+            }
+        };
+        let field = |path: &[&str]| {
+            let mut v = &result;
+            for k in path {
+                v = v.as_object().and_then(|o| o.get(k)).unwrap_or(&Value::Null);
+            }
+            v.as_str().unwrap_or("").to_owned()
+        };
+        client.info = ServerInfo {
+            name: field(&["serverInfo", "name"]),
+            version: field(&["serverInfo", "version"]),
+            protocol: field(&["protocolVersion"]),
+        };
+        client.notify("notifications/initialized", obj! {});
+        Ok(client)
+    }
+
+    /// What the server said about itself.
+    pub fn info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// The process id of the server (its group's id too).
+    pub fn server_pid(&self) -> u32 {
+        locked(&self.server).id()
+    }
+
+    /// Sends a request; its answer arrives on the returned [`Pending`].
+    pub fn request(&self, method: &str, params: Value) -> Pending {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = channel();
+        let closed = *locked(&self.shared.closed);
+        if closed {
+            let _ = tx.send(Reply::Closed);
+            return Pending { id, rx };
+        }
+        locked(&self.shared.pending).insert(id, tx);
+        let sent = self.shared.send(&obj! {
+            "jsonrpc" => "2.0", "id" => id, "method" => method, "params" => params,
+        });
+        if !sent && let Some(tx) = locked(&self.shared.pending).remove(&id) {
+            let _ = tx.send(Reply::Closed);
+        }
+        Pending { id, rx }
+    }
+
+    /// Tells the server we no longer need request `id` (`notifications/cancelled`). An answer
+    /// it sends anyway still reaches the [`Pending`] until [`McpClient::forget`].
+    pub fn cancel(&self, id: u64, reason: &str) {
+        self.notify(
+            "notifications/cancelled",
+            obj! {"requestId" => id, "reason" => reason},
+        );
+    }
+
+    /// Stops waiting for request `id`: an answer that comes later is dropped.
+    pub fn forget(&self, id: u64) {
+        locked(&self.shared.pending).remove(&id);
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        self.shared
+            .send(&obj! {"jsonrpc" => "2.0", "method" => method, "params" => params});
+    }
+
+    /// Sends a request and waits at most `limit` for its result.
+    pub fn ask(&self, method: &str, params: Value, limit: Duration) -> Result<Value, ClientError> {
+        let pending = self.request(method, params);
+        match pending.wait(limit) {
+            Some(Reply::Result(v)) => Ok(v),
+            Some(Reply::Error { code, message }) => Err(ClientError::Refused {
+                method: method.to_owned(),
+                message: format!("{message} (JSON-RPC error {code})"),
+            }),
+            Some(Reply::Closed) => Err(ClientError::Closed {
+                stderr: self.stderr_tail(),
+            }),
+            None => {
+                self.cancel(pending.id, "no answer in time");
+                self.forget(pending.id);
+                Err(ClientError::NoAnswer {
+                    method: method.to_owned(),
+                    seconds: limit.as_secs(),
+                    stderr: self.stderr_tail(),
+                })
+            }
+        }
+    }
+
+    /// Every tool the server lists (each page of `tools/list`), as the objects it sent.
+    pub fn list_tools(&self, limit: Duration) -> Result<Vec<Value>, ClientError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => obj! {"cursor" => c.as_str()},
+                None => obj! {},
+            };
+            let page = self.ask("tools/list", params, limit)?;
+            let o = page.as_object();
+            match o.and_then(|o| o.get("tools")).and_then(Value::as_array) {
+                Some(items) => tools.extend(items.iter().cloned()),
+                None => {
+                    return Err(ClientError::Refused {
+                        method: "tools/list".into(),
+                        message: "its result has no list of tools".into(),
+                    });
+                }
+            }
+            cursor = o
+                .and_then(|o| o.get("nextCursor"))
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned);
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(tools)
+    }
+
+    /// The end of what the server wrote on standard error.
+    pub fn stderr_tail(&self) -> String {
+        self.shared.stderr_tail()
+    }
+
+    /// Ends the session: closes the server's input, gives it a moment to exit, then stops its
+    /// group. Requests still waiting hear that the session closed.
+    pub fn stop(&self) -> Option<ExitStatus> {
+        drop(locked(&self.shared.stdin).take());
+        let mut server = locked(&self.server);
+        let status = server
+            .wait_for(Duration::from_millis(500))
+            .or_else(|| server.stop());
+        self.shared.close();
+        status
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The reader thread: one message per line, each routed; at the end, the session closes.
+fn read_lines(out: impl Read, shared: &Shared) {
+    let mut reader = BufReader::new(out);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let limit = (MAX_PARSED_LINE + 2) as u64;
+        match (&mut reader).take(limit).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if line.last() != Some(&b'\n') && line.len() as u64 >= limit {
+                    // Longer than we read: skip the rest of it; a call waiting for it will
+                    // time out.
+                    let mut rest = Vec::new();
+                    if reader.read_until(b'\n', &mut rest).is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                shared.on_line(super::proxy::framing::trim(&line));
+            }
+        }
+    }
+    shared.close();
+}
+
+/// Keeps the last [`STDERR_TAIL`] bytes of the server's standard error.
+fn keep_tail(err: impl Read, shared: &Shared) {
+    let mut reader = BufReader::new(err);
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = reader.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        let mut tail = locked(&shared.stderr);
+        tail.extend(&buf[..n]);
+        while tail.len() > STDERR_TAIL {
+            tail.pop_front();
+        }
+    }
+}
