@@ -195,3 +195,56 @@ fn other_sql_failures_are_permanent() {
             .expect("ro");
     assert!(ro.execute_batch("INSERT INTO other VALUES (1);").is_err());
 }
+
+/// Live docs are files in the work folder, read through the allow-list: an edit on disk is
+/// what the next read returns, a path trick reads nothing, a deleted doc is permanent.
+#[test]
+fn live_docs_are_read_from_files_through_the_allow_list() {
+    use toolstorm::executor::approval::DenyAll;
+    use toolstorm::executor::live::{LiveExecutor, LiveTools};
+    use toolstorm::executor::{FunctionCall, Limits};
+    use toolstorm::lab::orbit::Orbit;
+    use toolstorm::lab::orbit::store::RealOrbit;
+
+    let dir = tempfile::tempdir().expect("dir");
+    let world = RealOrbit::new(Orbit::new().expect("orbit"), dir.path()).expect("store");
+    let docs = world.docs_dir().to_path_buf();
+    assert!(
+        docs.join("error-codes.md").is_file(),
+        "the docs are written"
+    );
+    std::fs::write(
+        docs.join("triage.md"),
+        "# Triage\n\nEdited on disk.\n\n## Labels\n\nUse sev:1 only.\n",
+    )
+    .expect("edit");
+    std::fs::remove_file(docs.join("configuration.md")).expect("delete");
+    let tools: std::sync::Arc<dyn LiveTools> = std::sync::Arc::new(world);
+    let mut exec = LiveExecutor::new(Vec::new(), 7, Limits::default()).expect("executor");
+    let batch = exec.run_batch(
+        &tools,
+        &mut DenyAll,
+        &[
+            FunctionCall::new(
+                "get_doc_section",
+                r#"{"doc_id": "triage", "heading": "Labels"}"#,
+                "call_A",
+            ),
+            FunctionCall::new(
+                "get_doc_section",
+                r#"{"doc_id": "../orbit-issues.sqlite3", "heading": null}"#,
+                "call_B",
+            ),
+            FunctionCall::new(
+                "get_doc_section",
+                r#"{"doc_id": "configuration", "heading": null}"#,
+                "call_C",
+            ),
+        ],
+    );
+    assert_eq!(batch.kinds(), ["ok", "permanent", "permanent"]);
+    let text = |i: usize| toolstorm::json::compact(&batch.outputs[i]);
+    assert!(text(0).contains("Use sev:1 only."), "{}", text(0));
+    assert!(text(1).contains("closest ids"), "{}", text(1));
+    assert!(text(2).contains("is missing"), "{}", text(2));
+}

@@ -3,7 +3,12 @@
 //! database that is busy or locked (`SQLITE_BUSY`, `SQLITE_LOCKED`: a writer holds it) is a
 //! transient failure the executor may retry; any other SQL failure is permanent. Nothing
 //! waits for a lock: the busy timeout is zero, so the failure reaches the executor at once
-//! and its seeded pause decides when to try again. The other tools are the bundled world's.
+//! and its seeded pause decides when to try again.
+//!
+//! The docs are files too: the bundled Markdown is written into the work folder's `docs/`,
+//! and `get_doc_section` reads `docs/<id>.md` for an id on the allow-list — only those names,
+//! so a `doc_id` of `../../etc/passwd` reads nothing (it gets the closest ids, as in the
+//! simulation). The tracker appends to its JSON-lines file, as the bundled world's does.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -18,6 +23,8 @@ use crate::json::{Object, Value, parse};
 
 /// The issues table's file name in a work folder.
 pub const DATABASE: &str = "orbit-issues.sqlite3";
+/// The docs' folder in a work folder.
+pub const DOCS_DIR: &str = "docs";
 
 /// A SQLite failure as the executor classifies it: busy or locked is transient, the rest
 /// permanent.
@@ -65,6 +72,18 @@ pub fn build(orbit: &Orbit, path: &Path) -> Result<(), ConfigError> {
         }
     }
     tx.commit().map_err(fail)
+}
+
+/// Writes the bundled docs into `dir`, one `<id>.md` each (replacing what is there).
+fn write_docs(dir: &Path) -> Result<(), ConfigError> {
+    let fail = |e: std::io::Error| {
+        ConfigError::new("Cannot write the Orbit docs").because(format!("{}: {e}", dir.display()))
+    };
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    for (id, text) in super::doc_sources() {
+        crate::atomic::write(&dir.join(format!("{id}.md")), text.as_bytes()).map_err(fail)?;
+    }
+    Ok(())
 }
 
 /// The issue store: a read-only connection to the database file.
@@ -119,11 +138,12 @@ impl IssueStore {
 }
 
 /// The Orbit world for live runs: each tool takes the time the world declares for it, then
-/// `get_issue` reads the SQLite store; the other tools (docs, the tracker's JSON-lines file)
-/// are the bundled world's, one body at a time.
+/// `get_issue` reads the SQLite store, `get_doc_section` the doc files; the tracker's tools
+/// (its JSON-lines file) are the bundled world's, one body at a time.
 pub struct RealOrbit {
     registry: Registry,
     store: IssueStore,
+    docs: PathBuf,
     world: Mutex<Orbit>,
 }
 
@@ -140,11 +160,45 @@ impl RealOrbit {
     pub fn new(orbit: Orbit, dir: &Path) -> Result<RealOrbit, ConfigError> {
         let path = dir.join(DATABASE);
         build(&orbit, &path)?;
+        let docs = dir.join(DOCS_DIR);
+        write_docs(&docs)?;
         Ok(RealOrbit {
             registry: orbit.registry().clone(),
             store: IssueStore::open(&path)?,
+            docs,
             world: Mutex::new(orbit),
         })
+    }
+
+    /// Where the docs are read from.
+    pub fn docs_dir(&self) -> &Path {
+        &self.docs
+    }
+
+    /// `get_doc_section` from the files: an allow-listed id reads `docs/<id>.md`; any other
+    /// id is the bundled world's answer (the closest ids).
+    fn doc_section(&self, args: &Object) -> Option<Result<Value, ToolError>> {
+        let id = args.get("doc_id").and_then(Value::as_str)?;
+        if !super::doc_sources().iter().any(|(known, _)| *known == id) {
+            return None;
+        }
+        let path = self.docs.join(format!("{id}.md"));
+        let text = match crate::fsread::read_document(&path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Some(Err(ToolError::NotFound {
+                    message: format!("the doc {id:?} is missing ({})", path.display()),
+                    hint: None,
+                }));
+            }
+            Err(e) => {
+                return Some(Err(ToolError::Other {
+                    message: format!("cannot read the doc {id:?} ({}): {e}", path.display()),
+                }));
+            }
+        };
+        let heading = args.get("heading").and_then(Value::as_str);
+        Some(super::Doc::parse(id, &text).answer(heading))
     }
 
     /// The issue store.
@@ -177,6 +231,11 @@ impl LiveTools for RealOrbit {
             if let Some(issue) = self.store.issue(id)? {
                 return Ok(crate::obj! {"issue" => issue, "untrusted" => super::UNTRUSTED});
             }
+        }
+        if tool == super::GET_DOC_SECTION
+            && let Some(answer) = self.doc_section(args)
+        {
+            return answer;
         }
         self.with(|w| w.run(tool, args, commit))
     }
