@@ -115,7 +115,8 @@ fn timeout_commit_writes_its_label_to_the_work_folder() {
     assert_eq!(code, 0);
     assert!(
         out.contains(
-            "late: call_1 add_label attempt 1 ended ok at 5.6s, after its timeout answer at 5.0s"
+            "late: call_1 add_label attempt 1 ended ok at 5.6s and committed label 41/triaged, after \
+             its timeout answer at 5.0s"
         ),
         "{out}"
     );

@@ -375,8 +375,27 @@ impl OrbitRun {
             ));
             for lane in &b.lanes {
                 for a in lane.attempts.iter().filter(|a| a.late) {
+                    let commits: Vec<String> = self
+                        .report
+                        .effects
+                        .iter()
+                        .filter(|e| a.report_call == Some(e.call_id))
+                        .map(|e| {
+                            format!(
+                                "{} {}",
+                                crate::printable::line(&e.name.to_lossy()),
+                                crate::printable::line(&e.key.to_lossy())
+                            )
+                        })
+                        .collect();
+                    let committed = if commits.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" and committed {}", commits.join(", "))
+                    };
                     lines.push(format!(
-                        "  late: {} {} attempt {} ended {} at {}s, after its {} answer at {}s",
+                        "  late: {} {} attempt {} ended {} at {}s{committed}, after its {} answer \
+                         at {}s",
                         lane.call_id,
                         lane.name,
                         a.number,
