@@ -262,6 +262,12 @@ fn bad_command_lines_say_what_is_wrong() {
         err.contains("Cannot use the MCP server") && err.contains("/nonexistent/server"),
         "{err}"
     );
+    let (code, _, err) = common::cli(&["run", scenario]);
+    assert_eq!(
+        code, 2,
+        "a batch for an MCP server does not run against Orbit"
+    );
+    assert!(err.contains("--live --mcp -- SERVER"), "{err}");
     let (code, _, err) = common::cli(&["run", scenario, "--", "server"]);
     assert_ne!(code, 0);
     assert!(err.contains("--live --mcp"), "{err}");

@@ -154,6 +154,17 @@ impl Scenario {
             Scenario::Orbit(s) => {
                 let seed = settings.seed.unwrap_or(s.seed);
                 let work = settings.work_dir.clone();
+                if s.from_mcp && settings.mcp.is_none() {
+                    let file = path.map_or_else(|| "FILE".to_owned(), |p| p.display().to_string());
+                    return Err(fail(
+                        ConfigError::new("This batch is for an MCP server's tools").because(
+                            format!(
+                                "its \"tools\" is \"mcp\": run it with `toolstorm-tui run \
+                                 {file} --live --mcp -- SERVER COMMAND`"
+                            ),
+                        ),
+                    ));
+                }
                 match (settings.live, &settings.mcp) {
                     (Some(grace), Some(source)) => {
                         crate::lab::orbit::run::run_live_mcp(s, seed, source, prompt, grace)

@@ -8,7 +8,7 @@
 //!   "code": "EXE-001", "category": "EXECUTOR", "description": "...", "lesson": "...",
 //!   "seed": 7,
 //!   "approver": "deny_all",            // or "interactive", or {"allow": ["add_label"]}
-//!   "tools": "all",                    // or "read_only"
+//!   "tools": "all",                    // or "read_only", or "mcp" (an MCP server's: --live --mcp)
 //!   "limits": {"max_concurrency": 4, "max_attempts": 2, "default_timeout": 5.0},
 //!   "timeouts": {"create_shipment": 2.0},  // per-tool deadlines for an MCP server's tools
 //!   "rules": [{"name": "store-locked", "tool": "get_issue", "kind": "unavailable", "calls": [1]}],
@@ -92,6 +92,9 @@ pub struct ExecutorScenario {
     pub approver: ApproverChoice,
     /// Whether only read-only tools are offered.
     pub read_only: bool,
+    /// Whether the batches are for an MCP server's tools (`"tools": "mcp"`): they run only
+    /// with `run --live --mcp -- SERVER`, never against the Orbit world.
+    pub from_mcp: bool,
     /// Executor limits.
     pub limits: Limits,
     /// Per-tool deadlines in seconds for tools from an MCP server (`run --live --mcp`); the
@@ -205,10 +208,16 @@ impl ExecutorScenario {
     pub fn from_value(v: &Value) -> Result<ExecutorScenario, ConfigError> {
         let o = head(v, &REQUIRED, &OPTIONAL, WORLD)?;
         let seed = seed_field(o)?;
-        let read_only = match o.get("tools").map(|t| t.as_str()) {
-            None | Some(Some("all")) => false,
-            Some(Some("read_only")) => true,
-            _ => return Err(bad("tools", "expected \"all\" or \"read_only\"")),
+        let (read_only, from_mcp) = match o.get("tools").map(|t| t.as_str()) {
+            None | Some(Some("all")) => (false, false),
+            Some(Some("read_only")) => (true, false),
+            Some(Some("mcp")) => (false, true),
+            _ => {
+                return Err(bad(
+                    "tools",
+                    "expected \"all\", \"read_only\" or \"mcp\" (an MCP server's tools)",
+                ));
+            }
         };
         let rule_values = rule_list(o)?;
         let Some(Value::Array(batch_values)) = o.get("batches") else {
@@ -257,6 +266,7 @@ impl ExecutorScenario {
             seed,
             approver: approver(o.get("approver"))?,
             read_only,
+            from_mcp,
             limits: limits(o.get("limits"))?,
             timeouts: timeouts(o.get("timeouts"))?,
             rules: rule_values,
@@ -296,7 +306,14 @@ impl ExecutorScenario {
         self.story.push_into(&mut o);
         o.push("seed", self.seed);
         o.push("approver", self.approver.to_value());
-        o.push("tools", if self.read_only { "read_only" } else { "all" });
+        o.push(
+            "tools",
+            match (self.read_only, self.from_mcp) {
+                (true, _) => "read_only",
+                (false, true) => "mcp",
+                (false, false) => "all",
+            },
+        );
         o.push("limits", self.limits.to_value());
         if !self.timeouts.is_empty() {
             let mut t = Object::new();
