@@ -6,8 +6,14 @@
 //! `properties`, `required`, `additionalProperties` (false, or a schema), `items`, `enum`,
 //! `const`, `minLength`/`maxLength`, `minimum`/`maximum`, `minItems`/`maxItems`, and the
 //! combinators `anyOf`/`oneOf` (some alternative fits) and `allOf` (all fit). Other keywords
-//! (`$ref`, `pattern`, `format`, ...) are left to the server, which is the authority: its own
-//! refusal is classified `bad_args` too. A schema that is not an object checks nothing.
+//! (`$ref`, `pattern`, `format`, `patternProperties`, ...) are left to the server, which is the
+//! authority: its own refusal is classified `bad_args` too. A schema that is not an object
+//! checks nothing.
+//!
+//! Where servers are lenient, so are we — a false `bad_args` would keep a good call from
+//! ever running: a string that parses as the wanted type (`"3"` for an integer, `"[1]"` for an
+//! array: pydantic's lax mode takes them) passes, `nullable: true` allows `null`, and keys
+//! `patternProperties` might match are not called unexpected.
 
 use crate::json::{Object, Value};
 
@@ -74,7 +80,12 @@ fn check(schema: &Value, v: &Value, path: &str, depth: usize) -> Result<(), Stri
             Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
         };
-        if !types.is_empty() && !types.iter().any(|t| is_type(v, t)) {
+        let nullable = s.get("nullable").and_then(Value::as_bool) == Some(true) && v.is_null();
+        let lax = v
+            .as_str()
+            .and_then(|t| crate::json::parse(t).ok())
+            .is_some_and(|parsed| types.iter().any(|t| *t != "string" && is_type(&parsed, t)));
+        if !types.is_empty() && !types.iter().any(|t| is_type(v, t)) && !nullable && !lax {
             return Err(format!(
                 "{} must be {}, not {}",
                 label(path),
@@ -186,7 +197,10 @@ fn check_object(s: &Object, o: &Object, path: &str, depth: usize) -> Result<(), 
             }
         }
     }
-    let extra = s.get("additionalProperties");
+    // Keys a pattern may match are the server's to judge.
+    let extra = s
+        .get("additionalProperties")
+        .filter(|_| !s.contains_key("patternProperties") && !s.contains_key("propertyNames"));
     for (key, value) in o.iter() {
         let name = key.to_lossy();
         match props.and_then(|p| p.get(&name)) {
@@ -258,6 +272,8 @@ mod tests {
             r#"{"path": "a"}"#,
             r#"{"path": "a", "mode": "w", "count": 3, "tags": ["x"], "opt": null}"#,
             r#"{"path": "a", "count": 3.0, "opt": "s", "inner": {"x": 1.5}}"#,
+            // Lax, as servers are: a number written as a string, a list as JSON text.
+            r#"{"path": "a", "count": "3", "tags": "[\"x\"]"}"#,
         ] {
             assert_eq!(check_arguments(&s, &args(ok)), Ok(()), "{ok}");
         }
@@ -281,6 +297,10 @@ mod tests {
             (
                 r#"{"path": "a", "count": 1.5}"#,
                 "must be integer, not float",
+            ),
+            (
+                r#"{"path": "a", "count": "x"}"#,
+                "must be integer, not string",
             ),
             (
                 r#"{"path": "a", "tags": [1]}"#,

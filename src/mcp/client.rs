@@ -7,7 +7,12 @@
 //! A request not answered in time can be cancelled (`notifications/cancelled`). Requests the
 //! server sends us are answered: `ping` with an empty result, anything else with "method not
 //! found" (we offer no roots, sampling or elicitation). Notifications are ignored. When the
-//! server closes its output or exits, every request still waiting is told so.
+//! server closes its output (it exited, or stopped talking), every request still waiting is
+//! told so.
+//!
+//! Nothing a caller does blocks on the server: messages go to a writer thread that owns the
+//! server's input, so a server that stops reading cannot stall a caller, the reader (which
+//! answers pings) or [`McpClient::stop`].
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
@@ -112,12 +117,19 @@ impl Pending {
     }
 }
 
+/// Requests waiting for their answers; once the session closed, none are taken.
+#[derive(Debug, Default)]
+struct Waiting {
+    by_id: HashMap<u64, Sender<Reply>>,
+    closed: bool,
+}
+
 /// What the reader thread and the callers share.
 #[derive(Debug, Default)]
 struct Shared {
-    stdin: Mutex<Option<ChildStdin>>,
-    pending: Mutex<HashMap<u64, Sender<Reply>>>,
-    closed: Mutex<bool>,
+    /// Lines for the writer thread (`None` once the session is being stopped).
+    outbox: Mutex<Option<Sender<Vec<u8>>>>,
+    pending: Mutex<Waiting>,
     stderr: Mutex<VecDeque<u8>>,
 }
 
@@ -126,12 +138,12 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Queues a message for the writer thread; false when the session is being stopped.
     fn send(&self, message: &Value) -> bool {
         let mut bytes = compact(message).into_bytes();
         bytes.push(b'\n');
-        let mut stdin = locked(&self.stdin);
-        match stdin.as_mut() {
-            Some(w) => w.write_all(&bytes).and_then(|()| w.flush()).is_ok(),
+        match locked(&self.outbox).as_ref() {
+            Some(tx) => tx.send(bytes).is_ok(),
             None => false,
         }
     }
@@ -143,9 +155,30 @@ impl Shared {
 
     /// The session is over: every waiting request hears so.
     fn close(&self) {
-        *locked(&self.closed) = true;
-        for (_, tx) in locked(&self.pending).drain() {
+        let mut waiting = locked(&self.pending);
+        waiting.closed = true;
+        for (_, tx) in waiting.by_id.drain() {
             let _ = tx.send(Reply::Closed);
+        }
+    }
+
+    /// An answer too large to read: the request it answers (found by the `"id"` near its
+    /// start) gets an error instead of waiting for its deadline.
+    fn oversized(&self, head: &[u8]) {
+        let Some(range) = super::wire::member(head, "id") else {
+            return;
+        };
+        let Some(n) = std::str::from_utf8(&head[range])
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+        else {
+            return;
+        };
+        if let Some(tx) = locked(&self.pending).by_id.remove(&n) {
+            let _ = tx.send(Reply::Error {
+                code: -32603,
+                message: format!("the answer is larger than {MAX_PARSED_LINE} bytes"),
+            });
         }
     }
 
@@ -155,7 +188,7 @@ impl Shared {
                 let Some(n) = id.0.parse::<u64>().ok() else {
                     return;
                 };
-                let Some(tx) = locked(&self.pending).remove(&n) else {
+                let Some(tx) = locked(&self.pending).by_id.remove(&n) else {
                     return;
                 };
                 let o = message.as_object();
@@ -239,7 +272,13 @@ impl McpClient {
                 source,
             })?;
         let shared = Arc::new(Shared::default());
-        *locked(&shared.stdin) = streams.stdin;
+        if let Some(stdin) = streams.stdin {
+            let (tx, rx) = channel::<Vec<u8>>();
+            *locked(&shared.outbox) = Some(tx);
+            let _ = std::thread::Builder::new()
+                .name("toolstorm-mcp-write".into())
+                .spawn(move || write_lines(stdin, &rx));
+        }
         if let Some(out) = streams.stdout {
             let s = Arc::clone(&shared);
             let _ = std::thread::Builder::new()
@@ -304,16 +343,18 @@ impl McpClient {
     pub fn request(&self, method: &str, params: Value) -> Pending {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
-        let closed = *locked(&self.shared.closed);
-        if closed {
-            let _ = tx.send(Reply::Closed);
-            return Pending { id, rx };
+        {
+            let mut waiting = locked(&self.shared.pending);
+            if waiting.closed {
+                let _ = tx.send(Reply::Closed);
+                return Pending { id, rx };
+            }
+            waiting.by_id.insert(id, tx);
         }
-        locked(&self.shared.pending).insert(id, tx);
         let sent = self.shared.send(&obj! {
             "jsonrpc" => "2.0", "id" => id, "method" => method, "params" => params,
         });
-        if !sent && let Some(tx) = locked(&self.shared.pending).remove(&id) {
+        if !sent && let Some(tx) = locked(&self.shared.pending).by_id.remove(&id) {
             let _ = tx.send(Reply::Closed);
         }
         Pending { id, rx }
@@ -330,7 +371,7 @@ impl McpClient {
 
     /// Stops waiting for request `id`: an answer that comes later is dropped.
     pub fn forget(&self, id: u64) {
-        locked(&self.shared.pending).remove(&id);
+        locked(&self.shared.pending).by_id.remove(&id);
     }
 
     fn notify(&self, method: &str, params: Value) {
@@ -351,7 +392,10 @@ impl McpClient {
                 stderr: self.stderr_tail(),
             }),
             None => {
-                self.cancel(pending.id, "no answer in time");
+                // `initialize` is never cancelled (the protocol forbids it).
+                if method != "initialize" {
+                    self.cancel(pending.id, "no answer in time");
+                }
                 self.forget(pending.id);
                 Err(ClientError::NoAnswer {
                     method: method.to_owned(),
@@ -388,10 +432,13 @@ impl McpClient {
                 .filter(|c| !c.is_empty())
                 .map(str::to_owned);
             if cursor.is_none() {
-                break;
+                return Ok(tools);
             }
         }
-        Ok(tools)
+        Err(ClientError::Refused {
+            method: "tools/list".into(),
+            message: format!("it lists more than {MAX_PAGES} pages of tools"),
+        })
     }
 
     /// The end of what the server wrote on standard error.
@@ -402,11 +449,13 @@ impl McpClient {
     /// Ends the session: closes the server's input, gives it a moment to exit, then stops its
     /// group. Requests still waiting hear that the session closed.
     pub fn stop(&self) -> Option<ExitStatus> {
-        drop(locked(&self.shared.stdin).take());
+        // The writer sends what is queued, then closes the server's input.
+        drop(locked(&self.shared.outbox).take());
         let mut server = locked(&self.server);
-        let status = server
-            .wait_for(Duration::from_millis(500))
-            .or_else(|| server.stop());
+        server.wait_for(Duration::from_millis(500));
+        // Whatever is left of the group goes too (a launcher's children, helpers), and the
+        // watchdog is told to exit.
+        let status = server.stop();
         self.shared.close();
         status
     }
@@ -415,6 +464,20 @@ impl McpClient {
 impl Drop for McpClient {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// The writer thread: each queued message in turn, until the queue closes (then the server's
+/// input closes) or the server stops reading for good (the pipe breaks).
+fn write_lines(mut stdin: ChildStdin, rx: &Receiver<Vec<u8>>) {
+    while let Ok(bytes) = rx.recv() {
+        if stdin
+            .write_all(&bytes)
+            .and_then(|()| stdin.flush())
+            .is_err()
+        {
+            break;
+        }
     }
 }
 
@@ -429,12 +492,12 @@ fn read_lines(out: impl Read, shared: &Shared) {
             Ok(0) | Err(_) => break,
             Ok(_) => {
                 if line.last() != Some(&b'\n') && line.len() as u64 >= limit {
-                    // Longer than we read: skip the rest of it; a call waiting for it will
-                    // time out.
-                    let mut rest = Vec::new();
-                    if reader.read_until(b'\n', &mut rest).is_err() {
+                    // Longer than we read: the rest is skipped in bounded pieces, and the call
+                    // it answers is told so (its id is near the start of most answers).
+                    if !skip_line(&mut reader) {
                         break;
                     }
+                    shared.oversized(&line);
                     continue;
                 }
                 shared.on_line(super::proxy::framing::trim(&line));
@@ -442,6 +505,23 @@ fn read_lines(out: impl Read, shared: &Shared) {
         }
     }
     shared.close();
+}
+
+/// Skips to the end of the current line; false at the end of input.
+fn skip_line(reader: &mut impl BufRead) -> bool {
+    loop {
+        let (done, used) = match reader.fill_buf() {
+            Ok([]) | Err(_) => return false,
+            Ok(buf) => match buf.iter().position(|b| *b == b'\n') {
+                Some(i) => (true, i + 1),
+                None => (false, buf.len()),
+            },
+        };
+        reader.consume(used);
+        if done {
+            return true;
+        }
+    }
 }
 
 /// Keeps the last [`STDERR_TAIL`] bytes of the server's standard error.

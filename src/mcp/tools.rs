@@ -12,18 +12,22 @@
 //! `bad_args`; a request the server timed out or dropped is `transient`; anything else is
 //! `unknown`. A result with `isError: true` carries no error type, only text: it is
 //! `permanent` (the tool refused this call), unless the text names a temporary condition
-//! (locked, busy, rate limited, unavailable, try again), which is `transient`. The session
-//! ending before the answer is a dropped connection: `transient`.
+//! (locked, busy, rate limited, unavailable, try again), which is `transient`, or says the
+//! arguments failed validation (as the Python SDK's servers word it), which is `bad_args`.
+//! Words match whole (`blocked` is not `locked`). The session ending before the answer is a
+//! dropped connection: `transient`.
 //!
 //! **Deadlines.** When a call's deadline passes, the server is sent `notifications/cancelled`
 //! for it; the call is answered `timeout` by the executor. The thread goes on waiting, at most
 //! [`McpTools::late_wait`], for an answer the server sends anyway: a late success is late work
 //! on record, with its commits.
 //!
-//! **Commits.** What a successful call committed is judged as the proxy judges it
-//! ([`super::evidence`]): the server's own `_meta` list first; else a tool with a side effect
-//! committed its (redacted) arguments — a repeat of an `idempotentHint` tool with the same
-//! arguments is a replay, not a new commit.
+//! **Commits.** What a successful call committed comes from [`super::evidence`]: the server's
+//! own `_meta` list first; else a tool with a side effect (not annotated read-only, so the
+//! approver was asked) committed its (redacted) arguments. Unlike the proxy, which only warns
+//! about commits resting on annotations alone, the executor records them: its registry
+//! already treats such a tool as changing the world. A repeat of an `idempotentHint` tool
+//! with the same arguments is a replay, not a new commit.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -40,6 +44,14 @@ use crate::obj;
 
 /// How long starting the server and listing its tools may take.
 pub const START_LIMIT: Duration = Duration::from_secs(30);
+
+/// Phrases in an `isError` text that say the arguments failed validation.
+const INVALID: [&str; 4] = [
+    "validation error",
+    "invalid arguments",
+    "invalid argument",
+    "input validation",
+];
 
 /// Words in an `isError` text that name a temporary condition.
 const TEMPORARY: [&str; 9] = [
@@ -219,7 +231,9 @@ fn refusal(result: &Value) -> ToolError {
         .filter(|t| !t.trim().is_empty())
         .unwrap_or_else(|| "the tool reported an error and said nothing more".into());
     let lower = text.to_lowercase();
-    if TEMPORARY.iter().any(|w| lower.contains(w)) {
+    if INVALID.iter().any(|w| has_words(&lower, w)) {
+        ToolError::InvalidArguments { message: text }
+    } else if TEMPORARY.iter().any(|w| has_words(&lower, w)) {
         ToolError::Busy { message: text }
     } else {
         ToolError::InvalidValue {
@@ -227,6 +241,14 @@ fn refusal(result: &Value) -> ToolError {
             hint: None,
         }
     }
+}
+
+/// Whether `phrase` occurs in `text` as whole words (not inside a longer word).
+fn has_words(text: &str, phrase: &str) -> bool {
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    text.match_indices(phrase).any(|(i, m)| {
+        !word(text[..i].chars().next_back()) && !word(text[i + m.len()..].chars().next())
+    })
 }
 
 /// A JSON-RPC error as a failure, by its code.
@@ -332,6 +354,16 @@ mod tests {
         assert_eq!(
             kind(refusal(&text("no such table: x"))),
             ErrorKind::Permanent
+        );
+        assert_eq!(
+            kind(refusal(&text("request blocked by policy"))),
+            ErrorKind::Permanent
+        );
+        assert_eq!(
+            kind(refusal(&text(
+                "1 validation error for add: x field required"
+            ))),
+            ErrorKind::BadArgs
         );
         assert_eq!(
             kind(refusal(&obj! {"isError" => true})),

@@ -178,15 +178,21 @@ pub fn run_live_mcp(
         &scenario.timeouts,
     )
     .map_err(|e| ConfigError::new("Cannot use the MCP server").because(e.to_string()))?
-    .late_wait(grace);
+    // A cancelled call's thread gives up a moment before the run stops waiting for it, so
+    // it is on record as having had no answer rather than as still running.
+    .late_wait(grace.saturating_sub((grace / 10).min(std::time::Duration::from_millis(200))));
+    let mcp = Arc::new(mcp);
     let info = mcp.server().clone();
     let count = mcp.registry().tools().len();
     let tools: Arc<dyn LiveTools> = if scenario.read_only {
-        Arc::new(ReadOnly(mcp, Default::default()))
+        Arc::new(ReadOnly(Arc::clone(&mcp), Default::default()))
     } else {
-        Arc::new(mcp)
+        Arc::clone(&mcp) as Arc<dyn LiveTools>
     };
-    let mut run = run_live_on(scenario, seed, &tools, prompt, grace)?;
+    let run = run_live_on(scenario, seed, &tools, prompt, grace);
+    // The session ends with the run, whatever bodies still hold the tools.
+    mcp.client().stop();
+    let mut run = run?;
     let name = if info.name.is_empty() {
         "(unnamed)".to_owned()
     } else if info.version.is_empty() {
@@ -198,12 +204,14 @@ pub fn run_live_mcp(
         "MCP server {name} ({count} tool{})",
         if count == 1 { "" } else { "s" }
     ));
-    drop(tools);
     Ok(run)
 }
 
 /// A tool source offering only its read-only tools.
-struct ReadOnly<T>(T, std::sync::OnceLock<crate::executor::Registry>);
+struct ReadOnly<T>(
+    std::sync::Arc<T>,
+    std::sync::OnceLock<crate::executor::Registry>,
+);
 
 impl<T: crate::executor::live::LiveTools> crate::executor::live::LiveTools for ReadOnly<T> {
     fn registry(&self) -> &crate::executor::Registry {
