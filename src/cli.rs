@@ -4,6 +4,7 @@
 //! ([`crate::exit`]), so tests can drive it in-process. `toolstorm-tui [FILE]` is not run
 //! here: [`dispatch`] hands it back to the binary, which starts the explorer.
 
+mod campaign;
 mod demo;
 mod explain;
 mod mcp;
@@ -59,6 +60,8 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Put an MCP proxy in front of a server: inject faults, record, or replay a recording
     Mcp(mcp::McpArgs),
+    /// Run an agent many times through the MCP proxy: how often does it recover?
+    Campaign(campaign::CampaignArgs),
     /// Explain one fault decision
     Decide(explain::DecideArgs),
     /// Print the canonical form (or digest) of a JSON document
@@ -186,6 +189,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Ou
         Some(Command::Tools(a)) => orbit::tools(&a, io),
         Some(Command::Sweep(a)) => sweep::run(&a, io),
         Some(Command::Mcp(a)) => mcp::run(&a, io),
+        Some(Command::Campaign(a)) => campaign::run(&a, io),
         Some(Command::Decide(a)) => explain::decide(&a, io),
         Some(Command::Canonical(a)) => explain::canonical(&a, io),
         None => return Outcome::Explore(cli.file),

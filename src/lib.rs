@@ -116,6 +116,7 @@
 //! terminal UI; `--no-default-features` builds the engine alone.
 
 pub mod atomic;
+pub mod campaign;
 pub mod cassette;
 #[cfg(feature = "tui")]
 pub mod cli;

@@ -51,6 +51,12 @@ pub struct McpArgs {
     /// ordinals, budget and effect ledger carry on, for clients that start a server per call
     #[arg(long, requires = "record")]
     append: bool,
+    /// Override the scenario's decision seed (a campaign gives each run its own)
+    #[arg(long, value_parser = super::py_int, allow_hyphen_values = true, requires = "scenario")]
+    seed: Option<super::PyInt>,
+    /// Override every rule's probability (0 to 1)
+    #[arg(long, value_parser = super::parse_python_float, allow_hyphen_values = true, requires = "scenario")]
+    probability: Option<f64>,
     /// The server's command and arguments, after `--` (a client that drops the `--`, as the
     /// MCP Inspector does, works too: the first argument not ending in .json starts the command)
     #[arg(
@@ -103,7 +109,31 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
     let (scenario_path, command) = a.positionals();
     let scenario = match &scenario_path {
         Some(p) => match load_scenario(p) {
-            Ok(s) => Some(s),
+            Ok(mut s) => {
+                if let Some(seed) = &a.seed {
+                    match seed
+                        .0
+                        .filter(|n| n.unsigned_abs() <= crate::storm::MAX_SAFE_SEED as u64)
+                    {
+                        Some(n) => s.seed = n,
+                        None => {
+                            return io.fail(
+                                "ValueError: --seed must be an integer of at most 2**53 - 1 in size",
+                            );
+                        }
+                    }
+                }
+                if let Some(pr) = a.probability {
+                    if !(0.0..=1.0).contains(&pr) {
+                        return io.fail(format!(
+                            "ValueError: --probability must be a number between 0 and 1, got {}",
+                            crate::json::float::py_repr(pr)
+                        ));
+                    }
+                    s.probability = Some(pr);
+                }
+                Some(s)
+            }
             Err(e) => return io.fail(e),
         },
         None => None,
@@ -230,6 +260,14 @@ fn print_config(
     }
     if a.append {
         args.push("--append".into());
+    }
+    if let Some(seed) = a.seed.as_ref().and_then(|s| s.0) {
+        args.push("--seed".into());
+        args.push(seed.to_string().into());
+    }
+    if let Some(p) = a.probability {
+        args.push("--probability".into());
+        args.push(crate::json::float::py_repr(p).into());
     }
     if !command_line.is_empty() {
         args.push("--".into());

@@ -1,0 +1,538 @@
+//! The campaign file: what was planned (the scenario, the agent's command, the seeds, the
+//! oracle) and what each finished run gave. Versioned and strict (an unknown field is an
+//! error naming its path); written atomically after every run, so a campaign that is killed
+//! keeps every run it finished and can resume.
+//!
+//! ```json
+//! {
+//!   "schema_version": 1, "kind": "campaign",
+//!   "scenario": "/abs/scenarios/mcp-lost-ack.json", "scenario_name": "mcp-lost-ack",
+//!   "agent": ["python", "agent.py", "--mcp-config", "{mcp_config}"],
+//!   "probability": 0.5, "timeout": 120.0, "before": null, "verify": "test -s orders.db",
+//!   "seeds": [43, 44, 45],
+//!   "runs": [{"run": 1, "seed": 43, "outcome": "finished", "exit": 0, "seconds": 1.2,
+//!             "recording": "mcp-lost-ack.runs/run-001/recording.json",
+//!             "calls": 2, "faults": 1, "commits": 2, "duplicates": 1,
+//!             "checks": [{"name": "No duplicate side effects", "passed": false, "detail": "..."}],
+//!             "oracle": true, "passed": false, "note": null}]
+//! }
+//! ```
+
+use crate::error::ConfigError;
+use crate::json::{Object, Value, parse, pretty};
+use crate::obj;
+use crate::rule::require_keys;
+
+/// The `kind` a campaign file has.
+pub const KIND: &str = "campaign";
+/// The format's version.
+pub const SCHEMA_VERSION: i64 = 1;
+/// Most runs a campaign holds.
+pub const MAX_RUNS: usize = 10_000;
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The agent exited by itself (whatever its exit status).
+    Finished,
+    /// It ran past the campaign's timeout and was stopped.
+    TimedOut,
+    /// The `--before` command failed, so the agent was not started.
+    SetupFailed,
+    /// The agent could not be started.
+    StartFailed,
+}
+
+impl Outcome {
+    /// The name files use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Finished => "finished",
+            Outcome::TimedOut => "timeout",
+            Outcome::SetupFailed => "setup_failed",
+            Outcome::StartFailed => "start_failed",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Outcome> {
+        [
+            Outcome::Finished,
+            Outcome::TimedOut,
+            Outcome::SetupFailed,
+            Outcome::StartFailed,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+    }
+}
+
+/// One check of a run's recording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckResult {
+    /// The check's name (`No duplicate side effects`, ...).
+    pub name: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// Its detail line.
+    pub detail: String,
+}
+
+/// One finished run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRecord {
+    /// The run's number (1-based, in plan order).
+    pub run: u64,
+    /// Its decision seed.
+    pub seed: i64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The agent's exit status, when it exited.
+    pub exit: Option<i64>,
+    /// Wall-clock seconds the run took.
+    pub seconds: f64,
+    /// The recording, relative to the campaign file's folder.
+    pub recording: String,
+    /// Calls recorded.
+    pub calls: u64,
+    /// Faults injected.
+    pub faults: u64,
+    /// Commits recorded.
+    pub commits: u64,
+    /// Duplicate commits.
+    pub duplicates: u64,
+    /// The recording's checks (those that judge the agent: `Fault exercised` is coverage of
+    /// the scenario, not the agent's recovery, and is left out).
+    pub checks: Vec<CheckResult>,
+    /// The oracle's word (`--verify`): `None` when there is none, or it did not run.
+    pub oracle: Option<bool>,
+    /// Whether the run passed: it finished, every check passed, and the oracle agreed.
+    pub passed: bool,
+    /// What went wrong, in words, when something did.
+    pub note: Option<String>,
+}
+
+impl RunRecord {
+    /// Whether the oracle and our checks disagree (one says pass, the other fail).
+    pub fn oracle_disagrees(&self) -> bool {
+        self.oracle
+            .is_some_and(|o| o != self.checks.iter().all(|c| c.passed))
+    }
+
+    /// The names of the checks that failed.
+    pub fn failed_checks(&self) -> Vec<&str> {
+        self.checks
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.name.as_str())
+            .collect()
+    }
+
+    fn to_value(&self) -> Value {
+        let checks = self
+            .checks
+            .iter()
+            .map(|c| {
+                obj! {"name" => c.name.as_str(), "passed" => c.passed, "detail" => c.detail.as_str()}
+            })
+            .collect();
+        obj! {
+            "run" => self.run,
+            "seed" => self.seed,
+            "outcome" => self.outcome.as_str(),
+            "exit" => self.exit.map_or(Value::Null, Value::from),
+            "seconds" => Value::Float(self.seconds),
+            "recording" => self.recording.as_str(),
+            "calls" => self.calls,
+            "faults" => self.faults,
+            "commits" => self.commits,
+            "duplicates" => self.duplicates,
+            "checks" => Value::Array(checks),
+            "oracle" => self.oracle.map_or(Value::Null, Value::from),
+            "passed" => self.passed,
+            "note" => self.note.as_deref().map_or(Value::Null, Value::from),
+        }
+    }
+
+    fn from_value(v: &Value, at: &str) -> Result<RunRecord, ConfigError> {
+        const KEYS: [&str; 14] = [
+            "run",
+            "seed",
+            "outcome",
+            "exit",
+            "seconds",
+            "recording",
+            "calls",
+            "faults",
+            "commits",
+            "duplicates",
+            "checks",
+            "oracle",
+            "passed",
+            "note",
+        ];
+        let o = require_keys(v, &KEYS, &[]).map_err(|e| within(e, at))?;
+        let count = |k: &str| {
+            o.get(k)
+                .and_then(Value::as_i64)
+                .filter(|n| *n >= 0)
+                .map(|n| n as u64)
+                .ok_or_else(|| bad(&format!("{at}.{k}"), "expected a count"))
+        };
+        let flag = |k: &str| {
+            o.get(k)
+                .and_then(Value::as_bool)
+                .ok_or_else(|| bad(&format!("{at}.{k}"), "expected true or false"))
+        };
+        let checks = match o.get("checks") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let here = format!("{at}.checks[{i}]");
+                    let c = require_keys(c, &["name", "passed", "detail"], &[])
+                        .map_err(|e| within(e, &here))?;
+                    Ok(CheckResult {
+                        name: text(c, "name", &here)?,
+                        passed: c
+                            .get("passed")
+                            .and_then(Value::as_bool)
+                            .ok_or_else(|| bad(&format!("{here}.passed"), "expected a bool"))?,
+                        detail: text(c, "detail", &here)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, ConfigError>>()?,
+            _ => return Err(bad(&format!("{at}.checks"), "expected a list")),
+        };
+        Ok(RunRecord {
+            run: count("run")?,
+            seed: o
+                .get("seed")
+                .and_then(Value::as_i64)
+                .ok_or_else(|| bad(&format!("{at}.seed"), "expected an integer"))?,
+            outcome: o
+                .get("outcome")
+                .and_then(Value::as_str)
+                .and_then(Outcome::parse)
+                .ok_or_else(|| {
+                    bad(
+                        &format!("{at}.outcome"),
+                        "expected finished, timeout, setup_failed or start_failed",
+                    )
+                })?,
+            exit: match o.get("exit") {
+                Some(Value::Null) => None,
+                Some(v) => Some(
+                    v.as_i64()
+                        .ok_or_else(|| bad(&format!("{at}.exit"), "expected an integer or null"))?,
+                ),
+                None => None,
+            },
+            seconds: o
+                .get("seconds")
+                .and_then(Value::as_number_f64)
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| bad(&format!("{at}.seconds"), "expected seconds"))?,
+            recording: text(o, "recording", at)?,
+            calls: count("calls")?,
+            faults: count("faults")?,
+            commits: count("commits")?,
+            duplicates: count("duplicates")?,
+            checks,
+            oracle: match o.get("oracle") {
+                Some(Value::Bool(b)) => Some(*b),
+                Some(Value::Null) => None,
+                _ => return Err(bad(&format!("{at}.oracle"), "expected true, false or null")),
+            },
+            passed: flag("passed")?,
+            note: match o.get("note") {
+                Some(Value::Null) => None,
+                Some(v) => Some(
+                    v.as_str()
+                        .ok_or_else(|| bad(&format!("{at}.note"), "expected text or null"))?
+                        .to_owned(),
+                ),
+                None => None,
+            },
+        })
+    }
+}
+
+/// A campaign: its plan and the runs finished so far.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CampaignFile {
+    /// The scenario file (absolute).
+    pub scenario: String,
+    /// The scenario's name.
+    pub scenario_name: String,
+    /// The agent's command, placeholders unexpanded.
+    pub agent: Vec<String>,
+    /// Every rule's probability, when overridden.
+    pub probability: Option<f64>,
+    /// Seconds a run may take.
+    pub timeout: f64,
+    /// The command that resets the world before each run.
+    pub before: Option<String>,
+    /// The oracle run after each run.
+    pub verify: Option<String>,
+    /// Each run's seed, in run order.
+    pub seeds: Vec<i64>,
+    /// The finished runs, by run number.
+    pub runs: Vec<RunRecord>,
+}
+
+fn bad(path: &str, why: &str) -> ConfigError {
+    ConfigError::new("Invalid campaign file")
+        .at(path)
+        .because(why)
+}
+
+fn within(e: ConfigError, at: &str) -> ConfigError {
+    let why = e.detail.clone().unwrap_or_else(|| e.message.to_string());
+    bad(at, &why)
+}
+
+fn text(o: &Object, key: &str, at: &str) -> Result<String, ConfigError> {
+    o.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            bad(
+                &if at.is_empty() {
+                    key.to_owned()
+                } else {
+                    format!("{at}.{key}")
+                },
+                "expected text",
+            )
+        })
+}
+
+fn optional_text(o: &Object, key: &str) -> Result<Option<String>, ConfigError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_str()
+            .map(|s| Some(s.to_owned()))
+            .ok_or_else(|| bad(key, "expected text or null")),
+    }
+}
+
+impl CampaignFile {
+    /// Whether a parsed document is a campaign file (its `kind`).
+    pub fn is_campaign(v: &Value) -> bool {
+        v.as_object()
+            .and_then(|o| o.get("kind"))
+            .and_then(Value::as_str)
+            == Some(KIND)
+    }
+
+    /// The runs that passed, and the runs in all.
+    pub fn passed(&self) -> (usize, usize) {
+        (
+            self.runs.iter().filter(|r| r.passed).count(),
+            self.runs.len(),
+        )
+    }
+
+    /// The record of run `run`, if it finished.
+    pub fn run(&self, run: u64) -> Option<&RunRecord> {
+        self.runs.iter().find(|r| r.run == run)
+    }
+
+    /// Adds (or replaces) a finished run, keeping run order.
+    pub fn record(&mut self, r: RunRecord) {
+        self.runs.retain(|x| x.run != r.run);
+        let at = self.runs.partition_point(|x| x.run < r.run);
+        self.runs.insert(at, r);
+    }
+
+    /// Whether `other` plans the same campaign (so this one's runs can be kept): the same
+    /// scenario, agent, probability, oracle and setup; `other`'s seeds extend or equal ours.
+    pub fn same_plan(&self, other: &CampaignFile) -> bool {
+        self.scenario == other.scenario
+            && self.agent == other.agent
+            && self.probability == other.probability
+            && self.before == other.before
+            && self.verify == other.verify
+            && other
+                .seeds
+                .starts_with(&self.seeds[..self.seeds.len().min(other.seeds.len())])
+    }
+
+    /// The document.
+    pub fn to_value(&self) -> Value {
+        obj! {
+            "schema_version" => SCHEMA_VERSION,
+            "kind" => KIND,
+            "scenario" => self.scenario.as_str(),
+            "scenario_name" => self.scenario_name.as_str(),
+            "agent" => Value::Array(self.agent.iter().map(|a| a.as_str().into()).collect()),
+            "probability" => self.probability.map_or(Value::Null, Value::Float),
+            "timeout" => Value::Float(self.timeout),
+            "before" => self.before.as_deref().map_or(Value::Null, Value::from),
+            "verify" => self.verify.as_deref().map_or(Value::Null, Value::from),
+            "seeds" => Value::Array(self.seeds.iter().map(|s| Value::from(*s)).collect()),
+            "runs" => Value::Array(self.runs.iter().map(RunRecord::to_value).collect()),
+        }
+    }
+
+    /// The file text: indented JSON and a final newline.
+    pub fn to_text(&self) -> String {
+        pretty(&self.to_value()) + "\n"
+    }
+
+    /// Validates a parsed document.
+    pub fn from_value(v: &Value) -> Result<CampaignFile, ConfigError> {
+        let o = require_keys(
+            v,
+            &[
+                "schema_version",
+                "kind",
+                "scenario",
+                "scenario_name",
+                "agent",
+                "probability",
+                "timeout",
+                "before",
+                "verify",
+                "seeds",
+                "runs",
+            ],
+            &[],
+        )
+        .map_err(|e| within(e, "$"))?;
+        if o.get("schema_version").and_then(Value::as_i64) != Some(SCHEMA_VERSION) {
+            return Err(bad("schema_version", "expected 1"));
+        }
+        if o.get("kind").and_then(Value::as_str) != Some(KIND) {
+            return Err(bad("kind", "expected \"campaign\""));
+        }
+        let agent = match o.get("agent") {
+            Some(Value::Array(items)) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    a.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| bad(&format!("agent[{i}]"), "expected text"))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => return Err(bad("agent", "expected the agent's command as a list")),
+        };
+        let seeds = match o.get("seeds") {
+            Some(Value::Array(items)) if items.len() <= MAX_RUNS => items
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    s.as_i64()
+                        .ok_or_else(|| bad(&format!("seeds[{i}]"), "expected an integer"))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => return Err(bad("seeds", "expected a list of at most 10000 seeds")),
+        };
+        let runs = match o.get("runs") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, r)| RunRecord::from_value(r, &format!("runs[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => return Err(bad("runs", "expected a list")),
+        };
+        for (i, r) in runs.iter().enumerate() {
+            let planned = usize::try_from(r.run)
+                .ok()
+                .and_then(|n| n.checked_sub(1))
+                .and_then(|n| seeds.get(n));
+            if planned != Some(&r.seed) {
+                return Err(bad(
+                    &format!("runs[{i}]"),
+                    "its run number and seed are not in the plan's seeds",
+                ));
+            }
+        }
+        Ok(CampaignFile {
+            scenario: text(o, "scenario", "")?,
+            scenario_name: text(o, "scenario_name", "")?,
+            agent,
+            probability: match o.get("probability") {
+                Some(Value::Null) => None,
+                Some(v) => Some(
+                    v.as_number_f64()
+                        .filter(|p| (0.0..=1.0).contains(p))
+                        .ok_or_else(|| bad("probability", "expected a number in [0, 1] or null"))?,
+                ),
+                None => None,
+            },
+            timeout: o
+                .get("timeout")
+                .and_then(Value::as_number_f64)
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .ok_or_else(|| bad("timeout", "expected seconds"))?,
+            before: optional_text(o, "before")?,
+            verify: optional_text(o, "verify")?,
+            seeds,
+            runs,
+        })
+    }
+
+    /// Parses and validates file text.
+    pub fn from_text(text: &str) -> Result<CampaignFile, ConfigError> {
+        let v = parse(text).map_err(|e| {
+            ConfigError::new("Invalid or excessively nested JSON").because(e.to_string())
+        })?;
+        CampaignFile::from_value(&v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> CampaignFile {
+        CampaignFile {
+            scenario: "/s.json".into(),
+            scenario_name: "s".into(),
+            agent: vec!["agent".into(), "{mcp_config}".into()],
+            probability: Some(0.5),
+            timeout: 60.0,
+            before: None,
+            verify: Some("true".into()),
+            seeds: vec![3, 4],
+            runs: vec![RunRecord {
+                run: 2,
+                seed: 4,
+                outcome: Outcome::Finished,
+                exit: Some(0),
+                seconds: 1.5,
+                recording: "s.runs/run-002/recording.json".into(),
+                calls: 2,
+                faults: 1,
+                commits: 2,
+                duplicates: 1,
+                checks: vec![CheckResult {
+                    name: "No duplicate side effects".into(),
+                    passed: false,
+                    detail: "1 duplicate".into(),
+                }],
+                oracle: Some(true),
+                passed: false,
+                note: None,
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_refuses_what_it_does_not_know() {
+        let c = sample();
+        assert_eq!(CampaignFile::from_text(&c.to_text()), Ok(c.clone()));
+        assert!(c.runs[0].oracle_disagrees());
+        let mut v = c.to_value();
+        if let Some(o) = v.as_object_mut() {
+            o.push("extra", 1);
+        }
+        assert!(CampaignFile::from_value(&v).is_err());
+        let wrong_seed = c.to_text().replace("\"seed\": 4", "\"seed\": 9");
+        let e = CampaignFile::from_text(&wrong_seed).expect_err("seed not planned");
+        assert!(e.to_string().contains("runs[0]"), "{e}");
+    }
+}

@@ -1,0 +1,539 @@
+//! `campaign`: run an agent many times through the MCP proxy, one seed per run, and say how
+//! often it recovers — per run the seed, faults, commits, duplicates, checks and the oracle;
+//! then pass^1 … pass^k, the failing seeds and the failures by check. `campaign FILE` (a
+//! campaign file) prints the same for a finished campaign; `--rerun SEED` runs one seed
+//! again and says whether it met the same faults on the same calls. The work is
+//! [`crate::document::campaign`]'s; this module turns flags into a plan and prints.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::Io;
+use crate::campaign::{CampaignFile, RunRecord, passk};
+use crate::document::campaign::{self as run, Plan};
+use crate::document::{self, Error, Scenario};
+use crate::json::{Value, pretty};
+use crate::obj;
+
+/// Flags of `campaign`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+      toolstorm-tui campaign scenarios/mcp-lost-ack.json --runs 20 --jobs 4 \\\n      \
+      --verify 'test \"$(sqlite3 orders.db \"select count(*) from orders\")\" = 1' \\\n      \
+      -- python agent.py --mcp-config {mcp_config}\n  \
+      toolstorm-tui campaign mcp-lost-ack.campaign.json              (the table again)\n  \
+      toolstorm-tui campaign mcp-lost-ack.campaign.json --rerun 47   (one seed again)\n\n\
+      Placeholders in the agent's command: {mcp_config} {seed} {run} {record} {run_dir}\n\
+      (also in TOOLSTORM_MCP_CONFIG, TOOLSTORM_SEED, TOOLSTORM_RUN, TOOLSTORM_RECORD, TOOLSTORM_RUN_DIR).")]
+pub struct CampaignArgs {
+    /// A scenario of world "mcp" naming its server (a new campaign, or the rest of one), or a
+    /// campaign file (its table; with --rerun, one seed again)
+    file: PathBuf,
+    /// How many runs: seeds are the scenario's seed plus 1, 2, ... (default 10)
+    #[arg(long, conflicts_with = "seeds")]
+    runs: Option<u32>,
+    /// The runs' seeds, a range A..B (inclusive)
+    #[arg(long, value_name = "A..B", value_parser = seed_range)]
+    seeds: Option<(i64, i64)>,
+    /// Runs at once, each in its own folder
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
+    /// Seconds a run may take; past it the agent's process group is stopped
+    #[arg(long, default_value_t = 120.0, value_parser = seconds)]
+    timeout: f64,
+    /// An oracle of the real world after each run (`sh -c`, in the run's folder): exit 0 is a
+    /// pass, shown beside our checks
+    #[arg(long, value_name = "CMD")]
+    verify: Option<String>,
+    /// Resets the world before each run (`sh -c`, in the run's folder); failing, the run is
+    /// not started
+    #[arg(long, value_name = "CMD")]
+    before: Option<String>,
+    /// Override every rule's probability (0 to 1)
+    #[arg(long, value_parser = super::parse_python_float, allow_hyphen_values = true)]
+    probability: Option<f64>,
+    /// The campaign file (default: SCENARIO's name + .campaign.json, here)
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Print the summary as JSON
+    #[arg(long)]
+    json: bool,
+    /// Exit 1 when pass^1 is below P (0 to 1)
+    #[arg(long, value_name = "P", value_parser = super::parse_python_float)]
+    min_pass: Option<f64>,
+    /// With a campaign file: run this seed again and compare its faults with the first run's
+    #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
+    rerun: Option<i64>,
+    /// The agent's command, after `--`
+    #[arg(last = true, value_name = "AGENT")]
+    agent: Vec<OsString>,
+}
+
+fn seed_range(s: &str) -> Result<(i64, i64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("expected A..B, got {s:?}"))?;
+    let n = |t: &str| {
+        t.trim()
+            .parse::<i64>()
+            .map_err(|_| format!("expected integers in A..B, got {s:?}"))
+    };
+    let (a, b) = (n(a)?, n(b)?);
+    if b < a || b - a >= crate::campaign::file::MAX_RUNS as i64 {
+        return Err(format!(
+            "expected A <= B and at most {} seeds, got {s:?}",
+            crate::campaign::file::MAX_RUNS
+        ));
+    }
+    Ok((a, b))
+}
+
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Ok(t),
+        _ => Err(format!("expected seconds in (0, 86400], got {s:?}")),
+    }
+}
+
+/// `campaign`.
+pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
+    let text = match crate::fsread::read_document(&a.file) {
+        Ok(b) => b,
+        Err(e) => return io.fail(Error::io(&a.file, e)),
+    };
+    let parsed = crate::json::parse(&String::from_utf8_lossy(&text)).ok();
+    if parsed.as_ref().is_some_and(CampaignFile::is_campaign) {
+        let file = match CampaignFile::from_text(&String::from_utf8_lossy(&text)) {
+            Ok(f) => f,
+            Err(e) => return io.fail(Error::invalid(Some(&a.file), e)),
+        };
+        return match a.rerun {
+            Some(seed) => rerun(a, &file, seed, io),
+            None => report(a, &a.file, &file, io),
+        };
+    }
+    if a.rerun.is_some() {
+        return io.fail("ValueError: --rerun takes a campaign file, not a scenario");
+    }
+    let scenario = match document::open_scenario(&a.file) {
+        Ok(Scenario::Mcp(s)) => s,
+        Ok(other) => {
+            return io.fail(Error::invalid(
+                Some(&a.file),
+                crate::scenario_fields::invalid(
+                    "world",
+                    &format!(
+                        "a campaign runs an agent against a scenario of world \"mcp\"; this one is \"{}\"",
+                        other.world().as_str()
+                    ),
+                ),
+            ));
+        }
+        Err(e) => return io.fail(e),
+    };
+    if scenario.server.is_none() {
+        return io.fail(Error::invalid(
+            Some(&a.file),
+            crate::scenario_fields::invalid(
+                "server",
+                "a campaign starts the scenario's own server for every run: name it in \
+                 \"server\" ({\"command\": ..., \"args\": [...]})",
+            ),
+        ));
+    }
+    if a.agent.is_empty() {
+        return io.fail(
+            "ValueError: campaign needs the agent's command after `--` \
+             (e.g. `-- python agent.py --mcp-config {mcp_config}`)",
+        );
+    }
+    if let Some(p) = a.probability.filter(|p| !(0.0..=1.0).contains(p)) {
+        return io.fail(format!(
+            "ValueError: --probability must be a number between 0 and 1, got {}",
+            crate::json::float::py_repr(p)
+        ));
+    }
+    let seeds: Vec<i64> = match a.seeds {
+        Some((lo, hi)) => (lo..=hi).collect(),
+        None => (1..=i64::from(a.runs.unwrap_or(10).max(1)))
+            .map(|i| scenario.seed.saturating_add(i))
+            .collect(),
+    };
+    let out = a.out.clone().unwrap_or_else(|| {
+        let stem = a
+            .file
+            .file_stem()
+            .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
+        PathBuf::from(format!("{stem}.campaign.json"))
+    });
+    let bin = match std::env::current_exe() {
+        Ok(b) => b,
+        Err(e) => return io.fail(format!("OSError: cannot find this program's path: {e}")),
+    };
+    let plan = Plan {
+        scenario_path: std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone()),
+        scenario,
+        agent: a
+            .agent
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect(),
+        seeds,
+        jobs: usize::from(a.jobs),
+        timeout: Duration::from_secs_f64(a.timeout),
+        before: a.before.clone(),
+        verify: a.verify.clone(),
+        probability: a.probability,
+        out: std::path::absolute(&out).unwrap_or(out),
+        bin,
+    };
+    let mut file = plan.file();
+    if plan.out.exists() {
+        let earlier = std::fs::read_to_string(&plan.out)
+            .map_err(|e| Error::io(&plan.out, e))
+            .and_then(|t| {
+                CampaignFile::from_text(&t).map_err(|e| Error::invalid(Some(&plan.out), e))
+            });
+        match earlier {
+            Ok(earlier) if earlier.same_plan(&file) => {
+                for r in earlier.runs {
+                    if file.seeds.get(r.run as usize - 1) == Some(&r.seed) {
+                        file.record(r);
+                    }
+                }
+                if !file.runs.is_empty() {
+                    let _ = writeln!(
+                        io.err,
+                        "campaign: resuming {}: {} of {} runs already finished",
+                        plan.out.display(),
+                        file.runs.len(),
+                        file.seeds.len()
+                    );
+                }
+            }
+            Ok(_) => {
+                return io.fail(format!(
+                    "ValueError: {} holds another campaign (scenario, agent, oracle or seeds \
+                     differ): choose another --out, or remove it",
+                    plan.out.display()
+                ));
+            }
+            Err(e) => return io.fail(e),
+        }
+    }
+    let todo: Vec<u64> = (1..=file.seeds.len() as u64)
+        .filter(|n| file.run(*n).is_none())
+        .collect();
+    let bar = if a.json || !std::io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::with_draw_target(Some(file.seeds.len() as u64), ProgressDrawTarget::stderr())
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs · {msg} · {eta} left")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.set_position(file.runs.len() as u64);
+    if let Err(e) = crate::atomic::write(&plan.out, file.to_text().as_bytes()) {
+        return io.fail(Error::io(&plan.out, e));
+    }
+    let result = run::run_all(&plan, &mut file, &todo, &mut |f, _| {
+        let (passed, n) = f.passed();
+        bar.set_message(format!("{passed}/{n} passed"));
+        bar.set_position(n as u64);
+    });
+    bar.finish_and_clear();
+    if let Err(e) = result {
+        return io.fail(e);
+    }
+    report(a, &plan.out, &file, io)
+}
+
+/// The seeds of failed runs.
+fn failing(file: &CampaignFile) -> Vec<i64> {
+    file.runs
+        .iter()
+        .filter(|r| !r.passed)
+        .map(|r| r.seed)
+        .collect()
+}
+
+/// Failed runs grouped by what failed them: each failed check, the oracle, or how the run
+/// ended; in first-seen order.
+fn by_reason(file: &CampaignFile) -> Vec<(String, Vec<i64>)> {
+    let mut groups: Vec<(String, Vec<i64>)> = Vec::new();
+    let mut add = |name: String, seed: i64| match groups.iter_mut().find(|(n, _)| *n == name) {
+        Some((_, seeds)) => seeds.push(seed),
+        None => groups.push((name, vec![seed])),
+    };
+    for r in file.runs.iter().filter(|r| !r.passed) {
+        for c in r.failed_checks() {
+            add(c.to_owned(), r.seed);
+        }
+        if r.oracle == Some(false) {
+            add("oracle (--verify)".into(), r.seed);
+        }
+        if r.outcome != crate::campaign::Outcome::Finished {
+            add(format!("run {}", r.outcome.as_str()), r.seed);
+        } else if let Some(note) = &r.note {
+            add(note.clone(), r.seed);
+        }
+    }
+    groups
+}
+
+fn summary_value(path: &Path, file: &CampaignFile) -> Value {
+    let (passed, n) = file.passed();
+    let table = passk::table(n, passed, 8);
+    obj! {
+        "campaign" => path.display().to_string(),
+        "scenario" => file.scenario_name.as_str(),
+        "planned" => file.seeds.len(),
+        "runs" => n,
+        "passed" => passed,
+        "pass_hat" => Value::Array(table.iter().map(|(k, p)| obj! {"k" => *k, "p" => Value::Float(*p)}).collect()),
+        "failing_seeds" => Value::Array(failing(file).into_iter().map(Value::from).collect()),
+        "by_check" => Value::Array(by_reason(file).into_iter().map(|(name, seeds)| obj! {
+            "check" => name,
+            "seeds" => Value::Array(seeds.into_iter().map(Value::from).collect()),
+        }).collect()),
+        "oracle_disagrees" => Value::Array(file.runs.iter().filter(|r| r.oracle_disagrees()).map(|r| Value::from(r.seed)).collect()),
+    }
+}
+
+/// The table, pass^k, failing seeds and failures by check; exit 1 below `--min-pass`.
+fn report(a: &CampaignArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -> i32 {
+    let (passed, n) = file.passed();
+    if a.json {
+        let _ = writeln!(io.out, "{}", pretty(&summary_value(path, file)));
+    } else {
+        for line in text_lines(path, file) {
+            let _ = writeln!(io.out, "{}", crate::printable::line(&line));
+        }
+    }
+    match a.min_pass {
+        Some(min) if n == 0 || (passed as f64 / n as f64) < min => crate::exit::CONTRACT_FAILED,
+        _ => 0,
+    }
+}
+
+fn cell(r: &RunRecord) -> String {
+    let checks: String = r
+        .checks
+        .iter()
+        .map(|c| if c.passed { '✓' } else { '✗' })
+        .collect();
+    checks
+}
+
+/// The lines `campaign` prints for people.
+pub fn text_lines(path: &Path, file: &CampaignFile) -> Vec<String> {
+    let (passed, n) = file.passed();
+    let mut lines = vec![format!(
+        "campaign {} · {} · {} of {} runs",
+        path.display(),
+        file.scenario_name,
+        n,
+        file.seeds.len()
+    )];
+    let check_names: Vec<&str> = file
+        .runs
+        .iter()
+        .find(|r| !r.checks.is_empty())
+        .map(|r| r.checks.iter().map(|c| c.name.as_str()).collect())
+        .unwrap_or_default();
+    lines.push(format!(
+        "  {:>4}  {:>8}  {:<8}  {:>6}  {:>7}  {:>4}  {:<6}  {:<6}  result",
+        "run", "seed", "outcome", "faults", "commits", "dups", "checks", "oracle"
+    ));
+    for r in &file.runs {
+        lines.push(format!(
+            "  {:>4}  {:>8}  {:<8}  {:>6}  {:>7}  {:>4}  {:<6}  {:<6}  {}{}",
+            r.run,
+            r.seed,
+            r.outcome.as_str(),
+            r.faults,
+            r.commits,
+            r.duplicates,
+            cell(r),
+            match r.oracle {
+                Some(true) => "pass",
+                Some(false) => "fail",
+                None => "-",
+            },
+            if r.passed { "PASS" } else { "FAIL" },
+            match (&r.note, r.oracle_disagrees()) {
+                (Some(note), _) => format!(" ({note})"),
+                (None, true) => " (the oracle disagrees with our checks)".into(),
+                (None, false) => String::new(),
+            }
+        ));
+    }
+    if !check_names.is_empty() {
+        lines.push(format!("  checks: {}", check_names.join(" · ")));
+    }
+    if n > 0 {
+        let table = passk::table(n, passed, 8)
+            .iter()
+            .map(|(k, p)| format!("pass^{k} {p:.3}"))
+            .collect::<Vec<_>>()
+            .join(" · ");
+        lines.push(format!("{passed}/{n} passed · {table}"));
+    }
+    let fails = failing(file);
+    if !fails.is_empty() {
+        lines.push(format!(
+            "failing seeds: {}",
+            fails
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        for (name, seeds) in by_reason(file) {
+            lines.push(format!(
+                "  {name}: {} run{} (seeds {})",
+                seeds.len(),
+                if seeds.len() == 1 { "" } else { "s" },
+                seeds
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    let disagree: Vec<String> = file
+        .runs
+        .iter()
+        .filter(|r| r.oracle_disagrees())
+        .map(|r| r.seed.to_string())
+        .collect();
+    if !disagree.is_empty() {
+        lines.push(format!(
+            "the oracle disagrees with our checks on seeds {}",
+            disagree.join(", ")
+        ));
+    }
+    lines
+}
+
+/// The faults a recording met, in order: (tool, ordinal, rule).
+fn faults_of(path: &Path) -> Result<Vec<(String, u64, String)>, Error> {
+    let trace = document::open_trace(path)?;
+    Ok(trace
+        .cassettes
+        .first()
+        .map(|c| {
+            c.report
+                .calls
+                .iter()
+                .filter(|call| call.injected)
+                .map(|call| {
+                    (
+                        call.tool.to_lossy(),
+                        call.ordinal,
+                        call.fault
+                            .as_ref()
+                            .map(|f| f.to_lossy())
+                            .unwrap_or_default(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// `--rerun SEED`: the seed's run again, in a folder of its own, and its faults compared with
+/// the campaign's run of that seed. Exit 1 when they differ.
+fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i32 {
+    let Some(first) = file.runs.iter().find(|r| r.seed == seed) else {
+        return io.fail(format!(
+            "ValueError: the campaign has no finished run of seed {seed} (its seeds: {})",
+            file.runs
+                .iter()
+                .map(|r| r.seed.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    let scenario_path = PathBuf::from(&file.scenario);
+    let scenario = match document::open_scenario(&scenario_path) {
+        Ok(Scenario::Mcp(s)) => s,
+        Ok(_) => {
+            return io.fail("ValueError: the campaign's scenario is no longer of world \"mcp\"");
+        }
+        Err(e) => return io.fail(e),
+    };
+    let bin = match std::env::current_exe() {
+        Ok(b) => b,
+        Err(e) => return io.fail(format!("OSError: cannot find this program's path: {e}")),
+    };
+    let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
+    let plan = Plan {
+        scenario_path,
+        scenario,
+        agent: file.agent.clone(),
+        seeds: vec![seed],
+        jobs: 1,
+        timeout: Duration::from_secs_f64(file.timeout),
+        before: file.before.clone(),
+        verify: file.verify.clone(),
+        probability: file.probability,
+        out: out.with_file_name(format!(
+            "{}.rerun-{seed}.json",
+            out.file_stem()
+                .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned())
+        )),
+        bin,
+    };
+    let again = run::run_one(&plan, 1, seed);
+    let before = faults_of(&run::recording_path(&out, first));
+    let after = faults_of(&run::recording_path(&plan.out, &again));
+    let (before, after) = match (before, after) {
+        (Ok(b), Ok(a)) => (b, a),
+        (Err(e), _) | (_, Err(e)) => return io.fail(e),
+    };
+    let show = |f: &[(String, u64, String)]| {
+        if f.is_empty() {
+            "no faults".to_owned()
+        } else {
+            f.iter()
+                .map(|(t, o, r)| format!("{r} on {t} #{o}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    let same = before == after;
+    let _ = writeln!(
+        io.out,
+        "{}",
+        crate::printable::line(&format!(
+            "seed {seed}: first run {} ({}); rerun {} ({}) · {}",
+            if first.passed { "PASS" } else { "FAIL" },
+            show(&before),
+            if again.passed { "PASS" } else { "FAIL" },
+            show(&after),
+            if same {
+                "the same faults on the same calls"
+            } else {
+                "the faults differ: the agent's calls changed"
+            }
+        ))
+    );
+    let _ = writeln!(
+        io.out,
+        "rerun recording: {}",
+        run::recording_path(&plan.out, &again).display()
+    );
+    if same {
+        0
+    } else {
+        crate::exit::CONTRACT_FAILED
+    }
+}

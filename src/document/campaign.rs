@@ -1,0 +1,433 @@
+//! Running a campaign: the agent, many times, each run on its own seed in its own folder,
+//! judged by what its recording says committed and, when given, by an oracle of the real
+//! world. The file ([`crate::campaign::CampaignFile`]) is rewritten atomically after every
+//! run, so a campaign that is killed keeps what it finished and resumes from there.
+//!
+//! Each run's folder (`<campaign>.runs/run-NNN/`) gets an `mcpServers` file (`mcp.json`)
+//! whose one entry starts our proxy — this binary's `mcp` with the scenario, the run's seed,
+//! and `--record recording.json --append` (so clients that start a server per call add to
+//! one recording) — in front of the scenario's own `server`. The agent's command has
+//! `{mcp_config}`, `{seed}`, `{run}`, `{record}` and `{run_dir}` replaced, and the same values
+//! in `TOOLSTORM_MCP_CONFIG`, `TOOLSTORM_SEED`, `TOOLSTORM_RUN`, `TOOLSTORM_RECORD` and
+//! `TOOLSTORM_RUN_DIR` for agents that pass their environment on. It runs in that folder, in
+//! a process group of its own: past `--timeout` the whole group is stopped. Its output goes
+//! to `agent.log` there.
+//!
+//! A run passes when the agent finished in time, every check of its recording passed, and
+//! the oracle (`--verify`, a shell command run in the folder after the agent) exited 0. The
+//! `Fault exercised` checks are left out: whether a rule fired is the scenario's coverage on
+//! that seed, not the agent's recovery (the run's `faults` count says it).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::channel;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::Error;
+use crate::campaign::{CampaignFile, CheckResult, Outcome, RunRecord};
+use crate::json::{Value, pretty};
+use crate::mcp::scenario::McpScenario;
+use crate::obj;
+
+/// How long the proxy an agent left behind has to write its recording and exit.
+const FINISH_GRACE: Duration = Duration::from_secs(10);
+
+/// Everything a campaign needs to run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The scenario file, absolute.
+    pub scenario_path: PathBuf,
+    /// The scenario (it must name its `server`).
+    pub scenario: McpScenario,
+    /// The agent's command, placeholders unexpanded.
+    pub agent: Vec<String>,
+    /// Each run's seed, in run order.
+    pub seeds: Vec<i64>,
+    /// Runs at once.
+    pub jobs: usize,
+    /// How long a run (and each of its setup and oracle commands) may take.
+    pub timeout: Duration,
+    /// Resets the world before each run (`sh -c`, in the run's folder).
+    pub before: Option<String>,
+    /// The oracle after each run (`sh -c`, in the run's folder): exit 0 is a pass.
+    pub verify: Option<String>,
+    /// Every rule's probability, when overridden.
+    pub probability: Option<f64>,
+    /// The campaign file.
+    pub out: PathBuf,
+    /// This program (the proxy the agent starts).
+    pub bin: PathBuf,
+}
+
+impl Plan {
+    /// The campaign file this plan starts (no runs yet).
+    pub fn file(&self) -> CampaignFile {
+        CampaignFile {
+            scenario: self.scenario_path.display().to_string(),
+            scenario_name: self.scenario.name.clone(),
+            agent: self.agent.clone(),
+            probability: self.probability,
+            timeout: self.timeout.as_secs_f64(),
+            before: self.before.clone(),
+            verify: self.verify.clone(),
+            seeds: self.seeds.clone(),
+            runs: Vec::new(),
+        }
+    }
+
+    /// The folder run `run` works in.
+    pub fn run_dir(&self, run: u64) -> PathBuf {
+        runs_dir(&self.out).join(format!("run-{run:03}"))
+    }
+}
+
+/// `campaign.json` → `campaign.runs` beside it: where the runs' folders go.
+pub fn runs_dir(out: &Path) -> PathBuf {
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
+    out.with_file_name(format!("{stem}.runs"))
+}
+
+/// The campaign file's folder (recordings are named relative to it).
+fn base_of(out: &Path) -> PathBuf {
+    out.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// The recording of a run, as the file names it, made a path.
+pub fn recording_path(out: &Path, record: &RunRecord) -> PathBuf {
+    base_of(out).join(&record.recording)
+}
+
+/// Runs `todo` (run numbers of `plan`), `plan.jobs` at a time; after each, records it in
+/// `file`, writes the file, and tells `done`. A run's own failures are its record's; only a
+/// campaign file that cannot be written stops the campaign.
+pub fn run_all(
+    plan: &Plan,
+    file: &mut CampaignFile,
+    todo: &[u64],
+    done: &mut dyn FnMut(&CampaignFile, &RunRecord),
+) -> Result<(), Error> {
+    let queue = Arc::new(Mutex::new(todo.to_vec()));
+    let (tx, rx) = channel();
+    let workers = plan.jobs.clamp(1, 64).min(todo.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let queue = Arc::clone(&queue);
+            let tx = tx.clone();
+            s.spawn(move || {
+                loop {
+                    let next = {
+                        let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
+                        if q.is_empty() {
+                            None
+                        } else {
+                            Some(q.remove(0))
+                        }
+                    };
+                    let Some(run) = next else { break };
+                    let seed = usize::try_from(run)
+                        .ok()
+                        .and_then(|n| n.checked_sub(1))
+                        .and_then(|n| plan.seeds.get(n))
+                        .copied()
+                        .unwrap_or(0);
+                    if tx.send(run_one(plan, run, seed)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut failed = None;
+        for record in rx {
+            file.record(record.clone());
+            if failed.is_none()
+                && let Err(e) = crate::atomic::write(&plan.out, file.to_text().as_bytes())
+            {
+                // Stop handing out runs; those under way finish.
+                queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                failed = Some(Error::io(&plan.out, e));
+            }
+            done(file, &record);
+        }
+        failed.map_or(Ok(()), Err)
+    })
+}
+
+/// `arg` with the run's placeholders replaced.
+fn expand(arg: &str, values: &[(&str, String)]) -> String {
+    let mut out = arg.to_owned();
+    for (name, value) in values {
+        out = out.replace(&format!("{{{name}}}"), value);
+    }
+    out
+}
+
+/// Runs one seed: folder, configuration, setup, agent, oracle, judgement.
+pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
+    let started = Instant::now();
+    let dir = plan.run_dir(run);
+    let record_path = dir.join("recording.json");
+    let relative = record_path
+        .strip_prefix(base_of(&plan.out))
+        .map_or_else(|_| record_path.clone(), Path::to_path_buf)
+        .display()
+        .to_string();
+    let mut r = RunRecord {
+        run,
+        seed,
+        outcome: Outcome::StartFailed,
+        exit: None,
+        seconds: 0.0,
+        recording: relative,
+        calls: 0,
+        faults: 0,
+        commits: 0,
+        duplicates: 0,
+        checks: Vec::new(),
+        oracle: None,
+        passed: false,
+        note: None,
+    };
+    let finish = |mut r: RunRecord| {
+        r.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        r
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        r.note = Some(format!(
+            "cannot make the run's folder {}: {e}",
+            dir.display()
+        ));
+        return finish(r);
+    }
+    let config = dir.join("mcp.json");
+    if let Err(e) = crate::atomic::write(&config, mcp_config(plan, seed, &record_path).as_bytes()) {
+        r.note = Some(format!("cannot write {}: {e}", config.display()));
+        return finish(r);
+    }
+    let values = [
+        ("mcp_config", config.display().to_string()),
+        ("seed", seed.to_string()),
+        ("run", run.to_string()),
+        ("record", record_path.display().to_string()),
+        ("run_dir", dir.display().to_string()),
+    ];
+    let env: Vec<(String, String)> = values
+        .iter()
+        .map(|(k, v)| (format!("TOOLSTORM_{}", k.to_ascii_uppercase()), v.clone()))
+        .collect();
+    if let Some(before) = &plan.before {
+        match shell(before, &dir, &env, "before.log", plan.timeout) {
+            Ok(Some(0)) => {}
+            Ok(status) => {
+                r.outcome = Outcome::SetupFailed;
+                r.note = Some(format!(
+                    "--before exited {} (see before.log)",
+                    status.map_or_else(|| "past the timeout".into(), |s| s.to_string())
+                ));
+                return finish(r);
+            }
+            Err(e) => {
+                r.outcome = Outcome::SetupFailed;
+                r.note = Some(format!("--before could not run: {e}"));
+                return finish(r);
+            }
+        }
+    }
+    let argv: Vec<String> = plan.agent.iter().map(|a| expand(a, &values)).collect();
+    match spawn_and_wait(&argv, &dir, &env, "agent.log", plan.timeout) {
+        Ok(Some(code)) => {
+            r.outcome = Outcome::Finished;
+            r.exit = Some(code);
+        }
+        Ok(None) => {
+            r.outcome = Outcome::TimedOut;
+            r.note = Some(format!(
+                "stopped after {}s (--timeout)",
+                crate::error::format_g(plan.timeout.as_secs_f64())
+            ));
+        }
+        Err(e) => {
+            r.note = Some(format!("cannot start the agent {:?}: {e}", argv[0]));
+            return finish(r);
+        }
+    }
+    if let Some(verify) = &plan.verify {
+        r.oracle = match shell(verify, &dir, &env, "verify.log", plan.timeout) {
+            Ok(Some(code)) => Some(code == 0),
+            Ok(None) | Err(_) => Some(false),
+        };
+    }
+    judge_recording(&record_path, &mut r);
+    r.passed = r.outcome == Outcome::Finished
+        && r.note.is_none()
+        && r.checks.iter().all(|c| c.passed)
+        && r.oracle != Some(false);
+    finish(r)
+}
+
+/// What the recording says: counts, and the checks that judge the agent.
+fn judge_recording(path: &Path, r: &mut RunRecord) {
+    if !path.exists() && !crate::mcp::session::journal_path(path).exists() {
+        r.note
+            .get_or_insert_with(|| "no recording: the agent never started the MCP server".into());
+        return;
+    }
+    let trace = match super::open_trace(path) {
+        Ok(t) => t,
+        Err(e) => {
+            r.note = Some(e.to_string());
+            return;
+        }
+    };
+    if let Some(c) = trace.cassettes.first() {
+        let report = &c.report;
+        r.calls = report.calls.len() as u64;
+        r.faults = report.faults_triggered();
+        r.commits = report.effects.len() as u64;
+        let mut seen = HashSet::new();
+        r.duplicates = report
+            .effects
+            .iter()
+            .filter(|e| !seen.insert(e.identity))
+            .count() as u64;
+    }
+    match super::judge(&trace, None) {
+        Ok(summary) => {
+            r.checks = summary
+                .runs
+                .first()
+                .into_iter()
+                .flatten()
+                .filter(|c| !c.name.starts_with("Fault exercised"))
+                .map(|c| CheckResult {
+                    name: c.name.clone(),
+                    passed: c.passed,
+                    detail: c.detail.clone(),
+                })
+                .collect();
+        }
+        Err(e) => r.note = Some(e.to_string()),
+    }
+}
+
+/// The run's `mcpServers` file: our proxy, with the scenario, the seed and the recording.
+fn mcp_config(plan: &Plan, seed: i64, record: &Path) -> String {
+    let mut args: Vec<Value> = vec![
+        "mcp".into(),
+        plan.scenario_path.display().to_string().into(),
+        "--seed".into(),
+        seed.to_string().into(),
+    ];
+    if let Some(p) = plan.probability {
+        args.push("--probability".into());
+        args.push(crate::json::float::py_repr(p).into());
+    }
+    args.push("--record".into());
+    args.push(record.display().to_string().into());
+    args.push("--append".into());
+    let mut servers = crate::json::Object::new();
+    servers.push(
+        plan.scenario.name.as_str(),
+        obj! {"command" => plan.bin.display().to_string(), "args" => Value::Array(args)},
+    );
+    pretty(&obj! {"mcpServers" => servers}) + "\n"
+}
+
+/// Runs `sh -c command` in `dir`: its exit status, `None` past `limit`.
+fn shell(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    log: &str,
+    limit: Duration,
+) -> std::io::Result<Option<i64>> {
+    let argv = ["sh".to_owned(), "-c".to_owned(), command.to_owned()];
+    spawn_and_wait(&argv, dir, env, log, limit)
+}
+
+/// Starts `argv` in `dir` in a process group of its own, output to `dir/log`, and waits up
+/// to `limit`: its exit status (a signal's number as 128 + n), or `None` when it ran past
+/// `limit` and its group was stopped. Whatever it left running in its group (a proxy still
+/// writing its recording) gets a moment to finish, then the group is stopped.
+fn spawn_and_wait(
+    argv: &[String],
+    dir: &Path,
+    env: &[(String, String)],
+    log: &str,
+    limit: Duration,
+) -> std::io::Result<Option<i64>> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "an empty command",
+        ));
+    };
+    let out = std::fs::File::create(dir.join(log))?;
+    let err = out.try_clone()?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn()?;
+    let pgid = child.id();
+    let until = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break Some(s);
+        }
+        if Instant::now() >= until {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let Some(status) = status else {
+        crate::mcp::proxy::child::stop_group(pgid);
+        let _ = child.wait();
+        return Ok(None);
+    };
+    wait_for_group(pgid, FINISH_GRACE);
+    crate::mcp::proxy::child::stop_group(pgid);
+    #[cfg(unix)]
+    let code = {
+        use std::os::unix::process::ExitStatusExt;
+        status
+            .code()
+            .or_else(|| status.signal().map(|s| 128 + s))
+            .unwrap_or(-1)
+    };
+    #[cfg(not(unix))]
+    let code = status.code().unwrap_or(-1);
+    Ok(Some(i64::from(code)))
+}
+
+/// Waits up to `limit` for every process of group `pgid` to exit.
+fn wait_for_group(pgid: u32, limit: Duration) {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::killpg;
+        use nix::unistd::Pid;
+        let Ok(raw) = i32::try_from(pgid) else {
+            return;
+        };
+        let until = Instant::now() + limit;
+        while Instant::now() < until && killpg(Pid::from_raw(raw), None).is_ok() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (pgid, limit);
+}

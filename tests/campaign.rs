@@ -1,0 +1,305 @@
+//! Campaigns over a real agent (examples/mcp_agent.rs, on the official Rust SDK) through the
+//! proxy in front of the example shipping server: the naive agent fails exactly on the seeds
+//! whose decisions inject the lost acknowledgement (computed here from the decision function,
+//! not from the runs), the idempotent agent passes every run, an oracle that disagrees with
+//! our checks is reported as such, a killed campaign keeps its finished runs and resumes, and
+//! `--rerun` meets the same faults on the same calls.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use toolstorm::campaign::CampaignFile;
+use toolstorm::decision::Draw;
+use toolstorm::json::{Text, Value, parse};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
+
+fn agent() -> PathBuf {
+    let server = common::example_server();
+    let path = server.with_file_name("mcp_agent");
+    assert!(path.exists(), "{} (built by `cargo test`)", path.display());
+    path
+}
+
+/// A fresh folder with `mcp-lost-ack.json`, its server the example binary.
+fn workspace(tag: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("toolstorm-campaign-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/mcp-lost-ack.json"
+    ))
+    .expect("scenario");
+    let mut v = parse(&text).expect("json");
+    let server = toolstorm::obj! {
+        "command" => common::example_server().display().to_string(),
+        "args" => Value::Array(Vec::new()),
+    };
+    if let Some(o) = v.as_object_mut() {
+        o.insert("server", server);
+    }
+    let scenario = dir.join("mcp-lost-ack.json");
+    std::fs::write(&scenario, toolstorm::json::pretty(&v)).expect("write");
+    (dir, scenario)
+}
+
+fn campaign(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .arg("campaign")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run campaign");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn agent_args(idempotent: bool) -> Vec<String> {
+    let mut a = vec![
+        "--".to_owned(),
+        agent().display().to_string(),
+        "--mcp-config".into(),
+        "{mcp_config}".into(),
+    ];
+    if idempotent {
+        a.push("--idempotent".into());
+    }
+    a
+}
+
+fn summary(stdout: &str) -> Value {
+    parse(stdout).unwrap_or_else(|e| panic!("--json prints JSON ({e}): {stdout}"))
+}
+
+fn seeds_at(v: &Value, key: &str) -> Vec<i64> {
+    v.as_object()
+        .and_then(|o| o.get(key))
+        .and_then(Value::as_array)
+        .expect(key)
+        .iter()
+        .filter_map(Value::as_i64)
+        .collect()
+}
+
+/// The seeds on which `lost-receipt` fires on the first `create_shipment` at probability
+/// 0.5: the decision is ours, so this is known before any agent runs.
+fn predicted_failures(seeds: impl Iterator<Item = i64>) -> Vec<i64> {
+    seeds
+        .filter(|s| {
+            Draw::new(
+                *s,
+                &Text::from("lost-receipt"),
+                &Text::from("create_shipment"),
+                &Text::from("#1"),
+            )
+            .hits(0.5)
+        })
+        .collect()
+}
+
+#[test]
+fn the_naive_agent_fails_on_exactly_the_seeds_the_decisions_predict() {
+    let (dir, scenario) = workspace("naive");
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--runs".into(),
+        "20".into(),
+        "--jobs".into(),
+        "2".into(),
+        "--probability".into(),
+        "0.5".into(),
+        "--json".into(),
+    ];
+    args.extend(agent_args(false));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = campaign(&dir, &args);
+    assert_eq!(code, 0, "{err}");
+    let v = summary(&out);
+    // The scenario's seed is 42: runs use 43..=62.
+    let want = predicted_failures(43..=62);
+    assert!(
+        !want.is_empty() && want.len() < 20,
+        "a mixed sample: {want:?}"
+    );
+    assert_eq!(seeds_at(&v, "failing_seeds"), want);
+    let passed = v
+        .as_object()
+        .and_then(|o| o.get("passed"))
+        .and_then(Value::as_i64);
+    assert_eq!(passed, Some(20 - want.len() as i64));
+    let first = v
+        .as_object()
+        .and_then(|o| o.get("pass_hat"))
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(|p| p.as_object())
+        .and_then(|p| p.get("p"))
+        .and_then(Value::as_number_f64)
+        .expect("pass^1");
+    assert!((first - (20 - want.len()) as f64 / 20.0).abs() < 1e-12);
+    // Every failure is the duplicate commit, and the file says so run by run.
+    let file = CampaignFile::from_text(
+        &std::fs::read_to_string(dir.join("mcp-lost-ack.campaign.json")).expect("file"),
+    )
+    .expect("a valid campaign file");
+    for r in &file.runs {
+        let fired = want.contains(&r.seed);
+        assert_eq!(r.faults, u64::from(fired), "seed {}", r.seed);
+        assert_eq!(r.duplicates, u64::from(fired), "seed {}", r.seed);
+        assert_eq!(r.passed, !fired, "seed {}", r.seed);
+    }
+    // Below --min-pass the exit is 1.
+    let (code, _, _) = campaign(
+        &dir,
+        &["mcp-lost-ack.campaign.json", "--json", "--min-pass", "1.0"],
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn the_idempotent_agent_passes_every_run_and_a_disagreeing_oracle_is_named() {
+    let (dir, scenario) = workspace("idem");
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--runs".into(),
+        "6".into(),
+        "--probability".into(),
+        "0.5".into(),
+        "--verify".into(),
+        // The oracle fails seed 45 whatever happened: it disagrees with our checks there.
+        "test \"$TOOLSTORM_SEED\" != 45".into(),
+    ];
+    args.extend(agent_args(true));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = campaign(&dir, &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("the oracle disagrees with our checks on seeds 45"),
+        "{out}"
+    );
+    let (_, json, _) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--json"]);
+    let v = summary(&json);
+    assert_eq!(seeds_at(&v, "failing_seeds"), [45]);
+    assert_eq!(seeds_at(&v, "oracle_disagrees"), [45]);
+    let file = CampaignFile::from_text(
+        &std::fs::read_to_string(dir.join("mcp-lost-ack.campaign.json")).expect("file"),
+    )
+    .expect("valid");
+    assert!(
+        file.runs
+            .iter()
+            .all(|r| r.duplicates == 0 && r.checks.iter().all(|c| c.passed)),
+        "every run recovered without a duplicate"
+    );
+}
+
+#[test]
+fn a_killed_campaign_keeps_its_finished_runs_and_resumes() {
+    let (dir, scenario) = workspace("kill");
+    let mut args = vec![
+        "campaign".to_owned(),
+        scenario.to_str().expect("path").to_owned(),
+        "--runs".into(),
+        "6".into(),
+        "--before".into(),
+        "sleep 0.3".into(),
+    ];
+    args.extend(agent_args(false));
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start");
+    let file = dir.join("mcp-lost-ack.campaign.json");
+    let until = Instant::now() + Duration::from_secs(30);
+    let finished = |f: &Path| {
+        std::fs::read_to_string(f)
+            .ok()
+            .and_then(|t| CampaignFile::from_text(&t).ok())
+            .map_or(0, |c| c.runs.len())
+    };
+    while finished(&file) < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let kept = finished(&file);
+    assert!(
+        (2..6).contains(&kept),
+        "killed mid-way with {kept} runs on record"
+    );
+    let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+    let (code, out, err) = campaign(&dir, &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("resuming") && err.contains(&format!("{kept} of 6 runs")),
+        "{err}"
+    );
+    assert!(out.contains("6 of 6 runs"), "{out}");
+    assert_eq!(finished(&file), 6);
+}
+
+#[test]
+fn rerun_meets_the_same_faults_on_the_same_calls() {
+    let (dir, scenario) = workspace("rerun");
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--seeds".into(),
+        "43..46".into(),
+        "--probability".into(),
+        "0.5".into(),
+    ];
+    args.extend(agent_args(false));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = campaign(&dir, &args);
+    assert_eq!(code, 0, "{err}");
+    let failing = predicted_failures(43..=46);
+    let seed = failing.first().copied().unwrap_or(43).to_string();
+    let (code, out, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--rerun", &seed]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("the same faults on the same calls"), "{out}");
+    if !failing.is_empty() {
+        assert!(out.contains("lost-receipt on create_shipment #1"), "{out}");
+    }
+    let (code, _, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--rerun", "7"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no finished run of seed 7"), "{err}");
+}
+
+#[test]
+fn bad_campaigns_say_what_is_wrong() {
+    let (dir, scenario) = workspace("bad");
+    let scenario = scenario.to_str().expect("path");
+    let (code, _, err) = campaign(&dir, &[scenario, "--runs", "2"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the agent's command after `--`"), "{err}");
+    let orbit = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/orbit-parallel.json");
+    let (code, _, err) = campaign(&dir, &[orbit, "--", "agent"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("world \"mcp\""), "{err}");
+    let serverless = dir.join("no-server.json");
+    std::fs::write(
+        &serverless,
+        r#"{"schema_version": 1, "world": "mcp", "name": "n", "title": "T", "seed": 1, "rules": []}"#,
+    )
+    .expect("write");
+    let (code, _, err) = campaign(&dir, &[serverless.to_str().expect("path"), "--", "agent"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("\"server\""), "{err}");
+    let (code, _, err) = campaign(&dir, &["missing.json", "--", "agent"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing.json"), "{err}");
+    // A run whose agent cannot start is a failed run, not a crash.
+    let (code, out, _) = campaign(&dir, &[scenario, "--runs", "1", "--", "/nonexistent/agent"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("cannot start the agent"), "{out}");
+}
