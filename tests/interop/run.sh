@@ -3,7 +3,7 @@
 # between them. Installs them itself from the registries (PyPI and npm) into target/interop and
 # fails, never skips, when it cannot.
 #
-#   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor (default: all)
+#   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign (default: all)
 #
 # Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
 # missing or older than the sources), SHIPPING_SERVER (default
@@ -19,7 +19,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor)
+ALL_CASES=(sqlite fs kill inflight executor campaign)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -129,6 +129,7 @@ run_case() {
     kill) set -- "$VENV/bin/python" "$HERE/kill_agent.py" ;;
     inflight) set -- "$VENV/bin/python" "$HERE/inflight_client.py" ;;
     executor) set -- "$VENV/bin/python" "$HERE/executor_fs.py" ;;
+    campaign) set -- "$VENV/bin/python" "$HERE/campaign_case.py" ;;
   esac
   rm -rf "$dir"
   mkdir -p "$dir"
