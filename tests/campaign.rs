@@ -303,3 +303,48 @@ fn bad_campaigns_say_what_is_wrong() {
     assert_eq!(code, 0);
     assert!(out.contains("cannot start the agent"), "{out}");
 }
+
+#[test]
+fn shrink_finds_the_single_rule_single_call_schedule() {
+    let (dir, scenario) = workspace("shrink");
+    // Two rules fire on the naive agent's two calls: the lost acknowledgement of the first
+    // (the incident) and a small delay on the second (noise).
+    let mut v = parse(&std::fs::read_to_string(&scenario).expect("read")).expect("json");
+    let noise = parse(
+        r#"{"name": "slow-second", "tool": "create_*", "kind": "latency", "calls": [2],
+            "probability": 1.0, "limit": null, "delay": 0.01, "replacement": null}"#,
+    )
+    .expect("rule");
+    if let Some(Value::Array(rules)) = v.as_object_mut().and_then(|o| o.get_mut("rules")) {
+        rules.push(noise);
+    }
+    std::fs::write(&scenario, toolstorm::json::pretty(&v)).expect("write");
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--seeds".into(),
+        "43..43".into(),
+    ];
+    args.extend(agent_args(false));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = campaign(&dir, &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("FAIL"), "{out}");
+    let (code, out, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--shrink", "43"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("2 faults → 1 (lost-receipt on create_shipment #1)"),
+        "{out}"
+    );
+    // The schedule is a scenario file: valid, one rule pinned to one call.
+    let shrunk = dir.join("mcp-lost-ack.campaign.shrunk-43.json");
+    let doc = toolstorm::document::open_scenario(&shrunk).expect("a valid scenario");
+    let toolstorm::document::Scenario::Mcp(s) = doc else {
+        panic!("an MCP scenario");
+    };
+    assert_eq!(s.rules.len(), 1, "{:?}", s.rules);
+    let text = toolstorm::json::compact(&s.rules[0]);
+    assert!(
+        text.contains(r#""calls":[1]"#) && text.contains(r#""tool":"create_shipment""#),
+        "{text}"
+    );
+}

@@ -69,6 +69,18 @@ pub struct CampaignArgs {
     /// With a campaign file: run this seed again and compare its faults with the first run's
     #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
     rerun: Option<i64>,
+    /// With a campaign file: search for a smallest fault schedule on which this failing seed
+    /// still fails (drop rules, then calls, re-running the agent), and write it as a scenario
+    #[arg(
+        long,
+        value_name = "SEED",
+        allow_hyphen_values = true,
+        conflicts_with = "rerun"
+    )]
+    shrink: Option<i64>,
+    /// With --shrink: most runs of the agent the search may take
+    #[arg(long, default_value_t = 16, requires = "shrink")]
+    budget: usize,
     /// The agent's command, after `--`
     #[arg(last = true, value_name = "AGENT")]
     agent: Vec<OsString>,
@@ -112,13 +124,14 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
             Ok(f) => f,
             Err(e) => return io.fail(Error::invalid(Some(&a.file), e)),
         };
-        return match a.rerun {
-            Some(seed) => rerun(a, &file, seed, io),
-            None => report(a, &a.file, &file, io),
+        return match (a.rerun, a.shrink) {
+            (Some(seed), _) => rerun(a, &file, seed, io),
+            (None, Some(seed)) => shrink(a, &file, seed, io),
+            (None, None) => report(a, &a.file, &file, io),
         };
     }
-    if a.rerun.is_some() {
-        return io.fail("ValueError: --rerun takes a campaign file, not a scenario");
+    if a.rerun.is_some() || a.shrink.is_some() {
+        return io.fail("ValueError: --rerun and --shrink take a campaign file, not a scenario");
     }
     let scenario = match document::open_scenario(&a.file) {
         Ok(Scenario::Mcp(s)) => s,
@@ -423,58 +436,56 @@ pub fn text_lines(path: &Path, file: &CampaignFile) -> Vec<String> {
     lines
 }
 
-/// The faults a recording met, in order: (tool, ordinal, rule).
-fn faults_of(path: &Path) -> Result<Vec<(String, u64, String)>, Error> {
-    let trace = document::open_trace(path)?;
-    Ok(trace
-        .cassettes
-        .first()
-        .map(|c| {
-            c.report
-                .calls
-                .iter()
-                .filter(|call| call.injected)
-                .map(|call| {
-                    (
-                        call.tool.to_lossy(),
-                        call.ordinal,
-                        call.fault
-                            .as_ref()
-                            .map(|f| f.to_lossy())
-                            .unwrap_or_default(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default())
+/// A schedule in words: `lost-receipt on create_shipment #1, ...`.
+fn show(faults: &[run::Fault]) -> String {
+    if faults.is_empty() {
+        "no faults".to_owned()
+    } else {
+        faults
+            .iter()
+            .map(|f| format!("{} on {} #{}", f.rule, f.tool, f.ordinal))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
-/// `--rerun SEED`: the seed's run again, in a folder of its own, and its faults compared with
-/// the campaign's run of that seed. Exit 1 when they differ.
-fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i32 {
+/// The plan that runs `seed` of a campaign again, its files named `<campaign>.<what>-SEED`:
+/// the finished run of that seed too. Errors are printed; the exit code comes back.
+fn replan<'f>(
+    a: &CampaignArgs,
+    file: &'f CampaignFile,
+    seed: i64,
+    what: &str,
+    io: &mut Io<'_>,
+) -> Result<(Plan, &'f RunRecord, PathBuf), i32> {
     let Some(first) = file.runs.iter().find(|r| r.seed == seed) else {
-        return io.fail(format!(
+        return Err(io.fail(format!(
             "ValueError: the campaign has no finished run of seed {seed} (its seeds: {})",
             file.runs
                 .iter()
                 .map(|r| r.seed.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     };
     let scenario_path = PathBuf::from(&file.scenario);
     let scenario = match document::open_scenario(&scenario_path) {
         Ok(Scenario::Mcp(s)) => s,
         Ok(_) => {
-            return io.fail("ValueError: the campaign's scenario is no longer of world \"mcp\"");
+            return Err(
+                io.fail("ValueError: the campaign's scenario is no longer of world \"mcp\"")
+            );
         }
-        Err(e) => return io.fail(e),
+        Err(e) => return Err(io.fail(e)),
     };
     let bin = match std::env::current_exe() {
         Ok(b) => b,
-        Err(e) => return io.fail(format!("OSError: cannot find this program's path: {e}")),
+        Err(e) => return Err(io.fail(format!("OSError: cannot find this program's path: {e}"))),
     };
     let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
     let plan = Plan {
         scenario_path,
         scenario,
@@ -485,29 +496,25 @@ fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i
         before: file.before.clone(),
         verify: file.verify.clone(),
         probability: file.probability,
-        out: out.with_file_name(format!(
-            "{}.rerun-{seed}.json",
-            out.file_stem()
-                .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned())
-        )),
+        out: out.with_file_name(format!("{stem}.{what}-{seed}.json")),
         bin,
     };
+    Ok((plan, first, out))
+}
+
+/// `--rerun SEED`: the seed's run again, in a folder of its own, and its faults compared with
+/// the campaign's run of that seed. Exit 1 when they differ.
+fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i32 {
+    let (plan, first, out) = match replan(a, file, seed, "rerun", io) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let again = run::run_one(&plan, 1, seed);
-    let before = faults_of(&run::recording_path(&out, first));
-    let after = faults_of(&run::recording_path(&plan.out, &again));
+    let before = run::faults_of(&run::recording_path(&out, first));
+    let after = run::faults_of(&run::recording_path(&plan.out, &again));
     let (before, after) = match (before, after) {
         (Ok(b), Ok(a)) => (b, a),
         (Err(e), _) | (_, Err(e)) => return io.fail(e),
-    };
-    let show = |f: &[(String, u64, String)]| {
-        if f.is_empty() {
-            "no faults".to_owned()
-        } else {
-            f.iter()
-                .map(|(t, o, r)| format!("{r} on {t} #{o}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
     };
     let same = before == after;
     let _ = writeln!(
@@ -536,4 +543,90 @@ fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i
     } else {
         crate::exit::CONTRACT_FAILED
     }
+}
+
+/// `--shrink SEED`: a smallest fault schedule on which the seed still fails, found by
+/// re-running the agent ([`run::shrink`]), written as a scenario file ready to open.
+fn shrink(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i32 {
+    let (plan, first, out) = match replan(a, file, seed, "shrink", io) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if first.passed {
+        return io.fail(format!(
+            "ValueError: seed {seed} passed in this campaign: there is no failure to shrink"
+        ));
+    }
+    let faults = match run::faults_of(&run::recording_path(&out, first)) {
+        Ok(f) => f,
+        Err(e) => return io.fail(e),
+    };
+    if faults.is_empty() {
+        return io.fail(format!(
+            "ValueError: seed {seed} failed without any fault injected: no schedule to shrink"
+        ));
+    }
+    let scenario = match std::fs::read_to_string(&plan.scenario_path)
+        .map_err(|e| Error::io(&plan.scenario_path, e))
+        .and_then(|t| {
+            crate::json::parse(&t).map_err(|e| {
+                Error::invalid(
+                    Some(&plan.scenario_path),
+                    crate::error::ConfigError::new("Invalid or excessively nested JSON")
+                        .because(e.to_string()),
+                )
+            })
+        }) {
+        Ok(v) => v,
+        Err(e) => return io.fail(e),
+    };
+    let work = run::runs_dir(&plan.out);
+    let _ = std::fs::remove_dir_all(&work);
+    if let Err(e) = std::fs::create_dir_all(&work) {
+        return io.fail(Error::io(&work, e));
+    }
+    let found = match run::shrink(&plan, &scenario, seed, faults, a.budget, &work) {
+        Ok(f) => f,
+        Err(e) => return io.fail(e),
+    };
+    if found.schedule.is_empty() {
+        let _ = writeln!(
+            io.out,
+            "{}",
+            crate::printable::line(&format!(
+                "seed {seed}: with its faults pinned ({}) the run passed: the failure is not \
+                 the schedule's alone",
+                show(&found.from)
+            ))
+        );
+        return crate::exit::CONTRACT_FAILED;
+    }
+    let target = out.with_file_name(format!(
+        "{}.shrunk-{seed}.json",
+        out.file_stem()
+            .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned())
+    ));
+    if let Err(e) = crate::atomic::write(&target, (pretty(&found.scenario) + "\n").as_bytes()) {
+        return io.fail(Error::io(&target, e));
+    }
+    let _ = writeln!(
+        io.out,
+        "{}",
+        crate::printable::line(&format!(
+            "seed {seed}: {} fault{} → {} ({}) in {} run{} of the agent{}",
+            found.from.len(),
+            if found.from.len() == 1 { "" } else { "s" },
+            found.schedule.len(),
+            show(&found.schedule),
+            found.runs,
+            if found.runs == 1 { "" } else { "s" },
+            if found.out_of_budget {
+                " (the budget ran out: it may shrink further with a larger --budget)"
+            } else {
+                ""
+            }
+        ))
+    );
+    let _ = writeln!(io.out, "wrote {}", target.display());
+    0
 }
