@@ -41,4 +41,6 @@ shot retry-storm 120 36 cassettes/rate-limit-retry-storm.json f
 shot verdict-calls 120 36 cassettes/rate-limit-retry-storm.json '>'
 # The shape of a real-sized run: the summary (T), sorted by duplicate commits.
 shot summary 120 36 tests/fixtures/reference/api/large_public_10000.cassette.json T l l l l l
+# A campaign: its runs as a list, with pass^k (the naive agent, 10 seeds at probability 0.5).
+shot campaign-runs 120 36 cassettes/lost-ack-campaign.json j j
 echo "wrote screenshots/*.svg"

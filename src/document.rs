@@ -69,6 +69,8 @@ pub enum DocKind {
     Scenario,
     /// A session recorded by the MCP proxy: a cassette with its `.mcp.json` sidecar.
     McpRecording,
+    /// A campaign file: one agent's runs, each its recording.
+    Campaign,
 }
 
 impl DocKind {
@@ -80,6 +82,7 @@ impl DocKind {
             DocKind::Comparison => "comparison",
             DocKind::Scenario => "scenario",
             DocKind::McpRecording => "mcp recording",
+            DocKind::Campaign => "campaign",
         }
     }
 }
@@ -109,6 +112,20 @@ pub enum Contents {
     Trace(Trace),
     /// A scenario to run.
     Scenario(Scenario),
+    /// A campaign file.
+    Campaign(Box<crate::campaign::CampaignFile>),
+}
+
+/// A campaign as the explorer shows it: the file, and the record of each of the document's
+/// runs (same order; runs without a recording are not among them).
+#[derive(Clone, Debug)]
+pub struct CampaignView {
+    /// The campaign file.
+    pub file: crate::campaign::CampaignFile,
+    /// Each shown run's record, in the document's run order.
+    pub records: Vec<crate::campaign::RunRecord>,
+    /// Runs finished without a recording that opens, with why.
+    pub missing: Vec<(i64, String)>,
 }
 
 /// One run the user can step through.
@@ -163,6 +180,8 @@ pub struct Document {
     /// The session facts of an MCP recording: per call, what the client received and the
     /// evidence of each effect.
     pub mcp: Option<McpSession>,
+    /// The campaign, for campaign files.
+    pub campaign: Option<CampaignView>,
 }
 
 /// Reads `path` once (bounded) and parses it as JSON, with the reference's limits.
@@ -455,6 +474,11 @@ pub fn read(path: &Path) -> Result<Contents, Error> {
 /// [`read`] for bytes already in memory (`name` is what messages call them).
 pub fn read_bytes(name: &Path, bytes: &[u8]) -> Result<Contents, Error> {
     let value = parse_json(name, bytes)?;
+    if crate::campaign::CampaignFile::is_campaign(&value) {
+        return crate::campaign::CampaignFile::from_value(&value)
+            .map(|c| Contents::Campaign(Box::new(c)))
+            .map_err(|e| Error::invalid(Some(name), e));
+    }
     if value.as_object().is_some_and(|o| o.contains_key("world")) {
         scenario_from_value(name, &value).map(Contents::Scenario)
     } else {
@@ -471,7 +495,22 @@ pub fn open_trace(path: &Path) -> Result<Trace, Error> {
     let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
     let mut trace = match bare_trace(path, bytes) {
         Ok(trace) => trace?,
-        Err(bytes) => trace_from_value(path, parse_json(path, &bytes)?)?,
+        Err(bytes) => {
+            let value = parse_json(path, &bytes)?;
+            if crate::campaign::CampaignFile::is_campaign(&value) {
+                return Err(Error::invalid(
+                    Some(path),
+                    ConfigError::new("A campaign file is not a trace")
+                        .at("kind")
+                        .because(
+                            "its runs' recordings are in the folder beside it: `toolstorm-tui \
+                         campaign FILE` prints its table, and each recording can be checked or \
+                         inspected itself",
+                        ),
+                ));
+            }
+            trace_from_value(path, value)?
+        }
     };
     sidecar_of(path, &mut trace)?;
     Ok(trace)
@@ -493,6 +532,7 @@ impl Document {
     pub fn open_with(path: &Path, prompt: &mut dyn Prompt) -> Result<Document, Error> {
         match read(path)? {
             Contents::Trace(t) => Document::from_trace(Some(path.to_path_buf()), t),
+            Contents::Campaign(c) => Document::from_campaign(path, *c),
             Contents::Scenario(s) => {
                 let run = s.run(Some(path), &Settings::default(), prompt)?;
                 Document::from_run(Some(path.to_path_buf()), &s, run)
@@ -570,6 +610,87 @@ impl Document {
             scenario: None,
             orbit: None,
             mcp: trace.mcp,
+            campaign: None,
+        })
+    }
+
+    /// A campaign's runs, each its recording judged as `check` judges it, labelled with its
+    /// seed and verdict. Runs whose recording is missing or unreadable are listed as such.
+    pub fn from_campaign(
+        path: &Path,
+        file: crate::campaign::CampaignFile,
+    ) -> Result<Document, Error> {
+        let mut runs = Vec::new();
+        let mut records = Vec::new();
+        let mut missing = Vec::new();
+        for r in &file.runs {
+            let at = campaign::recording_path(path, r);
+            let doc = open_trace(&at).and_then(|t| Document::from_trace(Some(at.clone()), t));
+            match doc {
+                Ok(d) => {
+                    let Some(mut run) = d.runs.into_iter().next() else {
+                        continue;
+                    };
+                    run.label = format!("campaign run {}", r.run);
+                    run.contract = format!(
+                        "check as the campaign judges it (Fault exercised left out; the oracle \
+                         beside) · run {} of {}",
+                        r.run,
+                        file.seeds.len()
+                    );
+                    // The verdict is the campaign's: its checks, and the oracle's word.
+                    run.checks = r
+                        .checks
+                        .iter()
+                        .map(|c| crate::contract::Check {
+                            name: c.name.clone(),
+                            passed: c.passed,
+                            detail: c.detail.clone(),
+                        })
+                        .chain(r.oracle.map(|ok| crate::contract::Check {
+                            name: "Oracle (--verify)".into(),
+                            passed: ok,
+                            detail: format!(
+                                "{} exited {}",
+                                file.verify.as_deref().unwrap_or("the oracle"),
+                                if ok { "0" } else { "non-zero" }
+                            ),
+                        }))
+                        .collect();
+                    runs.push(run);
+                    records.push(r.clone());
+                }
+                Err(e) => missing.push((r.seed, r.note.clone().unwrap_or_else(|| e.to_string()))),
+            }
+        }
+        if runs.is_empty() {
+            return Err(Error::invalid(
+                Some(path),
+                ConfigError::new("Invalid campaign file")
+                    .at("runs")
+                    .because(if file.runs.is_empty() {
+                        "no run has finished yet".to_owned()
+                    } else {
+                        format!(
+                            "no finished run has a recording that opens (first: seed {}: {})",
+                            missing.first().map_or(0, |m| m.0),
+                            missing.first().map_or("", |m| m.1.as_str())
+                        )
+                    }),
+            ));
+        }
+        Ok(Document {
+            path: Some(path.to_path_buf()),
+            kind: DocKind::Campaign,
+            runs,
+            scenario: None,
+            orbit: None,
+            mcp: None,
+            campaign: Some(CampaignView {
+                file,
+                records,
+                missing,
+            }),
         })
     }
 
@@ -636,6 +757,7 @@ impl Document {
             scenario: scenario_file,
             orbit,
             mcp: None,
+            campaign: None,
         })
     }
 

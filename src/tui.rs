@@ -18,6 +18,7 @@ pub mod keymap;
 pub mod named;
 pub mod prompt;
 pub mod runner;
+pub mod runs;
 pub mod runtime;
 pub mod summary;
 pub mod theme;

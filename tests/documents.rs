@@ -68,15 +68,26 @@ fn read_says_what_a_file_holds_without_running_it() {
             assert_eq!(s.world(), World::Orbit);
             assert!(!s.title().is_empty());
         }
-        Contents::Trace(_) => panic!("an orbit scenario is not a trace"),
+        Contents::Trace(_) | Contents::Campaign(_) => panic!("an orbit scenario is a scenario"),
     }
     match document::read(&repo("cassettes/incident.json")).expect("reads") {
         Contents::Trace(t) => {
             assert_eq!(t.kind, DocKind::Cassette);
             assert_eq!(t.cassettes.len(), 1);
         }
-        Contents::Scenario(_) => panic!("a cassette is not a scenario"),
+        Contents::Scenario(_) | Contents::Campaign(_) => panic!("a cassette is a trace"),
     }
+    match document::read(&repo("cassettes/lost-ack-campaign.json")).expect("reads") {
+        Contents::Campaign(c) => {
+            assert_eq!(c.scenario_name, "mcp-lost-ack");
+            assert_eq!(c.runs.len(), 10);
+        }
+        _ => panic!("a campaign file is a campaign"),
+    }
+    // The trace readers (check, inspect) refuse it in words, pointing at `campaign`.
+    let e =
+        document::open_trace(&repo("cassettes/lost-ack-campaign.json")).expect_err("not a trace");
+    assert!(e.to_string().contains("toolstorm-tui campaign FILE"), "{e}");
 }
 
 #[test]

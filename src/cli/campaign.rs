@@ -46,12 +46,11 @@ pub struct CampaignArgs {
     /// Seconds a run may take; past it the agent's process group is stopped
     #[arg(long, default_value_t = 120.0, value_parser = seconds)]
     timeout: f64,
-    /// An oracle of the real world after each run (`sh -c`, in the run's folder): exit 0 is a
-    /// pass, shown beside our checks
+    /// An oracle of the real world after each run (`sh -c`, here; `{run_dir}` and
+    /// TOOLSTORM_RUN_DIR name the run's folder): exit 0 is a pass, shown beside our checks
     #[arg(long, value_name = "CMD")]
     verify: Option<String>,
-    /// Resets the world before each run (`sh -c`, in the run's folder); failing, the run is
-    /// not started
+    /// Resets the world before each run (`sh -c`, here); failing, the run is not started
     #[arg(long, value_name = "CMD")]
     before: Option<String>,
     /// Override every rule's probability (0 to 1)
@@ -204,6 +203,7 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
         probability: a.probability,
         out: std::path::absolute(&out).unwrap_or(out),
         bin,
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
     };
     let mut file = plan.file();
     if plan.out.exists() {
@@ -468,7 +468,8 @@ fn replan<'f>(
                 .join(", ")
         )));
     };
-    let scenario_path = PathBuf::from(&file.scenario);
+    let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
+    let scenario_path = run::scenario_of(&out, file);
     let scenario = match document::open_scenario(&scenario_path) {
         Ok(Scenario::Mcp(s)) => s,
         Ok(_) => {
@@ -482,7 +483,6 @@ fn replan<'f>(
         Ok(b) => b,
         Err(e) => return Err(io.fail(format!("OSError: cannot find this program's path: {e}"))),
     };
-    let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
     let stem = out
         .file_stem()
         .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
@@ -498,6 +498,7 @@ fn replan<'f>(
         probability: file.probability,
         out: out.with_file_name(format!("{stem}.{what}-{seed}.json")),
         bin,
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
     };
     Ok((plan, first, out))
 }

@@ -9,12 +9,13 @@
 //! one recording) — in front of the scenario's own `server`. The agent's command has
 //! `{mcp_config}`, `{seed}`, `{run}`, `{record}` and `{run_dir}` replaced, and the same values
 //! in `TOOLSTORM_MCP_CONFIG`, `TOOLSTORM_SEED`, `TOOLSTORM_RUN`, `TOOLSTORM_RECORD` and
-//! `TOOLSTORM_RUN_DIR` for agents that pass their environment on. It runs in that folder, in
-//! a process group of its own: past `--timeout` the whole group is stopped. Its output goes
-//! to `agent.log` there.
+//! `TOOLSTORM_RUN_DIR` for agents that pass their environment on. It runs in the folder the
+//! campaign was started from (so `python agent.py` finds its file; `{run_dir}` is the run's
+//! own), in a process group of its own: past `--timeout` the whole group is stopped. Its
+//! output goes to `agent.log` in the run's folder.
 //!
 //! A run passes when the agent finished in time, every check of its recording passed, and
-//! the oracle (`--verify`, a shell command run in the folder after the agent) exited 0. The
+//! the oracle (`--verify`, a shell command run after the agent) exited 0. The
 //! `Fault exercised` checks are left out: whether a rule fired is the scenario's coverage on
 //! that seed, not the agent's recovery (the run's `faults` count says it).
 
@@ -49,9 +50,9 @@ pub struct Plan {
     pub jobs: usize,
     /// How long a run (and each of its setup and oracle commands) may take.
     pub timeout: Duration,
-    /// Resets the world before each run (`sh -c`, in the run's folder).
+    /// Resets the world before each run (`sh -c`).
     pub before: Option<String>,
-    /// The oracle after each run (`sh -c`, in the run's folder): exit 0 is a pass.
+    /// The oracle after each run (`sh -c`): exit 0 is a pass.
     pub verify: Option<String>,
     /// Every rule's probability, when overridden.
     pub probability: Option<f64>,
@@ -59,13 +60,18 @@ pub struct Plan {
     pub out: PathBuf,
     /// This program (the proxy the agent starts).
     pub bin: PathBuf,
+    /// Where the agent, `--before` and `--verify` run (the folder the campaign started in).
+    pub cwd: PathBuf,
 }
 
 impl Plan {
-    /// The campaign file this plan starts (no runs yet).
+    /// The campaign file this plan starts (no runs yet). The scenario is named relative to
+    /// the file's folder, so a campaign's folder can move as a whole.
     pub fn file(&self) -> CampaignFile {
         CampaignFile {
-            scenario: self.scenario_path.display().to_string(),
+            scenario: relative_to(&self.scenario_path, &base_of(&self.out))
+                .display()
+                .to_string(),
             scenario_name: self.scenario.name.clone(),
             agent: self.agent.clone(),
             probability: self.probability,
@@ -89,6 +95,36 @@ pub fn runs_dir(out: &Path) -> PathBuf {
         .file_stem()
         .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
     out.with_file_name(format!("{stem}.runs"))
+}
+
+/// `path` relative to the folder `base` (both absolute): `../scenarios/x.json`; `path` itself
+/// when they share no root.
+pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    use std::path::Component;
+    let p: Vec<Component> = path.components().collect();
+    let b: Vec<Component> = base.components().collect();
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common == 0 || !path.is_absolute() || !base.is_absolute() {
+        return path.to_path_buf();
+    }
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c.as_os_str());
+    }
+    out
+}
+
+/// The scenario a campaign file names, as a path (relative names are the file's folder's).
+pub fn scenario_of(out: &Path, file: &CampaignFile) -> PathBuf {
+    let named = PathBuf::from(&file.scenario);
+    if named.is_relative() {
+        base_of(out).join(named)
+    } else {
+        named
+    }
 }
 
 /// The campaign file's folder (recordings are named relative to it).
@@ -223,7 +259,14 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         .map(|(k, v)| (format!("TOOLSTORM_{}", k.to_ascii_uppercase()), v.clone()))
         .collect();
     if let Some(before) = &plan.before {
-        match shell(before, &dir, &env, "before.log", plan.timeout) {
+        match shell(
+            &expand(before, &values),
+            &plan.cwd,
+            &dir,
+            &env,
+            "before.log",
+            plan.timeout,
+        ) {
             Ok(Some(0)) => {}
             Ok(status) => {
                 r.outcome = Outcome::SetupFailed;
@@ -241,7 +284,7 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         }
     }
     let argv: Vec<String> = plan.agent.iter().map(|a| expand(a, &values)).collect();
-    match spawn_and_wait(&argv, &dir, &env, "agent.log", plan.timeout) {
+    match spawn_and_wait(&argv, &plan.cwd, &dir, &env, "agent.log", plan.timeout) {
         Ok(Some(code)) => {
             r.outcome = Outcome::Finished;
             r.exit = Some(code);
@@ -259,7 +302,14 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         }
     }
     if let Some(verify) = &plan.verify {
-        r.oracle = match shell(verify, &dir, &env, "verify.log", plan.timeout) {
+        r.oracle = match shell(
+            &expand(verify, &values),
+            &plan.cwd,
+            &dir,
+            &env,
+            "verify.log",
+            plan.timeout,
+        ) {
             Ok(Some(code)) => Some(code == 0),
             Ok(None) | Err(_) => Some(false),
         };
@@ -340,25 +390,28 @@ fn mcp_config(plan: &Plan, seed: i64, record: &Path) -> String {
     pretty(&obj! {"mcpServers" => servers}) + "\n"
 }
 
-/// Runs `sh -c command` in `dir`: its exit status, `None` past `limit`.
+/// Runs `sh -c command` in `cwd`, its output in `logs/log`: its exit status, `None` past
+/// `limit`.
 fn shell(
     command: &str,
-    dir: &Path,
+    cwd: &Path,
+    logs: &Path,
     env: &[(String, String)],
     log: &str,
     limit: Duration,
 ) -> std::io::Result<Option<i64>> {
     let argv = ["sh".to_owned(), "-c".to_owned(), command.to_owned()];
-    spawn_and_wait(&argv, dir, env, log, limit)
+    spawn_and_wait(&argv, cwd, logs, env, log, limit)
 }
 
-/// Starts `argv` in `dir` in a process group of its own, output to `dir/log`, and waits up
+/// Starts `argv` in `cwd` in a process group of its own, output to `logs/log`, and waits up
 /// to `limit`: its exit status (a signal's number as 128 + n), or `None` when it ran past
 /// `limit` and its group was stopped. Whatever it left running in its group (a proxy still
 /// writing its recording) gets a moment to finish, then the group is stopped.
 fn spawn_and_wait(
     argv: &[String],
-    dir: &Path,
+    cwd: &Path,
+    logs: &Path,
     env: &[(String, String)],
     log: &str,
     limit: Duration,
@@ -369,11 +422,11 @@ fn spawn_and_wait(
             "an empty command",
         ));
     };
-    let out = std::fs::File::create(dir.join(log))?;
+    let out = std::fs::File::create(logs.join(log))?;
     let err = out.try_clone()?;
     let mut cmd = Command::new(program);
     cmd.args(args)
-        .current_dir(dir)
+        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err);
@@ -649,4 +702,30 @@ pub fn shrink(
         runs,
         out_of_budget,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_named_relative_to_the_campaign_folder() {
+        let base = Path::new("/work/repo/cassettes");
+        assert_eq!(
+            relative_to(Path::new("/work/repo/scenarios/s.json"), base),
+            PathBuf::from("../scenarios/s.json")
+        );
+        assert_eq!(
+            relative_to(Path::new("/work/repo/cassettes/s.json"), base),
+            PathBuf::from("s.json")
+        );
+        assert_eq!(
+            relative_to(Path::new("rel/s.json"), base),
+            PathBuf::from("rel/s.json")
+        );
+        assert_eq!(
+            runs_dir(Path::new("/x/lost-ack.campaign.json")),
+            PathBuf::from("/x/lost-ack.campaign.runs")
+        );
+    }
 }

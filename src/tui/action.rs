@@ -43,6 +43,10 @@ pub enum Action {
     PrevDuplicate,
     /// Open or close the summary of the whole run.
     ToggleSummary,
+    /// Show or hide the list of runs.
+    ToggleRuns,
+    /// Compare the selected run of the list with the one shown.
+    CompareRun,
     /// In the summary: sort by the next (`1`) or previous (`-1`) column.
     SortBy(isize),
     /// In the summary: reverse the order.

@@ -37,6 +37,8 @@ pub enum Mode {
     Show(String, String),
     /// The summary of the whole run (per tool and per rule), with its selection.
     Summary(SummaryCursor),
+    /// Every run of the document as a list (a campaign's runs), with the selected row.
+    Runs(usize),
 }
 
 /// The summary table's selection and order.
@@ -262,6 +264,10 @@ impl App {
         }
         app.cursor = app.visible().first().copied();
         app.sync_named();
+        // A campaign opens on its list of runs.
+        if app.doc.campaign.is_some() {
+            app.mode = Mode::Runs(app.run);
+        }
         if app.doc.runs.len() > 1 {
             let why = failing.map_or_else(
                 || "every run passes".to_owned(),
@@ -530,6 +536,10 @@ impl App {
             }
             Action::ToggleSummary => self.toggle_summary(),
             Action::Pick(by) if matches!(self.mode, Mode::Summary(_)) => self.summary_move(by),
+            Action::Pick(by) if matches!(self.mode, Mode::Runs(_)) => self.runs_move(by),
+            Action::ToggleRuns => self.toggle_runs(),
+            Action::CompareRun => self.runs_compare(),
+            Action::Submit if matches!(self.mode, Mode::Runs(_)) => self.runs_open(),
             Action::SortBy(by) => self.summary_sort(by),
             Action::ReverseSort => self.summary_reverse(),
             Action::Submit if matches!(self.mode, Mode::Summary(_)) => self.summary_filter(),
@@ -647,7 +657,7 @@ impl App {
         self.drawn = drawn;
     }
 
-    fn switch_run(&mut self, by: isize) {
+    pub(super) fn switch_run(&mut self, by: isize) {
         let n = self.doc.runs.len() as isize;
         if n <= 1 {
             self.info("this file holds one run".into());

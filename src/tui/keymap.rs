@@ -94,6 +94,12 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::PrevDuplicate,
     },
     Binding {
+        keys: "L",
+        help: "every run as a list: a campaign's runs (Enter opens one, c compares)",
+        codes: &[KeyCode::Char('L')],
+        action: || Action::ToggleRuns,
+    },
+    Binding {
         keys: "T",
         help: "summary of the run: per tool and rule (Enter filters)",
         codes: &[KeyCode::Char('T')],
@@ -498,6 +504,14 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Char('r') => Some(Action::ReverseSort),
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Esc | KeyCode::Char('T') | KeyCode::Char('q') => Some(Action::ToggleSummary),
+            _ => None,
+        },
+        Mode::Runs(_) => match key.code {
+            KeyCode::Char('j') | KeyCode::Down => Some(Action::Pick(1)),
+            KeyCode::Char('k') | KeyCode::Up => Some(Action::Pick(-1)),
+            KeyCode::Enter => Some(Action::Submit),
+            KeyCode::Char('c') => Some(Action::CompareRun),
+            KeyCode::Esc | KeyCode::Char('L') | KeyCode::Char('q') => Some(Action::ToggleRuns),
             _ => None,
         },
         Mode::Edit => find(EDITOR, key.code).or_else(|| find(RUNNER, key.code)),

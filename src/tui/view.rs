@@ -21,6 +21,7 @@ mod lanes;
 mod overlay;
 mod panels;
 mod policies;
+mod runs;
 mod strip;
 mod summary;
 pub(crate) mod text;
@@ -312,12 +313,14 @@ impl App {
         if self.story {
             overlay::story(self, area, buf, theme);
         }
-        if let Mode::Summary(c) = &self.mode {
-            let main = match a.details {
-                Some(d) if !self.zoom => a.timeline.union(d),
-                _ => a.timeline,
-            };
-            summary::render(self, c, main, buf, theme);
+        let main = match a.details {
+            Some(d) if !self.zoom => a.timeline.union(d),
+            _ => a.timeline,
+        };
+        match &self.mode {
+            Mode::Summary(c) => summary::render(self, c, main, buf, theme),
+            Mode::Runs(row) => runs::render(self, *row, main, buf, theme),
+            _ => {}
         }
         header::render_status(self, a.status, buf, theme);
         match &self.mode {
