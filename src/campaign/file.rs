@@ -118,6 +118,15 @@ impl RunRecord {
             .is_some_and(|o| o != self.checks.iter().all(|c| c.passed))
     }
 
+    /// The oracle's word for a table: `pass`, `fail`, or `-` without one.
+    pub fn oracle_word(&self) -> &'static str {
+        match self.oracle {
+            Some(true) => "pass",
+            Some(false) => "fail",
+            None => "-",
+        }
+    }
+
     /// The names of the checks that failed.
     pub fn failed_checks(&self) -> Vec<&str> {
         self.checks

@@ -374,11 +374,7 @@ pub fn text_lines(path: &Path, file: &CampaignFile) -> Vec<String> {
             r.commits,
             r.duplicates,
             cell(r),
-            match r.oracle {
-                Some(true) => "pass",
-                Some(false) => "fail",
-                None => "-",
-            },
+            r.oracle_word(),
             if r.passed { "PASS" } else { "FAIL" },
             match (&r.note, r.oracle_disagrees()) {
                 (Some(note), _) => format!(" ({note})"),

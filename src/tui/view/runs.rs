@@ -50,11 +50,7 @@ pub fn lines(app: &App, row: usize, w: usize, theme: &Theme) -> (Vec<Line<'stati
                 r.faults,
                 r.commits,
                 r.duplicates,
-                match r.oracle {
-                    Some(true) => "pass",
-                    Some(false) => "fail",
-                    None => "-",
-                },
+                r.oracle_word(),
                 if passed { "PASS" } else { "FAIL" },
                 failed.join(", ")
             ),
