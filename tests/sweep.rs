@@ -122,3 +122,61 @@ fn output_is_the_same_for_any_number_of_threads() {
     let (code, _, err) = cli(&["sweep", "--threads", "0"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// `sweep --campaign` keeps the sweep as an agent's campaign is kept: the same file shape
+/// (the scripted policy as the agent), each run's cassette beside it, the same failing seeds
+/// as the lab's own runs, and it opens in the explorer as a campaign.
+#[test]
+fn a_sweep_can_be_kept_as_a_campaign() {
+    let dir = std::env::temp_dir().join(format!("toolstorm-sweep-campaign-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let out = dir.join("lost.campaign.json");
+    let out_s = out.to_str().expect("path");
+    let (code, text, err) = cli(&[
+        "sweep",
+        "--scenarios",
+        "lost_ack",
+        "--policies",
+        "retry",
+        "--seed-range",
+        "1..8",
+        "--probabilities",
+        "0.5",
+        "--campaign",
+        out_s,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("8 of 8 runs"), "{text}");
+    let file = toolstorm::campaign::CampaignFile::from_text(
+        &std::fs::read_to_string(&out).expect("written"),
+    )
+    .expect("a valid campaign file");
+    assert_eq!(file.runs.len(), 8);
+    // The same verdicts as running the lab directly (Fault exercised left out, as a
+    // campaign judges).
+    let sc = scenario::bundled("lost_ack").expect("bundled");
+    for r in &file.runs {
+        let config = RunConfig {
+            seed: r.seed,
+            probability: Some(0.5),
+            ..RunConfig::default()
+        };
+        let lab = lab::run(&sc, Policy::Retry, &config).expect("runs");
+        let passed = lab
+            .checks
+            .iter()
+            .filter(|c| !c.name.starts_with("Fault exercised"))
+            .all(|c| c.passed);
+        assert_eq!(r.passed, passed, "seed {}", r.seed);
+        assert_eq!(r.faults, lab.report.faults_triggered(), "seed {}", r.seed);
+    }
+    assert!(file.runs.iter().any(|r| r.passed) && file.runs.iter().any(|r| !r.passed));
+    let doc = toolstorm::document::Document::open(&out).expect("opens as a campaign");
+    assert_eq!(doc.kind, toolstorm::document::DocKind::Campaign);
+    assert_eq!(doc.runs.len(), 8);
+    // One scenario and one policy only.
+    let (code, _, err) = cli(&["sweep", "--campaign", out_s]);
+    assert_eq!(code, 2);
+    assert!(err.contains("one scenario, one policy"), "{err}");
+}

@@ -464,6 +464,12 @@ fn replan<'f>(
                 .join(", ")
         )));
     };
+    if let Some(name) = file.scenario.strip_prefix("lab:") {
+        return Err(io.fail(format!(
+            "ValueError: this campaign is a sweep of the bundled lab: run seed {seed} again with \
+             `toolstorm-tui sweep --scenarios {name} --seeds {seed} ...`, or open a run's cassette"
+        )));
+    }
     let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
     let scenario_path = run::scenario_of(&out, file);
     let scenario = match document::open_scenario(&scenario_path) {

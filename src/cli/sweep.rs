@@ -44,6 +44,11 @@ pub struct SweepArgs {
     /// Exit 1 if any run fails its contract
     #[arg(long)]
     fail_on_contract: bool,
+    /// Keep the sweep as a campaign file (one scenario, one policy, one probability and one
+    /// budget: the scripted policy is the agent), each run's cassette beside it; it opens in
+    /// the explorer and prints with `campaign FILE` as an agent's campaign does
+    #[arg(long, value_name = "FILE", conflicts_with = "jsonl")]
+    campaign: Option<std::path::PathBuf>,
 }
 
 fn split(list: &str) -> impl Iterator<Item = &str> {
@@ -171,6 +176,11 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     );
     let tick = |done: usize, _total: usize| bar.set_position(done as u64);
     let threads = a.threads.map_or_else(default_threads, usize::from);
+    if let Some(out) = &a.campaign {
+        let code = as_campaign(a, &grid, out, threads, &tick, io);
+        bar.finish_and_clear();
+        return code;
+    }
     let mut failure: Option<String> = None;
     let mut any_failed = false;
     if a.jsonl {
@@ -295,5 +305,101 @@ impl Table {
                 }
             ));
         }
+    }
+}
+
+/// `sweep --campaign FILE`: the grid's runs (one scenario and policy, many seeds) as a
+/// campaign file with each run's cassette in `FILE`'s runs folder, then the campaign's table.
+fn as_campaign(
+    a: &SweepArgs,
+    grid: &Grid,
+    out: &std::path::Path,
+    threads: usize,
+    tick: &(dyn Fn(usize, usize) + Sync),
+    io: &mut Io<'_>,
+) -> i32 {
+    use crate::campaign::CampaignFile;
+    use crate::document::campaign as run;
+    let one = |list: &str| list != "all" && split(list).count() == 1;
+    if !(one(&a.scenarios) && one(&a.policies) && one(&a.probabilities) && one(&a.max_calls)) {
+        return io.fail(
+            "ValueError: --campaign takes one scenario, one policy, one probability and one \
+             budget (a campaign is one agent on one scenario): vary the seeds only",
+        );
+    }
+    let Some(scenario) = grid.scenarios.first() else {
+        return io.fail("ValueError: --campaign needs a scenario");
+    };
+    let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    let seeds: Vec<i64> = (0..grid.len()).map(|i| grid.point(i).config.seed).collect();
+    let probability = grid.point(0).config.probability;
+    let mut file = CampaignFile {
+        scenario: format!("lab:{}", scenario.name),
+        scenario_name: scenario.name.clone(),
+        agent: vec![
+            crate::exit::PROGRAM.into(),
+            "sweep".into(),
+            "--policies".into(),
+            a.policies.trim().into(),
+        ],
+        probability,
+        timeout: 86_400.0,
+        before: None,
+        verify: None,
+        seeds,
+        runs: Vec::new(),
+    };
+    let dir = run::runs_dir(&out);
+    let base = out.parent().map_or_else(
+        || std::path::PathBuf::from("."),
+        std::path::Path::to_path_buf,
+    );
+    let record = |i: usize, _: &Point, r: Result<&lab::LabRun, String>| {
+        r.map(|lab| {
+            let at = dir.join(format!("run-{:03}", i + 1)).join("recording.json");
+            let rel = at
+                .strip_prefix(&base)
+                .map_or_else(|_| at.clone(), std::path::Path::to_path_buf)
+                .display()
+                .to_string();
+            let text = crate::json::canonical(&lab.report.to_value()) + "\n";
+            (at, text, run::lab_record(i as u64 + 1, rel, lab))
+        })
+    };
+    let mut failure: Option<String> = None;
+    stream(
+        grid,
+        threads,
+        &record,
+        &mut |result| match result {
+            Ok((at, text, r)) if failure.is_none() => {
+                let written = crate::atomic::write(&at, text.as_bytes())
+                    .map_err(|e| format!("OSError: {}: {e}", at.display()))
+                    .and_then(|()| {
+                        file.record(r);
+                        crate::atomic::write(&out, file.to_text().as_bytes())
+                            .map_err(|e| format!("OSError: {}: {e}", out.display()))
+                    });
+                if let Err(e) = written {
+                    failure = Some(e);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                failure.get_or_insert(format!("ConfigurationError: {e}"));
+            }
+        },
+        Some(tick),
+    );
+    if let Some(e) = failure {
+        return io.fail(e);
+    }
+    for line in super::campaign::text_lines(&out, &file) {
+        io.emit_line(&crate::printable::line(&line));
+    }
+    if a.fail_on_contract && file.runs.iter().any(|r| !r.passed) {
+        exit::CONTRACT_FAILED
+    } else {
+        exit::OK
     }
 }

@@ -322,6 +322,43 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
     finish(r)
 }
 
+/// A lab run (a scripted policy as the agent, `sweep --campaign`) as a campaign's run record:
+/// its checks as a campaign judges them, its counts, its cassette at `recording`.
+pub fn lab_record(run: u64, recording: String, lab: &crate::lab::LabRun) -> RunRecord {
+    let report = &lab.report;
+    let mut seen = HashSet::new();
+    let checks: Vec<CheckResult> = lab
+        .checks
+        .iter()
+        .filter(|c| !c.name.starts_with("Fault exercised"))
+        .map(|c| CheckResult {
+            name: c.name.clone(),
+            passed: c.passed,
+            detail: c.detail.clone(),
+        })
+        .collect();
+    RunRecord {
+        run,
+        seed: lab.config.seed,
+        outcome: Outcome::Finished,
+        exit: None,
+        seconds: 0.0,
+        recording,
+        calls: report.calls.len() as u64,
+        faults: report.faults_triggered(),
+        commits: report.effects.len() as u64,
+        duplicates: report
+            .effects
+            .iter()
+            .filter(|e| !seen.insert(e.identity))
+            .count() as u64,
+        passed: checks.iter().all(|c| c.passed),
+        checks,
+        oracle: None,
+        note: None,
+    }
+}
+
 /// What the recording says: counts, and the checks that judge the agent.
 fn judge_recording(path: &Path, r: &mut RunRecord) {
     if !path.exists() && !crate::mcp::session::journal_path(path).exists() {
