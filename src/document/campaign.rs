@@ -19,7 +19,6 @@
 //! `Fault exercised` checks are left out: whether a rule fired is the scenario's coverage on
 //! that seed, not the agent's recovery (the run's `faults` count says it).
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::channel;
@@ -326,7 +325,6 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
 /// its checks as a campaign judges them, its counts, its cassette at `recording`.
 pub fn lab_record(run: u64, recording: String, lab: &crate::lab::LabRun) -> RunRecord {
     let report = &lab.report;
-    let mut seen = HashSet::new();
     let checks: Vec<CheckResult> = lab
         .checks
         .iter()
@@ -347,11 +345,7 @@ pub fn lab_record(run: u64, recording: String, lab: &crate::lab::LabRun) -> RunR
         calls: report.calls.len() as u64,
         faults: report.faults_triggered(),
         commits: report.effects.len() as u64,
-        duplicates: report
-            .effects
-            .iter()
-            .filter(|e| !seen.insert(e.identity))
-            .count() as u64,
+        duplicates: report.duplicate_effects() as u64,
         passed: checks.iter().all(|c| c.passed),
         checks,
         oracle: None,
@@ -378,12 +372,7 @@ fn judge_recording(path: &Path, r: &mut RunRecord) {
         r.calls = report.calls.len() as u64;
         r.faults = report.faults_triggered();
         r.commits = report.effects.len() as u64;
-        let mut seen = HashSet::new();
-        r.duplicates = report
-            .effects
-            .iter()
-            .filter(|e| !seen.insert(e.identity))
-            .count() as u64;
+        r.duplicates = report.duplicate_effects() as u64;
     }
     match super::judge(&trace, None) {
         Ok(summary) => {
