@@ -629,6 +629,7 @@ impl Document {
             match doc {
                 Ok(d) => {
                     let Some(mut run) = d.runs.into_iter().next() else {
+                        missing.push((r.seed, "its recording holds no run".to_owned()));
                         continue;
                     };
                     run.label = format!("campaign run {}", r.run);
@@ -657,6 +658,16 @@ impl Document {
                             ),
                         }))
                         .collect();
+                    // How the run ended counts too (a timeout, an agent that died).
+                    if r.outcome != crate::campaign::Outcome::Finished || r.note.is_some() {
+                        run.checks.push(crate::contract::Check {
+                            name: "Run finished".into(),
+                            passed: false,
+                            detail: r.note.clone().unwrap_or_else(|| {
+                                format!("the run ended: {}", r.outcome.as_str())
+                            }),
+                        });
+                    }
                     runs.push(run);
                     records.push(r.clone());
                 }

@@ -348,3 +348,55 @@ fn shrink_finds_the_single_rule_single_call_schedule() {
         "{text}"
     );
 }
+
+/// Processes whose command line holds `mark`.
+fn running_with(mark: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_campaign_leaves_nothing_running() {
+    let (dir, scenario) = workspace("orphans");
+    let mark = format!("toolstorm-orphan-{}", std::process::id());
+    let mut args = vec![
+        "campaign".to_owned(),
+        scenario.to_str().expect("path").to_owned(),
+        "--runs".into(),
+        "2".into(),
+        "--before".into(),
+        format!("sleep 30 # {mark}"),
+    ];
+    args.extend(agent_args(false));
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start");
+    let until = Instant::now() + Duration::from_secs(20);
+    while running_with(&mark).len() < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !running_with(&mark).is_empty(),
+        "the --before command is running"
+    );
+    child.kill().expect("kill");
+    let _ = child.wait();
+    // The watchdog stops the run's process group once the campaign is gone.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !running_with(&mark).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(running_with(&mark), Vec::<u32>::new(), "left running");
+}

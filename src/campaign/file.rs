@@ -1,17 +1,19 @@
 //! The campaign file: what was planned (the scenario, the agent's command, the seeds, the
 //! oracle) and what each finished run gave. Versioned and strict (an unknown field is an
 //! error naming its path); written atomically after every run, so a campaign that is killed
-//! keeps every run it finished and can resume.
+//! keeps every run it finished and can resume. Paths (`scenario`, `cwd`, each `recording`)
+//! are relative to the file's folder when they can be, so the folder can move as a whole.
 //!
 //! ```json
 //! {
 //!   "schema_version": 1, "kind": "campaign",
-//!   "scenario": "/abs/scenarios/mcp-lost-ack.json", "scenario_name": "mcp-lost-ack",
+//!   "scenario": "../scenarios/mcp-lost-ack.json", "scenario_name": "mcp-lost-ack",
+//!   "scenario_sha256": "…", "cwd": ".",
 //!   "agent": ["python", "agent.py", "--mcp-config", "{mcp_config}"],
 //!   "probability": 0.5, "timeout": 120.0, "before": null, "verify": "test -s orders.db",
 //!   "seeds": [43, 44, 45],
 //!   "runs": [{"run": 1, "seed": 43, "outcome": "finished", "exit": 0, "seconds": 1.2,
-//!             "recording": "mcp-lost-ack.runs/run-001/recording.json",
+//!             "recording": "mcp-lost-ack.campaign.runs/run-001/recording.json",
 //!             "calls": 2, "faults": 1, "commits": 2, "duplicates": 1,
 //!             "checks": [{"name": "No duplicate side effects", "passed": false, "detail": "..."}],
 //!             "oracle": true, "passed": false, "note": null}]
@@ -269,10 +271,17 @@ impl RunRecord {
 /// A campaign: its plan and the runs finished so far.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CampaignFile {
-    /// The scenario file (absolute).
+    /// The scenario file (relative to the campaign file's folder when it can be; `lab:NAME`
+    /// for a sweep of the bundled lab).
     pub scenario: String,
     /// The scenario's name.
     pub scenario_name: String,
+    /// SHA-256 of the scenario file's bytes when the campaign began: a resume runs the same
+    /// fault model or refuses.
+    pub scenario_sha256: String,
+    /// Where the agent and the commands ran (relative to the campaign file's folder when it
+    /// can be): `--rerun` and `--shrink` run there too.
+    pub cwd: String,
     /// The agent's command, placeholders unexpanded.
     pub agent: Vec<String>,
     /// Every rule's probability, when overridden.
@@ -356,16 +365,17 @@ impl CampaignFile {
     }
 
     /// Whether `other` plans the same campaign (so this one's runs can be kept): the same
-    /// scenario, agent, probability, oracle and setup; `other`'s seeds extend or equal ours.
+    /// scenario (and its bytes), agent, probability, timeout, oracle and setup; `other`'s
+    /// seeds extend or equal ours (fewer would drop finished runs).
     pub fn same_plan(&self, other: &CampaignFile) -> bool {
         self.scenario == other.scenario
+            && self.scenario_sha256 == other.scenario_sha256
             && self.agent == other.agent
             && self.probability == other.probability
+            && self.timeout == other.timeout
             && self.before == other.before
             && self.verify == other.verify
-            && other
-                .seeds
-                .starts_with(&self.seeds[..self.seeds.len().min(other.seeds.len())])
+            && other.seeds.starts_with(&self.seeds)
     }
 
     /// The document.
@@ -375,6 +385,8 @@ impl CampaignFile {
             "kind" => KIND,
             "scenario" => self.scenario.as_str(),
             "scenario_name" => self.scenario_name.as_str(),
+            "scenario_sha256" => self.scenario_sha256.as_str(),
+            "cwd" => self.cwd.as_str(),
             "agent" => Value::Array(self.agent.iter().map(|a| a.as_str().into()).collect()),
             "probability" => self.probability.map_or(Value::Null, Value::Float),
             "timeout" => Value::Float(self.timeout),
@@ -399,6 +411,8 @@ impl CampaignFile {
                 "kind",
                 "scenario",
                 "scenario_name",
+                "scenario_sha256",
+                "cwd",
                 "agent",
                 "probability",
                 "timeout",
@@ -447,6 +461,14 @@ impl CampaignFile {
                 .collect::<Result<Vec<_>, _>>()?,
             _ => return Err(bad("runs", "expected a list")),
         };
+        for (i, pair) in runs.windows(2).enumerate() {
+            if pair[0].run >= pair[1].run {
+                return Err(bad(
+                    &format!("runs[{}].run", i + 1),
+                    "runs must be in order, each run number once",
+                ));
+            }
+        }
         for (i, r) in runs.iter().enumerate() {
             let planned = usize::try_from(r.run)
                 .ok()
@@ -462,6 +484,8 @@ impl CampaignFile {
         Ok(CampaignFile {
             scenario: text(o, "scenario", "")?,
             scenario_name: text(o, "scenario_name", "")?,
+            scenario_sha256: text(o, "scenario_sha256", "")?,
+            cwd: text(o, "cwd", "")?,
             agent,
             probability: match o.get("probability") {
                 Some(Value::Null) => None,
@@ -501,6 +525,8 @@ mod tests {
         CampaignFile {
             scenario: "/s.json".into(),
             scenario_name: "s".into(),
+            scenario_sha256: "00".into(),
+            cwd: ".".into(),
             agent: vec!["agent".into(), "{mcp_config}".into()],
             probability: Some(0.5),
             timeout: 60.0,
@@ -543,5 +569,13 @@ mod tests {
         let wrong_seed = c.to_text().replace("\"seed\": 4", "\"seed\": 9");
         let e = CampaignFile::from_text(&wrong_seed).expect_err("seed not planned");
         assert!(e.to_string().contains("runs[0]"), "{e}");
+        // A run recorded twice would count twice.
+        let mut twice = c.clone();
+        twice.runs.push(c.runs[0].clone());
+        assert!(CampaignFile::from_text(&twice.to_text()).is_err());
+        // Fewer seeds would drop finished runs: not the same plan.
+        let mut fewer = c.clone();
+        fewer.seeds.pop();
+        assert!(!c.same_plan(&fewer) && fewer.same_plan(&c));
     }
 }

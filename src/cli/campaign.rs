@@ -34,8 +34,8 @@ pub struct CampaignArgs {
     /// A scenario of world "mcp" naming its server (a new campaign, or the rest of one), or a
     /// campaign file (its table; with --rerun, one seed again)
     file: PathBuf,
-    /// How many runs: seeds are the scenario's seed plus 1, 2, ... (default 10)
-    #[arg(long, conflicts_with = "seeds")]
+    /// How many runs: seeds are the scenario's seed plus 1, 2, ... (default 10, at most 10000)
+    #[arg(long, conflicts_with = "seeds", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     runs: Option<u32>,
     /// The runs' seeds, a range A..B (inclusive)
     #[arg(long, value_name = "A..B", value_parser = seed_range)]
@@ -95,7 +95,15 @@ fn seed_range(s: &str) -> Result<(i64, i64), String> {
             .map_err(|_| format!("expected integers in A..B, got {s:?}"))
     };
     let (a, b) = (n(a)?, n(b)?);
-    if b < a || b - a >= crate::campaign::file::MAX_RUNS as i64 {
+    let safe = crate::storm::MAX_SAFE_SEED;
+    if a.abs() > safe || b.abs() > safe {
+        return Err(format!(
+            "seeds must be at most 2**53 - 1 in size, got {s:?}"
+        ));
+    }
+    if b.checked_sub(a)
+        .is_none_or(|d| d < 0 || d >= crate::campaign::file::MAX_RUNS as i64)
+    {
         return Err(format!(
             "expected A <= B and at most {} seeds, got {s:?}",
             crate::campaign::file::MAX_RUNS
@@ -176,6 +184,12 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
             .map(|i| scenario.seed.saturating_add(i))
             .collect(),
     };
+    if seeds.iter().any(|s| s.abs() > crate::storm::MAX_SAFE_SEED) {
+        return io.fail(
+            "ValueError: the scenario's seed plus the run number passes 2**53 - 1: give \
+             --seeds A..B",
+        );
+    }
     let out = a.out.clone().unwrap_or_else(|| {
         let stem = a
             .file
@@ -204,6 +218,7 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
         out: std::path::absolute(&out).unwrap_or(out),
         bin,
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        scenario_sha256: crate::json::sha256_hex(&text),
     };
     let mut file = plan.file();
     if plan.out.exists() {
@@ -472,6 +487,17 @@ fn replan<'f>(
     }
     let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
     let scenario_path = run::scenario_of(&out, file);
+    let scenario_sha256 = match crate::fsread::read_document(&scenario_path) {
+        Ok(bytes) => crate::json::sha256_hex(&bytes),
+        Err(e) => return Err(io.fail(Error::io(&scenario_path, e))),
+    };
+    if scenario_sha256 != file.scenario_sha256 {
+        return Err(io.fail(format!(
+            "ValueError: {} changed since the campaign ran: its runs cannot be reproduced \
+             with other rules (restore it, or start a new campaign)",
+            scenario_path.display()
+        )));
+    }
     let scenario = match document::open_scenario(&scenario_path) {
         Ok(Scenario::Mcp(s)) => s,
         Ok(_) => {
@@ -500,7 +526,9 @@ fn replan<'f>(
         probability: file.probability,
         out: out.with_file_name(format!("{stem}.{what}-{seed}.json")),
         bin,
-        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        // Where the campaign ran, so `python agent.py` and relative commands find their files.
+        cwd: run::named_path(&out, &file.cwd),
+        scenario_sha256,
     };
     Ok((plan, first, out))
 }

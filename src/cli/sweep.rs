@@ -331,11 +331,30 @@ fn as_campaign(
         return io.fail("ValueError: --campaign needs a scenario");
     };
     let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    if grid.len() > crate::campaign::file::MAX_RUNS {
+        return io.fail(format!(
+            "ValueError: a campaign file holds at most {} runs; this sweep has {}",
+            crate::campaign::file::MAX_RUNS,
+            grid.len()
+        ));
+    }
+    // An agent's campaign is not overwritten by a sweep.
+    if let Ok(text) = std::fs::read_to_string(&out)
+        && let Ok(earlier) = CampaignFile::from_text(&text)
+        && !earlier.scenario.starts_with("lab:")
+    {
+        return io.fail(format!(
+            "ValueError: {} holds an agent's campaign: choose another --campaign file",
+            out.display()
+        ));
+    }
     let seeds: Vec<i64> = (0..grid.len()).map(|i| grid.point(i).config.seed).collect();
     let probability = grid.point(0).config.probability;
     let mut file = CampaignFile {
         scenario: format!("lab:{}", scenario.name),
         scenario_name: scenario.name.clone(),
+        scenario_sha256: String::new(),
+        cwd: ".".into(),
         agent: vec![
             crate::exit::PROGRAM.into(),
             "sweep".into(),
@@ -367,16 +386,25 @@ fn as_campaign(
         })
     };
     let mut failure: Option<String> = None;
+    // The file is rewritten at most once a second while runs come in, and at the end: a
+    // killed sweep keeps what it finished, and a long one is not rewritten for every run.
+    let mut written_at: Option<std::time::Instant> = None;
     stream(
         grid,
         threads,
         &record,
         &mut |result| match result {
             Ok((at, text, r)) if failure.is_none() => {
+                let due =
+                    written_at.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1));
                 let written = crate::atomic::write(&at, text.as_bytes())
                     .map_err(|e| format!("OSError: {}: {e}", at.display()))
                     .and_then(|()| {
                         file.record(r);
+                        if !due {
+                            return Ok(());
+                        }
+                        written_at = Some(std::time::Instant::now());
                         crate::atomic::write(&out, file.to_text().as_bytes())
                             .map_err(|e| format!("OSError: {}: {e}", out.display()))
                     });
@@ -393,6 +421,9 @@ fn as_campaign(
     );
     if let Some(e) = failure {
         return io.fail(e);
+    }
+    if let Err(e) = crate::atomic::write(&out, file.to_text().as_bytes()) {
+        return io.fail(format!("OSError: {}: {e}", out.display()));
     }
     for line in super::campaign::text_lines(&out, &file) {
         io.emit_line(&crate::printable::line(&line));

@@ -61,6 +61,8 @@ pub struct Plan {
     pub bin: PathBuf,
     /// Where the agent, `--before` and `--verify` run (the folder the campaign started in).
     pub cwd: PathBuf,
+    /// SHA-256 of the scenario file's bytes.
+    pub scenario_sha256: String,
 }
 
 impl Plan {
@@ -72,6 +74,10 @@ impl Plan {
                 .display()
                 .to_string(),
             scenario_name: self.scenario.name.clone(),
+            scenario_sha256: self.scenario_sha256.clone(),
+            cwd: relative_to(&self.cwd, &base_of(&self.out))
+                .display()
+                .to_string(),
             agent: self.agent.clone(),
             probability: self.probability,
             timeout: self.timeout.as_secs_f64(),
@@ -100,6 +106,10 @@ pub fn runs_dir(out: &Path) -> PathBuf {
 /// when they share no root.
 pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
     use std::path::Component;
+    let (path, base) = (&normal(path), &normal(base));
+    if path == base {
+        return PathBuf::from(".");
+    }
     let p: Vec<Component> = path.components().collect();
     let b: Vec<Component> = base.components().collect();
     let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -116,14 +126,37 @@ pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
     out
 }
 
+/// `path` with `.` and `..` worked out by the letters alone (`/a/b/../c` → `/a/c`).
+fn normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// A path a campaign file names (`cwd`, `scenario`): a relative name is the file's folder's.
+pub fn named_path(out: &Path, named: &str) -> PathBuf {
+    let p = PathBuf::from(named);
+    if p.is_relative() {
+        base_of(out).join(p)
+    } else {
+        p
+    }
+}
+
 /// The scenario a campaign file names, as a path (relative names are the file's folder's).
 pub fn scenario_of(out: &Path, file: &CampaignFile) -> PathBuf {
-    let named = PathBuf::from(&file.scenario);
-    if named.is_relative() {
-        base_of(out).join(named)
-    } else {
-        named
-    }
+    named_path(out, &file.scenario)
 }
 
 /// The campaign file's folder (recordings are named relative to it).
@@ -194,12 +227,36 @@ pub fn run_all(
     })
 }
 
-/// `arg` with the run's placeholders replaced.
-fn expand(arg: &str, values: &[(&str, String)]) -> String {
-    let mut out = arg.to_owned();
-    for (name, value) in values {
-        out = out.replace(&format!("{{{name}}}"), value);
+/// `arg` with the run's placeholders replaced, in one pass (a value is never expanded
+/// again); for a shell command (`quote`), each value single-quoted, so a folder with a space
+/// or a quote in its name stays one word and runs nothing.
+fn expand(arg: &str, values: &[(&str, String)], quote: bool) -> String {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    'scan: while let Some(at) = rest.find('{') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        for (name, value) in values {
+            if let Some(after) = tail
+                .strip_prefix('{')
+                .and_then(|t| t.strip_prefix(name))
+                .and_then(|t| t.strip_prefix('}'))
+            {
+                if quote {
+                    out.push('\'');
+                    out.push_str(&value.replace('\'', "'\\''"));
+                    out.push('\'');
+                } else {
+                    out.push_str(value);
+                }
+                rest = after;
+                continue 'scan;
+            }
+        }
+        out.push('{');
+        rest = &tail[1..];
     }
+    out.push_str(rest);
     out
 }
 
@@ -259,12 +316,11 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         .collect();
     if let Some(before) = &plan.before {
         match shell(
-            &expand(before, &values),
-            &plan.cwd,
+            &expand(before, &values, true),
+            plan,
             &dir,
             &env,
             "before.log",
-            plan.timeout,
         ) {
             Ok(Some(0)) => {}
             Ok(status) => {
@@ -282,8 +338,20 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
             }
         }
     }
-    let argv: Vec<String> = plan.agent.iter().map(|a| expand(a, &values)).collect();
-    match spawn_and_wait(&argv, &plan.cwd, &dir, &env, "agent.log", plan.timeout) {
+    let argv: Vec<String> = plan
+        .agent
+        .iter()
+        .map(|a| expand(a, &values, false))
+        .collect();
+    match spawn_and_wait(
+        &argv,
+        &plan.cwd,
+        &dir,
+        &env,
+        "agent.log",
+        plan.timeout,
+        &plan.bin,
+    ) {
         Ok(Some(code)) => {
             r.outcome = Outcome::Finished;
             r.exit = Some(code);
@@ -302,18 +370,22 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
     }
     if let Some(verify) = &plan.verify {
         r.oracle = match shell(
-            &expand(verify, &values),
-            &plan.cwd,
+            &expand(verify, &values, true),
+            plan,
             &dir,
             &env,
             "verify.log",
-            plan.timeout,
         ) {
             Ok(Some(code)) => Some(code == 0),
             Ok(None) | Err(_) => Some(false),
         };
     }
     judge_recording(&record_path, &mut r);
+    if let Some(code) = r.exit.filter(|c| *c != 0) {
+        // An agent that died did not do its task, whatever the recording shows.
+        r.note
+            .get_or_insert_with(|| format!("the agent exited {code} (see agent.log)"));
+    }
     r.passed = r.outcome == Outcome::Finished
         && r.note.is_none()
         && r.checks.iter().all(|c| c.passed)
@@ -420,20 +492,21 @@ fn mcp_config(plan: &Plan, seed: i64, record: &Path) -> String {
 /// `limit`.
 fn shell(
     command: &str,
-    cwd: &Path,
+    plan: &Plan,
     logs: &Path,
     env: &[(String, String)],
     log: &str,
-    limit: Duration,
 ) -> std::io::Result<Option<i64>> {
     let argv = ["sh".to_owned(), "-c".to_owned(), command.to_owned()];
-    spawn_and_wait(&argv, cwd, logs, env, log, limit)
+    spawn_and_wait(&argv, &plan.cwd, logs, env, log, plan.timeout, &plan.bin)
 }
 
 /// Starts `argv` in `cwd` in a process group of its own, output to `logs/log`, and waits up
 /// to `limit`: its exit status (a signal's number as 128 + n), or `None` when it ran past
 /// `limit` and its group was stopped. Whatever it left running in its group (a proxy still
-/// writing its recording) gets a moment to finish, then the group is stopped.
+/// writing its recording) gets a moment to finish, then the group is stopped. With `bin`
+/// (this program), a watchdog (`mcp --watch-group`) stops the group if the campaign itself
+/// dies — Ctrl-C or a kill — so no agent outlives it.
 fn spawn_and_wait(
     argv: &[String],
     cwd: &Path,
@@ -441,6 +514,7 @@ fn spawn_and_wait(
     env: &[(String, String)],
     log: &str,
     limit: Duration,
+    bin: &Path,
 ) -> std::io::Result<Option<i64>> {
     let Some((program, args)) = argv.split_first() else {
         return Err(std::io::Error::new(
@@ -463,6 +537,27 @@ fn spawn_and_wait(
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let mut child = cmd.spawn()?;
     let pgid = child.id();
+    let mut watchdog = (!bin.as_os_str().is_empty())
+        .then(|| {
+            let mut w = Command::new(bin);
+            w.arg("mcp")
+                .arg("--watch-group")
+                .arg(pgid.to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            // Its own group: the terminal's Ctrl-C must not take the watchdog too.
+            #[cfg(unix)]
+            std::os::unix::process::CommandExt::process_group(&mut w, 0);
+            w.spawn().ok()
+        })
+        .flatten();
+    let mut release = move || {
+        if let Some(mut w) = watchdog.take() {
+            drop(w.stdin.take());
+            let _ = w.wait();
+        }
+    };
     let until = Instant::now() + limit;
     let status = loop {
         if let Some(s) = child.try_wait()? {
@@ -476,10 +571,12 @@ fn spawn_and_wait(
     let Some(status) = status else {
         crate::mcp::proxy::child::stop_group(pgid);
         let _ = child.wait();
+        release();
         return Ok(None);
     };
     wait_for_group(pgid, FINISH_GRACE);
     crate::mcp::proxy::child::stop_group(pgid);
+    release();
     #[cfg(unix)]
     let code = {
         use std::os::unix::process::ExitStatusExt;
@@ -670,7 +767,9 @@ pub fn shrink(
             _ => return Ok(false),
         };
         p.out = work.join(format!("try-{runs:02}.campaign.json"));
-        Ok(!run_one(&p, 1, seed).passed)
+        // A failure of the agent's, not of the run: it finished, was judged, and lost.
+        let r = run_one(&p, 1, seed);
+        Ok(r.outcome == Outcome::Finished && r.note.is_none() && !r.passed)
     };
     // The failure must come back with its faults pinned, or there is nothing to shrink.
     if !fails(&schedule, &mut runs)? {
@@ -715,7 +814,9 @@ pub fn shrink(
         let mut candidate = schedule.clone();
         candidate.remove(i);
         if fails(&candidate, &mut runs)? {
+            // Smaller now: the faults tried before may have become droppable.
             schedule = candidate;
+            i = 0;
         } else {
             i += 1;
         }
@@ -749,9 +850,34 @@ mod tests {
             relative_to(Path::new("rel/s.json"), base),
             PathBuf::from("rel/s.json")
         );
+        // `..` in the campaign's folder is worked out first.
+        assert_eq!(
+            relative_to(Path::new("/w/proj/s.json"), Path::new("/w/proj/../")),
+            PathBuf::from("proj/s.json")
+        );
+        assert_eq!(
+            relative_to(Path::new("/w/a"), Path::new("/w/a/")),
+            PathBuf::from(".")
+        );
         assert_eq!(
             runs_dir(Path::new("/x/lost-ack.campaign.json")),
             PathBuf::from("/x/lost-ack.campaign.runs")
+        );
+    }
+
+    #[test]
+    fn placeholders_are_expanded_once_and_quoted_for_the_shell() {
+        let values = [
+            ("seed", "7".to_owned()),
+            ("run_dir", "/tmp/a b/it's {seed}".to_owned()),
+        ];
+        assert_eq!(
+            expand("--dir={run_dir} {seed} {other}", &values, false),
+            "--dir=/tmp/a b/it's {seed} 7 {other}"
+        );
+        assert_eq!(
+            expand("test -d {run_dir}", &values, true),
+            "test -d '/tmp/a b/it'\\''s {seed}'"
         );
     }
 }

@@ -53,6 +53,10 @@ pub struct Recorder {
     journal: Writer,
     cassette: PathBuf,
     wake: Option<SyncSender<()>>,
+    /// Set when the journal has lines the compactor has not been woken for: a call that ends
+    /// while it is already due to run wakes nobody (a wake-up is a context switch, and one per
+    /// call would take the relay's core).
+    dirty: Arc<AtomicBool>,
     full: Arc<AtomicBool>,
     thread: Option<JoinHandle<Compacted>>,
     effects_seen: usize,
@@ -148,18 +152,21 @@ impl Recorder {
         }
         let (tx, rx) = sync_channel(1);
         let full = Arc::new(AtomicBool::new(false));
+        let dirty = Arc::new(AtomicBool::new(false));
         let thread = {
             let cassette = cassette.to_path_buf();
             let full = Arc::clone(&full);
+            let dirty = Arc::clone(&dirty);
             std::thread::Builder::new()
                 .name("toolstorm-compactor".into())
-                .spawn(move || compactor(rx, rebuild, &cassette, &full))?
+                .spawn(move || compactor(rx, rebuild, &cassette, &full, &dirty))?
         };
         Ok(Recorder {
             _lock: lock,
             journal,
             cassette: cassette.to_path_buf(),
             wake: Some(tx),
+            dirty,
             full,
             thread: Some(thread),
             effects_seen,
@@ -186,6 +193,9 @@ impl Recorder {
     }
 
     fn poke(&self) {
+        if self.dirty.swap(true, Ordering::AcqRel) {
+            return; // the compactor is already due to run
+        }
         if let Some(tx) = &self.wake {
             match tx.try_send(()) {
                 Ok(()) | Err(TrySendError::Full(())) => {}
@@ -309,6 +319,7 @@ fn compactor(
     mut rebuild: Rebuild,
     cassette: &Path,
     full: &AtomicBool,
+    dirty: &AtomicBool,
 ) -> Compacted {
     let mut last_digest = None;
     let mut done = Compacted::default();
@@ -335,6 +346,8 @@ fn compactor(
             }
         }
         while rx.try_recv().is_ok() {}
+        // Calls that end from here on are not in this compaction: they wake the next one.
+        dirty.store(false, Ordering::Release);
         if done.full.is_some() {
             continue;
         }

@@ -44,8 +44,17 @@ pub enum Event {
 /// The bytes a direction has in flight, shared by its reader and the relay.
 #[derive(Debug, Default)]
 pub struct Flow {
-    in_flight: Mutex<usize>,
+    state: Mutex<Budget>,
     freed: Condvar,
+}
+
+/// What the budget's lock guards.
+#[derive(Debug, Default)]
+struct Budget {
+    in_flight: usize,
+    /// Whether the reader waits for room: only then does a release wake it (a wake-up is a
+    /// system call, and the relay releases on every message).
+    waiting: bool,
 }
 
 impl Flow {
@@ -56,29 +65,33 @@ impl Flow {
 
     /// Waits until `n` more bytes fit (or nothing is in flight), then counts them.
     fn acquire(&self, n: usize) {
-        let Ok(mut used) = self.in_flight.lock() else {
+        let Ok(mut b) = self.state.lock() else {
             return;
         };
-        while *used > 0 && *used + n > BUDGET {
-            used = match self.freed.wait(used) {
-                Ok(u) => u,
+        while b.in_flight > 0 && b.in_flight + n > BUDGET {
+            b.waiting = true;
+            b = match self.freed.wait(b) {
+                Ok(b) => b,
                 Err(_) => return,
             };
         }
-        *used += n;
+        b.waiting = false;
+        b.in_flight += n;
     }
 
     /// The relay is done with `n` bytes (written, or dropped).
     pub fn release(&self, n: usize) {
-        if let Ok(mut used) = self.in_flight.lock() {
-            *used = used.saturating_sub(n);
-            self.freed.notify_all();
+        if let Ok(mut b) = self.state.lock() {
+            b.in_flight = b.in_flight.saturating_sub(n);
+            if b.waiting {
+                self.freed.notify_all();
+            }
         }
     }
 
     /// Bytes in flight now.
     pub fn in_flight(&self) -> usize {
-        self.in_flight.lock().map(|u| *u).unwrap_or(0)
+        self.state.lock().map(|b| b.in_flight).unwrap_or(0)
     }
 }
 
