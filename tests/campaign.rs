@@ -200,25 +200,37 @@ fn the_idempotent_agent_passes_every_run_and_a_disagreeing_oracle_is_named() {
     );
 }
 
-#[test]
-fn a_killed_campaign_keeps_its_finished_runs_and_resumes() {
-    let (dir, scenario) = workspace("kill");
+/// Starts (without waiting) a campaign of `runs` runs of the naive agent, `before` each: the
+/// process, and its arguments.
+fn start_naive(
+    dir: &Path,
+    scenario: &Path,
+    runs: &str,
+    before: &str,
+) -> (std::process::Child, Vec<String>) {
     let mut args = vec![
         "campaign".to_owned(),
         scenario.to_str().expect("path").to_owned(),
         "--runs".into(),
-        "6".into(),
+        runs.into(),
         "--before".into(),
-        "sleep 0.3".into(),
+        before.into(),
     ];
     args.extend(agent_args(false));
-    let mut child = Command::new(BIN)
+    let child = Command::new(BIN)
         .args(&args)
-        .current_dir(&dir)
+        .current_dir(dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start");
+    (child, args)
+}
+
+#[test]
+fn a_killed_campaign_keeps_its_finished_runs_and_resumes() {
+    let (dir, scenario) = workspace("kill");
+    let (mut child, args) = start_naive(&dir, &scenario, "6", "sleep 0.3");
     let file = dir.join("mcp-lost-ack.campaign.json");
     let until = Instant::now() + Duration::from_secs(30);
     let finished = |f: &Path| {
@@ -367,22 +379,7 @@ fn running_with(mark: &str) -> Vec<u32> {
 fn a_killed_campaign_leaves_nothing_running() {
     let (dir, scenario) = workspace("orphans");
     let mark = format!("toolstorm-orphan-{}", std::process::id());
-    let mut args = vec![
-        "campaign".to_owned(),
-        scenario.to_str().expect("path").to_owned(),
-        "--runs".into(),
-        "2".into(),
-        "--before".into(),
-        format!("sleep 30 # {mark}"),
-    ];
-    args.extend(agent_args(false));
-    let mut child = Command::new(BIN)
-        .args(&args)
-        .current_dir(&dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start");
+    let (mut child, _) = start_naive(&dir, &scenario, "2", &format!("sleep 30 # {mark}"));
     let until = Instant::now() + Duration::from_secs(20);
     while running_with(&mark).len() < 2 && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));

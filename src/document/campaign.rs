@@ -538,19 +538,7 @@ fn spawn_and_wait(
     let mut child = cmd.spawn()?;
     let pgid = child.id();
     let mut watchdog = (!bin.as_os_str().is_empty())
-        .then(|| {
-            let mut w = Command::new(bin);
-            w.arg("mcp")
-                .arg("--watch-group")
-                .arg(pgid.to_string())
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            // Its own group: the terminal's Ctrl-C must not take the watchdog too.
-            #[cfg(unix)]
-            std::os::unix::process::CommandExt::process_group(&mut w, 0);
-            w.spawn().ok()
-        })
+        .then(|| crate::mcp::proxy::child::spawn_watchdog(bin, pgid))
         .flatten();
     let mut release = move || {
         if let Some(mut w) = watchdog.take() {

@@ -73,20 +73,7 @@ impl Server {
             stdout: child.stdout.take(),
             stderr: child.stderr.take(),
         };
-        let watchdog = watchdog.and_then(|bin| {
-            let mut w = Command::new(bin);
-            w.arg("mcp")
-                .arg("--watch-group")
-                .arg(child.id().to_string())
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            // Its own group too: a signal to ours (Ctrl-C, a client killing our group) must
-            // not take the watchdog with it.
-            #[cfg(unix)]
-            std::os::unix::process::CommandExt::process_group(&mut w, 0);
-            w.spawn().ok()
-        });
+        let watchdog = watchdog.and_then(|bin| spawn_watchdog(bin, child.id()));
         Ok((
             Server {
                 child,
@@ -149,6 +136,23 @@ impl Server {
         }
         status
     }
+}
+
+/// Starts a watchdog (`bin mcp --watch-group PGID`, `bin` being this program) for the group
+/// `pgid`: it stops the group when its input closes — when the returned child's stdin is
+/// dropped, or when we die, however we die. It runs in a group of its own, so a signal to
+/// ours (Ctrl-C, a client killing our group) does not take it too.
+pub fn spawn_watchdog(bin: &Path, pgid: u32) -> Option<Child> {
+    let mut w = Command::new(bin);
+    w.arg("mcp")
+        .arg("--watch-group")
+        .arg(pgid.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut w, 0);
+    w.spawn().ok()
 }
 
 /// SIGTERM to the group `pgid`, then SIGKILL to what is left after [`TERM_GRACE`].
