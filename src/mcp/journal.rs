@@ -201,23 +201,35 @@ impl Rebuild {
         }
         file.seek(SeekFrom::Start(self.offset))
             .map_err(JournalError::Io)?;
-        let mut bytes = Vec::with_capacity((len - self.offset) as usize);
-        file.take(len - self.offset)
-            .read_to_end(&mut bytes)
-            .map_err(JournalError::Io)?;
-        let mut start = 0;
+        // A megabyte at a time: what is unread can be many (a fast session between two
+        // compactions), and memory stays at a chunk and a line.
+        const CHUNK: u64 = 1 << 20;
+        let mut rest = len - self.offset;
+        let mut bytes: Vec<u8> = Vec::new();
         self.torn = false;
-        while start < bytes.len() {
-            let Some(nl) = bytes[start..].iter().position(|b| *b == b'\n') else {
-                self.torn = true;
+        while rest > 0 {
+            let before = bytes.len();
+            (&mut file)
+                .take(rest.min(CHUNK))
+                .read_to_end(&mut bytes)
+                .map_err(JournalError::Io)?;
+            let got = (bytes.len() - before) as u64;
+            if got == 0 {
                 break;
-            };
-            let line = &bytes[start..start + nl];
-            self.lines += 1;
-            self.apply(line).map_err(JournalError::Invalid)?;
-            start += nl + 1;
-            self.offset += nl as u64 + 1;
+            }
+            rest -= got;
+            let mut start = 0;
+            while let Some(nl) = bytes[start..].iter().position(|b| *b == b'\n') {
+                self.lines += 1;
+                self.apply(&bytes[start..start + nl])
+                    .map_err(JournalError::Invalid)?;
+                start += nl + 1;
+                self.offset += nl as u64 + 1;
+            }
+            bytes.drain(..start);
         }
+        // A last line without its newline is being written (or was torn by a kill).
+        self.torn = !bytes.is_empty();
         Ok(())
     }
 
