@@ -143,17 +143,31 @@ impl Session {
 
 /// Whether a process whose command line contains `marker` is running.
 fn running(marker: &str) -> bool {
+    !matching(marker).is_empty()
+}
+
+/// The processes (pid, command line, state) whose command line holds `marker`, ours aside.
+fn matching(marker: &str) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return false;
+        return Vec::new();
     };
-    dir.flatten().any(|e| {
-        std::fs::read(e.path().join("cmdline"))
-            .map(|c| {
-                let c = String::from_utf8_lossy(&c).replace('\0', " ");
-                c.contains(marker) && !c.contains("toolstorm-tui")
+    dir.flatten()
+        .filter_map(|e| {
+            let c = std::fs::read(e.path().join("cmdline")).ok()?;
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            (c.contains(marker) && !c.contains("toolstorm-tui")).then(|| {
+                let state: String = std::fs::read_to_string(e.path().join("stat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.rsplit(')')
+                            .next()
+                            .map(|r| r.trim().chars().take(1).collect())
+                    })
+                    .unwrap_or_default();
+                format!("{} [{state}] {c}", e.file_name().to_string_lossy())
             })
-            .unwrap_or(false)
-    })
+        })
+        .collect()
 }
 
 fn gone_within(marker: &str, limit: Duration) -> bool {
@@ -557,7 +571,9 @@ fn a_server_behind_a_launcher_that_ignores_its_end_of_input_and_sigterm_is_stopp
     assert!(
         gone_within(&marker, Duration::from_secs(3))
             && gone_within("sleep 300", Duration::from_secs(3)),
-        "the group was left running"
+        "the group was left running: {:?} {:?}",
+        matching(&marker),
+        matching("sleep 300")
     );
 }
 
