@@ -8,30 +8,17 @@ mod keys;
 use std::path::PathBuf;
 
 use crossterm::event::KeyCode;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use ratatui::style::Color;
 use toolstorm::document::Document;
-use toolstorm::tui::action::Action;
 use toolstorm::tui::app::{App, Mode, Screen};
-use toolstorm::tui::runtime::dispatch;
-use toolstorm::tui::theme::Theme;
 
-use keys::{key, press};
+use keys::{draw, key, press};
 
 fn open() -> App {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cassettes/lost-ack-campaign.json");
     let mut doc = Document::open(&path).expect("the campaign opens");
     doc.path = Some(PathBuf::from("cassettes/lost-ack-campaign.json"));
     App::new(doc)
-}
-
-fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
-    dispatch(app, Action::Resize(w, h));
-    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    t.draw(|f| app.render_with(f.area(), f.buffer_mut(), &Theme::new(false)))
-        .expect("draw");
-    t
 }
 
 #[test]

@@ -8,8 +8,6 @@ mod keys;
 use std::path::PathBuf;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use ratatui::style::Modifier;
 use toolstorm::document::Document;
 use toolstorm::tui::action::{Action, Command};
@@ -17,7 +15,7 @@ use toolstorm::tui::app::{App, Focus, MESSAGE_SECONDS, Mode, Purpose, StatusKind
 use toolstorm::tui::runtime::dispatch;
 use toolstorm::tui::theme::Theme;
 
-use keys::{ctrl, key, press, type_keys};
+use keys::{ctrl, draw, key, press, type_keys};
 
 fn repo(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -35,14 +33,6 @@ fn fixture(rel: &str) -> App {
     let mut doc = Document::open(&common::fixture_path(rel)).expect("opens");
     doc.path = Some(PathBuf::from(rel));
     App::new(doc)
-}
-
-fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
-    dispatch(app, Action::Resize(w, h));
-    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-    t.draw(|f| app.render_with(f.area(), f.buffer_mut(), &Theme::new(false)))
-        .expect("draw");
-    t
 }
 
 fn text(app: &mut App, w: u16, h: u16) -> String {

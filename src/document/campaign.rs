@@ -393,12 +393,10 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
     finish(r)
 }
 
-/// A lab run (a scripted policy as the agent, `sweep --campaign`) as a campaign's run record:
-/// its checks as a campaign judges them, its counts, its cassette at `recording`.
-pub fn lab_record(run: u64, recording: String, lab: &crate::lab::LabRun) -> RunRecord {
-    let report = &lab.report;
-    let checks: Vec<CheckResult> = lab
-        .checks
+/// The checks that judge an agent, as a run records them: all but `Fault exercised`, which is
+/// the scenario's coverage on that seed, not the agent's recovery.
+fn agent_checks(checks: &[crate::contract::Check]) -> Vec<CheckResult> {
+    checks
         .iter()
         .filter(|c| !c.name.starts_with("Fault exercised"))
         .map(|c| CheckResult {
@@ -406,7 +404,14 @@ pub fn lab_record(run: u64, recording: String, lab: &crate::lab::LabRun) -> RunR
             passed: c.passed,
             detail: c.detail.clone(),
         })
-        .collect();
+        .collect()
+}
+
+/// A lab run (a scripted policy as the agent, `sweep --campaign`) as a campaign's run record:
+/// its checks as a campaign judges them, its counts, its cassette at `recording`.
+pub fn lab_record(run: u64, recording: String, lab: &crate::lab::LabRun) -> RunRecord {
+    let report = &lab.report;
+    let checks = agent_checks(&lab.checks);
     RunRecord {
         run,
         seed: lab.config.seed,
@@ -451,15 +456,7 @@ fn judge_recording(path: &Path, r: &mut RunRecord) {
             r.checks = summary
                 .runs
                 .first()
-                .into_iter()
-                .flatten()
-                .filter(|c| !c.name.starts_with("Fault exercised"))
-                .map(|c| CheckResult {
-                    name: c.name.clone(),
-                    passed: c.passed,
-                    detail: c.detail.clone(),
-                })
-                .collect();
+                .map_or_else(Vec::new, |checks| agent_checks(checks));
         }
         Err(e) => r.note = Some(e.to_string()),
     }

@@ -228,13 +228,28 @@ struct Running {
     ends_ms: u64,
 }
 
-struct CallState {
-    spec: Option<ToolSpec>,
-    args: Object,
-    lane: Lane,
-    answer: Option<Envelope>,
-    running: Option<Running>,
-    waiting: bool,
+pub(super) struct CallState<R> {
+    pub(super) spec: Option<ToolSpec>,
+    pub(super) args: Object,
+    pub(super) lane: Lane,
+    pub(super) answer: Option<Envelope>,
+    /// The attempt whose body is running, if one is (what each scheduler keeps of it).
+    pub(super) running: Option<R>,
+    pub(super) waiting: bool,
+}
+
+impl<R> CallState<R> {
+    /// Request `index` of a batch submitted at `start`: not admitted yet.
+    pub(super) fn new(index: usize, call: &FunctionCall, start: u64) -> CallState<R> {
+        CallState {
+            spec: None,
+            args: Object::new(),
+            lane: Lane::submitted(index, call, start),
+            answer: None,
+            running: None,
+            waiting: false,
+        }
+    }
 }
 
 /// One batch in flight.
@@ -245,7 +260,7 @@ pub(super) struct Scheduler<'a> {
     rng: &'a mut ChaCha8Rng,
     toolbox: &'a mut dyn Toolbox,
     approver: &'a mut dyn Approver,
-    calls: Vec<CallState>,
+    calls: Vec<CallState<Running>>,
     requests: &'a [FunctionCall],
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
     seq: u64,
@@ -257,7 +272,8 @@ pub(super) struct Scheduler<'a> {
     log: Vec<(u64, usize)>,
 }
 
-fn ms(seconds: f64) -> u64 {
+/// Seconds as whole milliseconds (0 for anything not a positive finite number).
+pub(super) fn ms(seconds: f64) -> u64 {
     if seconds.is_finite() && seconds > 0.0 {
         (seconds * 1000.0).round().min(1e15) as u64
     } else {
@@ -469,14 +485,7 @@ impl<'a> Scheduler<'a> {
         let calls = requests
             .iter()
             .enumerate()
-            .map(|(index, c)| CallState {
-                spec: None,
-                args: Object::new(),
-                lane: Lane::submitted(index, c, start),
-                answer: None,
-                running: None,
-                waiting: false,
-            })
+            .map(|(index, c)| CallState::new(index, c, start))
             .collect();
         Scheduler {
             storm,

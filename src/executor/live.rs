@@ -95,7 +95,7 @@ use rand_chacha::rand_core::SeedableRng;
 use super::approval::Approver;
 use super::batch::{
     AttemptLane, BatchResult, Lane, admit, assemble, attempt_key, body_outcome, deadline_failure,
-    outcome_text, record_answer, retry_pause,
+    ms, outcome_text, record_answer, retry_pause,
 };
 use super::envelope::Envelope;
 use super::registry::{Registry, ToolSpec};
@@ -385,23 +385,8 @@ enum Event {
     SlotWait(usize),
 }
 
-struct CallState {
-    spec: Option<ToolSpec>,
-    args: Object,
-    lane: Lane,
-    answer: Option<Envelope>,
-    /// The attempt number whose body is running, if one is.
-    running: Option<usize>,
-    waiting: bool,
-}
-
-fn ms(seconds: f64) -> u64 {
-    if seconds.is_finite() && seconds > 0.0 {
-        (seconds * 1000.0).round().min(1e15) as u64
-    } else {
-        0
-    }
-}
+/// A call of a live batch: the running attempt is kept by its number.
+type CallState = super::batch::CallState<usize>;
 
 impl LiveExecutor {
     /// A live executor whose faults come from `rules`, decisions and retry pauses from `seed`.
@@ -497,14 +482,7 @@ impl LiveExecutor {
         let states = calls
             .iter()
             .enumerate()
-            .map(|(index, c)| CallState {
-                spec: None,
-                args: Object::new(),
-                lane: Lane::submitted(index, c, start),
-                answer: None,
-                running: None,
-                waiting: false,
-            })
+            .map(|(index, c)| CallState::new(index, c, start))
             .collect();
         let mut run = Batch {
             exec: self,

@@ -3,8 +3,21 @@
 #![allow(dead_code)]
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use toolstorm::tui::action::Action;
 use toolstorm::tui::app::App;
 use toolstorm::tui::runtime::{Event, dispatch, to_actions};
+use toolstorm::tui::theme::Theme;
+
+/// Draws the app on a `w` x `h` test terminal (colours on), as the runtime does after a resize.
+pub fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
+    dispatch(app, Action::Resize(w, h));
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    t.draw(|f| app.render_with(f.area(), f.buffer_mut(), &Theme::new(false)))
+        .expect("draw");
+    t
+}
 
 /// A plain key.
 pub fn key(code: KeyCode) -> KeyEvent {

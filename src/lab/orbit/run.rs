@@ -98,20 +98,9 @@ pub fn run_with_prompt(
         .iter()
         .map(|calls| exec.run_batch(&mut orbit, approver, calls))
         .collect();
-    let report = exec.report();
-    let digest = report.digest();
-    Ok(OrbitRun {
-        scenario: scenario.clone(),
-        seed,
-        batches,
-        tracker: orbit.tracker().actions().to_vec(),
-        tracker_path: orbit.tracker().path(),
-        asked: approvers.interactive.asked,
-        answers: approvers.interactive.answers,
-        report,
-        digest,
-        source: None,
-    })
+    let mut run = OrbitRun::of(scenario, seed, batches, exec.report(), approvers);
+    (run.tracker, run.tracker_path) = (orbit.tracker().actions().to_vec(), orbit.tracker().path());
+    Ok(run)
 }
 
 /// Runs a scenario on the wall clock ([`crate::executor::live`]): each tool body on a thread,
@@ -274,20 +263,13 @@ fn run_live_on(
             .max()
             .unwrap_or(b.settled_ms);
     }
-    let report = exec.report();
-    let digest = report.digest();
-    Ok(OrbitRun {
-        scenario: scenario.clone(),
+    Ok(OrbitRun::of(
+        scenario,
         seed,
         batches,
-        tracker: Vec::new(),
-        tracker_path: None,
-        asked: approvers.interactive.asked,
-        answers: approvers.interactive.answers,
-        report,
-        digest,
-        source: None,
-    })
+        exec.report(),
+        approvers,
+    ))
 }
 
 /// Runs a scenario headlessly: an interactive approver has no terminal and denies.
@@ -311,6 +293,29 @@ pub fn seconds(ms: u64) -> String {
 }
 
 impl OrbitRun {
+    /// A finished run of `scenario`: its batches, its trace, what was asked (no tracker yet).
+    fn of(
+        scenario: &ExecutorScenario,
+        seed: i64,
+        batches: Vec<BatchResult>,
+        report: Report,
+        approvers: Approvers<'_>,
+    ) -> OrbitRun {
+        let digest = report.digest();
+        OrbitRun {
+            scenario: scenario.clone(),
+            seed,
+            batches,
+            tracker: Vec::new(),
+            tracker_path: None,
+            asked: approvers.interactive.asked,
+            answers: approvers.interactive.answers,
+            report,
+            digest,
+            source: None,
+        }
+    }
+
     /// The result object (`--json`, `--output`). Envelopes, approval questions and tracker
     /// actions hold what tools returned and were given: they go through the redactor, as the
     /// report's payloads did when captured.
