@@ -4,7 +4,8 @@
 //! are compared per percentile. Targets (issue 20): with `--record` (the write-ahead journal
 //! on every call), added latency p50 < 0.3 ms and p99 < 2 ms for 1 KB calls at 1 and 16 in
 //! flight; a 10,000-call recorded session under 30 MB peak RSS. Run with
-//! `cargo bench --bench mcp_relay`. This same binary is the trivial server (`--respond`).
+//! `cargo bench --bench mcp_relay`; words after `--` run only the cases whose label holds
+//! one (`-- "record, 16"`). This same binary is the trivial server (`--respond`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -54,6 +55,30 @@ fn spawn(through_proxy: Option<&[&str]>, size: usize) -> Child {
         .expect("spawn")
 }
 
+/// The child's CPU time so far (all threads, from the scheduler's own count), in seconds:
+/// the whole and its busiest thread's (the relay's); and its context switches (voluntary
+/// and not, summed over its threads).
+fn cpu_and_switches(pid: u32) -> (f64, f64, u64) {
+    let (mut total, mut busiest, mut switches) = (0u64, 0u64, 0u64);
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            let on_cpu = std::fs::read_to_string(task.path().join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or(0);
+            total += on_cpu;
+            busiest = busiest.max(on_cpu);
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            switches += status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
+    }
+    (total as f64 / 1e9, busiest as f64 / 1e9, switches)
+}
+
 fn peak_rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -73,7 +98,7 @@ fn session(
     n: usize,
     size: usize,
     window: usize,
-) -> (Vec<f64>, u64) {
+) -> (Vec<f64>, u64, (f64, f64, u64)) {
     let mut child = spawn(through_proxy, size);
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
@@ -117,9 +142,10 @@ fn session(
         }
     }
     let rss = peak_rss_kib(child.id());
+    let cpu = cpu_and_switches(child.id());
     drop(stdin);
     let _ = child.wait();
-    (times, rss)
+    (times, rss, cpu)
 }
 
 fn pct(sorted: &[f64], p: f64) -> f64 {
@@ -132,6 +158,13 @@ fn main() {
         respond(args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(1000));
         return;
     }
+    // Words after the flags pick the cases whose label holds one of them ("16 in flight").
+    let filters: Vec<String> = args
+        .iter()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .cloned()
+        .collect();
     let dir = std::env::temp_dir().join(format!("toolstorm-bench-mcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let faults = dir.join("faults.json");
@@ -182,14 +215,17 @@ fn main() {
             recorded.clone(),
         ),
     ] {
-        let (mut direct, _) = session(None, n, size, window);
-        let (mut proxied, rss) = session(Some(&proxy), n, size, window);
+        if !filters.is_empty() && !filters.iter().any(|f| label.contains(f.as_str())) {
+            continue;
+        }
+        let (mut direct, _, _) = session(None, n, size, window);
+        let (mut proxied, rss, (cpu, busiest, switches)) = session(Some(&proxy), n, size, window);
         direct.sort_by(f64::total_cmp);
         proxied.sort_by(f64::total_cmp);
         let ms = |x: f64| x * 1e3;
         let added = |p: f64| ms(pct(&proxied, p) - pct(&direct, p));
         println!(
-            "  {label:<31} direct p50 {:.3} p99 {:.3} · proxied p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} · added p50 {:.3} p99 {:.3} p99.9 {:.3} ms · proxy peak RSS {:.1} MB",
+            "  {label:<31} direct p50 {:.3} p99 {:.3} · proxied p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} · added p50 {:.3} p99 {:.3} p99.9 {:.3} ms · proxy peak RSS {:.1} MB, CPU per call {:.0} µs (busiest thread {:.0} µs), {:.1} context switches",
             ms(pct(&direct, 0.5)),
             ms(pct(&direct, 0.99)),
             ms(pct(&proxied, 0.5)),
@@ -199,7 +235,10 @@ fn main() {
             added(0.5),
             added(0.99),
             added(0.999),
-            rss as f64 / 1024.0
+            rss as f64 / 1024.0,
+            cpu * 1e6 / n as f64,
+            busiest * 1e6 / n as f64,
+            switches as f64 / n as f64
         );
         if proxy.len() > 2 {
             let calls = toolstorm::cassette::Cassette::load(&record)

@@ -5,6 +5,7 @@
 mod encode;
 pub mod float;
 mod parse;
+mod scan;
 mod text;
 mod value;
 
@@ -17,6 +18,7 @@ pub use parse::{
     MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INT_DIGITS, ParseError, ParseErrorKind, Reader, parse,
     parse_at_depth,
 };
+pub(crate) use scan::string_run_end;
 pub use text::Text;
 pub use value::{Int, Object, Value};
 

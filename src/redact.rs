@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use crate::error::ConfigError;
-use crate::json::{MAX_DEPTH, Object, Text, Value, canonical};
+use crate::json::{MAX_DEPTH, Object, Text, Value, canonical_len};
 
 /// The marker that replaces secrets.
 pub const MARKER: &str = "[REDACTED]";
@@ -60,7 +60,19 @@ pub fn normalise_key(key: &str) -> String {
     key.to_lowercase().replace('-', "_")
 }
 
+/// Keys this long or shorter are normalised on the stack (no allocation per key).
+const SHORT_KEY: usize = 48;
+/// Objects this small find a repeated key by comparing members, without a hash set.
+const SMALL_OBJECT: usize = 16;
+
 impl Redactor {
+    /// The built-in redactor ([`Redactor::default`]), made once: code that redacts on every
+    /// call need not build its key set each time.
+    pub fn builtin() -> &'static Redactor {
+        static BUILTIN: std::sync::OnceLock<Redactor> = std::sync::OnceLock::new();
+        BUILTIN.get_or_init(Redactor::default)
+    }
+
     /// A redactor with extra secret keys and literal secrets. Empty entries are refused.
     pub fn new<K, S>(keys: K, secrets: S) -> Result<Redactor, ConfigError>
     where
@@ -103,6 +115,20 @@ impl Redactor {
 
     /// Whether a key (any case, `-` or `_`) names a secret.
     pub fn is_secret_key(&self, key: &Text) -> bool {
+        // A short ASCII key (nearly every key) is lowercased on the stack.
+        if let Some(k) = key.as_str()
+            && k.len() <= SHORT_KEY
+            && k.is_ascii()
+        {
+            let mut buf = [0u8; SHORT_KEY];
+            for (slot, b) in buf.iter_mut().zip(k.bytes()) {
+                *slot = match b.to_ascii_lowercase() {
+                    b'-' => b'_',
+                    other => other,
+                };
+            }
+            return std::str::from_utf8(&buf[..k.len()]).is_ok_and(|k| self.keys.contains(k));
+        }
         let normalised = key.map_utf8_runs(normalise_key);
         normalised.as_str().is_some_and(|k| self.keys.contains(k))
     }
@@ -132,7 +158,7 @@ impl Redactor {
     pub fn scrub(&self, value: &Value) -> Result<Value, ConfigError> {
         check_json(value, 0)?;
         let out = self.walk(value)?;
-        if canonical(&out).len() > MAX_CAPTURE_BYTES {
+        if canonical_len(&out) > MAX_CAPTURE_BYTES {
             return Err(ConfigError::new("Captured value exceeds 128 KB"));
         }
         Ok(out)
@@ -142,10 +168,16 @@ impl Redactor {
         Ok(match value {
             Value::Object(obj) => {
                 let mut out = Object::new();
-                let mut seen: HashSet<Text> = HashSet::with_capacity(obj.len());
+                let small = obj.len() <= SMALL_OBJECT;
+                let mut seen: HashSet<Text> = HashSet::new();
                 for (k, v) in obj.iter() {
                     let new_key = self.replace_secrets(k);
-                    if !seen.insert(new_key.clone()) {
+                    let repeated = if small {
+                        out.iter().any(|(earlier, _)| *earlier == new_key)
+                    } else {
+                        !seen.insert(new_key.clone())
+                    };
+                    if repeated {
                         return Err(ConfigError::new(
                             "Redaction creates ambiguous dictionary keys",
                         ));
@@ -207,7 +239,52 @@ pub fn check_json(value: &Value, depth: usize) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::canonical;
     use crate::obj;
+
+    #[test]
+    fn keys_are_read_alike_short_or_long_ascii_or_not() {
+        let r =
+            Redactor::new(["Ünïcode-Key", &"x-".repeat(40)], Vec::<String>::new()).expect("valid");
+        for (key, secret) in [
+            ("API-Key", true),
+            ("api_key", true),
+            ("Api_Keys", false),
+            ("ÜNÏCODE-KEY", true),
+            ("ünïcode_key", true),
+            (&"X_".repeat(40), true),
+            (&"X_".repeat(41), false),
+            ("", false),
+        ] {
+            assert_eq!(
+                r.is_secret_key(&Text::from(key)),
+                secret,
+                "{key:?} read as a secret key: {secret}"
+            );
+            // The long way (no stack buffer) agrees.
+            assert_eq!(r.keys.contains(&normalise_key(key)), secret, "{key:?}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_is_refused_in_small_and_large_objects() {
+        for members in [2usize, SMALL_OBJECT + 4] {
+            let mut o = Object::new();
+            for i in 0..members {
+                o.push(format!("k{i}"), i);
+            }
+            assert!(Redactor::builtin().scrub(&Value::Object(o.clone())).is_ok());
+            o.push("k0", "again");
+            assert!(
+                Redactor::builtin().scrub(&Value::Object(o)).is_err(),
+                "{members} members"
+            );
+        }
+        // Redaction that makes two keys one is refused too.
+        let r = Redactor::new(Vec::<String>::new(), ["secret"]).expect("valid");
+        let v = obj! {"a-secret" => 1, "a-[REDACTED]" => 2};
+        assert!(r.scrub(&v).is_err());
+    }
 
     #[test]
     fn longest_secret_first_and_keys_normalised() {

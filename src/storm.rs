@@ -464,6 +464,12 @@ impl Storm {
         self.lock().calls[handle.index].executed = true;
     }
 
+    /// Takes back [`Storm::body_started`]: the body was to run but never got its input (a
+    /// request held for a server that stopped reading).
+    pub fn body_not_started(&self, handle: &CallHandle) {
+        self.lock().calls[handle.index].executed = false;
+    }
+
     /// Passes the body's result through the after-success phase: a `response_lost` fault turns
     /// a success into `ResponseLost` (the work stays committed).
     pub fn body_finished(&self, handle: &CallHandle, value: Result<Value>) -> Result<Value> {

@@ -1337,3 +1337,37 @@ fn bad_inputs_name_the_file_and_the_problem() {
         "{err}"
     );
 }
+
+#[test]
+fn a_request_the_server_could_not_be_given_is_recorded_as_never_run() {
+    // The server closes its input at once and lingers: the request cannot be written to it
+    // (the proxy holds it with others and writes them together), so the call never ran.
+    let incident = scratch("never-given.json");
+    let mut s = Session::start(
+        &["--record", text(&incident)],
+        &["sh", "-c", "exec 0<&-; sleep 1"],
+        &[],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    s.send(&call("7", "create_shipment", r#"{"order_id":"o-1"}"#));
+    let answer = s.answer();
+    let o = answer.as_object().expect("an answer");
+    assert_eq!(o.get("id"), Some(&Value::from(7)), "{answer:?}");
+    assert!(
+        o.contains_key("error"),
+        "the client hears of it: {answer:?}"
+    );
+    let (_, err) = s.wait(Duration::from_secs(10));
+    assert!(
+        err.contains("the server no longer reads its input"),
+        "{err}"
+    );
+    let cassette = Cassette::load(&incident).expect("the recording");
+    let calls = &cassette.report.calls;
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        !calls[0].executed,
+        "a request the server never got did not run: {:?}",
+        calls[0]
+    );
+}

@@ -119,8 +119,12 @@ mod len_tests {
 fn text_len(text: &Text) -> usize {
     // One pass over the WTF-8 bytes: ASCII costs 1 (2 or 6 when escaped); a sequence's lead
     // byte pays for the whole escaped code point (`\uXXXX`, or a surrogate pair for 4 bytes).
-    2 + text
-        .as_wtf8()
+    // Text with nothing to escape (most of it) is its length, found a word at a time.
+    let bytes = text.as_wtf8();
+    if super::scan::is_plain_ascii(bytes) {
+        return 2 + bytes.len();
+    }
+    2 + bytes
         .iter()
         .map(|&b| match b {
             b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
@@ -185,11 +189,8 @@ pub fn write_int(v: impl std::fmt::Display, out: &mut String) {
 pub fn write_text(text: &Text, out: &mut String) {
     out.push('"');
     // Most text is printable ASCII with nothing to escape: copied as it is.
-    let bytes = text.as_wtf8();
-    if bytes
-        .iter()
-        .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-        && let Ok(plain) = std::str::from_utf8(bytes)
+    if let Some(plain) = text.as_str()
+        && super::scan::is_plain_ascii(plain.as_bytes())
     {
         out.push_str(plain);
         out.push('"');

@@ -352,15 +352,14 @@ impl Parser<'_> {
         let mut surrogate = false;
         loop {
             let run_start = self.pos;
-            while let Some(b) = self.peek() {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
+            self.pos = super::scan::string_run_end(self.bytes, self.pos);
             if self.peek() == Some(b'"') && out.is_empty() && !surrogate {
                 // No escapes: the text is a slice of the (UTF-8) input; no buffer needed.
-                let t = Text::from_utf8_slice(&self.bytes[run_start..self.pos]);
+                // Both ends are at ASCII bytes of the (UTF-8) input: whole characters.
+                let t = match self.text.get(run_start..self.pos) {
+                    Some(run) => Text::from_str_slice(run),
+                    None => Text::from_wtf8(self.bytes[run_start..self.pos].to_vec()),
+                };
                 self.pos += 1;
                 return Ok(t);
             }
@@ -370,11 +369,7 @@ impl Parser<'_> {
                 Some(b'"') => {
                     self.pos += 1;
                     // Input text is UTF-8; only a lone surrogate escape can break that.
-                    return Ok(if surrogate {
-                        Text::from_wtf8(out)
-                    } else {
-                        Text::from_utf8_unchecked_flag(out)
-                    });
+                    return Ok(Text::from_wtf8(out));
                 }
                 Some(b'\\') => {
                     self.pos += 1;

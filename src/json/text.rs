@@ -17,10 +17,10 @@ enum Repr {
         utf8: bool,
         buf: [u8; INLINE],
     },
-    Heap {
-        utf8: bool,
-        bytes: Box<[u8]>,
-    },
+    /// Valid UTF-8, checked once when it was made: [`Text::as_str`] costs nothing.
+    Str(Box<str>),
+    /// WTF-8 holding a lone surrogate.
+    Wtf8(Box<[u8]>),
 }
 
 /// A JSON string value. Almost always valid UTF-8; lone surrogates are kept when present.
@@ -30,63 +30,49 @@ pub struct Text {
 }
 
 impl Text {
-    fn build(bytes: &[u8], owned: Option<Vec<u8>>, utf8: bool) -> Self {
-        let repr = if bytes.len() <= INLINE {
-            let mut buf = [0u8; INLINE];
-            buf[..bytes.len()].copy_from_slice(bytes);
-            Repr::Inline {
+    fn inline(bytes: &[u8], utf8: bool) -> Option<Self> {
+        if bytes.len() > INLINE {
+            return None;
+        }
+        let mut buf = [0u8; INLINE];
+        buf[..bytes.len()].copy_from_slice(bytes);
+        Some(Text {
+            repr: Repr::Inline {
                 len: bytes.len() as u8,
                 utf8,
                 buf,
-            }
-        } else {
-            let bytes = owned.unwrap_or_else(|| bytes.to_vec()).into_boxed_slice();
-            Repr::Heap { utf8, bytes }
-        };
-        Text { repr }
+            },
+        })
     }
 
-    /// Builds from bytes the caller knows are valid UTF-8 (no surrogates).
-    pub(crate) fn from_utf8_unchecked_flag(bytes: Vec<u8>) -> Self {
-        Text::build(&bytes, None, true).reuse(bytes)
-    }
-
-    /// Builds from a slice the caller knows is valid UTF-8 (no surrogates).
-    pub(crate) fn from_utf8_slice(bytes: &[u8]) -> Self {
-        Text::build(bytes, None, true)
+    /// Builds from a string slice.
+    pub(crate) fn from_str_slice(s: &str) -> Self {
+        Text::inline(s.as_bytes(), true).unwrap_or_else(|| Text {
+            repr: Repr::Str(s.into()),
+        })
     }
 
     /// Builds from a WTF-8 byte buffer produced by the parser.
     pub(crate) fn from_wtf8(bytes: Vec<u8>) -> Self {
-        let utf8 = std::str::from_utf8(&bytes).is_ok();
-        Text::build(&bytes, None, utf8).reuse(bytes)
-    }
-
-    /// Moves `owned` into a heap representation instead of copying it.
-    fn reuse(self, owned: Vec<u8>) -> Self {
-        match self.repr {
-            Repr::Heap { utf8, .. } => Text {
-                repr: Repr::Heap {
-                    utf8,
-                    bytes: owned.into_boxed_slice(),
-                },
-            },
-            inline => Text { repr: inline },
-        }
-    }
-
-    fn utf8(&self) -> bool {
-        match &self.repr {
-            Repr::Inline { utf8, .. } | Repr::Heap { utf8, .. } => *utf8,
+        match String::from_utf8(bytes) {
+            Ok(s) => Text::from(s),
+            Err(e) => {
+                let bytes = e.into_bytes();
+                Text::inline(&bytes, false).unwrap_or_else(|| Text {
+                    repr: Repr::Wtf8(bytes.into_boxed_slice()),
+                })
+            }
         }
     }
 
     /// The string as `&str`, or `None` when it holds a lone surrogate.
     pub fn as_str(&self) -> Option<&str> {
-        if self.utf8() {
-            std::str::from_utf8(self.as_wtf8()).ok()
-        } else {
-            None
+        match &self.repr {
+            Repr::Str(s) => Some(s),
+            Repr::Inline { len, utf8, buf } if *utf8 => {
+                std::str::from_utf8(&buf[..usize::from(*len)]).ok()
+            }
+            _ => None,
         }
     }
 
@@ -95,7 +81,8 @@ impl Text {
     pub fn as_wtf8(&self) -> &[u8] {
         match &self.repr {
             Repr::Inline { len, buf, .. } => &buf[..usize::from(*len)],
-            Repr::Heap { bytes, .. } => bytes,
+            Repr::Str(s) => s.as_bytes(),
+            Repr::Wtf8(bytes) => bytes,
         }
     }
 
@@ -225,13 +212,15 @@ pub(crate) fn push_code_point(out: &mut Vec<u8>, cp: u32) {
 
 impl From<&str> for Text {
     fn from(s: &str) -> Self {
-        Text::from_utf8_slice(s.as_bytes())
+        Text::from_str_slice(s)
     }
 }
 
 impl From<String> for Text {
     fn from(s: String) -> Self {
-        Text::from_utf8_unchecked_flag(s.into_bytes())
+        Text::inline(s.as_bytes(), true).unwrap_or_else(|| Text {
+            repr: Repr::Str(s.into_boxed_str()),
+        })
     }
 }
 

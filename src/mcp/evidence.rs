@@ -307,12 +307,12 @@ fn says_committed(v: Option<&Value>) -> bool {
 
 /// Whether a key names a secret (as the redactor reads keys).
 fn secret_key(k: &str) -> bool {
-    crate::redact::Redactor::default().is_secret_key(&crate::json::Text::from(k))
+    crate::redact::Redactor::builtin().is_secret_key(&crate::json::Text::from(k))
 }
 
 /// The arguments as an effect key: canonical, with secret values redacted first.
 fn redacted_arguments(arguments: &Value) -> String {
-    let scrubbed = crate::redact::Redactor::default()
+    let scrubbed = crate::redact::Redactor::builtin()
         .scrub(arguments)
         .unwrap_or(Value::Null);
     canonical(&scrubbed)

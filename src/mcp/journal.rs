@@ -49,12 +49,15 @@ fn bad(line: usize, why: impl Into<String>) -> ConfigError {
         .because(why)
 }
 
-/// Appends journal lines; each line reaches the kernel before [`Writer::append`] returns.
+/// Appends journal lines. [`Writer::append`] writes its line at once; [`Writer::hold`] keeps
+/// lines until [`Writer::flush`] writes them all in one write (a group commit: the relay
+/// holds the lines of the messages it has in hand and writes them before it relays any).
 #[derive(Debug)]
 pub struct Writer {
     file: File,
     path: PathBuf,
-    line: Vec<u8>,
+    /// Lines held, each with its newline.
+    held: Vec<u8>,
     /// Bytes of whole lines written: a write that fails part-way is cut back to here, so the
     /// next line never lands glued onto a torn one.
     len: u64,
@@ -73,7 +76,7 @@ impl Writer {
         let mut w = Writer {
             file,
             path,
-            line: Vec::with_capacity(4096),
+            held: Vec::with_capacity(16 * 1024),
             len: 0,
         };
         w.append(header)?;
@@ -85,27 +88,49 @@ impl Writer {
         &self.path
     }
 
-    /// Appends one entry as one line, in one write.
+    /// Appends one entry as one line, written (with any lines held) before it returns.
     pub fn append(&mut self, entry: &Value) -> io::Result<()> {
         self.append_text(&compact(entry))
     }
 
-    /// Appends an entry already written as one line of JSON (without its newline).
+    /// Appends an entry already written as one line of JSON (without its newline), written
+    /// (with any lines held) before it returns.
     pub fn append_text(&mut self, entry: &str) -> io::Result<()> {
-        self.line.clear();
-        self.line.extend_from_slice(entry.as_bytes());
-        self.line.push(b'\n');
-        match self.file.write_all(&self.line) {
-            Ok(()) => {
-                self.len += self.line.len() as u64;
-                Ok(())
-            }
-            Err(e) => {
+        self.hold(entry);
+        self.flush()
+    }
+
+    /// Keeps an entry written as one line of JSON (without its newline) for the next
+    /// [`Writer::flush`].
+    pub fn hold(&mut self, entry: &str) {
+        self.held.extend_from_slice(entry.as_bytes());
+        self.held.push(b'\n');
+    }
+
+    /// Whether lines are held.
+    pub fn holds(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Writes the lines held, in one write. On failure none of them is kept (the file is cut
+    /// back to its last whole line).
+    pub fn flush(&mut self) -> io::Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let r = self.file.write_all(&self.held);
+        match r {
+            Ok(()) => self.len += self.held.len() as u64,
+            Err(_) => {
                 let _ = self.file.set_len(self.len);
                 let _ = self.file.seek(SeekFrom::Start(self.len));
-                Err(e)
             }
         }
+        self.held.clear();
+        if self.held.capacity() > 1024 * 1024 {
+            self.held.shrink_to(16 * 1024);
+        }
+        r
     }
 }
 

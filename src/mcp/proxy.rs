@@ -9,7 +9,8 @@
 //! - [`framing`]: reader threads cut each stream into whole messages, with a byte budget that
 //!   gives back-pressure; whole messages only go out, never one inside another.
 //! - `link`: the relay's state — the engine run, the recording, the calls in hand — and the
-//!   two ends it writes to.
+//!   two ends it writes to: the bytes for each are held with the journal lines describing
+//!   them and written journal first, once per batch of messages (a group commit).
 //! - `relay`: the event loop on the thread that calls [`Proxy::run`]: relays lines, learns the
 //!   session's facts, and ends the session when a side leaves or a signal comes.
 //! - `calls`: the `tools/call` lifecycle — decide, delay, forward or answer, judge what

@@ -1,8 +1,9 @@
 //! Keeps the recording on disk while a session runs, write-ahead: every call's begin and end
-//! is appended to the journal ([`super::journal`]) before the server or the client can act on
-//! it — the only per-call write, on the relay's thread. A compactor thread turns the journal
-//! into the cassette (the engine's report, a ToolStorm schema-v1 file any ToolStorm loads) and
-//! its sidecar, each replaced atomically, the sidecar first; off the relay's path, and on a
+//! is a journal line ([`super::journal`]), held until the relay's next [`Recorder::flush`],
+//! which writes the lines of all the messages in hand in one write before any of them is
+//! relayed (a group commit: the only per-batch write besides the relay's own, on the relay's
+//! thread). A compactor thread turns the journal into the cassette (the engine's report, a
+//! ToolStorm schema-v1 file any ToolStorm loads) and its sidecar, each replaced atomically, the sidecar first; off the relay's path, and on a
 //! long session put off until twenty times its own cost has passed (at most two seconds). At the
 //! end the compactor writes both files a last time and the journal, no longer needed, is
 //! removed; killed before that, the journal stays and every reader recovers from it.
@@ -204,25 +205,26 @@ impl Recorder {
         }
     }
 
-    /// Call `id` has begun: on record before its request goes anywhere.
-    pub fn begin(&mut self, storm: &Storm, id: u64) -> io::Result<()> {
+    /// Call `id` has begun: held for the journal, which [`Recorder::flush`] writes before
+    /// its request goes anywhere.
+    pub fn begin(&mut self, storm: &Storm, id: u64) {
         let mut line = String::with_capacity(1024);
         line.push_str(&format!("{{\"id\":{id},\"begin\":"));
         if !storm.write_call(id, &mut line) {
-            return Ok(());
+            return;
         }
         counters_text(storm, &mut line);
         line.push('}');
-        self.journal.append_text(&line)
+        self.journal.hold(&line);
     }
 
-    /// Call `id` has ended (its effects recorded, its outcome final): on record before its
-    /// answer is relayed.
-    pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) -> io::Result<()> {
+    /// Call `id` has ended (its effects recorded, its outcome final): held for the journal,
+    /// which [`Recorder::flush`] writes before its answer is relayed.
+    pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) {
         let mut line = String::with_capacity(2048);
         line.push_str(&format!("{{\"id\":{id},\"end\":"));
         if !storm.write_call(id, &mut line) {
-            return Ok(());
+            return;
         }
         let effects = storm.effects_from(self.effects_seen);
         self.effects_seen += effects.len();
@@ -241,17 +243,25 @@ impl Recorder {
         line.push_str(&record_text);
         counters_text(storm, &mut line);
         line.push('}');
-        let r = self.journal.append_text(&line);
+        self.journal.hold(&line);
         // The engine need not keep what the journal has: a long session costs the journal,
         // not memory.
         storm.release_payloads(id);
-        self.poke();
-        r
     }
 
-    /// The session learned something (the handshake, the tool list).
-    pub fn facts(&mut self, facts: &McpSession) -> io::Result<()> {
-        let r = self.journal.append(&obj! {"facts" => facts.to_value()});
+    /// The session learned something (the handshake, the tool list): held like a call's end.
+    pub fn facts(&mut self, facts: &McpSession) {
+        self.journal
+            .hold(&crate::json::compact(&obj! {"facts" => facts.to_value()}));
+    }
+
+    /// Writes the lines held, in one write, and has the compactor follow. The relay calls
+    /// this before it relays anything the lines describe.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if !self.journal.holds() {
+            return Ok(());
+        }
+        let r = self.journal.flush();
         self.poke();
         r
     }

@@ -185,7 +185,7 @@ impl Recording {
         let mut matched = 0;
         let mut mismatched = 0;
         let mut unreproduced = Vec::new();
-        let redactor = Redactor::default();
+        let redactor = Redactor::builtin();
         let mut reader = BufReader::new(client_in);
         let mut line = Vec::new();
         loop {

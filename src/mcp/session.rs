@@ -258,7 +258,7 @@ pub fn sidecar_path(cassette: &Path) -> PathBuf {
 /// (`--token=...`, `--api-key X`, `PASSWORD=...`) is replaced by `[REDACTED]`, with the key
 /// rules the payloads use (lower case, `-` read as `_`).
 pub fn redact_argv(argv: &[String]) -> Vec<String> {
-    let r = Redactor::default();
+    let r = Redactor::builtin();
     let secret = |name: &str| {
         let name = name.trim_start_matches('-');
         !name.is_empty() && r.is_secret_key(&crate::json::Text::from(name))
@@ -294,7 +294,7 @@ pub fn journal_path(cassette: &Path) -> PathBuf {
 /// A response body as the sidecar keeps it: redacted, and within the size and depth a
 /// document may have; `None` when it cannot be kept.
 pub fn keep(body: &Value) -> Option<Value> {
-    let out = Redactor::default().scrub(body).ok()?;
+    let out = Redactor::builtin().scrub(body).ok()?;
     check_json(&out, BODY_DEPTH - 1).ok()?;
     Some(out)
 }

@@ -78,7 +78,7 @@ pub fn classify(line: &[u8]) -> Message {
         Ok(v) => v,
         Err(e) => return Message::Other(format!("a line that is not JSON we can read ({e})")),
     };
-    let Value::Object(o) = value else {
+    let Value::Object(mut o) = value else {
         return Message::Other(format!(
             "a JSON {} instead of a message object",
             value.type_name()
@@ -86,10 +86,16 @@ pub fn classify(line: &[u8]) -> Message {
     };
     let method = o.get("method").and_then(Value::as_str).map(str::to_owned);
     let id = o.get("id").map(Id::of);
-    let params = o.get("params").cloned().unwrap_or(Value::Null);
     match (method, id) {
-        (Some(method), Some(id)) => Message::Request { id, method, params },
-        (Some(method), None) => Message::Notification { method, params },
+        (Some(method), Some(id)) => Message::Request {
+            id,
+            method,
+            params: o.remove("params").unwrap_or(Value::Null),
+        },
+        (Some(method), None) => Message::Notification {
+            method,
+            params: o.remove("params").unwrap_or(Value::Null),
+        },
         (None, Some(id)) if o.contains_key("result") || o.contains_key("error") => {
             Message::Response {
                 id,
@@ -263,10 +269,13 @@ fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
 fn string_end(bytes: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     while j < bytes.len() {
-        match bytes[j] {
-            b'\\' => j += 2,
-            b'"' => return Some(j + 1),
-            _ => j += 1,
+        // Plain bytes are skipped a word at a time; a control character is stepped over.
+        j = crate::json::string_run_end(bytes, j);
+        match bytes.get(j) {
+            Some(b'\\') => j += 2,
+            Some(b'"') => return Some(j + 1),
+            Some(_) => j += 1,
+            None => break,
         }
     }
     None

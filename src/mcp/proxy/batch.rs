@@ -94,8 +94,8 @@ impl Relay<'_> {
         for (i, call) in answered {
             let o = items[i].as_object();
             let (answer, delivered) = read_answer(
-                o.and_then(|o| o.get("result")),
-                o.and_then(|o| o.get("error")),
+                o.and_then(|o| o.get("result")).cloned(),
+                o.and_then(|o| o.get("error")).cloned(),
             );
             let lost = self.will_lose_answer(call) && answer.is_success();
             if lost {

@@ -148,13 +148,13 @@ fn keep_tail(tail: &mut Vec<u8>, piece: &[u8]) {
 
 impl Relay<'_> {
     /// A `tools/call` from the client: decide, then forward, delay or answer.
-    pub(super) fn tools_call(&mut self, id: Id, params: Value, line: Vec<u8>) {
+    pub(super) fn tools_call(&mut self, id: Id, mut params: Value, line: Vec<u8>) {
+        let arguments = params
+            .as_object_mut()
+            .and_then(|o| o.remove("arguments"))
+            .unwrap_or_else(|| obj! {});
         let o = params.as_object();
         let tool = o.and_then(|o| o.get("name")).and_then(Value::as_str);
-        let arguments = o
-            .and_then(|o| o.get("arguments"))
-            .cloned()
-            .unwrap_or_else(|| obj! {});
         // A retry that answers an `input_required` result continues the same logical call.
         let continues =
             o.is_some_and(|o| o.contains_key("requestState") || o.contains_key("inputResponses"));
@@ -288,11 +288,8 @@ impl Relay<'_> {
         });
         let prelude = self.storm.prelude(&handle);
         let call = handle.id();
-        if let Some(r) = self.recorder.as_mut()
-            && let Err(e) = r.begin(&self.storm, call)
-        {
-            let msg = format!("the journal could not be written: {e}");
-            self.note_once("journal", &msg);
+        if let Some(r) = self.recorder.as_mut() {
+            r.begin(&self.storm, call);
         }
         let request_id = crate::json::parse(&raw_id).unwrap_or(Value::Null);
         self.pending.insert(
@@ -419,10 +416,12 @@ impl Relay<'_> {
         };
         let line = p.line.take();
         let sent = line.is_none_or(|l| self.send_server(&l));
-        // A request the server never got did not run.
+        // A request the server never got did not run (nor does one whose bytes, held for
+        // the server, cannot be written: `Relay::flush` undoes this).
         if sent && let Some(p) = self.pending.get_mut(&call) {
             p.forwarded = true;
             self.storm.body_started(&p.handle);
+            self.unsent.push(call);
         }
     }
 
@@ -493,11 +492,8 @@ impl Relay<'_> {
             possible: committed.possible,
             dropped: committed.dropped,
         };
-        if let Some(r) = self.recorder.as_mut()
-            && let Err(e) = r.end(&self.storm, record.call, &record)
-        {
-            let msg = format!("the journal could not be written: {e}");
-            self.note_once("journal", &msg);
+        if let Some(r) = self.recorder.as_mut() {
+            r.end(&self.storm, record.call, &record);
         }
         if let Some(bytes) = send {
             self.send_client(&bytes);
@@ -630,9 +626,10 @@ impl Relay<'_> {
         line: Vec<u8>,
         unreadable: Option<String>,
     ) {
-        let o = message.as_ref().and_then(Value::as_object);
-        let result = o.and_then(|o| o.get("result")).cloned();
-        let error = o.and_then(|o| o.get("error")).cloned();
+        let (result, error) = match message {
+            Some(Value::Object(mut o)) => (o.remove("result"), o.remove("error")),
+            _ => (None, None),
+        };
         // An `input_required` result is not the call's end: the client will continue it.
         let needs_input = result
             .as_ref()
@@ -660,7 +657,7 @@ impl Relay<'_> {
                 };
                 (sniffed_answer(body), Delivered::Unreadable(u))
             }
-            None => read_answer(result.as_ref(), error.as_ref()),
+            None => read_answer(result, error),
         };
         self.ended_by_server(
             call,
@@ -690,11 +687,11 @@ impl Relay<'_> {
             }
             return;
         };
-        let body_outcome = match &answer {
-            Answer::Result(r) => Ok(r.clone()),
+        let body_outcome = match answer {
+            Answer::Result(r) => Ok(r),
             Answer::Unknown => Ok(Value::Null),
-            Answer::ToolError(t) => Err(Error::raised("ToolError", t.clone())),
-            Answer::RpcError(t) => Err(Error::raised("McpError", t.clone())),
+            Answer::ToolError(t) => Err(Error::raised("ToolError", t)),
+            Answer::RpcError(t) => Err(Error::raised("McpError", t)),
         };
         // What committed: effects are recorded while the call still runs.
         let mut committed = Committed::default();
@@ -990,22 +987,34 @@ impl Relay<'_> {
 }
 
 /// A parsed answer's meaning and what the sidecar keeps of it.
-pub(super) fn read_answer(result: Option<&Value>, error: Option<&Value>) -> (Answer, Delivered) {
+pub(super) fn read_answer(result: Option<Value>, error: Option<Value>) -> (Answer, Delivered) {
     let is_error = result
+        .as_ref()
         .and_then(Value::as_object)
         .and_then(|r| r.get("isError"))
         .and_then(Value::as_bool)
         == Some(true);
-    let answer = match (result, error) {
-        (Some(r), _) if !is_error => Answer::Result(r.clone()),
-        (Some(r), _) => Answer::ToolError(crate::json::one_line(r)),
-        (None, Some(e)) => Answer::RpcError(crate::json::one_line(e)),
-        (None, None) => Answer::RpcError("an empty response".into()),
+    // What the client gets, as the record keeps it (redacted, within the limits).
+    let empty = result.is_none() && error.is_none();
+    let (key, body) = match (result, error) {
+        (Some(r), _) => ("result", r),
+        (None, Some(e)) => ("error", e),
+        (None, None) => ("result", Value::Null),
     };
-    let kept = match (result, error) {
-        (Some(r), _) => keep(&obj! {"result" => r.clone()}).map(Delivered::Result),
-        (None, Some(e)) => keep(&obj! {"error" => e.clone()}).map(Delivered::Error),
-        (None, None) => keep(&obj! {"result" => Value::Null}).map(Delivered::Result),
+    let wrapped = obj! {key => body};
+    let kept = keep(&wrapped).map(|k| match key {
+        "result" => Delivered::Result(k),
+        _ => Delivered::Error(k),
+    });
+    let body = match wrapped {
+        Value::Object(mut o) => o.remove(key).unwrap_or(Value::Null),
+        _ => Value::Null,
+    };
+    let answer = match key {
+        "error" => Answer::RpcError(crate::json::one_line(&body)),
+        _ if empty => Answer::RpcError("an empty response".into()),
+        _ if is_error => Answer::ToolError(crate::json::one_line(&body)),
+        _ => Answer::Result(body),
     };
     (answer, kept.unwrap_or(Delivered::Unrecorded))
 }

@@ -97,6 +97,13 @@ pub(super) struct Relay<'a> {
     pub(super) stopping: Option<Stopping>,
     /// A long server line is being passed on in pieces (the next piece is not its first).
     pub(super) server_in_pieces: bool,
+    /// Bytes for the client and for the server, held until [`Relay::flush`] writes them
+    /// after the journal lines that describe them.
+    pub(super) client_held: Vec<u8>,
+    pub(super) server_held: Vec<u8>,
+    /// Calls whose requests are among the bytes held for the server: if those cannot be
+    /// written, the server never got them.
+    pub(super) unsent: Vec<u64>,
 }
 
 impl<'a> Relay<'a> {
@@ -171,6 +178,9 @@ impl<'a> Relay<'a> {
             long_request: None,
             stopping: None,
             server_in_pieces: false,
+            client_held: Vec::new(),
+            server_held: Vec::new(),
+            unsent: Vec::new(),
         }
     }
 
@@ -194,22 +204,69 @@ impl<'a> Relay<'a> {
         self.timers.push(std::cmp::Reverse((at, self.seq, timer)));
     }
 
+    /// Holds bytes for the client until the next [`Relay::flush`].
     pub(super) fn write_client(&mut self, bytes: &[u8]) {
-        if self.client_gone {
-            return;
+        if !self.client_gone {
+            self.client_held.extend_from_slice(bytes);
         }
-        let r = self
-            .ends
-            .client_out
-            .write_all(bytes)
-            .and_then(|()| self.ends.client_out.flush());
-        if let Err(e) = r {
-            // The client went away: the session ends, and its finish still happens.
-            self.client_gone = true;
-            self.note(&format!(
-                "the client stopped reading ({e}); ending the session"
-            ));
-            self.begin_stopping(EOF_GRACE, 0);
+    }
+
+    /// Bytes held for either side.
+    pub(super) fn held(&self) -> usize {
+        self.client_held.len() + self.server_held.len()
+    }
+
+    /// The group commit: writes the journal lines held, then the bytes held for the server,
+    /// then those for the client — so nothing reaches a side before the journal has it. The
+    /// event loop calls it before it waits for the next message; one write per side per
+    /// batch of messages instead of one per message.
+    pub(super) fn flush(&mut self) {
+        if let Some(r) = self.recorder.as_mut()
+            && let Err(e) = r.flush()
+        {
+            let msg = format!("the journal could not be written: {e}");
+            self.note_once("journal", &msg);
+        }
+        if !self.server_held.is_empty() {
+            let bytes = std::mem::take(&mut self.server_held);
+            let failed = match self.ends.server_in.as_mut() {
+                Some(w) => w.write_all(&bytes).and_then(|()| w.flush()).is_err(),
+                None => true,
+            };
+            if failed {
+                self.note_once("server-gone", "the server no longer reads its input");
+                // A request the server never got did not run.
+                for call in std::mem::take(&mut self.unsent) {
+                    if let Some(p) = self.pending.get_mut(&call) {
+                        p.forwarded = false;
+                        self.storm.body_not_started(&p.handle);
+                    }
+                }
+            }
+            self.server_held = bytes;
+            self.server_held.clear();
+        }
+        self.unsent.clear();
+        if !self.client_held.is_empty() {
+            let bytes = std::mem::take(&mut self.client_held);
+            let r = if self.client_gone {
+                Ok(())
+            } else {
+                self.ends
+                    .client_out
+                    .write_all(&bytes)
+                    .and_then(|()| self.ends.client_out.flush())
+            };
+            self.client_held = bytes;
+            self.client_held.clear();
+            if let Err(e) = r {
+                // The client went away: the session ends, and its finish still happens.
+                self.client_gone = true;
+                self.note(&format!(
+                    "the client stopped reading ({e}); ending the session"
+                ));
+                self.begin_stopping(EOF_GRACE, 0);
+            }
         }
     }
 
@@ -225,16 +282,15 @@ impl<'a> Relay<'a> {
         !self.client_gone
     }
 
-    /// Writes to the server; false when it no longer reads its input.
+    /// Holds bytes for the server until the next [`Relay::flush`]; false when it no longer
+    /// reads its input.
     pub(super) fn write_server(&mut self, bytes: &[u8]) -> bool {
-        let failed = match self.ends.server_in.as_mut() {
-            Some(w) => w.write_all(bytes).and_then(|()| w.flush()).is_err(),
-            None => true,
-        };
-        if failed {
+        if self.ends.server_in.is_none() {
             self.note_once("server-gone", "the server no longer reads its input");
+            return false;
         }
-        !failed
+        self.server_held.extend_from_slice(bytes);
+        true
     }
 
     /// Sends a whole message to the server (held while a long line is in progress); false
@@ -279,6 +335,7 @@ impl<'a> Relay<'a> {
         for call in self.pending_where(|p| p.line.is_some()) {
             self.forward(call);
         }
+        self.flush();
         self.ends.server_in = None;
         if self.stopping.is_none() {
             self.stopping = Some(Stopping {
@@ -290,11 +347,8 @@ impl<'a> Relay<'a> {
 
     /// The journal learns the session's facts again (after the handshake or a listing).
     pub(super) fn facts_changed(&mut self) {
-        if let Some(r) = self.recorder.as_mut()
-            && let Err(e) = r.facts(&self.session)
-        {
-            let msg = format!("the journal could not be written: {e}");
-            self.note_once("journal", &msg);
+        if let Some(r) = self.recorder.as_mut() {
+            r.facts(&self.session);
         }
     }
 }

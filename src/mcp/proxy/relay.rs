@@ -15,23 +15,50 @@ use crate::json::Value;
 use crate::mcp::session::{Exchange, keep};
 use crate::mcp::wire::{self, Id, Message};
 
+/// Past this many bytes held for the two sides, they are written before the next message
+/// is taken.
+const FLUSH_AT: usize = 64 * 1024;
+/// And past this many messages taken since the last write.
+const BATCH: usize = 64;
+
 impl Relay<'_> {
-    /// The event loop; returns the exit code.
+    /// The event loop; returns the exit code. Messages already waiting are taken one after
+    /// another, their journal lines and relayed bytes held; all is written ([`Relay::flush`])
+    /// before the loop waits, so a burst of messages costs one write per side.
     pub(super) fn serve(&mut self, rx: &Receiver<Event>, server: &mut Server) -> i32 {
+        let code = self.serve_events(rx, server);
+        self.flush();
+        code
+    }
+
+    fn serve_events(&mut self, rx: &Receiver<Event>, server: &mut Server) -> i32 {
+        let mut batch = 0;
         loop {
+            let ready = (self.held() < FLUSH_AT && batch < BATCH)
+                .then(|| rx.try_recv().ok())
+                .flatten();
+            if ready.is_some() {
+                batch += 1;
+            } else {
+                self.flush();
+                batch = 0;
+            }
             let next = self.timers.peek().map(|t| t.0.0);
             let deadline = match (next, self.stopping.map(|s| s.until)) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, None) => a,
                 (None, b) => b,
             };
-            let event = match deadline {
-                Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
-                    Ok(e) => Some(e),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => return self.stop_code(),
-                },
-                None => match rx.recv() {
+            let event = match (ready, deadline) {
+                (Some(e), _) => Some(e),
+                (None, Some(d)) => {
+                    match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                        Ok(e) => Some(e),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => return self.stop_code(),
+                    }
+                }
+                (None, None) => match rx.recv() {
                     Ok(e) => Some(e),
                     Err(_) => return self.stop_code(),
                 },
@@ -71,6 +98,8 @@ impl Relay<'_> {
                     self.begin_stopping(EOF_GRACE, 0);
                 }
                 Some(Event::Eof(Side::Server)) => {
+                    // What the server said before it left reaches the client first.
+                    self.flush();
                     let status = server.wait_for(Duration::from_secs(2));
                     if let Some(s) = self.stopping {
                         self.answer_due_faults();
