@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::mcp::wire;
+use crate::mcp::wire::{self, Message};
 
 /// Bytes of an oversized line passed on at once.
 pub const PIECE: usize = 1 << 20;
@@ -31,8 +31,10 @@ pub enum Side {
 /// Something for the relay to handle.
 #[derive(Debug)]
 pub enum Event {
-    /// A whole line (with its line ending, if it had one).
-    Line(Side, Vec<u8>),
+    /// A whole line (with its line ending, if it had one), and what it says, read by the
+    /// reader thread (parsing is the largest part of a message's cost: off the relay's
+    /// thread, it runs beside the relay on another core).
+    Line(Side, Vec<u8>, Message),
     /// A piece of an oversized line; `true` on its last piece.
     Piece(Side, Vec<u8>, bool),
     /// The side closed its output.
@@ -115,7 +117,8 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
         if buf.is_empty() {
             if !line.is_empty() {
                 let n = line.len();
-                let _ = send(Event::Line(side, std::mem::take(&mut line)), n);
+                let message = wire::classify(trim(&line));
+                let _ = send(Event::Line(side, std::mem::take(&mut line), message), n);
             }
             break;
         }
@@ -127,7 +130,8 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
         r.consume(take);
         if done {
             let n = line.len();
-            if !send(Event::Line(side, std::mem::take(&mut line)), n) {
+            let message = wire::classify(trim(&line));
+            if !send(Event::Line(side, std::mem::take(&mut line), message), n) {
                 return;
             }
         } else if line.len() > wire::MAX_PARSED_LINE {
@@ -249,8 +253,8 @@ mod tests {
         let flow = Flow::new();
         read_messages(&b"a\nb"[..], Side::Server, &tx, &flow);
         let got: Vec<Event> = rx.try_iter().collect();
-        assert!(matches!(&got[0], Event::Line(Side::Server, l) if l == b"a\n"));
-        assert!(matches!(&got[1], Event::Line(Side::Server, l) if l == b"b"));
+        assert!(matches!(&got[0], Event::Line(Side::Server, l, _) if l == b"a\n"));
+        assert!(matches!(&got[1], Event::Line(Side::Server, l, _) if l == b"b"));
         assert!(matches!(&got[2], Event::Eof(Side::Server)));
     }
 }

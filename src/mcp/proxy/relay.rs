@@ -76,11 +76,11 @@ impl Relay<'_> {
                         return s.code;
                     }
                 }
-                Some(Event::Line(side, line)) => {
+                Some(Event::Line(side, line, message)) => {
                     let n = line.len();
                     match side {
-                        Side::Client => self.client_line(line),
-                        Side::Server => self.server_line(line),
+                        Side::Client => self.client_line(line, message),
+                        Side::Server => self.server_line(line, message),
                     }
                     self.flow(side).release(n);
                 }
@@ -151,8 +151,8 @@ impl Relay<'_> {
 
     // ----- client → server -----
 
-    fn client_line(&mut self, line: Vec<u8>) {
-        match wire::classify(trim(&line)) {
+    fn client_line(&mut self, line: Vec<u8>, message: Message) {
+        match message {
             Message::Request { id, method, params } => {
                 if let Some(v) = wire::request_version(&params)
                     && self.session.protocol_version.as_deref() != Some(v.as_str())
@@ -224,8 +224,8 @@ impl Relay<'_> {
 
     // ----- server → client -----
 
-    fn server_line(&mut self, line: Vec<u8>) {
-        match wire::classify(trim(&line)) {
+    fn server_line(&mut self, line: Vec<u8>, message: Message) {
+        match message {
             Message::Response { id, message } => {
                 if let Some(call) = self.answered_call(&id) {
                     return self.call_answered(call, Some(message), line, None);
@@ -307,6 +307,8 @@ impl Relay<'_> {
     /// Ends the relay's work: the journal records the end and the compactor writes the
     /// recording a last time.
     pub(super) fn finish(mut self, code: i32) -> Ending {
+        // What the last calls' ends held (journal lines, answers) goes out first.
+        self.flush();
         let report = self.storm.report();
         let mut ending = Ending {
             code,
