@@ -5,12 +5,13 @@
 
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io::Write;
-use std::process::ChildStdin;
 use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 use sha2::Sha256;
 
+use super::commit::{Batch, Trouble};
 use super::framing::{Flow, Outgoing, Side};
 use crate::error::Result;
 use crate::json::Value;
@@ -43,11 +44,14 @@ pub(super) struct Awaited {
     pub(super) params: Value,
 }
 
-/// The two ends the relay writes to, and the byte budgets of what it reads.
+/// Where the relay's notes go, the committer that writes to the two ends, and the byte
+/// budgets of what it reads.
 pub(super) struct Ends<'a> {
-    pub(super) client_out: &'a mut dyn Write,
-    pub(super) server_in: Option<ChildStdin>,
     pub(super) log: &'a mut dyn Write,
+    /// Batches for the committer (none once the relay has hung up).
+    pub(super) commits: Option<SyncSender<Batch>>,
+    /// What the committer could not write.
+    pub(super) troubles: Receiver<Trouble>,
     /// Server → client bytes in flight.
     pub(super) to_client: Arc<Flow>,
     /// Client → server bytes in flight.
@@ -97,13 +101,15 @@ pub(super) struct Relay<'a> {
     pub(super) stopping: Option<Stopping>,
     /// A long server line is being passed on in pieces (the next piece is not its first).
     pub(super) server_in_pieces: bool,
-    /// Bytes for the client and for the server, held until [`Relay::flush`] writes them
-    /// after the journal lines that describe them.
+    /// Bytes for the client and for the server, held until [`Relay::flush`] hands them to
+    /// the committer with the journal lines that describe them.
     pub(super) client_held: Vec<u8>,
     pub(super) server_held: Vec<u8>,
     /// Calls whose requests are among the bytes held for the server: if those cannot be
     /// written, the server never got them.
     pub(super) unsent: Vec<u64>,
+    /// The server's input is open (the committer closes it when the session ends).
+    pub(super) server_open: bool,
 }
 
 impl<'a> Relay<'a> {
@@ -181,6 +187,7 @@ impl<'a> Relay<'a> {
             client_held: Vec::new(),
             server_held: Vec::new(),
             unsent: Vec::new(),
+            server_open: true,
         }
     }
 
@@ -216,58 +223,114 @@ impl<'a> Relay<'a> {
         self.client_held.len() + self.server_held.len()
     }
 
-    /// The group commit: writes the journal lines held, then the bytes held for the server,
-    /// then those for the client — so nothing reaches a side before the journal has it. The
-    /// event loop calls it before it waits for the next message; one write per side per
-    /// batch of messages instead of one per message.
+    /// The group commit: hands the committer the journal lines held and the bytes held for
+    /// each side, which it writes in that order — so nothing reaches a side before the
+    /// journal has it. The event loop calls it before it waits for the next message: one
+    /// write per side per batch of messages instead of one per message, none on this thread.
     pub(super) fn flush(&mut self) {
+        self.hand_over(false, None);
+    }
+
+    /// Flushes and waits until the committer has written everything handed to it, then
+    /// takes in what it could not write: for decisions that depend on what reached a side
+    /// (the server has gone: which requests did it get?).
+    pub(super) fn settle(&mut self) {
+        let (tx, rx) = sync_channel(1);
+        self.hand_over(false, Some(tx));
+        let _ = rx.recv();
+        self.take_troubles();
+    }
+
+    fn hand_over(&mut self, close_server: bool, done: Option<SyncSender<()>>) {
+        let journal = self
+            .recorder
+            .as_mut()
+            .map(Recorder::take_lines)
+            .unwrap_or_default();
+        let batch = Batch {
+            journal,
+            server: std::mem::take(&mut self.server_held),
+            unsent: std::mem::take(&mut self.unsent),
+            client: std::mem::take(&mut self.client_held),
+            close_server,
+            done,
+        };
+        let idle = batch.journal.is_empty()
+            && batch.server.is_empty()
+            && batch.client.is_empty()
+            && !batch.close_server
+            && batch.done.is_none();
+        if idle {
+            return;
+        }
+        let lost = match &self.ends.commits {
+            Some(tx) => tx.send(batch).err().map(|e| e.0),
+            None => Some(batch),
+        };
+        if let Some(batch) = lost {
+            // No committer (it has stopped): the journal is still written here; nothing can
+            // reach the two ends any more.
+            if !batch.journal.is_empty()
+                && let Some(r) = self.recorder.as_mut()
+            {
+                r.give_back(batch.journal);
+                if let Err(e) = r.flush() {
+                    let msg = format!("the journal could not be written: {e}");
+                    self.note_once("journal", &msg);
+                }
+            }
+        }
+    }
+
+    /// Takes in what the committer could not write.
+    pub(super) fn take_troubles(&mut self) {
+        while let Ok(t) = self.ends.troubles.try_recv() {
+            match t {
+                Trouble::Journal(e) => {
+                    let msg = format!("the journal could not be written: {e}");
+                    self.note_once("journal", &msg);
+                }
+                Trouble::Server(unsent) => {
+                    self.note_once("server-gone", "the server no longer reads its input");
+                    // A request the server never got did not run.
+                    for call in unsent {
+                        if let Some(p) = self.pending.get_mut(&call) {
+                            p.forwarded = false;
+                            self.storm.body_not_started(&p.handle);
+                        }
+                    }
+                }
+                Trouble::Client(e) => {
+                    if !self.client_gone {
+                        // The client went away: the session ends, and its finish still
+                        // happens.
+                        self.client_gone = true;
+                        self.note(&format!(
+                            "the client stopped reading ({e}); ending the session"
+                        ));
+                        self.begin_stopping(EOF_GRACE, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The relay is done writing: what it holds goes to the committer, which then stops.
+    pub(super) fn hang_up(&mut self) {
+        self.flush();
+        self.ends.commits = None;
+    }
+
+    /// After the committer has stopped: the journal is written here again, and what the
+    /// committer could not write is taken in.
+    pub(super) fn after_committer(&mut self) {
         if let Some(r) = self.recorder.as_mut()
-            && let Err(e) = r.flush()
+            && let Err(e) = r.resync()
         {
             let msg = format!("the journal could not be written: {e}");
             self.note_once("journal", &msg);
         }
-        if !self.server_held.is_empty() {
-            let bytes = std::mem::take(&mut self.server_held);
-            let failed = match self.ends.server_in.as_mut() {
-                Some(w) => w.write_all(&bytes).and_then(|()| w.flush()).is_err(),
-                None => true,
-            };
-            if failed {
-                self.note_once("server-gone", "the server no longer reads its input");
-                // A request the server never got did not run.
-                for call in std::mem::take(&mut self.unsent) {
-                    if let Some(p) = self.pending.get_mut(&call) {
-                        p.forwarded = false;
-                        self.storm.body_not_started(&p.handle);
-                    }
-                }
-            }
-            self.server_held = bytes;
-            self.server_held.clear();
-        }
-        self.unsent.clear();
-        if !self.client_held.is_empty() {
-            let bytes = std::mem::take(&mut self.client_held);
-            let r = if self.client_gone {
-                Ok(())
-            } else {
-                self.ends
-                    .client_out
-                    .write_all(&bytes)
-                    .and_then(|()| self.ends.client_out.flush())
-            };
-            self.client_held = bytes;
-            self.client_held.clear();
-            if let Err(e) = r {
-                // The client went away: the session ends, and its finish still happens.
-                self.client_gone = true;
-                self.note(&format!(
-                    "the client stopped reading ({e}); ending the session"
-                ));
-                self.begin_stopping(EOF_GRACE, 0);
-            }
-        }
+        self.take_troubles();
     }
 
     /// Sends a whole message to the client (held while a long line is in progress).
@@ -282,10 +345,10 @@ impl<'a> Relay<'a> {
         !self.client_gone
     }
 
-    /// Holds bytes for the server until the next [`Relay::flush`]; false when it no longer
-    /// reads its input.
+    /// Holds bytes for the server until the next [`Relay::flush`]; false when its input is
+    /// closed.
     pub(super) fn write_server(&mut self, bytes: &[u8]) -> bool {
-        if self.ends.server_in.is_none() {
+        if !self.server_open {
             self.note_once("server-gone", "the server no longer reads its input");
             return false;
         }
@@ -335,8 +398,10 @@ impl<'a> Relay<'a> {
         for call in self.pending_where(|p| p.line.is_some()) {
             self.forward(call);
         }
-        self.flush();
-        self.ends.server_in = None;
+        if self.server_open {
+            self.server_open = false;
+            self.hand_over(true, None);
+        }
         if self.stopping.is_none() {
             self.stopping = Some(Stopping {
                 until: Instant::now() + grace,

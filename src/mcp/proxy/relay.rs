@@ -34,6 +34,7 @@ impl Relay<'_> {
     fn serve_events(&mut self, rx: &Receiver<Event>, server: &mut Server) -> i32 {
         let mut batch = 0;
         loop {
+            self.take_troubles();
             let ready = (self.held() < FLUSH_AT && batch < BATCH)
                 .then(|| rx.try_recv().ok())
                 .flatten();
@@ -98,8 +99,9 @@ impl Relay<'_> {
                     self.begin_stopping(EOF_GRACE, 0);
                 }
                 Some(Event::Eof(Side::Server)) => {
-                    // What the server said before it left reaches the client first.
-                    self.flush();
+                    // What the server said before it left reaches the client first, and
+                    // which requests it never got is known before the calls are ended.
+                    self.settle();
                     let status = server.wait_for(Duration::from_secs(2));
                     if let Some(s) = self.stopping {
                         self.answer_due_faults();
