@@ -5,7 +5,9 @@
 //! on every call), added latency p50 < 0.3 ms and p99 < 2 ms for 1 KB calls at 1 and 16 in
 //! flight; a 10,000-call recorded session under 30 MB peak RSS. Run with
 //! `cargo bench --bench mcp_relay`; words after `--` run only the cases whose label holds
-//! one (`-- "record, 16"`). This same binary is the trivial server (`--respond`).
+//! one (`-- "record, 16"`). Each case is five sessions (`MCP_RELAY_RUNS`), each against its
+//! own direct run; the figures are their median and range, with the proxy's CPU per call
+//! (all threads, and its busiest: the relay's) from the scheduler's own count. This same binary is the trivial server (`--respond`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -40,7 +42,9 @@ fn spawn(through_proxy: Option<&[&str]>, size: usize) -> Child {
     let me = std::env::current_exe().expect("exe");
     let mut cmd = match through_proxy {
         Some(args) => {
-            let mut c = Command::new(BIN);
+            // MCP_RELAY_BIN compares another build of the proxy on the same cases.
+            let bin = std::env::var_os("MCP_RELAY_BIN").unwrap_or_else(|| BIN.into());
+            let mut c = Command::new(bin);
             c.args(args).arg("--").arg(&me);
             c
         }
@@ -148,6 +152,18 @@ fn session(
     (times, rss, cpu)
 }
 
+/// One session's figures (milliseconds unless named otherwise).
+struct Run {
+    direct_p50: f64,
+    /// Added latency at p50, p99 and p99.9.
+    added: [f64; 3],
+    max: f64,
+    rss_mb: f64,
+    cpu_us: f64,
+    relay_us: f64,
+    switches: f64,
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -165,6 +181,12 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .cloned()
         .collect();
+    // Sessions per case (MCP_RELAY_RUNS, default 5): the median is reported, and the range.
+    let repeats: usize = std::env::var("MCP_RELAY_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(5);
     let dir = std::env::temp_dir().join(format!("toolstorm-bench-mcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let faults = dir.join("faults.json");
@@ -218,27 +240,49 @@ fn main() {
         if !filters.is_empty() && !filters.iter().any(|f| label.contains(f.as_str())) {
             continue;
         }
-        let (mut direct, _, _) = session(None, n, size, window);
-        let (mut proxied, rss, (cpu, busiest, switches)) = session(Some(&proxy), n, size, window);
-        direct.sort_by(f64::total_cmp);
-        proxied.sort_by(f64::total_cmp);
-        let ms = |x: f64| x * 1e3;
-        let added = |p: f64| ms(pct(&proxied, p) - pct(&direct, p));
+        // Several sessions, each measured against its own direct run: the figures are the
+        // median across them, with their range.
+        let mut runs = Vec::new();
+        for _ in 0..repeats {
+            let (mut direct, _, _) = session(None, n, size, window);
+            let (mut proxied, rss, (cpu, busiest, switches)) =
+                session(Some(&proxy), n, size, window);
+            direct.sort_by(f64::total_cmp);
+            proxied.sort_by(f64::total_cmp);
+            let added = |p: f64| (pct(&proxied, p) - pct(&direct, p)) * 1e3;
+            runs.push(Run {
+                direct_p50: pct(&direct, 0.5) * 1e3,
+                added: [added(0.5), added(0.99), added(0.999)],
+                max: pct(&proxied, 1.0) * 1e3,
+                rss_mb: rss as f64 / 1024.0,
+                cpu_us: cpu * 1e6 / n as f64,
+                relay_us: busiest * 1e6 / n as f64,
+                switches: switches as f64 / n as f64,
+            });
+        }
+        let stat = |f: &dyn Fn(&Run) -> f64| {
+            let mut v: Vec<f64> = runs.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], v[0], v[v.len() - 1])
+        };
+        let show = |(mid, lo, hi): (f64, f64, f64), digits: usize| {
+            format!("{mid:.digits$} ({lo:.digits$}–{hi:.digits$})")
+        };
         println!(
-            "  {label:<31} direct p50 {:.3} p99 {:.3} · proxied p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} · added p50 {:.3} p99 {:.3} p99.9 {:.3} ms · proxy peak RSS {:.1} MB, CPU per call {:.0} µs (busiest thread {:.0} µs), {:.1} context switches",
-            ms(pct(&direct, 0.5)),
-            ms(pct(&direct, 0.99)),
-            ms(pct(&proxied, 0.5)),
-            ms(pct(&proxied, 0.99)),
-            ms(pct(&proxied, 0.999)),
-            ms(pct(&proxied, 1.0)),
-            added(0.5),
-            added(0.99),
-            added(0.999),
-            rss as f64 / 1024.0,
-            cpu * 1e6 / n as f64,
-            busiest * 1e6 / n as f64,
-            switches as f64 / n as f64
+            "  {label:<31} added p50 {} · p99 {} · p99.9 {} ms · direct p50 {} ms · worst call {} ms",
+            show(stat(&|r| r.added[0]), 3),
+            show(stat(&|r| r.added[1]), 3),
+            show(stat(&|r| r.added[2]), 3),
+            show(stat(&|r| r.direct_p50), 3),
+            show(stat(&|r| r.max), 1),
+        );
+        println!(
+            "  {:<31} proxy peak RSS {} MB · CPU per call {} µs, busiest thread {} µs · {} context switches per call",
+            "",
+            show(stat(&|r| r.rss_mb), 1),
+            show(stat(&|r| r.cpu_us), 0),
+            show(stat(&|r| r.relay_us), 0),
+            show(stat(&|r| r.switches), 1),
         );
         if proxy.len() > 2 {
             let calls = toolstorm::cassette::Cassette::load(&record)

@@ -18,8 +18,10 @@ use crate::mcp::wire::{self, Id, Message};
 /// Past this many bytes held for the two sides, they are written before the next message
 /// is taken.
 const FLUSH_AT: usize = 64 * 1024;
-/// And past this many messages taken since the last write.
-const BATCH: usize = 64;
+/// And past this many messages taken since the last write: the first message of a batch
+/// waits for the others' handling, so a long batch costs the tail what it saves in writes
+/// (measured at 16 calls in flight: 4–8 gave the lowest p50 and p99; 64 doubled the p99).
+const BATCH: usize = 8;
 
 impl Relay<'_> {
     /// The event loop; returns the exit code. Messages already waiting are taken one after
