@@ -71,7 +71,7 @@ enum Command {
 /// Output streams for a command.
 pub struct Io<'a> {
     /// Standard output.
-    pub out: &'a mut (dyn Write + Send),
+    pub out: &'a mut dyn Write,
     /// Standard error.
     pub err: &'a mut dyn Write,
     /// Standard output is a terminal: text for people may add what the reference's

@@ -17,7 +17,7 @@ fn main() -> ExitCode {
     // Piped or redirected output is buffered (a write per line would dominate a big sweep);
     // the MCP proxy flushes each message itself.
     let people = std::io::stdout().is_terminal();
-    let mut out: Box<dyn Write + Send> = if people {
+    let mut out: Box<dyn Write> = if people {
         Box::new(std::io::stdout())
     } else {
         Box::new(std::io::BufWriter::with_capacity(

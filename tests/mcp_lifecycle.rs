@@ -1371,3 +1371,59 @@ fn a_request_the_server_could_not_be_given_is_recorded_as_never_run() {
         calls[0]
     );
 }
+
+#[test]
+fn a_request_the_server_read_before_it_left_stays_run_when_the_next_cannot_be_written() {
+    // The server answers the first request and exits without reading more. Two large
+    // requests sent together may be held and written as one: the write fails part-way, and
+    // only the request it did not get past is taken back.
+    let incident = scratch("read-then-left.json");
+    let script = r#"
+import json, sys
+line = sys.stdin.readline()
+msg = json.loads(line)
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": "done"}]}}) + "\n")
+sys.stdout.flush()
+"#;
+    let mut s = Session::start(
+        &["--record", text(&incident)],
+        &["python3", "-c", script],
+        &[],
+    );
+    let big = "z".repeat(40_000);
+    let first = call("1", "write_row", &format!(r#"{{"row":"a","pad":"{big}"}}"#));
+    let second = call("2", "write_row", &format!(r#"{{"row":"b","pad":"{big}"}}"#));
+    s.send(&format!("{first}\n{second}"));
+    let mut answers = Vec::new();
+    loop {
+        let mut line = Vec::new();
+        if s.out.read_until(b'\n', &mut line).expect("read") == 0 {
+            break;
+        }
+        answers.push(parse(String::from_utf8_lossy(&line).trim_end()).expect("JSON"));
+        if answers.len() == 2 {
+            break;
+        }
+    }
+    let of = |id: i64| -> Vec<&Value> {
+        answers
+            .iter()
+            .filter(|a| a.as_object().and_then(|o| o.get("id")) == Some(&Value::from(id)))
+            .collect()
+    };
+    let one = of(1);
+    assert_eq!(
+        one.len(),
+        1,
+        "one answer to the request the server read: {answers:?}"
+    );
+    assert!(
+        one[0].as_object().is_some_and(|o| o.contains_key("result")),
+        "the server's own answer: {answers:?}"
+    );
+    let _ = s.wait(Duration::from_secs(15));
+    let cassette = Cassette::load(&incident).expect("the recording");
+    let first = &cassette.report.calls[0];
+    assert!(first.executed, "the server read it and answered: {first:?}");
+    assert_eq!(first.status, Status::Ok, "{first:?}");
+}

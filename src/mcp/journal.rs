@@ -118,68 +118,19 @@ impl Writer {
         if self.held.is_empty() {
             return Ok(());
         }
-        let r = write_whole(&mut self.file, &mut self.len, &self.held);
+        let r = self.file.write_all(&self.held);
+        match r {
+            Ok(()) => self.len += self.held.len() as u64,
+            Err(_) => {
+                let _ = self.file.set_len(self.len);
+                let _ = self.file.seek(SeekFrom::Start(self.len));
+            }
+        }
         self.held.clear();
         if self.held.capacity() > 1024 * 1024 {
             self.held.shrink_to(16 * 1024);
         }
         r
-    }
-
-    /// Takes the lines held, for another thread to write through a [`Sink`].
-    pub fn take_held(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.held)
-    }
-
-    /// Gives back lines taken with [`Writer::take_held`] and not written: they are held
-    /// again, before any held since.
-    pub fn give_back(&mut self, mut lines: Vec<u8>) {
-        lines.extend_from_slice(&self.held);
-        self.held = lines;
-    }
-
-    /// The journal's file for another thread (the relay's committer), which writes the lines
-    /// this writer holds; while it does, this writer writes nothing.
-    pub fn sink(&self) -> io::Result<Sink> {
-        Ok(Sink {
-            file: self.file.try_clone()?,
-            len: self.len,
-        })
-    }
-
-    /// Takes up again after a [`Sink`] has written (their file position is shared).
-    pub fn resync(&mut self) -> io::Result<()> {
-        self.len = self.file.stream_position()?;
-        Ok(())
-    }
-}
-
-/// Writes `bytes` (whole lines) at the end of the journal; on failure the file is cut back
-/// to its last whole line, so the next line never lands glued onto a torn one.
-fn write_whole(file: &mut File, len: &mut u64, bytes: &[u8]) -> io::Result<()> {
-    let r = file.write_all(bytes);
-    match r {
-        Ok(()) => *len += bytes.len() as u64,
-        Err(_) => {
-            let _ = file.set_len(*len);
-            let _ = file.seek(SeekFrom::Start(*len));
-        }
-    }
-    r
-}
-
-/// The journal's file as the relay's committer writes it: lines held by the relay's
-/// [`Writer`], in batches.
-#[derive(Debug)]
-pub struct Sink {
-    file: File,
-    len: u64,
-}
-
-impl Sink {
-    /// Writes whole lines, in one write; on failure none of them is kept.
-    pub fn write(&mut self, lines: &[u8]) -> io::Result<()> {
-        write_whole(&mut self.file, &mut self.len, lines)
     }
 }
 

@@ -13,8 +13,6 @@
 //!   them and written journal first, once per batch of messages (a group commit).
 //! - `relay`: the event loop on the thread that calls [`Proxy::run`]: relays lines, learns the
 //!   session's facts, and ends the session when a side leaves or a signal comes.
-//! - `commit`: the committer thread, which writes each batch the relay hands it — journal
-//!   lines, then the server's bytes, then the client's — so the relay's thread writes nothing.
 //! - `calls`: the `tools/call` lifecycle — decide, delay, forward or answer, judge what
 //!   committed — each outcome journaled before it is relayed.
 //! - `batch`: JSON-RPC batches, relayed as they came, their calls judged like any other.
@@ -25,7 +23,6 @@
 mod batch;
 mod calls;
 pub mod child;
-mod commit;
 pub mod framing;
 mod link;
 mod relay;
@@ -34,9 +31,8 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Sender, channel, sync_channel};
+use std::sync::mpsc::{Sender, channel};
 
-use self::commit::{Batch, Outputs};
 use self::framing::{Event, Flow, Side, read_messages};
 use self::link::{Ends, Relay};
 use super::recorder::Recorder;
@@ -256,7 +252,7 @@ impl Proxy {
     pub fn run(
         self,
         client_in: impl Read + Send + 'static,
-        client_out: &mut (dyn Write + Send),
+        client_out: &mut dyn Write,
         log: &mut dyn Write,
         mut server_log: impl Write + Send + 'static,
     ) -> Result<Ending, ProxyError> {
@@ -386,51 +382,24 @@ impl Proxy {
             std::thread::spawn(move || read_messages(client_in, Side::Client, &tx, &flow));
         }
         drop(tx);
-        // The committer writes the journal and both ends, on its own thread; at most a few
-        // batches wait for it (a side that stops reading holds the relay back, as a pipe
-        // would).
-        let journal = match recorder.as_ref().map(Recorder::committer_parts) {
-            Some(Ok(parts)) => Some(parts),
-            Some(Err(e)) => {
-                let _ = writeln!(
-                    log,
-                    "toolstorm-tui mcp: the journal could not be written: {e}"
-                );
-                None
-            }
-            None => None,
-        };
-        let (batches_tx, batches) = sync_channel::<Batch>(4);
-        let (troubles_tx, troubles) = channel();
-        let outputs = Outputs {
-            journal,
-            server_in: streams.stdin,
-            client_out,
-        };
-        std::thread::scope(|scope| {
-            let committer = scope.spawn(move || commit::commit(&batches, outputs, &troubles_tx));
-            let mut relay = Relay::new(
-                storm,
-                options.scenario,
-                recorder,
-                facts,
-                prior.as_ref().map(|(c, s)| (&c.report, s)),
-                Ends {
-                    log,
-                    commits: Some(batches_tx),
-                    troubles,
-                    to_client,
-                    to_server,
-                },
-            );
-            let code = relay.serve(&rx, &mut server);
-            relay.finish_pending("the session ended before an answer");
-            relay.hang_up();
-            let _ = committer.join();
-            relay.after_committer();
-            // Whatever is left of the server's group (a launcher's children too) goes now.
-            server.stop();
-            Ok(relay.finish(code))
-        })
+        let mut relay = Relay::new(
+            storm,
+            options.scenario,
+            recorder,
+            facts,
+            prior.as_ref().map(|(c, s)| (&c.report, s)),
+            Ends {
+                client_out,
+                server_in: streams.stdin,
+                log,
+                to_client,
+                to_server,
+            },
+        );
+        let code = relay.serve(&rx, &mut server);
+        relay.finish_pending("the session ended before an answer");
+        // Whatever is left of the server's group (a launcher's children too) goes now.
+        server.stop();
+        Ok(relay.finish(code))
     }
 }

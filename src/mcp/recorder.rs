@@ -194,41 +194,15 @@ impl Recorder {
     }
 
     fn poke(&self) {
-        if let Some(wake) = &self.wake {
-            poke(&self.dirty, wake);
+        if self.dirty.swap(true, Ordering::AcqRel) {
+            return; // the compactor is already due to run
         }
-    }
-
-    /// What the relay's committer needs to write the journal's lines and have the compactor
-    /// follow: the journal's file, and a way to wake the compactor.
-    pub fn committer_parts(&self) -> io::Result<(journal::Sink, Poker)> {
-        let wake = self
-            .wake
-            .clone()
-            .ok_or_else(|| io::Error::other("the recording is finished"))?;
-        Ok((
-            self.journal.sink()?,
-            Poker {
-                dirty: Arc::clone(&self.dirty),
-                wake,
-            },
-        ))
-    }
-
-    /// Takes the journal lines held, for the committer to write (see [`Recorder::flush`]
-    /// for writing them here).
-    pub fn take_lines(&mut self) -> Vec<u8> {
-        self.journal.take_held()
-    }
-
-    /// Gives back lines taken with [`Recorder::take_lines`] and not written.
-    pub fn give_back(&mut self, lines: Vec<u8>) {
-        self.journal.give_back(lines);
-    }
-
-    /// Takes up writing the journal again after the committer has stopped.
-    pub fn resync(&mut self) -> io::Result<()> {
-        self.journal.resync()
+        if let Some(tx) = &self.wake {
+            match tx.try_send(()) {
+                Ok(()) | Err(TrySendError::Full(())) => {}
+                Err(TrySendError::Disconnected(())) => {}
+            }
+        }
     }
 
     /// Call `id` has begun: held for the journal, which [`Recorder::flush`] writes before
@@ -309,32 +283,6 @@ impl Recorder {
             let _ = std::fs::remove_file(journal_path(&self.cassette));
         }
         done
-    }
-}
-
-/// Wakes the compactor when the journal has gained lines, unless it is already due to run
-/// (a wake-up is a context switch, and one per batch would take a core's share).
-fn poke(dirty: &AtomicBool, wake: &SyncSender<()>) {
-    if dirty.swap(true, Ordering::AcqRel) {
-        return; // the compactor is already due to run
-    }
-    match wake.try_send(()) {
-        Ok(()) | Err(TrySendError::Full(())) => {}
-        Err(TrySendError::Disconnected(())) => {}
-    }
-}
-
-/// Wakes the compactor from another thread (the relay's committer, after it wrote lines).
-#[derive(Debug)]
-pub struct Poker {
-    dirty: Arc<AtomicBool>,
-    wake: SyncSender<()>,
-}
-
-impl Poker {
-    /// The journal gained lines: the compactor follows.
-    pub fn poke(&self) {
-        poke(&self.dirty, &self.wake);
     }
 }
 

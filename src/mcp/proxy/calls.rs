@@ -415,13 +415,18 @@ impl Relay<'_> {
             return;
         };
         let line = p.line.take();
+        let before = self.server_held.len();
         let sent = line.is_none_or(|l| self.send_server(&l));
-        // A request the server never got did not run (nor does one whose bytes, held for
-        // the server, cannot be written: `Relay::flush` undoes this).
+        // A request the server never got did not run — nor does one whose bytes, held for
+        // the server, the write does not get past (`Relay::flush` takes it back). A request
+        // held behind a long line in progress, or one sent in pieces, is taken as sent.
+        let held_to = self.server_held.len();
         if sent && let Some(p) = self.pending.get_mut(&call) {
             p.forwarded = true;
             self.storm.body_started(&p.handle);
-            self.unsent.push(call);
+            if held_to > before {
+                self.unsent.push((call, held_to));
+            }
         }
     }
 

@@ -3,9 +3,10 @@
 //!
 //! A reader sends a whole line, or — for a line too long to read as a message — the line in
 //! pieces, the last one flagged. Memory is bounded by bytes in flight, not by message count: a
-//! reader waits while the messages it sent and the relay has not yet written add up to more
+//! reader waits while the messages it sent and the relay has not yet handled add up to more
 //! than the budget (one message is always let through, so a single huge message still
-//! moves). A slow client therefore slows the server's reader, whose pipe then fills and makes
+//! moves); what the relay has handled and holds to write is at most 64 KB and one message,
+//! written before it waits for the next. A slow client therefore slows the server's reader, whose pipe then fills and makes
 //! the server wait — the back-pressure a direct pipe would give.
 
 use std::io::{BufRead, BufReader, Read};
@@ -16,8 +17,10 @@ use crate::mcp::wire::{self, Message};
 
 /// Bytes of an oversized line passed on at once.
 pub const PIECE: usize = 1 << 20;
-/// Bytes a direction may have read and not yet written before its reader waits.
+/// Bytes a direction may have read and the relay not yet handled before its reader waits.
 pub const BUDGET: usize = 16 * 1024 * 1024;
+/// The longest line a reader thread parses itself.
+pub const PARSED_HERE: usize = 64 * 1024;
 
 /// Where a message came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,10 +34,12 @@ pub enum Side {
 /// Something for the relay to handle.
 #[derive(Debug)]
 pub enum Event {
-    /// A whole line (with its line ending, if it had one), and what it says, read by the
-    /// reader thread (parsing is the largest part of a message's cost: off the relay's
-    /// thread, it runs beside the relay on another core).
-    Line(Side, Vec<u8>, Message),
+    /// A whole line (with its line ending, if it had one), and what it says when the reader
+    /// thread read it (a line up to [`PARSED_HERE`] bytes: parsing is the largest part of a
+    /// message's cost, and off the relay's thread it runs beside the relay on another core;
+    /// a larger one is read by the relay, so parsed trees in flight stay small beside the
+    /// byte budget).
+    Line(Side, Vec<u8>, Option<Message>),
     /// A piece of an oversized line; `true` on its last piece.
     Piece(Side, Vec<u8>, bool),
     /// The side closed its output.
@@ -97,6 +102,11 @@ impl Flow {
     }
 }
 
+/// What a line says, when it is short enough for the reader to read it.
+fn read_here(line: &[u8]) -> Option<Message> {
+    (line.len() <= PARSED_HERE).then(|| wire::classify(trim(line)))
+}
+
 /// Reads messages from `from` until it ends, sending them to the relay as [`Event`]s.
 /// The channel is unbounded on purpose: one direction must never wait for the other's
 /// messages to be taken (a server blocked on its output while the relay is blocked writing its
@@ -117,7 +127,7 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
         if buf.is_empty() {
             if !line.is_empty() {
                 let n = line.len();
-                let message = wire::classify(trim(&line));
+                let message = read_here(&line);
                 let _ = send(Event::Line(side, std::mem::take(&mut line), message), n);
             }
             break;
@@ -130,7 +140,7 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
         r.consume(take);
         if done {
             let n = line.len();
-            let message = wire::classify(trim(&line));
+            let message = read_here(&line);
             if !send(Event::Line(side, std::mem::take(&mut line), message), n) {
                 return;
             }

@@ -5,13 +5,12 @@
 
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io::Write;
+use std::process::ChildStdin;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 use sha2::Sha256;
 
-use super::commit::{Batch, Trouble};
 use super::framing::{Flow, Outgoing, Side};
 use crate::error::Result;
 use crate::json::Value;
@@ -44,14 +43,11 @@ pub(super) struct Awaited {
     pub(super) params: Value,
 }
 
-/// Where the relay's notes go, the committer that writes to the two ends, and the byte
-/// budgets of what it reads.
+/// The two ends the relay writes to, and the byte budgets of what it reads.
 pub(super) struct Ends<'a> {
+    pub(super) client_out: &'a mut dyn Write,
+    pub(super) server_in: Option<ChildStdin>,
     pub(super) log: &'a mut dyn Write,
-    /// Batches for the committer (none once the relay has hung up).
-    pub(super) commits: Option<SyncSender<Batch>>,
-    /// What the committer could not write.
-    pub(super) troubles: Receiver<Trouble>,
     /// Server → client bytes in flight.
     pub(super) to_client: Arc<Flow>,
     /// Client → server bytes in flight.
@@ -101,15 +97,13 @@ pub(super) struct Relay<'a> {
     pub(super) stopping: Option<Stopping>,
     /// A long server line is being passed on in pieces (the next piece is not its first).
     pub(super) server_in_pieces: bool,
-    /// Bytes for the client and for the server, held until [`Relay::flush`] hands them to
-    /// the committer with the journal lines that describe them.
+    /// Bytes for the client and for the server, held until [`Relay::flush`] writes them
+    /// after the journal lines that describe them.
     pub(super) client_held: Vec<u8>,
     pub(super) server_held: Vec<u8>,
-    /// Calls whose requests are among the bytes held for the server: if those cannot be
-    /// written, the server never got them.
-    pub(super) unsent: Vec<u64>,
-    /// The server's input is open (the committer closes it when the session ends).
-    pub(super) server_open: bool,
+    /// Calls whose requests are among the bytes held for the server, with where each
+    /// request ends in them: one that the write does not get past, the server never got.
+    pub(super) unsent: Vec<(u64, usize)>,
 }
 
 impl<'a> Relay<'a> {
@@ -187,7 +181,6 @@ impl<'a> Relay<'a> {
             client_held: Vec::new(),
             server_held: Vec::new(),
             unsent: Vec::new(),
-            server_open: true,
         }
     }
 
@@ -223,114 +216,61 @@ impl<'a> Relay<'a> {
         self.client_held.len() + self.server_held.len()
     }
 
-    /// The group commit: hands the committer the journal lines held and the bytes held for
-    /// each side, which it writes in that order — so nothing reaches a side before the
-    /// journal has it. The event loop calls it before it waits for the next message: one
-    /// write per side per batch of messages instead of one per message, none on this thread.
+    /// The group commit: writes the journal lines held, then the bytes held for the server,
+    /// then those for the client — so nothing reaches a side before the journal has it. The
+    /// event loop calls it before it waits for the next message; one write per side per
+    /// batch of messages instead of one per message.
     pub(super) fn flush(&mut self) {
-        self.hand_over(false, None);
-    }
-
-    /// Flushes and waits until the committer has written everything handed to it, then
-    /// takes in what it could not write: for decisions that depend on what reached a side
-    /// (the server has gone: which requests did it get?).
-    pub(super) fn settle(&mut self) {
-        let (tx, rx) = sync_channel(1);
-        self.hand_over(false, Some(tx));
-        let _ = rx.recv();
-        self.take_troubles();
-    }
-
-    fn hand_over(&mut self, close_server: bool, done: Option<SyncSender<()>>) {
-        let journal = self
-            .recorder
-            .as_mut()
-            .map(Recorder::take_lines)
-            .unwrap_or_default();
-        let batch = Batch {
-            journal,
-            server: std::mem::take(&mut self.server_held),
-            unsent: std::mem::take(&mut self.unsent),
-            client: std::mem::take(&mut self.client_held),
-            close_server,
-            done,
-        };
-        let idle = batch.journal.is_empty()
-            && batch.server.is_empty()
-            && batch.client.is_empty()
-            && !batch.close_server
-            && batch.done.is_none();
-        if idle {
-            return;
-        }
-        let lost = match &self.ends.commits {
-            Some(tx) => tx.send(batch).err().map(|e| e.0),
-            None => Some(batch),
-        };
-        if let Some(batch) = lost {
-            // No committer (it has stopped): the journal is still written here; nothing can
-            // reach the two ends any more.
-            if !batch.journal.is_empty()
-                && let Some(r) = self.recorder.as_mut()
-            {
-                r.give_back(batch.journal);
-                if let Err(e) = r.flush() {
-                    let msg = format!("the journal could not be written: {e}");
-                    self.note_once("journal", &msg);
-                }
-            }
-        }
-    }
-
-    /// Takes in what the committer could not write.
-    pub(super) fn take_troubles(&mut self) {
-        while let Ok(t) = self.ends.troubles.try_recv() {
-            match t {
-                Trouble::Journal(e) => {
-                    let msg = format!("the journal could not be written: {e}");
-                    self.note_once("journal", &msg);
-                }
-                Trouble::Server(unsent) => {
-                    self.note_once("server-gone", "the server no longer reads its input");
-                    // A request the server never got did not run.
-                    for call in unsent {
-                        if let Some(p) = self.pending.get_mut(&call) {
-                            p.forwarded = false;
-                            self.storm.body_not_started(&p.handle);
-                        }
-                    }
-                }
-                Trouble::Client(e) => {
-                    if !self.client_gone {
-                        // The client went away: the session ends, and its finish still
-                        // happens.
-                        self.client_gone = true;
-                        self.note(&format!(
-                            "the client stopped reading ({e}); ending the session"
-                        ));
-                        self.begin_stopping(EOF_GRACE, 0);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The relay is done writing: what it holds goes to the committer, which then stops.
-    pub(super) fn hang_up(&mut self) {
-        self.flush();
-        self.ends.commits = None;
-    }
-
-    /// After the committer has stopped: the journal is written here again, and what the
-    /// committer could not write is taken in.
-    pub(super) fn after_committer(&mut self) {
         if let Some(r) = self.recorder.as_mut()
-            && let Err(e) = r.resync()
+            && let Err(e) = r.flush()
         {
             let msg = format!("the journal could not be written: {e}");
             self.note_once("journal", &msg);
         }
-        self.take_troubles();
+        if !self.server_held.is_empty() {
+            let bytes = std::mem::take(&mut self.server_held);
+            let (written, failed) = match self.ends.server_in.as_mut() {
+                Some(w) => write_counted(w, &bytes),
+                None => (0, true),
+            };
+            if failed {
+                self.note_once("server-gone", "the server no longer reads its input");
+                // A request the server never got whole did not run; those written before
+                // the failure did reach it.
+                for (call, end) in std::mem::take(&mut self.unsent) {
+                    if end > written
+                        && let Some(p) = self.pending.get_mut(&call)
+                    {
+                        p.forwarded = false;
+                        self.storm.body_not_started(&p.handle);
+                    }
+                }
+            }
+            self.server_held = bytes;
+            self.server_held.clear();
+        }
+        self.unsent.clear();
+        if !self.client_held.is_empty() {
+            let bytes = std::mem::take(&mut self.client_held);
+            let r = if self.client_gone {
+                Ok(())
+            } else {
+                self.ends
+                    .client_out
+                    .write_all(&bytes)
+                    .and_then(|()| self.ends.client_out.flush())
+            };
+            self.client_held = bytes;
+            self.client_held.clear();
+            if let Err(e) = r {
+                // The client went away: the session ends, and its finish still happens.
+                self.client_gone = true;
+                self.note(&format!(
+                    "the client stopped reading ({e}); ending the session"
+                ));
+                self.begin_stopping(EOF_GRACE, 0);
+            }
+        }
     }
 
     /// Sends a whole message to the client (held while a long line is in progress).
@@ -345,10 +285,10 @@ impl<'a> Relay<'a> {
         !self.client_gone
     }
 
-    /// Holds bytes for the server until the next [`Relay::flush`]; false when its input is
-    /// closed.
+    /// Holds bytes for the server until the next [`Relay::flush`]; false when it no longer
+    /// reads its input.
     pub(super) fn write_server(&mut self, bytes: &[u8]) -> bool {
-        if !self.server_open {
+        if self.ends.server_in.is_none() {
             self.note_once("server-gone", "the server no longer reads its input");
             return false;
         }
@@ -398,10 +338,8 @@ impl<'a> Relay<'a> {
         for call in self.pending_where(|p| p.line.is_some()) {
             self.forward(call);
         }
-        if self.server_open {
-            self.server_open = false;
-            self.hand_over(true, None);
-        }
+        self.flush();
+        self.ends.server_in = None;
         if self.stopping.is_none() {
             self.stopping = Some(Stopping {
                 until: Instant::now() + grace,
@@ -416,6 +354,21 @@ impl<'a> Relay<'a> {
             r.facts(&self.session);
         }
     }
+}
+
+/// Writes `bytes`, counting what went: how many bytes were written, and whether the write
+/// (or the flush after it) failed.
+fn write_counted(w: &mut impl Write, bytes: &[u8]) -> (usize, bool) {
+    let mut written = 0;
+    while written < bytes.len() {
+        match w.write(&bytes[written..]) {
+            Ok(0) => return (written, true),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return (written, true),
+        }
+    }
+    (written, w.flush().is_err())
 }
 
 /// A `tools/call` the proxy is handling.
@@ -496,4 +449,50 @@ impl Answer {
 pub(super) fn raw_id(raw: &[u8]) -> Option<Id> {
     let text = std::str::from_utf8(raw).ok()?;
     crate::json::parse(text).ok().map(|v| Id::of(&v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_counted;
+
+    /// A pipe whose reader leaves after `room` bytes, taking at most `chunk` per write.
+    struct Leaving {
+        got: Vec<u8>,
+        room: usize,
+        chunk: usize,
+    }
+
+    impl std::io::Write for Leaving {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.got.len() >= self.room {
+                return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+            }
+            let n = buf.len().min(self.chunk).min(self.room - self.got.len());
+            self.got.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_write_that_fails_part_way_says_how_far_it_got() {
+        let bytes = b"first request\nsecond request\n";
+        let mut w = Leaving {
+            got: Vec::new(),
+            room: 14,
+            chunk: 5,
+        };
+        // The first request (14 bytes) went whole; the second did not: only it is taken back.
+        assert_eq!(write_counted(&mut w, bytes), (14, true));
+        assert_eq!(w.got, b"first request\n".to_vec());
+        let mut w = Leaving {
+            got: Vec::new(),
+            room: 100,
+            chunk: 3,
+        };
+        assert_eq!(write_counted(&mut w, bytes), (bytes.len(), false));
+        assert_eq!(w.got, bytes.to_vec());
+    }
 }
