@@ -398,6 +398,8 @@ impl Proxy {
         );
         let code = relay.serve(&rx, &mut server);
         relay.finish_pending("the session ended before an answer");
+        // Those ends are on record before the server's group is stopped (which takes a while).
+        relay.flush();
         // Whatever is left of the server's group (a launcher's children too) goes now.
         server.stop();
         Ok(relay.finish(code))

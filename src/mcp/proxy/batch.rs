@@ -53,16 +53,24 @@ impl Relay<'_> {
                 }
             }
         }
-        for call in forwarded {
-            self.forward(call);
-        }
-        if !kept.is_empty() {
-            if changed {
+        // The batch's line goes first; its calls ran only if it was held for the server (and
+        // are taken back, like any request, if the write does not get past it).
+        let before = self.server_held.len();
+        let sent = kept.is_empty()
+            || if changed {
                 let mut out = compact(&Value::Array(kept)).into_bytes();
                 out.push(b'\n');
-                self.send_server(&out);
+                self.send_server(&out)
             } else {
-                self.send_server(line);
+                self.send_server(line)
+            };
+        let held_to = self.server_held.len();
+        for call in forwarded {
+            if sent {
+                self.forward(call);
+                if held_to > before {
+                    self.unsent.push((call, held_to));
+                }
             }
         }
         for (call, outcome) in answered_here {

@@ -21,6 +21,8 @@ pub const PIECE: usize = 1 << 20;
 pub const BUDGET: usize = 16 * 1024 * 1024;
 /// The longest line a reader thread parses itself.
 pub const PARSED_HERE: usize = 64 * 1024;
+/// A reader parses ahead only while less than this is in flight (the relay parses the rest).
+pub const PARSE_AHEAD: usize = 1024 * 1024;
 
 /// Where a message came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,10 +37,10 @@ pub enum Side {
 #[derive(Debug)]
 pub enum Event {
     /// A whole line (with its line ending, if it had one), and what it says when the reader
-    /// thread read it (a line up to [`PARSED_HERE`] bytes: parsing is the largest part of a
-    /// message's cost, and off the relay's thread it runs beside the relay on another core;
-    /// a larger one is read by the relay, so parsed trees in flight stay small beside the
-    /// byte budget).
+    /// thread read it (a line up to [`PARSED_HERE`] bytes while less than [`PARSE_AHEAD`] is
+    /// in flight: parsing is the largest part of a message's cost, and off the relay's thread
+    /// it runs beside the relay on another core; the relay reads the others, so parsed trees
+    /// in flight stay within a megabyte of text).
     Line(Side, Vec<u8>, Option<Message>),
     /// A piece of an oversized line; `true` on its last piece.
     Piece(Side, Vec<u8>, bool),
@@ -102,9 +104,11 @@ impl Flow {
     }
 }
 
-/// What a line says, when it is short enough for the reader to read it.
-fn read_here(line: &[u8]) -> Option<Message> {
-    (line.len() <= PARSED_HERE).then(|| wire::classify(trim(line)))
+/// What a line says, when the reader reads it: a short line while little is in flight (a
+/// parsed tree can be many times its text, and the budget counts text).
+fn read_here(line: &[u8], flow: &Flow) -> Option<Message> {
+    (line.len() <= PARSED_HERE && flow.in_flight() < PARSE_AHEAD)
+        .then(|| wire::classify(trim(line)))
 }
 
 /// Reads messages from `from` until it ends, sending them to the relay as [`Event`]s.
@@ -127,7 +131,7 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
         if buf.is_empty() {
             if !line.is_empty() {
                 let n = line.len();
-                let message = read_here(&line);
+                let message = read_here(&line, flow);
                 let _ = send(Event::Line(side, std::mem::take(&mut line), message), n);
             }
             break;
@@ -140,7 +144,7 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
         r.consume(take);
         if done {
             let n = line.len();
-            let message = read_here(&line);
+            let message = read_here(&line, flow);
             if !send(Event::Line(side, std::mem::take(&mut line), message), n) {
                 return;
             }

@@ -22,6 +22,10 @@ use crate::mcp::wire::Id;
 use crate::rule::Rule;
 use crate::storm::{CallHandle, Storm};
 
+/// What a side's held buffer keeps of its capacity after a write (a huge message once does
+/// not keep its megabytes for the rest of the session).
+const HELD_KEPT: usize = 256 * 1024;
+
 /// How long the server gets to exit after its input is closed at the client's end.
 pub(super) const EOF_GRACE: Duration = Duration::from_secs(5);
 /// How long it gets after a signal.
@@ -248,6 +252,7 @@ impl<'a> Relay<'a> {
             }
             self.server_held = bytes;
             self.server_held.clear();
+            self.server_held.shrink_to(HELD_KEPT);
         }
         self.unsent.clear();
         if !self.client_held.is_empty() {
@@ -262,6 +267,7 @@ impl<'a> Relay<'a> {
             };
             self.client_held = bytes;
             self.client_held.clear();
+            self.client_held.shrink_to(HELD_KEPT);
             if let Err(e) = r {
                 // The client went away: the session ends, and its finish still happens.
                 self.client_gone = true;

@@ -72,7 +72,9 @@ impl Relay<'_> {
                     if let Some(s) = self.stopping
                         && Instant::now() >= s.until
                     {
-                        // The server did not leave in time: its group is stopped.
+                        // The server did not leave in time: its group is stopped (what the
+                        // timers ended is on record first).
+                        self.flush();
                         server.stop();
                         self.answer_due_faults();
                         self.finish_pending("the server had not answered when the session ended");
@@ -147,7 +149,12 @@ impl Relay<'_> {
                 break;
             };
             match timer {
-                Timer::Forward(call) => self.forward(call),
+                // A call the session's end already forwarded (or took back) waits no more.
+                Timer::Forward(call) => {
+                    if self.pending.get(&call).is_some_and(|p| p.line.is_some()) {
+                        self.forward(call);
+                    }
+                }
                 Timer::Answer(call) => self.answer_injected(call),
             }
         }
