@@ -128,9 +128,7 @@ fn output_is_the_same_for_any_number_of_threads() {
 /// as the lab's own runs, and it opens in the explorer as a campaign.
 #[test]
 fn a_sweep_can_be_kept_as_a_campaign() {
-    let dir = std::env::temp_dir().join(format!("toolstorm-sweep-campaign-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = common::fresh_dir("sweep-campaign");
     let out = dir.join("lost.campaign.json");
     let out_s = out.to_str().expect("path");
     let (code, text, err) = cli(&[

@@ -137,12 +137,24 @@ pub fn example_server() -> PathBuf {
     path
 }
 
+/// This test binary's scratch folder `tag` (`toolstorm-TAG-PID` in the temp folder), made
+/// if missing.
+pub fn scratch_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolstorm-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
+/// [`scratch_dir`] emptied first.
+pub fn fresh_dir(tag: &str) -> PathBuf {
+    let _ = std::fs::remove_dir_all(scratch_dir(tag));
+    scratch_dir(tag)
+}
+
 /// A fresh path `name` in this test binary's scratch folder `tag`, with no recording there:
 /// the file, its MCP sidecar and its journal are removed.
 pub fn scratch_recording(tag: &str, name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolstorm-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let p = dir.join(name);
+    let p = scratch_dir(tag).join(name);
     for f in [
         p.clone(),
         toolstorm::mcp::session::sidecar_path(&p),
