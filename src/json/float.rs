@@ -126,7 +126,31 @@ pub fn py_round(x: f64, places: usize) -> f64 {
     if !x.is_finite() {
         return x;
     }
+    if let Some(r) = round_scaled(x, places) {
+        return r;
+    }
     py_fixed(x, places).parse::<f64>().unwrap_or(x)
+}
+
+/// [`py_round`] without text, where that is exact: `x·10^places` scaled in floating point is
+/// within half an ulp of the exact product, so below 2^40 (an ulp of at most 2^-12) its
+/// nearest integer is the exact product's unless the fraction is within 1/1000 of a half
+/// (a tie, or near one: those take the exact path). The integer divided by the power of ten
+/// (both exact) is the float nearest the decimal, as parsing its text gives. `None` when
+/// the exact path is needed.
+fn round_scaled(x: f64, places: usize) -> Option<f64> {
+    const POWERS: [f64; 10] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+    let p = *POWERS.get(places)?;
+    let y = x * p;
+    if y.abs() >= (1u64 << 40) as f64 {
+        return None;
+    }
+    let fraction = (y - y.trunc()).abs();
+    if (fraction - 0.5).abs() < 1e-3 {
+        return None;
+    }
+    // `round` keeps the sign: a tiny negative gives -0.0, as Python's does.
+    Some(y.round() / p)
 }
 
 /// Rounds a time to microseconds as the engine records it.
@@ -160,6 +184,43 @@ mod tests {
         for (x, want) in cases {
             assert_eq!(py_repr(x), want, "{x:e}");
         }
+    }
+
+    #[test]
+    fn the_scaled_rounding_agrees_with_the_exact_one() {
+        use rand_chacha::rand_core::{RngCore, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let exact = |x: f64, places: usize| py_fixed(x, places).parse::<f64>().expect("float");
+        let mut checked = 0;
+        for i in 0..50_000u64 {
+            let r = rng.next_u64();
+            let x = match i % 4 {
+                // Times as the engine has them: seconds since the start, to a few hours.
+                0 => (r >> 11) as f64 / (1u64 << 53) as f64 * 10_000.0,
+                // Halves of the last place, and their neighbours one or two ulps away.
+                1 => {
+                    let k = (r % 100_000_000) as f64 + 0.5;
+                    let half = k / 1e6;
+                    let step = (r >> 60) as i64 % 5 - 2;
+                    f64::from_bits((half.to_bits() as i64 + step) as u64)
+                }
+                // Any bit pattern (huge, tiny, negative, subnormal).
+                2 => f64::from_bits(r),
+                // Exact binary ties such as 2^-7 = 0.0078125, and small negatives.
+                _ => -((r % 1_000_000) as f64) / 128.0 / 1e6,
+            };
+            if !x.is_finite() {
+                continue;
+            }
+            for places in [0, 3, 6, 9] {
+                let want = exact(x, places);
+                let got = py_round(x, places);
+                assert_eq!(got.to_bits(), want.to_bits(), "round({x:e}, {places})");
+                checked += usize::from(round_scaled(x, places).is_some());
+            }
+        }
+        // Most values take the scaled path.
+        assert!(checked > 100_000, "only {checked} took it");
     }
 
     #[test]
