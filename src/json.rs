@@ -11,7 +11,8 @@ mod value;
 
 pub use encode::{
     canonical, canonical_fits, canonical_len, canonical_len_bound, compact, fingerprint, hex,
-    one_line, pretty, quote, sha256_hex, write_canonical, write_int, write_text,
+    one_line, pretty, quote, sha256_hex, write_canonical, write_compact, write_int, write_str,
+    write_text,
 };
 pub use float::write_py_repr;
 pub use parse::{

@@ -637,16 +637,30 @@ impl Storm {
     }
 
     /// Appends call `id`'s canonical text (as the report has it now) to `out`, without copying
-    /// the call; false when there is no such call.
-    pub fn write_call(&self, id: u64, out: &mut String) -> bool {
+    /// the call, and without its `arguments` unless `arguments` (see [`Call::write_members`]);
+    /// gives the bytes the arguments took, `None` when there is no such call.
+    pub fn write_call(&self, id: u64, arguments: bool, out: &mut String) -> Option<usize> {
         let st = self.lock();
-        match id.checked_sub(1).and_then(|i| st.calls.get(i as usize)) {
-            Some(c) => {
-                c.write_canonical(out);
-                true
+        let c = id.checked_sub(1).and_then(|i| st.calls.get(i as usize))?;
+        Some(c.write_members(arguments, out))
+    }
+
+    /// Appends the per-rule counters as one JSON object (rule names in rule order, each with
+    /// [`Coverage`]'s canonical text) to `out`, and gives the calls refused by the budget:
+    /// [`Storm::counters`] as text, without copying the names.
+    pub fn write_counters(&self, out: &mut String) -> u64 {
+        let st = self.lock();
+        out.push('{');
+        for (i, (rule, c)) in self.rules.iter().zip(st.coverage.iter()).enumerate() {
+            if i > 0 {
+                out.push(',');
             }
-            None => false,
+            crate::json::write_text(&rule.name, out);
+            out.push(':');
+            c.write_canonical(out);
         }
+        out.push('}');
+        st.budget_rejections
     }
 
     /// Lets go of a finished call's captured arguments and output (a recorder that has

@@ -224,6 +224,17 @@ fn push_u_escape(unit: u32, out: &mut String) {
     }
 }
 
+/// Appends the string literal for `s`, escaped as canonical JSON does.
+pub fn write_str(s: &str, out: &mut String) {
+    if super::scan::is_plain_ascii(s.as_bytes()) {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        write_text(&Text::from(s), out);
+    }
+}
+
 /// A string literal for `s`, escaped as canonical JSON does.
 pub fn quote(s: &str) -> String {
     let mut out = String::new();
@@ -290,8 +301,13 @@ pub fn one_line(value: &Value) -> String {
 /// One line with no spaces (`,` and `:`), insertion order: for JSON-lines output.
 pub fn compact(value: &Value) -> String {
     let mut out = String::new();
-    write_inline(value, ",", ":", &mut out);
+    write_compact(value, &mut out);
     out
+}
+
+/// Appends the text of [`compact`] to `out`.
+pub fn write_compact(value: &Value, out: &mut String) {
+    write_inline(value, ",", ":", out);
 }
 
 fn write_inline(value: &Value, item_sep: &str, key_sep: &str, out: &mut String) {

@@ -7,14 +7,15 @@
 //! power loss could take it, and that is not this tool's promise.
 //!
 //! Lines, in order:
-//! - the header: `{"kind": "toolstorm-mcp-journal", "schema_version": 1, "session": ID,
+//! - the header: `{"kind": "toolstorm-mcp-journal", "schema_version": 2, "session": ID,
 //!   "report": {seed, clock, rules, capture}, "facts": SIDECAR}` (the sidecar without calls);
 //! - `{"facts": SIDECAR}` when the session learns something (the handshake, `tools/list`);
 //! - `{"id": N, "begin": CALL, "coverage": {...}, "budget_rejections": N}` before a request
 //!   reaches the server (or is answered by a fault), so a call in flight when the proxy dies is
 //!   on record;
 //! - `{"id": N, "end": CALL, "effects": [...], "record": RECORD, "coverage": {...},
-//!   "budget_rejections": N}` before the call's answer is relayed;
+//!   "budget_rejections": N}` before the call's answer is relayed; CALL is without its
+//!   `arguments` (the begin line has them: readers put them back);
 //! - `{"prior_effects": [...]}` and then a `begin` or `end` line per call, first, when the
 //!   session continues an earlier recording (`--append`);
 //! - `{"finished": CODE}` when the session ended and the proxy finished its work.
@@ -35,13 +36,43 @@ use crate::obj;
 
 /// The `kind` of a journal's header.
 pub const KIND: &str = "toolstorm-mcp-journal";
-/// The journal format version.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The journal format version. Version 2 writes a call's arguments in its begin line only;
+/// journals of version 1 (arguments in both lines) are read too.
+pub const SCHEMA_VERSION: i64 = 2;
 /// The longest line a reader accepts (a line holds one call, whose payloads are capped far
 /// below this).
 const MAX_LINE: usize = 8_000_000;
 /// The most a reader takes from one journal.
 pub const MAX_JOURNAL_BYTES: u64 = 256 * 1024 * 1024;
+
+/// An end line's call made whole: the recorder writes a call's arguments once, in its begin
+/// line, and its end line has the call without them (an `--append` line of an earlier
+/// session's call, or a journal of schema 1, has them: taken as it is). Both texts are
+/// canonical, so `arguments` is the first member of each.
+fn with_arguments(end: String, begun: Option<&String>, line: usize) -> Result<String, ConfigError> {
+    const HEAD: &str = "{\"arguments\":";
+    if end.starts_with(HEAD) {
+        return Ok(end);
+    }
+    let rest = end
+        .strip_prefix('{')
+        .filter(|r| r.starts_with('"'))
+        .ok_or_else(|| bad(line, "end: expected a call with its members"))?;
+    let begun = begun.ok_or_else(|| {
+        bad(
+            line,
+            "end: a call without its arguments, and no begin line before it has them",
+        )
+    })?;
+    let args = crate::mcp::wire::member(begun.as_bytes(), "arguments")
+        .ok_or_else(|| bad(line, "end: the call's begin line has no arguments"))?;
+    let mut whole = String::with_capacity(end.len() + args.len() + HEAD.len() + 1);
+    whole.push_str(HEAD);
+    whole.push_str(&begun[args]);
+    whole.push(',');
+    whole.push_str(rest);
+    Ok(whole)
+}
 
 fn bad(line: usize, why: impl Into<String>) -> ConfigError {
     ConfigError::new("Invalid MCP journal")
@@ -295,7 +326,8 @@ impl Rebuild {
             counters(self)?;
         } else if let Some(call) = o.get("end") {
             let id = call_id(call).ok_or_else(|| bad(n, "end: expected a call with an id"))?;
-            self.calls.insert(id, canonical(call));
+            let whole = with_arguments(canonical(call), self.calls.get(&id), n)?;
+            self.calls.insert(id, whole);
             self.ended.insert(id);
             if let Some(Value::Array(effects)) = o.get("effects") {
                 self.add_effects(effects);
@@ -356,7 +388,10 @@ impl Rebuild {
             .and_then(|v| v.as_i64())
             .filter(|id| *id >= 1)
             .ok_or_else(|| bad(n, "expected the call's id"))? as u64;
-        let call = text(range)?;
+        let mut call = text(range)?;
+        if ended {
+            call = with_arguments(call, self.calls.get(&id), n)?;
+        }
         self.calls.insert(id, call);
         if ended {
             self.ended.insert(id);
@@ -414,8 +449,14 @@ impl Rebuild {
         if o.get("kind").and_then(Value::as_str) != Some(KIND) {
             return Err(bad(1, format!("expected a header of kind \"{KIND}\"")));
         }
-        if o.get("schema_version").and_then(Value::as_i64) != Some(SCHEMA_VERSION) {
-            return Err(bad(1, "schema_version: expected 1"));
+        if !matches!(
+            o.get("schema_version").and_then(Value::as_i64),
+            Some(1 | SCHEMA_VERSION)
+        ) {
+            return Err(bad(
+                1,
+                format!("schema_version: expected 1 or {SCHEMA_VERSION}"),
+            ));
         }
         let session = o
             .get("session")
@@ -803,6 +844,96 @@ mod tests {
             "{:?}",
             rec.note
         );
+    }
+
+    #[test]
+    fn an_end_line_takes_the_arguments_of_its_begin_line() {
+        let cassette = scratch("arguments.json");
+        let facts = McpSession {
+            max_calls: 100,
+            ..McpSession::default()
+        };
+        let counters = |line: Value| match line {
+            Value::Object(mut o) => {
+                o.push("coverage", obj! {});
+                o.push("budget_rejections", 0);
+                Value::Object(o)
+            }
+            other => other,
+        };
+        let with_args = |mut c: Value, args: Option<Value>| {
+            if let Value::Object(o) = &mut c {
+                o.remove("arguments");
+                if let Some(a) = args {
+                    o.push("arguments", a);
+                }
+            }
+            // As the recorder writes it: canonical text.
+            parse(&canonical(&c)).expect("json")
+        };
+        let args = obj! {"order_id" => "o-1", "note" => "é \"quoted\""};
+        let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+        for line in [
+            obj! {"id" => 1, "begin" => with_args(call(1, "running"), Some(args.clone()))},
+            obj! {"id" => 2, "begin" => with_args(call(2, "running"), Some(obj! {"n" => 2}))},
+            obj! {"id" => 1, "end" => with_args(call(1, "ok"), None)},
+            // An end line with its arguments (an earlier session's call, schema 1) keeps them.
+            obj! {"id" => 2, "end" => with_args(call(2, "ok"), Some(obj! {"n" => 3}))},
+        ] {
+            w.append(&counters(line)).expect("line");
+        }
+        drop(w);
+        let path = journal_path(&cassette);
+        let read = Rebuild::read(&path).expect("read");
+        let (c, _) = read.recording().expect("valid recording");
+        assert_eq!(canonical(&c.report.calls[0].arguments), canonical(&args));
+        assert_eq!(canonical(&c.report.calls[1].arguments), r#"{"n":3}"#);
+        // The compactor's own reading, by the lines' text, gives the same recording.
+        let mut own = Rebuild::own();
+        own.read_more(&path).expect("own");
+        assert_eq!(
+            own.texts().expect("texts").cassette,
+            read.texts().expect("texts").cassette
+        );
+
+        // An end without arguments and no begin line before it is named, not guessed.
+        let orphan = scratch("orphan.json");
+        let mut w = Writer::create(&orphan, &header("s1", &report_base(), &facts)).expect("w");
+        w.append(&counters(
+            obj! {"id" => 1, "end" => with_args(call(1, "ok"), None)},
+        ))
+        .expect("line");
+        drop(w);
+        match Rebuild::read(&journal_path(&orphan)) {
+            Err(JournalError::Invalid(e)) => {
+                assert_eq!(e.path.as_deref(), Some("line 2"), "{e}");
+                assert!(e.to_string().contains("no begin line"), "{e}");
+            }
+            other => panic!("expected an invalid journal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_journal_of_schema_1_is_read_and_one_of_a_later_schema_refused() {
+        let facts = McpSession {
+            max_calls: 100,
+            ..McpSession::default()
+        };
+        for (version, readable) in [(1, true), (2, true), (3, false)] {
+            let cassette = scratch(&format!("schema{version}.json"));
+            let mut head = header("s1", &report_base(), &facts);
+            if let Value::Object(o) = &mut head {
+                o.remove("schema_version");
+                o.push("schema_version", version);
+            }
+            let mut w = Writer::create(&cassette, &head).expect("w");
+            w.append(&obj! {"begin" => call(1, "running"), "coverage" => obj! {},
+            "budget_rejections" => 0})
+                .expect("line");
+            drop(w);
+            let r = Rebuild::read(&journal_path(&cassette));
+            assert_eq!(r.is_ok(), readable, "schema {version}: {r:?}");
+        }
     }
 
     #[test]

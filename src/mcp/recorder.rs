@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::journal::{self, Rebuild, Writer};
 use super::session::{CallRecord, McpSession, journal_path, sidecar_path};
-use crate::json::{Object, Value};
+use crate::json::Value;
 use crate::obj;
 use crate::storm::Storm;
 
@@ -75,15 +75,21 @@ const MAX_CALL_BYTES: usize = 420_000;
 /// The counters every call line carries (`,"coverage":{...},"budget_rejections":N`), so the
 /// last line read gives the report's.
 fn counters_text(storm: &Storm, line: &mut String) {
-    let (coverage, rejections) = storm.counters();
-    let mut cov = Object::new();
-    for (name, c) in coverage {
-        cov.push(name, c.to_value());
-    }
     line.push_str(",\"coverage\":");
-    line.push_str(&crate::json::compact(&Value::Object(cov)));
+    let rejections = storm.write_counters(line);
     line.push_str(",\"budget_rejections\":");
-    line.push_str(&rejections.to_string());
+    crate::json::write_int(rejections, line);
+}
+
+/// Starts a call line: `{"id":N,"begin":` (or `"end":`).
+fn call_line(id: u64, kind: &str, capacity: usize) -> String {
+    let mut line = String::with_capacity(capacity);
+    line.push_str("{\"id\":");
+    crate::json::write_int(id, &mut line);
+    line.push_str(",\"");
+    line.push_str(kind);
+    line.push_str("\":");
+    line
 }
 
 impl Recorder {
@@ -124,22 +130,17 @@ impl Recorder {
             let effects = before.effects.iter().map(|e| e.to_value()).collect();
             journal.append(&obj! {"prior_effects" => Value::Array(effects)})?;
             for call in &before.calls {
-                let mut line = String::with_capacity(1024);
-                line.push_str(&format!("{{\"id\":{},", call.id));
-                match prior.call(call.id) {
-                    Some(record) => {
-                        line.push_str("\"end\":");
-                        call.write_canonical(&mut line);
-                        cassette_bytes += line.len() + 256;
-                        let record_text = crate::json::compact(&record.to_value());
-                        sidecar_bytes += record_text.len() + 1;
-                        line.push_str(",\"effects\":[],\"record\":");
-                        line.push_str(&record_text);
-                    }
-                    None => {
-                        line.push_str("\"begin\":");
-                        call.write_canonical(&mut line);
-                    }
+                // The earlier session's calls, whole (their arguments too).
+                let record = prior.call(call.id);
+                let kind = if record.is_some() { "end" } else { "begin" };
+                let mut line = call_line(call.id, kind, 1024);
+                call.write_canonical(&mut line);
+                cassette_bytes += line.len() + 256;
+                if let Some(record) = record {
+                    line.push_str(",\"effects\":[],\"record\":");
+                    let before = line.len();
+                    record.write_compact(&mut line);
+                    sidecar_bytes += line.len() - before + 1;
                 }
                 counters_text(storm, &mut line);
                 line.push('}');
@@ -208,24 +209,27 @@ impl Recorder {
     /// Call `id` has begun: held for the journal, which [`Recorder::flush`] writes before
     /// its request goes anywhere.
     pub fn begin(&mut self, storm: &Storm, id: u64) {
-        let mut line = String::with_capacity(1024);
-        line.push_str(&format!("{{\"id\":{id},\"begin\":"));
-        if !storm.write_call(id, &mut line) {
+        let mut line = call_line(id, "begin", 1024);
+        let Some(arguments) = storm.write_call(id, true, &mut line) else {
             return;
-        }
+        };
+        // The arguments are counted here, once: the end line does not repeat them.
+        self.cassette_bytes += arguments;
         counters_text(storm, &mut line);
         line.push('}');
         self.journal.hold(&line);
     }
 
     /// Call `id` has ended (its effects recorded, its outcome final): held for the journal,
-    /// which [`Recorder::flush`] writes before its answer is relayed.
+    /// which [`Recorder::flush`] writes before its answer is relayed. The line has the call
+    /// without its arguments: its begin line has them, and readers take them from there.
     pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) {
-        let mut line = String::with_capacity(2048);
-        line.push_str(&format!("{{\"id\":{id},\"end\":"));
-        if !storm.write_call(id, &mut line) {
+        let mut line = call_line(id, "end", 2048);
+        let start = line.len();
+        if storm.write_call(id, false, &mut line).is_none() {
             return;
         }
+        self.cassette_bytes += line.len() - start + 1;
         let effects = storm.effects_from(self.effects_seen);
         self.effects_seen += effects.len();
         line.push_str(",\"effects\":[");
@@ -233,14 +237,14 @@ impl Recorder {
             if i > 0 {
                 line.push(',');
             }
+            let before = line.len();
             e.write_canonical(&mut line);
+            self.cassette_bytes += line.len() - before + 1;
         }
-        let call_len = line.len();
         line.push_str("],\"record\":");
-        let record_text = crate::json::compact(&record.to_value());
-        self.cassette_bytes += call_len + 1;
-        self.sidecar_bytes += record_text.len() + 1;
-        line.push_str(&record_text);
+        let before = line.len();
+        record.write_compact(&mut line);
+        self.sidecar_bytes += line.len() - before + 1;
         counters_text(storm, &mut line);
         line.push('}');
         self.journal.hold(&line);

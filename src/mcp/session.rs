@@ -385,6 +385,68 @@ impl CallRecord {
         o
     }
 
+    /// Appends the compact text of [`CallRecord::to_value`] to `out`, written from the record
+    /// itself (the journal writes one per call: no tree is built for it).
+    pub fn write_compact(&self, out: &mut String) {
+        use crate::json::{write_compact, write_int, write_str};
+        out.push_str("{\"call\":");
+        write_int(self.call, out);
+        out.push_str(",\"request_id\":");
+        write_compact(&self.request_id, out);
+        out.push_str(",\"delivered\":\"");
+        out.push_str(self.delivered.kind());
+        out.push_str("\",\"response\":");
+        match &self.delivered {
+            Delivered::Result(b) | Delivered::Error(b) => write_compact(b, out),
+            Delivered::Unreadable(u) => write_compact(
+                &obj! {
+                    "bytes" => u.bytes,
+                    "sha256" => u.sha256.as_str(),
+                    "reason" => u.reason.as_str(),
+                    "raw" => u.raw.as_deref(),
+                },
+                out,
+            ),
+            _ => out.push_str("null"),
+        }
+        out.push_str(",\"effects\":[");
+        for (i, e) in self.effects.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_str(e.as_str(), out);
+        }
+        out.push_str("],\"replay_of\":");
+        match self.replay_of {
+            Some(r) => write_int(r, out),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"note\":");
+        match &self.note {
+            Some(n) => write_str(n, out),
+            None => out.push_str("null"),
+        }
+        if let Some(d) = &self.dropped {
+            out.push_str(",\"dropped_response\":");
+            write_compact(d, out);
+        }
+        if !self.possible.is_empty() {
+            out.push_str(",\"possible_effects\":[");
+            for (i, (name, key)) in self.possible.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str("{\"name\":");
+                write_str(name, out);
+                out.push_str(",\"key\":");
+                write_str(key, out);
+                out.push('}');
+            }
+            out.push(']');
+        }
+        out.push('}');
+    }
+
     /// Validates a record (`at` names it in messages).
     pub fn from_value(v: &Value, at: &str) -> Result<CallRecord, ConfigError> {
         let keys = [
@@ -852,6 +914,38 @@ mod tests {
         assert_eq!(again, s);
         assert_eq!(again.call(2).map(|c| c.replay_of), Some(Some(1)));
         assert!(again.call(3).is_none());
+    }
+
+    #[test]
+    fn a_record_written_as_text_is_its_value_compact() {
+        let mut records = sample().calls;
+        let unreadable = Unreadable {
+            bytes: 12,
+            sha256: "0f".repeat(32),
+            reason: "not UTF-8".into(),
+            raw: None,
+        };
+        for delivered in [
+            Delivered::Error(obj! {"error" => obj! {"code" => -32000, "message" => "é\"\n"}}),
+            Delivered::Unreadable(unreadable),
+            Delivered::Unrecorded,
+        ] {
+            records.push(CallRecord {
+                call: 3,
+                request_id: Value::Float(1.5),
+                delivered,
+                effects: vec![Evidence::Server, Evidence::Annotations],
+                replay_of: Some(2),
+                note: Some("a note with \u{1F600} and \"quotes\"".into()),
+                possible: vec![("a".into(), "k\t1".into()), ("b".into(), "k2".into())],
+                dropped: None,
+            });
+        }
+        for r in &records {
+            let mut text = String::new();
+            r.write_compact(&mut text);
+            assert_eq!(text, compact(&r.to_value()), "{r:?}");
+        }
     }
 
     #[test]

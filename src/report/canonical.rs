@@ -44,10 +44,21 @@ impl ErrorRecord {
 impl Call {
     /// Appends the canonical text of [`Call::to_value`] to `out`.
     pub fn write_canonical(&self, out: &mut String) {
+        self.write_members(true, out);
+    }
+
+    /// Appends the canonical text of [`Call::to_value`] to `out`, or without the `arguments`
+    /// member (the first) when `arguments` is false: what a journal's end line holds, its
+    /// begin line having them. Gives the bytes the `arguments` member took, with its comma.
+    pub fn write_members(&self, arguments: bool, out: &mut String) -> usize {
         out.push('{');
-        key("arguments", out);
-        write_canonical(&self.arguments, out);
-        out.push(',');
+        let start = out.len();
+        if arguments {
+            key("arguments", out);
+            write_canonical(&self.arguments, out);
+            out.push(',');
+        }
+        let taken = out.len() - start;
         key("capture_error", out);
         out.push_str(bool_text(self.capture_error));
         out.push(',');
@@ -108,6 +119,7 @@ impl Call {
         key("tool", out);
         write_text(&self.tool, out);
         out.push('}');
+        taken
     }
 }
 
@@ -137,7 +149,8 @@ impl Effect {
 }
 
 impl Coverage {
-    fn write_canonical(&self, out: &mut String) {
+    /// Appends the canonical text of [`Coverage::to_value`] to `out`.
+    pub fn write_canonical(&self, out: &mut String) {
         out.push('{');
         key("eligible", out);
         write_int(self.eligible, out);
