@@ -88,7 +88,7 @@ pub struct Writer {
     file: File,
     path: PathBuf,
     /// Lines held, each with its newline.
-    held: Vec<u8>,
+    held: String,
     /// Bytes of whole lines written: a write that fails part-way is cut back to here, so the
     /// next line never lands glued onto a torn one.
     len: u64,
@@ -107,7 +107,7 @@ impl Writer {
         let mut w = Writer {
             file,
             path,
-            held: Vec::with_capacity(16 * 1024),
+            held: String::with_capacity(16 * 1024),
             len: 0,
         };
         w.append(header)?;
@@ -134,8 +134,19 @@ impl Writer {
     /// Keeps an entry written as one line of JSON (without its newline) for the next
     /// [`Writer::flush`].
     pub fn hold(&mut self, entry: &str) {
-        self.held.extend_from_slice(entry.as_bytes());
-        self.held.push(b'\n');
+        self.held.push_str(entry);
+        self.held.push('\n');
+    }
+
+    /// Keeps the line `write` appends to the held text (one JSON object, without its
+    /// newline), written in place; when `write` says false, what it appended is taken back.
+    pub fn hold_with(&mut self, write: impl FnOnce(&mut String) -> bool) {
+        let start = self.held.len();
+        if write(&mut self.held) {
+            self.held.push('\n');
+        } else {
+            self.held.truncate(start);
+        }
     }
 
     /// Whether lines are held.
@@ -149,7 +160,7 @@ impl Writer {
         if self.held.is_empty() {
             return Ok(());
         }
-        let r = self.file.write_all(&self.held);
+        let r = self.file.write_all(self.held.as_bytes());
         match r {
             Ok(()) => self.len += self.held.len() as u64,
             Err(_) => {

@@ -82,14 +82,12 @@ fn counters_text(storm: &Storm, line: &mut String) {
 }
 
 /// Starts a call line: `{"id":N,"begin":` (or `"end":`).
-fn call_line(id: u64, kind: &str, capacity: usize) -> String {
-    let mut line = String::with_capacity(capacity);
+fn call_line(id: u64, kind: &str, line: &mut String) {
     line.push_str("{\"id\":");
-    crate::json::write_int(id, &mut line);
+    crate::json::write_int(id, line);
     line.push_str(",\"");
     line.push_str(kind);
     line.push_str("\":");
-    line
 }
 
 impl Recorder {
@@ -133,7 +131,8 @@ impl Recorder {
                 // The earlier session's calls, whole (their arguments too).
                 let record = prior.call(call.id);
                 let kind = if record.is_some() { "end" } else { "begin" };
-                let mut line = call_line(call.id, kind, 1024);
+                let mut line = String::with_capacity(1024);
+                call_line(call.id, kind, &mut line);
                 call.write_canonical(&mut line);
                 cassette_bytes += line.len() + 256;
                 if let Some(record) = record {
@@ -209,45 +208,57 @@ impl Recorder {
     /// Call `id` has begun: held for the journal, which [`Recorder::flush`] writes before
     /// its request goes anywhere.
     pub fn begin(&mut self, storm: &Storm, id: u64) {
-        let mut line = call_line(id, "begin", 1024);
-        let Some(arguments) = storm.write_call(id, true, &mut line) else {
-            return;
-        };
+        // Written in place, among the lines held.
+        let mut counted = 0;
+        self.journal.hold_with(|line| {
+            call_line(id, "begin", line);
+            let Some(arguments) = storm.write_call(id, true, line) else {
+                return false;
+            };
+            counted = arguments;
+            counters_text(storm, line);
+            line.push('}');
+            true
+        });
         // The arguments are counted here, once: the end line does not repeat them.
-        self.cassette_bytes += arguments;
-        counters_text(storm, &mut line);
-        line.push('}');
-        self.journal.hold(&line);
+        self.cassette_bytes += counted;
     }
 
     /// Call `id` has ended (its effects recorded, its outcome final): held for the journal,
     /// which [`Recorder::flush`] writes before its answer is relayed. The line has the call
     /// without its arguments: its begin line has them, and readers take them from there.
     pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) {
-        let mut line = call_line(id, "end", 2048);
-        let start = line.len();
-        if storm.write_call(id, false, &mut line).is_none() {
-            return;
-        }
-        self.cassette_bytes += line.len() - start + 1;
-        let effects = storm.effects_from(self.effects_seen);
-        self.effects_seen += effects.len();
-        line.push_str(",\"effects\":[");
-        for (i, e) in effects.iter().enumerate() {
-            if i > 0 {
-                line.push(',');
+        let (mut cassette, mut sidecar) = (0, 0);
+        let mut effects_seen = self.effects_seen;
+        self.journal.hold_with(|line| {
+            call_line(id, "end", line);
+            let start = line.len();
+            if storm.write_call(id, false, line).is_none() {
+                return false;
             }
+            cassette += line.len() - start + 1;
+            let effects = storm.effects_from(effects_seen);
+            effects_seen += effects.len();
+            line.push_str(",\"effects\":[");
+            for (i, e) in effects.iter().enumerate() {
+                if i > 0 {
+                    line.push(',');
+                }
+                let before = line.len();
+                e.write_canonical(line);
+                cassette += line.len() - before + 1;
+            }
+            line.push_str("],\"record\":");
             let before = line.len();
-            e.write_canonical(&mut line);
-            self.cassette_bytes += line.len() - before + 1;
-        }
-        line.push_str("],\"record\":");
-        let before = line.len();
-        record.write_compact(&mut line);
-        self.sidecar_bytes += line.len() - before + 1;
-        counters_text(storm, &mut line);
-        line.push('}');
-        self.journal.hold(&line);
+            record.write_compact(line);
+            sidecar += line.len() - before + 1;
+            counters_text(storm, line);
+            line.push('}');
+            true
+        });
+        self.effects_seen = effects_seen;
+        self.cassette_bytes += cassette;
+        self.sidecar_bytes += sidecar;
         // The engine need not keep what the journal has: a long session costs the journal,
         // not memory.
         storm.release_payloads(id);
