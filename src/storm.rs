@@ -640,9 +640,24 @@ impl Storm {
     /// the call, and without its `arguments` unless `arguments` (see [`Call::write_members`]);
     /// gives the bytes the arguments took, `None` when there is no such call.
     pub fn write_call(&self, id: u64, arguments: bool, out: &mut String) -> Option<usize> {
+        self.write_call_unless(id, arguments, None, out)
+            .map(|(taken, _)| taken)
+    }
+
+    /// [`Storm::write_call`], and without the call's `output` when it is `identical` to
+    /// `output` (what the caller has on record already, as the same text): gives, beside
+    /// the arguments' bytes, whether the output was left out.
+    pub fn write_call_unless(
+        &self,
+        id: u64,
+        arguments: bool,
+        output: Option<&Value>,
+        out: &mut String,
+    ) -> Option<(usize, bool)> {
         let st = self.lock();
         let c = id.checked_sub(1).and_then(|i| st.calls.get(i as usize))?;
-        Some(c.write_members(arguments, out))
+        let left_out = output.is_some_and(|o| c.output.identical(o));
+        Some((c.write_members(arguments, !left_out, out), left_out))
     }
 
     /// Appends the per-rule counters as one JSON object (rule names in rule order, each with

@@ -232,6 +232,24 @@ pub enum Value {
 }
 
 impl Value {
+    /// Whether both are the same JSON text to be: equal, with members in the same order and
+    /// floats to the bit (`0.0` and `-0.0` differ; `==` takes them as equal).
+    pub fn identical(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            (Value::Array(a), Value::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.identical(y))
+            }
+            (Value::Object(a), Value::Object(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b.iter())
+                        .all(|((ka, va), (kb, vb))| ka == kb && va.identical(vb))
+            }
+            (a, b) => a == b,
+        }
+    }
+
     /// The object, if this is one.
     pub fn as_object(&self) -> Option<&Object> {
         match self {
@@ -517,5 +535,23 @@ mod tests {
         assert!(!Value::from(1).py_eq(&Value::Float(1.5)));
         assert!(Value::Float(-0.0).py_eq(&Value::from(0)));
         assert!(!Value::from("1").py_eq(&Value::from(1)));
+    }
+
+    #[test]
+    fn identical_values_write_the_same_text() {
+        let parse = |t: &str| crate::json::parse(t).expect("json");
+        let a = parse(r#"{"a": [1, 0.0, "x", {"b": null}], "c": true}"#);
+        assert!(a.identical(&a.clone()));
+        for other in [
+            r#"{"a": [1, -0.0, "x", {"b": null}], "c": true}"#,
+            r#"{"c": true, "a": [1, 0.0, "x", {"b": null}]}"#,
+            r#"{"a": [1.0, 0.0, "x", {"b": null}], "c": true}"#,
+            r#"{"a": [1, 0.0, "x", {"b": null}], "c": true, "d": 1}"#,
+            r#"{"a": [1, 0.0, "x"], "c": true}"#,
+        ] {
+            let b = parse(other);
+            assert!(!a.identical(&b), "{other}");
+            assert_ne!(crate::json::compact(&a), crate::json::compact(&b));
+        }
     }
 }

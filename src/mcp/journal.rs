@@ -15,7 +15,8 @@
 //!   on record;
 //! - `{"id": N, "end": CALL, "effects": [...], "record": RECORD, "coverage": {...},
 //!   "budget_rejections": N}` before the call's answer is relayed; CALL is without its
-//!   `arguments` (the begin line has them: readers put them back);
+//!   `arguments` (the begin line has them) and, when it is the result RECORD says the client
+//!   received, without its `output`: readers put them back;
 //! - `{"prior_effects": [...]}` and then a `begin` or `end` line per call, first, when the
 //!   session continues an earlier recording (`--append`);
 //! - `{"finished": CODE}` when the session ended and the proxy finished its work.
@@ -36,7 +37,8 @@ use crate::obj;
 
 /// The `kind` of a journal's header.
 pub const KIND: &str = "toolstorm-mcp-journal";
-/// The journal format version. Version 2 writes a call's arguments in its begin line only;
+/// The journal format version. Version 2 writes a call's arguments in its begin line only,
+/// and its output only where the record of its answer does not hold it;
 /// journals of version 1 (arguments in both lines) are read too.
 pub const SCHEMA_VERSION: i64 = 2;
 /// The longest line a reader accepts (a line holds one call, whose payloads are capped far
@@ -72,6 +74,47 @@ fn with_arguments(end: String, begun: Option<&String>, line: usize) -> Result<St
     whole.push(',');
     whole.push_str(rest);
     Ok(whole)
+}
+
+/// An end line's call made whole, its output put back: the recorder leaves out the output
+/// when it is the result the line's record says the client received. `result` gives that
+/// result's canonical text (read only when it is needed). The output goes after `ordinal`,
+/// where canonical order has it.
+fn with_output(
+    call: String,
+    result: impl FnOnce() -> Result<Option<String>, ConfigError>,
+    line: usize,
+) -> Result<String, ConfigError> {
+    let members = crate::mcp::wire::members(call.as_bytes());
+    if members.iter().any(|(k, _)| *k == b"output") {
+        return Ok(call);
+    }
+    let at = members
+        .iter()
+        .find(|(k, _)| *k == b"ordinal")
+        .map(|(_, r)| r.end)
+        .ok_or_else(|| bad(line, "end: expected a call with an ordinal"))?;
+    let result = result()?.ok_or_else(|| {
+        bad(
+            line,
+            "end: a call without its output, and its record has no result to take it from",
+        )
+    })?;
+    let mut whole = String::with_capacity(call.len() + result.len() + 10);
+    whole.push_str(&call[..at]);
+    whole.push_str(",\"output\":");
+    whole.push_str(&result);
+    whole.push_str(&call[at..]);
+    Ok(whole)
+}
+
+/// The canonical text of a record's `response.result`, if it has one.
+fn result_of(record: Option<&Value>) -> Option<String> {
+    let response = record?.as_object()?.get("response")?.as_object()?;
+    (response.len() == 1)
+        .then(|| response.get("result"))
+        .flatten()
+        .map(canonical)
 }
 
 fn bad(line: usize, why: impl Into<String>) -> ConfigError {
@@ -337,7 +380,9 @@ impl Rebuild {
             counters(self)?;
         } else if let Some(call) = o.get("end") {
             let id = call_id(call).ok_or_else(|| bad(n, "end: expected a call with an id"))?;
-            let whole = with_arguments(canonical(call), self.calls.get(&id), n)?;
+            let record = o.get("record");
+            let whole = with_output(canonical(call), || Ok(result_of(record)), n)?;
+            let whole = with_arguments(whole, self.calls.get(&id), n)?;
             self.calls.insert(id, whole);
             self.ended.insert(id);
             if let Some(Value::Array(effects)) = o.get("effects") {
@@ -401,6 +446,13 @@ impl Rebuild {
             .ok_or_else(|| bad(n, "expected the call's id"))? as u64;
         let mut call = text(range)?;
         if ended {
+            let record = || match part(b"record") {
+                Some(r) => parse(&text(r)?)
+                    .map(|v| result_of(Some(&v)))
+                    .map_err(|e| bad(n, e.to_string())),
+                None => Ok(None),
+            };
+            call = with_output(call, record, n)?;
             call = with_arguments(call, self.calls.get(&id), n)?;
         }
         self.calls.insert(id, call);
@@ -858,8 +910,7 @@ mod tests {
     }
 
     #[test]
-    fn an_end_line_takes_the_arguments_of_its_begin_line() {
-        let cassette = scratch("arguments.json");
+    fn an_end_line_takes_what_it_leaves_out_from_its_begin_line_and_its_record() {
         let facts = McpSession {
             max_calls: 100,
             ..McpSession::default()
@@ -872,55 +923,123 @@ mod tests {
             }
             other => other,
         };
-        let with_args = |mut c: Value, args: Option<Value>| {
+        // A call as the recorder writes it (canonical text), with the members given, and
+        // `None` for one to leave out.
+        let shaped = |mut c: Value, args: Option<Value>, output: Option<Value>| {
             if let Value::Object(o) = &mut c {
                 o.remove("arguments");
+                o.remove("output");
                 if let Some(a) = args {
                     o.push("arguments", a);
                 }
+                if let Some(out) = output {
+                    o.push("output", out);
+                }
             }
-            // As the recorder writes it: canonical text.
             parse(&canonical(&c)).expect("json")
         };
+        let record = |call: u64, result: Option<Value>| {
+            let delivered = match result {
+                Some(r) => super::super::session::Delivered::Result(obj! {"result" => r}),
+                None => super::super::session::Delivered::Nothing,
+            };
+            CallRecord {
+                call,
+                request_id: Value::from(call as i64),
+                delivered,
+                effects: vec![],
+                replay_of: None,
+                note: None,
+                possible: Vec::new(),
+                dropped: None,
+            }
+            .to_value()
+        };
         let args = obj! {"order_id" => "o-1", "note" => "é \"quoted\""};
-        let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
-        for line in [
-            obj! {"id" => 1, "begin" => with_args(call(1, "running"), Some(args.clone()))},
-            obj! {"id" => 2, "begin" => with_args(call(2, "running"), Some(obj! {"n" => 2}))},
-            obj! {"id" => 1, "end" => with_args(call(1, "ok"), None)},
-            // An end line with its arguments (an earlier session's call, schema 1) keeps them.
-            obj! {"id" => 2, "end" => with_args(call(2, "ok"), Some(obj! {"n" => 3}))},
-        ] {
-            w.append(&counters(line)).expect("line");
-        }
-        drop(w);
-        let path = journal_path(&cassette);
+        // Keys out of canonical order, a float and a negative zero: the output is the
+        // result's canonical text.
+        let result = parse(r#"{"z": -0.0, "content": [{"type": "text", "text": "ok"}], "n": 1.5}"#)
+            .expect("json");
+        // The same session twice: every call line whole, and as the recorder writes it.
+        let journal = |name: &str, whole: bool| {
+            let cassette = scratch(name);
+            let mut w =
+                Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+            let or = |v: Value| whole.then_some(v);
+            let lines = [
+                obj! {"id" => 1, "begin" => shaped(call(1, "running"), Some(args.clone()), Some(Value::Null))},
+                obj! {"id" => 2, "begin" => shaped(call(2, "running"), Some(obj! {"n" => 2}), Some(Value::Null))},
+                obj! {"id" => 1, "end" => shaped(call(1, "ok"), or(args.clone()), or(result.clone())),
+                "effects" => Value::Array(vec![]), "record" => record(1, Some(result.clone()))},
+                // An end line with its members (an earlier session's call, or schema 1)
+                // keeps them: here the output is not the result the client received.
+                obj! {"id" => 2, "end" => shaped(call(2, "ok"), Some(obj! {"n" => 3}), Some(obj! {"kept" => true})),
+                "effects" => Value::Array(vec![]), "record" => record(2, None)},
+            ];
+            for line in lines {
+                w.append(&counters(line)).expect("line");
+            }
+            journal_path(&cassette)
+        };
+        let whole = Rebuild::read(&journal("whole.json", true)).expect("read");
+        let path = journal("shaped.json", false);
         let read = Rebuild::read(&path).expect("read");
         let (c, _) = read.recording().expect("valid recording");
         assert_eq!(canonical(&c.report.calls[0].arguments), canonical(&args));
+        assert_eq!(canonical(&c.report.calls[0].output), canonical(&result));
         assert_eq!(canonical(&c.report.calls[1].arguments), r#"{"n":3}"#);
+        assert_eq!(canonical(&c.report.calls[1].output), r#"{"kept":true}"#);
+        let text = read.texts().expect("texts");
+        assert_eq!(text.cassette, whole.texts().expect("texts").cassette);
         // The compactor's own reading, by the lines' text, gives the same recording.
         let mut own = Rebuild::own();
         own.read_more(&path).expect("own");
-        assert_eq!(
-            own.texts().expect("texts").cassette,
-            read.texts().expect("texts").cassette
-        );
+        assert_eq!(own.texts().expect("texts").cassette, text.cassette);
 
-        // An end without arguments and no begin line before it is named, not guessed.
-        let orphan = scratch("orphan.json");
-        let mut w = Writer::create(&orphan, &header("s1", &report_base(), &facts)).expect("w");
-        w.append(&counters(
-            obj! {"id" => 1, "end" => with_args(call(1, "ok"), None)},
-        ))
-        .expect("line");
-        drop(w);
-        match Rebuild::read(&journal_path(&orphan)) {
-            Err(JournalError::Invalid(e)) => {
-                assert_eq!(e.path.as_deref(), Some("line 2"), "{e}");
-                assert!(e.to_string().contains("no begin line"), "{e}");
+        // What is left out and cannot be put back is named, not guessed.
+        let ended = |record: Option<Value>| {
+            let mut line = obj! {"id" => 1, "end" => shaped(call(1, "ok"), None, None)};
+            if let (Value::Object(o), Some(r)) = (&mut line, record) {
+                o.push("record", r);
             }
-            other => panic!("expected an invalid journal, got {other:?}"),
+            counters(line)
+        };
+        let begun = counters(
+            obj! {"id" => 1, "begin" => shaped(call(1, "running"), Some(args.clone()), Some(Value::Null))},
+        );
+        for (name, lines, why) in [
+            (
+                "orphan.json",
+                vec![ended(Some(record(1, Some(result.clone()))))],
+                "no begin line",
+            ),
+            (
+                "no-result.json",
+                vec![begun, ended(Some(record(1, None)))],
+                "has no result",
+            ),
+        ] {
+            let at = scratch(name);
+            let mut w = Writer::create(&at, &header("s1", &report_base(), &facts)).expect("w");
+            for line in &lines {
+                w.append(line).expect("line");
+            }
+            drop(w);
+            let bad_line = format!("line {}", lines.len() + 1);
+            for trusted in [false, true] {
+                let mut r = if trusted {
+                    Rebuild::own()
+                } else {
+                    Rebuild::default()
+                };
+                match r.read_more(&journal_path(&at)) {
+                    Err(JournalError::Invalid(e)) => {
+                        assert_eq!(e.path.as_deref(), Some(bad_line.as_str()), "{e}");
+                        assert!(e.to_string().contains(why), "{e}");
+                    }
+                    other => panic!("{name}: expected an invalid journal, got {other:?}"),
+                }
+            }
         }
     }
 

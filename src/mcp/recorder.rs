@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::journal::{self, Rebuild, Writer};
-use super::session::{CallRecord, McpSession, journal_path, sidecar_path};
+use super::session::{CallRecord, Delivered, McpSession, journal_path, sidecar_path};
 use crate::json::Value;
 use crate::obj;
 use crate::storm::Storm;
@@ -226,16 +226,24 @@ impl Recorder {
 
     /// Call `id` has ended (its effects recorded, its outcome final): held for the journal,
     /// which [`Recorder::flush`] writes before its answer is relayed. The line has the call
-    /// without its arguments: its begin line has them, and readers take them from there.
+    /// without its arguments (its begin line has them), and without its output when that is
+    /// the result the record's answer holds; readers take them from there.
     pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) {
         let (mut cassette, mut sidecar) = (0, 0);
         let mut effects_seen = self.effects_seen;
+        // The output the client received as the answer's result is on record in the
+        // answer: the call's line leaves it out, and readers take it from there.
+        let result = match &record.delivered {
+            Delivered::Result(Value::Object(o)) if o.len() == 1 => o.get("result"),
+            _ => None,
+        };
         self.journal.hold_with(|line| {
             call_line(id, "end", line);
             let start = line.len();
-            if storm.write_call(id, false, line).is_none() {
+            let Some((_, output_left_out)) = storm.write_call_unless(id, false, result, line)
+            else {
                 return false;
-            }
+            };
             cassette += line.len() - start + 1;
             let effects = storm.effects_from(effects_seen);
             effects_seen += effects.len();
@@ -250,8 +258,12 @@ impl Recorder {
             }
             line.push_str("],\"record\":");
             let before = line.len();
-            record.write_compact(line);
+            let response = record.write_compact(line);
             sidecar += line.len() - before + 1;
+            if output_left_out {
+                // The output's text is the answer's result: `{"result":` and `}` less.
+                cassette += response.saturating_sub(11) + 10;
+            }
             counters_text(storm, line);
             line.push('}');
             true

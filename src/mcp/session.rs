@@ -386,8 +386,9 @@ impl CallRecord {
     }
 
     /// Appends the compact text of [`CallRecord::to_value`] to `out`, written from the record
-    /// itself (the journal writes one per call: no tree is built for it).
-    pub fn write_compact(&self, out: &mut String) {
+    /// itself (the journal writes one per call: no tree is built for it). Gives the bytes
+    /// the `response` took.
+    pub fn write_compact(&self, out: &mut String) -> usize {
         use crate::json::{write_compact, write_int, write_str};
         out.push_str("{\"call\":");
         write_int(self.call, out);
@@ -396,6 +397,7 @@ impl CallRecord {
         out.push_str(",\"delivered\":\"");
         out.push_str(self.delivered.kind());
         out.push_str("\",\"response\":");
+        let response = out.len();
         match &self.delivered {
             Delivered::Result(b) | Delivered::Error(b) => write_compact(b, out),
             Delivered::Unreadable(u) => write_compact(
@@ -409,6 +411,7 @@ impl CallRecord {
             ),
             _ => out.push_str("null"),
         }
+        let response = out.len() - response;
         out.push_str(",\"effects\":[");
         for (i, e) in self.effects.iter().enumerate() {
             if i > 0 {
@@ -445,6 +448,7 @@ impl CallRecord {
             out.push(']');
         }
         out.push('}');
+        response
     }
 
     /// Validates a record (`at` names it in messages).

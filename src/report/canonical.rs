@@ -44,13 +44,14 @@ impl ErrorRecord {
 impl Call {
     /// Appends the canonical text of [`Call::to_value`] to `out`.
     pub fn write_canonical(&self, out: &mut String) {
-        self.write_members(true, out);
+        self.write_members(true, true, out);
     }
 
-    /// Appends the canonical text of [`Call::to_value`] to `out`, or without the `arguments`
-    /// member (the first) when `arguments` is false: what a journal's end line holds, its
-    /// begin line having them. Gives the bytes the `arguments` member took, with its comma.
-    pub fn write_members(&self, arguments: bool, out: &mut String) -> usize {
+    /// Appends the canonical text of [`Call::to_value`] to `out`, without the `arguments`
+    /// member (the first) unless `arguments`, and without `output` unless `output`: what a
+    /// journal's end line holds, when its begin line has the arguments and the answer's
+    /// record has the output. Gives the bytes the `arguments` member took, with its comma.
+    pub fn write_members(&self, arguments: bool, output: bool, out: &mut String) -> usize {
         out.push('{');
         let start = out.len();
         if arguments {
@@ -99,9 +100,11 @@ impl Call {
         key("ordinal", out);
         write_int(self.ordinal, out);
         out.push(',');
-        key("output", out);
-        write_canonical(&self.output, out);
-        out.push(',');
+        if output {
+            key("output", out);
+            write_canonical(&self.output, out);
+            out.push(',');
+        }
         key("parent_id", out);
         match self.parent_id {
             Some(p) => write_int(p, out),
