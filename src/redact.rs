@@ -215,6 +215,65 @@ impl Redactor {
         check_json(&out, PAYLOAD_DEPTH)?;
         Ok(out)
     }
+
+    /// [`Redactor::capture`] of a value the caller gives up: when nothing in it would be
+    /// redacted, the value itself is kept, not copied.
+    pub fn capture_owned(&self, value: Value) -> Result<Value, ConfigError> {
+        check_json(&value, 0)?;
+        let out = if self.untouched(&value) {
+            value
+        } else {
+            self.walk(&value)?
+        };
+        if canonical_len(&out) > MAX_CAPTURE_BYTES {
+            return Err(ConfigError::new("Captured value exceeds 128 KB"));
+        }
+        check_json(&out, PAYLOAD_DEPTH)?;
+        Ok(out)
+    }
+
+    /// Whether [`Redactor::walk`] would give `value` back as it is: no secret key, no literal
+    /// secret in a key or a string, and no key repeated (which the walk refuses).
+    fn untouched(&self, value: &Value) -> bool {
+        match value {
+            Value::Object(obj) => {
+                let small = obj.len() <= SMALL_OBJECT;
+                let mut seen: HashSet<&Text> = HashSet::new();
+                obj.iter().enumerate().all(|(i, (k, v))| {
+                    let repeated = if small {
+                        obj.iter().take(i).any(|(earlier, _)| earlier == k)
+                    } else {
+                        !seen.insert(k)
+                    };
+                    !repeated
+                        && !self.holds_secret(k)
+                        && !self.is_secret_key(k)
+                        && self.untouched(v)
+                })
+            }
+            Value::Array(items) => items.iter().all(|v| self.untouched(v)),
+            Value::Str(t) => !self.holds_secret(t),
+            _ => true,
+        }
+    }
+
+    /// Whether a literal secret occurs in `text` (what [`Redactor::replace_secrets`] would
+    /// change).
+    fn holds_secret(&self, text: &Text) -> bool {
+        if self.secrets.is_empty() {
+            return false;
+        }
+        let mut found = false;
+        let _ = text.map_utf8_runs(|s| {
+            found = found
+                || self
+                    .secrets
+                    .iter()
+                    .any(|secret| s.contains(secret.as_str()));
+            String::new()
+        });
+        found
+    }
 }
 
 fn empty_entry() -> ConfigError {

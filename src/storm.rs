@@ -491,10 +491,34 @@ impl Storm {
             (Ok(v), true) => Some(self.redactor.capture(v)),
             _ => None,
         };
+        self.record_finish(handle, &outcome, captured);
+        outcome
+    }
+
+    /// [`Storm::finish_call`] for a caller that does not need the outcome back: a result with
+    /// nothing to redact becomes the call's output as it is, not a copy.
+    pub fn end_call(&self, handle: &CallHandle, outcome: Result<Value>) {
+        let (outcome, captured) = match outcome {
+            Ok(v) if self.capture => {
+                let captured = self.redactor.capture_owned(v);
+                // The result itself is no longer needed: only whether there was one.
+                (Ok(Value::Null), Some(captured))
+            }
+            other => (other, None),
+        };
+        self.record_finish(handle, &outcome, captured);
+    }
+
+    fn record_finish(
+        &self,
+        handle: &CallHandle,
+        outcome: &Result<Value>,
+        captured: Option<std::result::Result<Value, ConfigError>>,
+    ) {
         let now = self.clock.now() - self.start();
         let mut st = self.lock();
         let call = &mut st.calls[handle.index];
-        match &outcome {
+        match outcome {
             Ok(_) => {
                 call.status = Status::Ok;
                 match captured {
@@ -516,7 +540,6 @@ impl Storm {
         if let Some(pos) = st.active.iter().rposition(|&i| i == handle.index) {
             st.active.remove(pos);
         }
-        outcome
     }
 
     /// Records a side-effect commit from inside an executing wrapped call.

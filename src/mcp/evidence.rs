@@ -218,7 +218,10 @@ impl Ledger {
                 commit_id,
                 committed,
             }) => {
-                let said = structured(result);
+                // The result's structured part, read only when the scenario asks of it.
+                let said = (committed.is_some() || commit_id.is_some())
+                    .then(|| structured(result))
+                    .flatten();
                 if let Some(path) = committed
                     && !says_committed(said.as_ref().and_then(|s| at_path(s, path)))
                 {

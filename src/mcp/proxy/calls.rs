@@ -469,7 +469,7 @@ impl Relay<'_> {
         committed: Committed,
         note: Option<String>,
     ) {
-        let _ = self.storm.finish_call(&p.handle, outcome);
+        self.storm.end_call(&p.handle, outcome);
         let delivered = if send.is_some() && !self.client_reading() {
             Delivered::Nothing
         } else {
