@@ -289,7 +289,7 @@ impl Storm {
     where
         F: FnOnce() -> Result<Value>,
     {
-        let handle = self.begin(tool, &arguments, None, Parent::Context)?;
+        let handle = self.begin(tool, arguments, None, Parent::Context)?;
         let outcome = match self.prelude(&handle) {
             Prelude::Skip(outcome) => outcome,
             Prelude::Run { latency } => self.run_body(&handle, latency, f),
@@ -326,13 +326,13 @@ impl Storm {
         {
             return Err(Error::config("Invocation key must be 1–200 characters"));
         }
-        self.begin(tool, &arguments, key, Parent::Detached)
+        self.begin(tool, arguments, key, Parent::Detached)
     }
 
     fn begin(
         &self,
         tool: &str,
-        arguments: &Value,
+        arguments: Value,
         key: Option<&str>,
         parent: Parent,
     ) -> Result<CallHandle> {
@@ -362,12 +362,18 @@ impl Storm {
             return Err(Error::config("Duplicate invocation key for this tool"));
         }
         let captured_args = if self.capture {
-            self.redactor.capture(arguments)?
+            // The arguments are the engine's now: kept as they are when nothing is redacted.
+            self.redactor.capture_owned(arguments)?
         } else {
             Value::Null
         };
         st.used_keys.insert(pair);
-        st.ordinals.insert(tool.clone(), ordinal);
+        match st.ordinals.get_mut(&tool) {
+            Some(o) => *o = ordinal,
+            None => {
+                st.ordinals.insert(tool.clone(), ordinal);
+            }
+        }
 
         let mut chosen: Option<usize> = None;
         let row = st.tool_matches.row(&self.rules, &tool);

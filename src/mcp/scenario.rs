@@ -136,7 +136,7 @@ pub struct EffectSpec {
 impl EffectSpec {
     /// Whether this entry covers `tool`.
     pub fn matches(&self, tool: &str) -> bool {
-        self.glob.matches(&Text::from(tool))
+        self.glob.matches_str(tool)
     }
 }
 

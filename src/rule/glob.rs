@@ -96,8 +96,29 @@ impl Glob {
 
     /// Whether `name` matches the whole pattern.
     pub fn matches(&self, name: &Text) -> bool {
-        let s: Vec<u32> = name.code_points().collect();
-        self.matches_code_points(&s)
+        match name.as_str() {
+            Some(s) => self.matches_str(s),
+            None => {
+                let s: Vec<u32> = name.code_points().collect();
+                self.matches_code_points(&s)
+            }
+        }
+    }
+
+    /// Whether `name` matches the whole pattern; a short name is read on the stack.
+    pub fn matches_str(&self, name: &str) -> bool {
+        const SHORT: usize = 64;
+        if name.len() > SHORT {
+            let s: Vec<u32> = name.chars().map(u32::from).collect();
+            return self.matches_code_points(&s);
+        }
+        let mut buf = [0u32; SHORT];
+        let mut n = 0;
+        for (slot, c) in buf.iter_mut().zip(name.chars()) {
+            *slot = u32::from(c);
+            n += 1;
+        }
+        self.matches_code_points(&buf[..n])
     }
 
     /// Whether a name, given as code points, matches the whole pattern.

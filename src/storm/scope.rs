@@ -175,7 +175,7 @@ impl<'a> Scope<'a> {
         let storm: &Storm = &self.run;
         let handle = storm.begin(
             tool,
-            &arguments,
+            arguments,
             self.key.as_ref().map(Text::to_lossy).as_deref(),
             Parent::Of(self.call),
         )?;

@@ -199,18 +199,28 @@ pub struct Outgoing {
 }
 
 impl Outgoing {
-    /// What to write now for a whole message: nothing while a long line is in progress (the
-    /// message is held), else the message with a newline.
-    pub fn message(&mut self, bytes: &[u8]) -> Option<Vec<u8>> {
-        let mut out = bytes.to_vec();
-        if !out.ends_with(b"\n") {
+    /// Whether a long line is in progress (a whole message now would be held).
+    pub fn mid_line(&self) -> bool {
+        self.mid_line
+    }
+
+    /// A whole message, with a newline: appended to `out` (true), or held while a long line
+    /// is in progress (false).
+    pub fn message(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool {
+        let out = if self.mid_line {
+            self.held.push(Vec::with_capacity(bytes.len() + 1));
+            match self.held.last_mut() {
+                Some(held) => held,
+                None => return false,
+            }
+        } else {
+            out
+        };
+        out.extend_from_slice(bytes);
+        if !bytes.ends_with(b"\n") {
             out.push(b'\n');
         }
-        if self.mid_line {
-            self.held.push(out);
-            return None;
-        }
-        Some(out)
+        !self.mid_line
     }
 
     /// What to write now for a piece of a long line; when it is the last piece, the messages
@@ -237,11 +247,16 @@ mod tests {
     #[test]
     fn messages_wait_for_a_long_line_and_get_their_newline() {
         let mut o = Outgoing::default();
-        assert_eq!(o.message(b"{}").as_deref(), Some(&b"{}\n"[..]));
+        let mut out = Vec::new();
+        assert!(o.message(b"{}", &mut out));
+        assert_eq!(out, b"{}\n");
         assert_eq!(o.piece(b"{\"a\":", false), b"{\"a\":".to_vec());
-        assert_eq!(o.message(b"{\"b\":1}\n"), None);
+        assert!(o.mid_line());
+        assert!(!o.message(b"{\"b\":1}\n", &mut out));
+        assert_eq!(out, b"{}\n", "held, not written");
         assert_eq!(o.piece(b"1}", true), b"1}\n{\"b\":1}\n".to_vec());
-        assert_eq!(o.message(b"x\n").as_deref(), Some(&b"x\n"[..]));
+        assert!(o.message(b"x\n", &mut out));
+        assert_eq!(out, b"{}\nx\n");
     }
 
     #[test]

@@ -281,8 +281,8 @@ impl<'a> Relay<'a> {
 
     /// Sends a whole message to the client (held while a long line is in progress).
     pub(super) fn send_client(&mut self, bytes: &[u8]) {
-        if let Some(out) = self.to_client.message(bytes) {
-            self.write_client(&out);
+        if !self.client_gone {
+            self.to_client.message(bytes, &mut self.client_held);
         }
     }
 
@@ -294,21 +294,30 @@ impl<'a> Relay<'a> {
     /// Holds bytes for the server until the next [`Relay::flush`]; false when it no longer
     /// reads its input.
     pub(super) fn write_server(&mut self, bytes: &[u8]) -> bool {
-        if self.ends.server_in.is_none() {
-            self.note_once("server-gone", "the server no longer reads its input");
+        if !self.server_reads() {
             return false;
         }
         self.server_held.extend_from_slice(bytes);
         true
     }
 
+    /// Whether the server still reads its input (said once when it does not).
+    fn server_reads(&mut self) -> bool {
+        if self.ends.server_in.is_none() {
+            self.note_once("server-gone", "the server no longer reads its input");
+            return false;
+        }
+        true
+    }
+
     /// Sends a whole message to the server (held while a long line is in progress); false
     /// when it could not be written.
     pub(super) fn send_server(&mut self, bytes: &[u8]) -> bool {
-        match self.to_server.message(bytes) {
-            Some(out) => self.write_server(&out),
-            None => true,
+        if self.to_server.mid_line() {
+            // Held until the long line ends (and written then, if the server still reads).
+            return !self.to_server.message(bytes, &mut self.server_held);
         }
+        self.server_reads() && self.to_server.message(bytes, &mut self.server_held)
     }
 
     /// Passes on a piece of a long line to `to`.
