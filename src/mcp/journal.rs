@@ -135,6 +135,8 @@ pub struct Writer {
     /// Bytes of whole lines written: a write that fails part-way is cut back to here, so the
     /// next line never lands glued onto a torn one.
     len: u64,
+    /// A write failed, and the lines it held are not in the journal.
+    lost: bool,
 }
 
 impl Writer {
@@ -152,6 +154,7 @@ impl Writer {
             path,
             held: String::with_capacity(16 * 1024),
             len: 0,
+            lost: false,
         };
         w.append(header)?;
         Ok(w)
@@ -197,6 +200,19 @@ impl Writer {
         !self.held.is_empty()
     }
 
+    /// Whether a write failed (its lines are not in the journal): from then on a line must
+    /// not count on an earlier one being there.
+    pub fn lost_lines(&self) -> bool {
+        self.lost
+    }
+
+    /// Writes to `file` from now on, giving back the file it wrote to (a test's way to make
+    /// writes fail for a while).
+    #[cfg(test)]
+    pub fn swap_file(&mut self, file: File) -> File {
+        std::mem::replace(&mut self.file, file)
+    }
+
     /// Writes the lines held, in one write. On failure none of them is kept (the file is cut
     /// back to its last whole line).
     pub fn flush(&mut self) -> io::Result<()> {
@@ -207,6 +223,7 @@ impl Writer {
         match r {
             Ok(()) => self.len += self.held.len() as u64,
             Err(_) => {
+                self.lost = true;
                 let _ = self.file.set_len(self.len);
                 let _ = self.file.seek(SeekFrom::Start(self.len));
             }

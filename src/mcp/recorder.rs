@@ -226,8 +226,9 @@ impl Recorder {
 
     /// Call `id` has ended (its effects recorded, its outcome final): held for the journal,
     /// which [`Recorder::flush`] writes before its answer is relayed. The line has the call
-    /// without its arguments (its begin line has them), and without its output when that is
-    /// the result the record's answer holds; readers take them from there.
+    /// without its arguments (its begin line has them, unless a journal write has failed),
+    /// and without its output when that is the result the record's answer holds; readers take
+    /// them from there.
     pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) {
         let (mut cassette, mut sidecar) = (0, 0);
         let mut effects_seen = self.effects_seen;
@@ -237,10 +238,13 @@ impl Recorder {
             Delivered::Result(Value::Object(o)) if o.len() == 1 => o.get("result"),
             _ => None,
         };
+        // After a failed write the call's begin line may be missing: the end line then has
+        // the arguments too (a reader cannot take them from a line that is not there).
+        let arguments = self.journal.lost_lines();
         self.journal.hold_with(|line| {
             call_line(id, "end", line);
             let start = line.len();
-            let Some((_, output_left_out)) = storm.write_call_unless(id, false, result, line)
+            let Some((_, output_left_out)) = storm.write_call_unless(id, arguments, result, line)
             else {
                 return false;
             };
@@ -465,4 +469,62 @@ fn compact(rebuild: &mut Rebuild, cassette: &Path, last: &mut Option<String>) ->
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::session::Delivered;
+
+    #[test]
+    #[cfg(target_os = "linux")] // a full disk, as /dev/full gives it
+    fn after_a_failed_write_an_end_line_does_not_count_on_its_begin_line() {
+        let dir = std::env::temp_dir().join(format!("toolstorm-recorder-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let cassette = dir.join("lost-begin.json");
+        let storm = Storm::builder().capture(true).build().expect("storm");
+        let lock = lock(&cassette, &mut || {}, &mut || false).expect("lock");
+        let facts = McpSession {
+            max_calls: 100,
+            ..McpSession::default()
+        };
+        let mut r = Recorder::start(&cassette, lock, "s1", &storm, &facts, None).expect("start");
+        let args = obj! {"order_id" => "o-1"};
+        let handle = storm
+            .begin_call("create_shipment", args.clone(), None)
+            .expect("call");
+        r.begin(&storm, handle.id());
+        // The begin line's write fails (a full disk): its line is not in the journal.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let file = r.journal.swap_file(full);
+        assert!(r.flush().is_err());
+        r.journal.swap_file(file);
+        let result = obj! {"content" => Value::Array(vec![])};
+        storm.body_started(&handle);
+        storm.end_call(&handle, Ok(result.clone()));
+        let record = CallRecord {
+            call: handle.id(),
+            request_id: Value::from(1),
+            delivered: Delivered::Result(obj! {"result" => result}),
+            effects: vec![],
+            replay_of: None,
+            note: None,
+            possible: Vec::new(),
+            dropped: None,
+        };
+        r.end(&storm, handle.id(), &record);
+        r.flush().expect("the disk has room again");
+        let rebuilt = Rebuild::read(&journal_path(&cassette)).expect("a readable journal");
+        let (c, _) = rebuilt.recording().expect("a valid recording");
+        assert_eq!(c.report.calls.len(), 1);
+        assert_eq!(
+            crate::json::canonical(&c.report.calls[0].arguments),
+            crate::json::canonical(&args)
+        );
+        let done = r.finish(0, &storm);
+        assert!(done.error.is_none(), "{:?}", done.error);
+    }
 }
