@@ -152,13 +152,24 @@ pub fn write_canonical(value: &Value, out: &mut String) {
         }
         Value::Object(obj) => {
             out.push('{');
-            for (i, (k, v)) in obj.sorted().into_iter().enumerate() {
+            let mut member = |i: usize, k: &Text, v: &Value| {
                 if i > 0 {
                     out.push(',');
                 }
                 write_text(k, out);
                 out.push(':');
                 write_canonical(v, out);
+            };
+            // Members already in key order (most small objects, and any sorted one) are
+            // written as they are; a stable sort would keep them so.
+            if obj.in_key_order() {
+                for (i, (k, v)) in obj.iter().enumerate() {
+                    member(i, k, v);
+                }
+            } else {
+                for (i, (k, v)) in obj.sorted().into_iter().enumerate() {
+                    member(i, k, v);
+                }
             }
             out.push('}');
         }

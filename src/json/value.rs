@@ -170,6 +170,11 @@ impl Object {
         self.members.is_empty()
     }
 
+    /// Whether the members are in key order already (what [`Object::sorted`] would give).
+    pub fn in_key_order(&self) -> bool {
+        self.sorted || self.members.windows(2).all(|w| w[0].0 <= w[1].0)
+    }
+
     /// Members sorted by key code point (canonical order).
     pub fn sorted(&self) -> Vec<(&Text, &Value)> {
         let mut v: Vec<_> = self.iter().collect();
