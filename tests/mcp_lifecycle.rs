@@ -558,8 +558,10 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
 fn a_server_behind_a_launcher_that_ignores_its_end_of_input_and_sigterm_is_stopped() {
     let marker = format!("tsmark-stubborn-{}", std::process::id());
     // The launcher's child ignores SIGTERM and its input: only SIGKILL to the group stops it.
+    // Its command line is this test's own (a `sleep 300` anyone else runs is not it).
+    let sleeper = format!("sleep 300.{}", std::process::id());
     let script =
-        format!("trap '' TERM; (trap '' TERM; exec sleep 300) & cat >/dev/null; wait; : {marker}");
+        format!("trap '' TERM; (trap '' TERM; exec {sleeper}) & cat >/dev/null; wait; : {marker}");
     let s = Session::start(&[], &["sh", "-c", &script], &[]);
     let started = Instant::now();
     let (code, _) = s.wait(Duration::from_secs(20));
@@ -570,10 +572,10 @@ fn a_server_behind_a_launcher_that_ignores_its_end_of_input_and_sigterm_is_stopp
     );
     assert!(
         gone_within(&marker, Duration::from_secs(3))
-            && gone_within("sleep 300", Duration::from_secs(3)),
+            && gone_within(&sleeper, Duration::from_secs(3)),
         "the group was left running: {:?} {:?}",
         matching(&marker),
-        matching("sleep 300")
+        matching(&sleeper)
     );
 }
 
