@@ -164,6 +164,24 @@ impl Redactor {
         Ok(out)
     }
 
+    /// [`Redactor::scrub`] that borrows `value` when nothing in it would be redacted (no
+    /// copy is made), and gives the redacted copy otherwise.
+    pub fn scrub_borrowed<'v>(
+        &self,
+        value: &'v Value,
+    ) -> Result<std::borrow::Cow<'v, Value>, ConfigError> {
+        check_json(value, 0)?;
+        let out = if self.untouched(value) {
+            std::borrow::Cow::Borrowed(value)
+        } else {
+            std::borrow::Cow::Owned(self.walk(value)?)
+        };
+        if canonical_len(&out) > MAX_CAPTURE_BYTES {
+            return Err(ConfigError::new("Captured value exceeds 128 KB"));
+        }
+        Ok(out)
+    }
+
     fn walk(&self, value: &Value) -> Result<Value, ConfigError> {
         Ok(match value {
             Value::Object(obj) => {
@@ -219,15 +237,11 @@ impl Redactor {
     /// [`Redactor::capture`] of a value the caller gives up: when nothing in it would be
     /// redacted, the value itself is kept, not copied.
     pub fn capture_owned(&self, value: Value) -> Result<Value, ConfigError> {
-        check_json(&value, 0)?;
-        let out = if self.untouched(&value) {
-            value
-        } else {
-            self.walk(&value)?
+        let redacted = match self.scrub_borrowed(&value)? {
+            std::borrow::Cow::Borrowed(_) => None,
+            std::borrow::Cow::Owned(v) => Some(v),
         };
-        if canonical_len(&out) > MAX_CAPTURE_BYTES {
-            return Err(ConfigError::new("Captured value exceeds 128 KB"));
-        }
+        let out = redacted.unwrap_or(value);
         check_json(&out, PAYLOAD_DEPTH)?;
         Ok(out)
     }

@@ -123,9 +123,9 @@ fn pooled_value() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    /// Capturing a value given up keeps it uncopied only where redaction would not change it:
-    /// the result is always what capturing a borrowed copy gives, to the bit, or the same
-    /// refusal.
+    /// Capturing a value given up (or scrubbing one lent) keeps it uncopied only where
+    /// redaction would not change it: the result is always what the copying form gives, to
+    /// the bit, or the same refusal.
     #[test]
     fn capturing_an_owned_value_is_capturing_a_copy(v in pooled_value(), with_secret in any::<bool>()) {
         let secrets: Vec<&str> = if with_secret { vec!["hunter22"] } else { vec![] };
@@ -136,6 +136,14 @@ proptest! {
             (Ok(a), Ok(b)) => prop_assert!(a.identical(b), "{:?} vs {:?}", a, b),
             (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
             _ => prop_assert!(false, "{:?} vs {:?}", borrowed, owned),
+        }
+        // Scrubbing without a copy where nothing is redacted is scrubbing, too.
+        let copied = r.scrub(&v);
+        let lent = r.scrub_borrowed(&v);
+        match (&copied, &lent) {
+            (Ok(a), Ok(b)) => prop_assert!(a.identical(b), "{:?} vs {:?}", a, b),
+            (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+            _ => prop_assert!(false, "{:?} vs {:?}", copied, lent),
         }
     }
 }

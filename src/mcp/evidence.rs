@@ -82,7 +82,13 @@ const MAX_FIELD: usize = 200;
 
 /// `s`, or `sha256:<hex>` of it when it is longer than an effect field may be.
 fn field(s: String) -> String {
-    if (1..=MAX_FIELD).contains(&s.chars().count()) {
+    // ASCII (canonical JSON always is) has a character per byte.
+    let chars = if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    };
+    if (1..=MAX_FIELD).contains(&chars) {
         s
     } else {
         format!("sha256:{}", sha256_hex(s.as_bytes()))
@@ -315,10 +321,11 @@ fn secret_key(k: &str) -> bool {
 
 /// The arguments as an effect key: canonical, with secret values redacted first.
 fn redacted_arguments(arguments: &Value) -> String {
-    let scrubbed = crate::redact::Redactor::builtin()
-        .scrub(arguments)
-        .unwrap_or(Value::Null);
-    canonical(&scrubbed)
+    // Arguments with nothing to redact (nearly all) are written as they are, not copied.
+    match crate::redact::Redactor::builtin().scrub_borrowed(arguments) {
+        Ok(scrubbed) => canonical(&scrubbed),
+        Err(_) => canonical(&Value::Null),
+    }
 }
 
 #[cfg(test)]
