@@ -156,12 +156,7 @@ impl Redactor {
 
     /// Redacts a value: checks it is JSON-native, redacts, then enforces the 128 KB limit.
     pub fn scrub(&self, value: &Value) -> Result<Value, ConfigError> {
-        check_json(value, 0)?;
-        let out = self.walk(value)?;
-        if canonical_len(&out) > MAX_CAPTURE_BYTES {
-            return Err(ConfigError::new("Captured value exceeds 128 KB"));
-        }
-        Ok(out)
+        self.scrub_borrowed(value).map(std::borrow::Cow::into_owned)
     }
 
     /// [`Redactor::scrub`] that borrows `value` when nothing in it would be redacted (no

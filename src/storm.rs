@@ -690,8 +690,8 @@ impl Storm {
     }
 
     /// Appends the per-rule counters as one JSON object (rule names in rule order, each with
-    /// [`Coverage`]'s canonical text) to `out`, and gives the calls refused by the budget:
-    /// [`Storm::counters`] as text, without copying the names.
+    /// [`Coverage`]'s canonical text) to `out`, and gives the calls refused by the budget,
+    /// so far.
     pub fn write_counters(&self, out: &mut String) -> u64 {
         let st = self.lock();
         out.push('{');
@@ -727,18 +727,6 @@ impl Storm {
             .get(from..)
             .map(<[Effect]>::to_vec)
             .unwrap_or_default()
-    }
-
-    /// The per-rule counters (in rule order) and the calls refused by the budget, so far.
-    pub fn counters(&self) -> (Vec<(Text, Coverage)>, u64) {
-        let st = self.lock();
-        let coverage = self
-            .rules
-            .iter()
-            .map(|r| r.name.clone())
-            .zip(st.coverage.iter().copied())
-            .collect();
-        (coverage, st.budget_rejections)
     }
 
     /// A detached snapshot of the trace so far.
