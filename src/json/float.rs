@@ -29,7 +29,6 @@ impl std::fmt::Write for StackText {
 
 /// [`py_repr`] appended to `out` (no allocation but `out`'s own growth).
 pub fn write_py_repr(x: f64, out: &mut String) {
-    use std::fmt::Write;
     if x == 0.0 {
         out.push_str(if x.is_sign_negative() { "-0.0" } else { "0.0" });
         return;
@@ -45,6 +44,70 @@ pub fn write_py_repr(x: f64, out: &mut String) {
         });
         return;
     }
+    if write_micros(x, out) {
+        return;
+    }
+    write_shortest(x, out);
+}
+
+/// [`write_py_repr`] for a value that is, to the bit, the float nearest a decimal with at
+/// most six places in `[0.0001, 1e9)` (times and durations as reports round them): its text
+/// is that decimal. No other decimal of as few digits is as near, because any two such
+/// decimals differ by at least 10^-6 while a float below 2^33 has an ulp under 10^-6; so the
+/// shortest round-trip digits are the decimal's own, and Python's layout is fixed. False (and
+/// nothing written) for any other value.
+fn write_micros(x: f64, out: &mut String) -> bool {
+    let a = x.abs();
+    if !(1e-4..1e9).contains(&a) {
+        return false;
+    }
+    let k = (a * 1e6).round();
+    // Both exact (k < 2^53), so the quotient is the float nearest k / 10^6.
+    if k / 1e6 != a {
+        return false;
+    }
+    let k = k as u64;
+    let (int, mut frac) = (k / 1_000_000, k % 1_000_000);
+    let mut buf = [0u8; 24];
+    let mut at = buf.len();
+    let mut places = 6;
+    while places > 1 && frac % 10 == 0 {
+        frac /= 10;
+        places -= 1;
+    }
+    for _ in 0..places {
+        at -= 1;
+        buf[at] = b'0' + (frac % 10) as u8;
+        frac /= 10;
+    }
+    at -= 1;
+    buf[at] = b'.';
+    let mut n = int;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if x < 0.0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits, a point and a sign were written.
+    match std::str::from_utf8(&buf[at..]) {
+        Ok(text) => {
+            out.push_str(text);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// [`write_py_repr`] from Rust's shortest round-trip digits, for any finite non-zero value.
+fn write_shortest(x: f64, out: &mut String) {
+    use std::fmt::Write;
     // Rust's `{:e}` prints the shortest round-trip digits: "-1.2345e-5" (at most 24 bytes).
     let mut sci = StackText {
         buf: [0; 40],
@@ -184,6 +247,54 @@ mod tests {
         for (x, want) in cases {
             assert_eq!(py_repr(x), want, "{x:e}");
         }
+    }
+
+    #[test]
+    fn the_six_place_text_is_the_shortest_digits_text() {
+        use rand_chacha::rand_core::{RngCore, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let (mut fast, mut total) = (0, 0);
+        let mut check = |x: f64| {
+            let mut short = String::new();
+            write_shortest(x, &mut short);
+            let mut micros = String::new();
+            if write_micros(x, &mut micros) {
+                assert_eq!(micros, short, "{x:e}");
+                fast += 1;
+            } else {
+                assert!(micros.is_empty(), "{x:e}");
+            }
+            total += 1;
+        };
+        for x in [
+            1e-4,
+            0.000101,
+            0.5,
+            1.0,
+            10.25,
+            999_999_999.999_999,
+            123.456_789,
+            1e9,
+        ] {
+            check(x);
+            check(-x);
+            check(f64::from_bits(x.to_bits() + 1));
+            check(f64::from_bits(x.to_bits() - 1));
+        }
+        for _ in 0..200_000 {
+            let r = rng.next_u64();
+            // Decimals of up to six places at every scale, their neighbours, and any floats.
+            let k = (r >> 12) % 10u64.pow(1 + (r % 15) as u32);
+            let d = k as f64 / 1e6;
+            check(d);
+            check(-d);
+            check(f64::from_bits(d.to_bits() ^ 1));
+            check(f64::from_bits(rng.next_u64() >> 2));
+        }
+        assert!(
+            fast > 300_000 && fast < total,
+            "{fast} of {total} took the six-place path"
+        );
     }
 
     #[test]
