@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use crate::error::ConfigError;
-use crate::json::{MAX_DEPTH, Object, Text, Value, canonical_len};
+use crate::json::{MAX_DEPTH, Object, Text, Value, canonical_fits};
 
 /// The marker that replaces secrets.
 pub const MARKER: &str = "[REDACTED]";
@@ -171,7 +171,7 @@ impl Redactor {
         } else {
             std::borrow::Cow::Owned(self.walk(value)?)
         };
-        if canonical_len(&out) > MAX_CAPTURE_BYTES {
+        if !canonical_fits(&out, MAX_CAPTURE_BYTES) {
             return Err(ConfigError::new("Captured value exceeds 128 KB"));
         }
         Ok(out)

@@ -41,10 +41,13 @@ fn hex_digit(n: u8) -> char {
 /// Longest `repr` of a finite float (`-2.2250738585072014e-308`).
 const MAX_FLOAT_REPR: usize = 24;
 
-/// Whether the canonical text is at most `limit` bytes. Floats are first counted at their
-/// longest possible form, so the exact (slower) measure is only taken near the limit.
+/// Whether the canonical text is at most `limit` bytes. A bound that reads no text answers
+/// when it is within the limit (as it is for nearly every value); then one with floats at
+/// their longest form; the exact (slower) measure is only taken near the limit.
 pub fn canonical_fits(value: &Value, limit: usize) -> bool {
-    canonical_len_with(value, &|_| MAX_FLOAT_REPR) <= limit || canonical_len(value) <= limit
+    text_free_bound(value) <= limit
+        || canonical_len_with(value, &|_| MAX_FLOAT_REPR) <= limit
+        || canonical_len(value) <= limit
 }
 
 /// An upper bound on [`canonical_len`] that formats no float (each counts as the longest
@@ -84,6 +87,27 @@ fn canonical_len_with(value: &Value, float_len: &dyn Fn(f64) -> usize) -> usize 
     }
 }
 
+/// At least [`canonical_len`], found without reading any text: a text byte escapes to at
+/// most six (a control character as `\u00XX`), a float to at most [`MAX_FLOAT_REPR`].
+fn text_free_bound(value: &Value) -> usize {
+    let text = |t: &Text| t.as_wtf8().len().saturating_mul(6).saturating_add(2);
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .fold(2 + items.len().saturating_sub(1), |n, v| {
+                n.saturating_add(text_free_bound(v))
+            }),
+        Value::Object(obj) => obj
+            .iter()
+            .fold(2 + obj.len().saturating_sub(1), |n, (k, v)| {
+                n.saturating_add(text(k).saturating_add(1 + text_free_bound(v)))
+            }),
+        Value::Float(_) => MAX_FLOAT_REPR,
+        Value::Str(t) => text(t),
+        Value::Null | Value::Bool(_) | Value::Int(_) => canonical_len(value),
+    }
+}
+
 /// Characters of an integer in decimal (sign included), without formatting it.
 fn int_len(v: i64) -> usize {
     let digits = v
@@ -95,6 +119,58 @@ fn int_len(v: i64) -> usize {
 
 #[cfg(test)]
 mod len_tests {
+    use super::*;
+    use rand_chacha::rand_core::{RngCore, SeedableRng};
+
+    /// A value with texts of every escaping kind: plain, quotes, control characters, `\x7f`,
+    /// two-, three- and four-byte characters.
+    fn value(rng: &mut rand_chacha::ChaCha8Rng, depth: u32) -> Value {
+        let pick = rng.next_u32() % if depth > 3 { 5 } else { 7 };
+        match pick {
+            0 => Value::Null,
+            1 => Value::from(rng.next_u64() as i64 >> (rng.next_u32() % 64)),
+            2 => Value::Float(f64::from_bits(rng.next_u64() >> 2)),
+            3 | 4 => {
+                let pieces = ["a", "\"", "\u{1}", "\u{7f}", "é", "€", "𝄞", "\n", "zz"];
+                let n = rng.next_u32() % 40;
+                Value::from(
+                    (0..n)
+                        .map(|_| pieces[rng.next_u32() as usize % pieces.len()])
+                        .collect::<String>(),
+                )
+            }
+            5 => Value::Array(
+                (0..rng.next_u32() % 4)
+                    .map(|_| value(rng, depth + 1))
+                    .collect(),
+            ),
+            _ => {
+                let mut o = crate::json::Object::new();
+                for i in 0..rng.next_u32() % 4 {
+                    o.push(format!("k\u{1}{i}"), value(rng, depth + 1));
+                }
+                Value::Object(o)
+            }
+        }
+    }
+
+    #[test]
+    fn the_text_free_bound_holds_and_fits_answers_exactly() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for _ in 0..20_000 {
+            let v = value(&mut rng, 0);
+            let len = crate::json::canonical(&v).len();
+            assert!(text_free_bound(&v) >= len, "{v:?}");
+            for limit in [0, len.saturating_sub(1), len, len + 1, text_free_bound(&v)] {
+                assert_eq!(
+                    canonical_fits(&v, limit),
+                    len <= limit,
+                    "{v:?} within {limit}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn int_lengths_match_their_text() {
         for v in [
