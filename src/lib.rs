@@ -128,6 +128,7 @@ pub mod error;
 pub mod executor;
 pub mod exit;
 pub mod fsread;
+pub mod hashing;
 pub mod json;
 pub mod lab;
 pub mod mcp;

@@ -243,7 +243,7 @@ pub fn duration(v: &Value) -> Result<f64, ConfigError> {
 /// per rule ([`ToolMatches::eligible`]).
 #[derive(Clone, Debug, Default)]
 pub struct ToolMatches {
-    index: std::collections::HashMap<Text, usize>,
+    index: crate::hashing::Map<Text, usize>,
     rows: Vec<Box<[bool]>>,
 }
 

@@ -16,7 +16,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use crate::hashing::{Map, Set};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -157,9 +159,9 @@ struct State {
     effects: Vec<Effect>,
     coverage: Vec<Coverage>,
     budget_rejections: u64,
-    ordinals: HashMap<Text, u64>,
-    used_keys: HashSet<(Text, Text)>,
-    identities: HashMap<(Text, Text), u64>,
+    ordinals: Map<Text, u64>,
+    used_keys: Set<(Text, Text)>,
+    identities: Map<(Text, Text), u64>,
     /// Indices of calls currently executing, innermost last.
     active: Vec<usize>,
     /// Invocation keys set by [`Storm::invocation`], innermost last.

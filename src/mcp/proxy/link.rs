@@ -3,7 +3,8 @@
 //! messages only (a long line in progress holds the others back), a client that stopped
 //! reading ends the session instead of the proxy.
 
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use crate::hashing::{Map, Set};
+use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::io::Write;
 use std::process::ChildStdin;
 use std::sync::Arc;
@@ -74,13 +75,13 @@ pub(super) struct Relay<'a> {
     /// The session's facts (its calls live in the journal, not here).
     pub(super) session: McpSession,
     /// Calls in hand, by cassette call id.
-    pub(super) pending: HashMap<u64, Pending>,
+    pub(super) pending: Map<u64, Pending>,
     /// Calls in hand by the client's request id, oldest first (a client may reuse an id
     /// while the first call is still open).
-    pub(super) by_request: HashMap<Id, VecDeque<u64>>,
-    pub(super) awaited: HashMap<Id, Awaited>,
-    pub(super) client_requests: HashSet<Id>,
-    pub(super) server_requests: HashSet<Id>,
+    pub(super) by_request: Map<Id, VecDeque<u64>>,
+    pub(super) awaited: Map<Id, Awaited>,
+    pub(super) client_requests: Set<Id>,
+    pub(super) server_requests: Set<Id>,
     pub(super) tools: ToolIndex,
     pub(super) ledger: Ledger,
     pub(super) timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, Timer)>>,
@@ -163,11 +164,11 @@ impl<'a> Relay<'a> {
             scenario,
             recorder,
             session,
-            pending: HashMap::new(),
-            by_request: HashMap::new(),
-            awaited: HashMap::new(),
-            client_requests: HashSet::new(),
-            server_requests: HashSet::new(),
+            pending: Map::default(),
+            by_request: Map::default(),
+            awaited: Map::default(),
+            client_requests: Set::default(),
+            server_requests: Set::default(),
             tools,
             ledger,
             timers: BinaryHeap::new(),
