@@ -137,7 +137,14 @@ pub struct Writer {
     len: u64,
     /// A write failed, and the lines it held are not in the journal.
     lost: bool,
+    /// Bytes of the file given disk space ahead of the lines (Linux): appends fill space
+    /// already allocated instead of allocating page by page.
+    reserved: u64,
 }
+
+/// How much disk space a journal takes ahead of its lines at a time.
+#[cfg(target_os = "linux")]
+const RESERVE: u64 = 256 * 1024;
 
 impl Writer {
     /// Starts a new journal for the recording at `cassette` (replacing an old one), owner-only,
@@ -155,6 +162,7 @@ impl Writer {
             held: String::with_capacity(16 * 1024),
             len: 0,
             lost: false,
+            reserved: 0,
         };
         w.append(header)?;
         Ok(w)
@@ -219,6 +227,7 @@ impl Writer {
         if self.held.is_empty() {
             return Ok(());
         }
+        self.reserve(self.len + self.held.len() as u64);
         let r = self.file.write_all(self.held.as_bytes());
         match r {
             Ok(()) => self.len += self.held.len() as u64,
@@ -233,6 +242,41 @@ impl Writer {
             self.held.shrink_to(16 * 1024);
         }
         r
+    }
+}
+
+impl Writer {
+    /// Gives the file disk space up to past `end`, without changing its length (readers see
+    /// only whole lines). Best effort: a file system that cannot do it is written as before.
+    #[cfg(target_os = "linux")]
+    fn reserve(&mut self, end: u64) {
+        use nix::fcntl::{FallocateFlags, fallocate};
+        if end <= self.reserved {
+            return;
+        }
+        let upto = end.div_ceil(RESERVE) * RESERVE;
+        let (Ok(from), Ok(len)) = (
+            i64::try_from(self.reserved),
+            i64::try_from(upto - self.reserved),
+        ) else {
+            return;
+        };
+        // When this fails (a file system without it, a full disk), the writes allocate as they
+        // go; it is asked again at the next mark.
+        let _ = fallocate(&self.file, FallocateFlags::FALLOC_FL_KEEP_SIZE, from, len);
+        self.reserved = upto;
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn reserve(&mut self, _end: u64) {}
+}
+
+impl Drop for Writer {
+    /// A journal that stays (the session could not be compacted) keeps no space past its end.
+    fn drop(&mut self) {
+        if self.reserved > self.len {
+            let _ = self.file.set_len(self.len);
+        }
     }
 }
 
@@ -861,6 +905,43 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("toolstorm-journal-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         dir.join(name)
+    }
+
+    #[test]
+    fn space_taken_ahead_is_never_seen_by_readers_and_is_given_back() {
+        let cassette = scratch("ahead.json");
+        let facts = McpSession {
+            max_calls: 100,
+            ..McpSession::default()
+        };
+        let path = journal_path(&cassette);
+        let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+        let mut written = std::fs::metadata(&path).expect("journal").len();
+        for i in 1..=40 {
+            let line = compact(
+                &obj! {"begin" => call(i, "running"), "coverage" => obj! {}, "budget_rejections" => 0},
+            );
+            w.append_text(&line).expect("begin");
+            written += line.len() as u64 + 1;
+            // Whatever was reserved, the file ends at its last whole line.
+            assert_eq!(std::fs::metadata(&path).expect("journal").len(), written);
+        }
+        let rebuilt = Rebuild::read(&path).expect("a readable journal");
+        assert_eq!(rebuilt.progress().in_flight.len(), 40);
+        assert!(!rebuilt.torn());
+        drop(w);
+        let meta = std::fs::metadata(&path).expect("journal");
+        assert_eq!(meta.len(), written);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // Blocks of 512 bytes: no more than the lines and a file system block or two.
+            assert!(
+                meta.blocks() * 512 < written + 64 * 1024,
+                "{} bytes allocated for {written}",
+                meta.blocks() * 512
+            );
+        }
     }
 
     #[test]
