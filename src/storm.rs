@@ -17,10 +17,10 @@
 //! ```
 
 use std::collections::HashSet;
-
-use crate::hashing::{Map, Set};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::hashing::{Map, Set};
 
 use crate::clock::{Clock, VirtualClock};
 use crate::decision::Drawer;

@@ -243,9 +243,7 @@ impl Writer {
         }
         r
     }
-}
 
-impl Writer {
     /// Gives the file disk space up to past `end`, without changing its length (readers see
     /// only whole lines). Best effort: a file system that cannot do it is written as before.
     #[cfg(target_os = "linux")]
@@ -256,8 +254,8 @@ impl Writer {
         }
         let upto = end.div_ceil(RESERVE) * RESERVE;
         let (Ok(from), Ok(len)) = (
-            i64::try_from(self.reserved),
-            i64::try_from(upto - self.reserved),
+            nix::libc::off_t::try_from(self.reserved),
+            nix::libc::off_t::try_from(upto - self.reserved),
         ) else {
             return;
         };
@@ -907,13 +905,18 @@ mod tests {
         dir.join(name)
     }
 
+    /// The facts of a session small enough for a test.
+    fn facts() -> McpSession {
+        McpSession {
+            max_calls: 100,
+            ..McpSession::default()
+        }
+    }
+
     #[test]
     fn space_taken_ahead_is_never_seen_by_readers_and_is_given_back() {
         let cassette = scratch("ahead.json");
-        let facts = McpSession {
-            max_calls: 100,
-            ..McpSession::default()
-        };
+        let facts = facts();
         let path = journal_path(&cassette);
         let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
         let mut written = std::fs::metadata(&path).expect("journal").len();
@@ -947,10 +950,7 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_ignored_and_a_running_call_is_in_flight() {
         let cassette = scratch("torn.json");
-        let facts = McpSession {
-            max_calls: 100,
-            ..McpSession::default()
-        };
+        let facts = facts();
         let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
         w.append(
             &obj! {"begin" => call(1, "running"), "coverage" => obj! {}, "budget_rejections" => 0},
@@ -1009,10 +1009,7 @@ mod tests {
 
     #[test]
     fn an_end_line_takes_what_it_leaves_out_from_its_begin_line_and_its_record() {
-        let facts = McpSession {
-            max_calls: 100,
-            ..McpSession::default()
-        };
+        let facts = facts();
         let counters = |line: Value| match line {
             Value::Object(mut o) => {
                 o.push("coverage", obj! {});
@@ -1143,10 +1140,7 @@ mod tests {
 
     #[test]
     fn a_journal_of_schema_1_is_read_and_one_of_a_later_schema_refused() {
-        let facts = McpSession {
-            max_calls: 100,
-            ..McpSession::default()
-        };
+        let facts = facts();
         for (version, readable) in [(1, true), (2, true), (3, false)] {
             let cassette = scratch(&format!("schema{version}.json"));
             let mut head = header("s1", &report_base(), &facts);
@@ -1167,10 +1161,7 @@ mod tests {
     #[test]
     fn a_bad_line_is_named() {
         let cassette = scratch("bad.json");
-        let facts = McpSession {
-            max_calls: 100,
-            ..McpSession::default()
-        };
+        let facts = facts();
         let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
         w.append(&obj! {"gossip" => 1}).expect("line");
         match Rebuild::read(&journal_path(&cassette)) {

@@ -3,7 +3,6 @@
 //! messages only (a long line in progress holds the others back), a client that stopped
 //! reading ends the session instead of the proxy.
 
-use crate::hashing::{Map, Set};
 use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::io::Write;
 use std::process::ChildStdin;
@@ -14,6 +13,7 @@ use sha2::Sha256;
 
 use super::framing::{Flow, Outgoing, Side};
 use crate::error::Result;
+use crate::hashing::{Map, Set};
 use crate::json::Value;
 use crate::mcp::evidence::{Ledger, ToolIndex};
 use crate::mcp::recorder::Recorder;
