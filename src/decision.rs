@@ -6,7 +6,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::json::{Text, write_text};
+use crate::json::{Text, write_int, write_text};
 
 /// One decision's draw. Only the number is kept: the hashed text can be as long as the
 /// tool name, so [`Draw::input`] rebuilds it when someone wants to see it.
@@ -27,7 +27,7 @@ impl Draw {
         let bytes = rule.as_wtf8().len() + tool.as_wtf8().len() + key.as_wtf8().len();
         let mut out = String::with_capacity(24 + bytes);
         out.push('[');
-        out.push_str(&seed.to_string());
+        write_int(seed, &mut out);
         for t in [rule, tool, key] {
             out.push(',');
             write_text(t, &mut out);
@@ -64,10 +64,11 @@ impl Drawer {
         tail.push(',');
         write_text(key, &mut tail);
         tail.push(']');
-        Drawer {
-            head: format!("[{seed},"),
-            tail,
-        }
+        let mut head = String::with_capacity(24);
+        head.push('[');
+        write_int(seed, &mut head);
+        head.push(',');
+        Drawer { head, tail }
     }
 
     /// The draw for `rule`.

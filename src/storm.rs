@@ -353,11 +353,11 @@ impl Storm {
         let ordinal = st.ordinals.get(&tool).copied().unwrap_or(0) + 1;
         let raw_key = match key {
             Some(k) => Text::from(k),
-            None => st
-                .keys
-                .last()
-                .cloned()
-                .unwrap_or_else(|| Text::from(format!("#{ordinal}"))),
+            None => st.keys.last().cloned().unwrap_or_else(|| {
+                let mut k = String::from("#");
+                crate::json::write_int(ordinal, &mut k);
+                Text::from(k)
+            }),
         };
         let pair = (tool.clone(), raw_key.clone());
         if st.used_keys.contains(&pair) {

@@ -197,7 +197,7 @@ fn text_len(text: &Text) -> usize {
     // byte pays for the whole escaped code point (`\uXXXX`, or a surrogate pair for 4 bytes).
     // Text with nothing to escape (most of it) is its length, found a word at a time.
     let bytes = text.as_wtf8();
-    if super::scan::is_plain_ascii(bytes) {
+    if text.plain().is_some() || super::scan::is_plain_ascii(bytes) {
         return 2 + bytes.len();
     }
     2 + bytes
@@ -266,16 +266,22 @@ fn write_scalar(value: &Value, out: &mut String) {
     }
 }
 
-/// Appends an integer in decimal.
-pub fn write_int(v: impl std::fmt::Display, out: &mut String) {
-    use std::fmt::Write;
-    let _ = write!(out, "{v}");
+/// Appends an integer in decimal (without the formatter's machinery: a report writes a dozen
+/// integers per call).
+pub fn write_int(v: impl itoa::Integer, out: &mut String) {
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 /// Appends a JSON string literal with Python's `ensure_ascii` escaping.
 pub fn write_text(text: &Text, out: &mut String) {
     out.push('"');
-    // Most text is printable ASCII with nothing to escape: copied as it is.
+    // Most text is printable ASCII with nothing to escape: copied as it is (known so when it
+    // was parsed, or seen so now).
+    if let Some(plain) = text.plain() {
+        out.push_str(plain);
+        out.push('"');
+        return;
+    }
     if let Some(plain) = text.as_str()
         && super::scan::is_plain_ascii(plain.as_bytes())
     {

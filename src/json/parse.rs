@@ -352,11 +352,13 @@ impl Parser<'_> {
         let mut surrogate = false;
         loop {
             let run_start = self.pos;
-            self.pos = super::scan::string_run_end(self.bytes, self.pos);
+            let plain;
+            (self.pos, plain) = super::scan::plain_run_end(self.bytes, self.pos);
             if self.peek() == Some(b'"') && out.is_empty() && !surrogate {
                 // No escapes: the text is a slice of the (UTF-8) input; no buffer needed.
                 // Both ends are at ASCII bytes of the (UTF-8) input: whole characters.
                 let t = match self.text.get(run_start..self.pos) {
+                    Some(run) if plain => Text::from_plain_slice(run),
                     Some(run) => Text::from_str_slice(run),
                     None => Text::from_wtf8(self.bytes[run_start..self.pos].to_vec()),
                 };

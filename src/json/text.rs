@@ -19,6 +19,9 @@ enum Repr {
     },
     /// Valid UTF-8, checked once when it was made: [`Text::as_str`] costs nothing.
     Str(Box<str>),
+    /// Printable ASCII without a quote or a backslash, as the parser found it: a JSON string
+    /// literal holds it as it is, and the encoder copies it without looking.
+    Plain(Box<str>),
     /// WTF-8 holding a lone surrogate.
     Wtf8(Box<[u8]>),
 }
@@ -52,6 +55,24 @@ impl Text {
         })
     }
 
+    /// Builds from a string slice the caller knows to be printable ASCII without a quote or
+    /// a backslash ([`Text::plain`] then gives it back).
+    pub(crate) fn from_plain_slice(s: &str) -> Self {
+        Text::inline(s.as_bytes(), true).unwrap_or_else(|| Text {
+            repr: Repr::Plain(s.into()),
+        })
+    }
+
+    /// The text when it is known to need no escaping in JSON (a long string the parser
+    /// found plain); `None` says only that it is not known.
+    #[inline]
+    pub(crate) fn plain(&self) -> Option<&str> {
+        match &self.repr {
+            Repr::Plain(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Builds from a WTF-8 byte buffer produced by the parser.
     pub(crate) fn from_wtf8(bytes: Vec<u8>) -> Self {
         match String::from_utf8(bytes) {
@@ -68,7 +89,7 @@ impl Text {
     /// The string as `&str`, or `None` when it holds a lone surrogate.
     pub fn as_str(&self) -> Option<&str> {
         match &self.repr {
-            Repr::Str(s) => Some(s),
+            Repr::Str(s) | Repr::Plain(s) => Some(s),
             Repr::Inline { len, utf8, buf } if *utf8 => {
                 std::str::from_utf8(&buf[..usize::from(*len)]).ok()
             }
@@ -81,7 +102,7 @@ impl Text {
     pub fn as_wtf8(&self) -> &[u8] {
         match &self.repr {
             Repr::Inline { len, buf, .. } => &buf[..usize::from(*len)],
-            Repr::Str(s) => s.as_bytes(),
+            Repr::Str(s) | Repr::Plain(s) => s.as_bytes(),
             Repr::Wtf8(bytes) => bytes,
         }
     }
@@ -294,6 +315,17 @@ mod tests {
             Text::from("x".repeat(21).as_str())
         );
         assert_eq!(std::mem::size_of::<Text>(), 24);
+        let plain = Text::from_plain_slice(&"p".repeat(30));
+        assert_eq!(plain.plain(), plain.as_str());
+        assert_eq!(
+            plain,
+            Text::from("p".repeat(30)),
+            "the same text, however made"
+        );
+        assert!(
+            Text::from("p".repeat(30)).plain().is_none(),
+            "not known plain"
+        );
     }
 
     #[test]

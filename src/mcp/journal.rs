@@ -388,7 +388,7 @@ impl Rebuild {
             }
             rest -= got;
             let mut start = 0;
-            while let Some(nl) = bytes[start..].iter().position(|b| *b == b'\n') {
+            while let Some(nl) = memchr::memchr(b'\n', &bytes[start..]) {
                 self.lines += 1;
                 self.apply(&bytes[start..start + nl])
                     .map_err(JournalError::Invalid)?;
