@@ -2,9 +2,8 @@
 //! everywhere (longest first), and captured payloads are size- and depth-checked
 //! (spec §3, §6.7).
 
-use std::collections::HashSet;
-
 use crate::error::ConfigError;
+use crate::hashing::Set;
 use crate::json::{MAX_DEPTH, Object, Text, Value, canonical_fits};
 
 /// The marker that replaces secrets.
@@ -36,7 +35,11 @@ pub const BUILTIN_SECRET_KEYS: [&str; 15] = [
 /// Removes secrets from values before they are recorded.
 #[derive(Clone, Debug)]
 pub struct Redactor {
-    keys: HashSet<String>,
+    /// Normalised secret keys, as bytes: a key is looked up without checking its UTF-8 again.
+    keys: Set<Vec<u8>>,
+    /// The shortest and longest normalised secret key, in bytes: a key outside them is no
+    /// secret, known without hashing it (most keys a call carries).
+    key_lengths: (usize, usize),
     custom_keys: Vec<String>,
     /// Longest first; equal lengths keep the given order.
     secrets: Vec<String>,
@@ -47,8 +50,9 @@ impl Default for Redactor {
         Redactor {
             keys: BUILTIN_SECRET_KEYS
                 .iter()
-                .map(|s| (*s).to_owned())
+                .map(|s| s.as_bytes().to_vec())
                 .collect(),
+            key_lengths: lengths(BUILTIN_SECRET_KEYS.iter().map(|k| k.len())),
             custom_keys: Vec::new(),
             secrets: Vec::new(),
         }
@@ -58,6 +62,11 @@ impl Default for Redactor {
 /// Lowercases (full Unicode) and turns `-` into `_`, as key matching does.
 pub fn normalise_key(key: &str) -> String {
     key.to_lowercase().replace('-', "_")
+}
+
+/// The shortest and longest of the keys' lengths.
+fn lengths(keys: impl Iterator<Item = usize>) -> (usize, usize) {
+    keys.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)))
 }
 
 /// Keys this long or shorter are normalised on the stack (no allocation per key).
@@ -88,8 +97,9 @@ impl Redactor {
                 return Err(empty_entry());
             }
             r.custom_keys.push(k.to_owned());
-            r.keys.insert(normalise_key(k));
+            r.keys.insert(normalise_key(k).into_bytes());
         }
+        r.key_lengths = lengths(r.keys.iter().map(Vec::len));
         for s in secrets {
             let s = s.as_ref();
             if s.is_empty() {
@@ -116,21 +126,26 @@ impl Redactor {
     /// Whether a key (any case, `-` or `_`) names a secret.
     pub fn is_secret_key(&self, key: &Text) -> bool {
         // A short ASCII key (nearly every key) is lowercased on the stack.
-        if let Some(k) = key.as_str()
-            && k.len() <= SHORT_KEY
-            && k.is_ascii()
-        {
+        let k = key.as_wtf8();
+        if k.len() <= SHORT_KEY && k.is_ascii() {
+            // Lowercasing ASCII keeps the length.
+            let (shortest, longest) = self.key_lengths;
+            if k.len() < shortest || k.len() > longest {
+                return false;
+            }
             let mut buf = [0u8; SHORT_KEY];
-            for (slot, b) in buf.iter_mut().zip(k.bytes()) {
+            for (slot, b) in buf.iter_mut().zip(k) {
                 *slot = match b.to_ascii_lowercase() {
                     b'-' => b'_',
                     other => other,
                 };
             }
-            return std::str::from_utf8(&buf[..k.len()]).is_ok_and(|k| self.keys.contains(k));
+            return self.keys.contains(&buf[..k.len()]);
         }
         let normalised = key.map_utf8_runs(normalise_key);
-        normalised.as_str().is_some_and(|k| self.keys.contains(k))
+        normalised
+            .as_str()
+            .is_some_and(|k| self.keys.contains(k.as_bytes()))
     }
 
     /// Replaces every literal secret in a string.
@@ -182,7 +197,7 @@ impl Redactor {
             Value::Object(obj) => {
                 let mut out = Object::new();
                 let small = obj.len() <= SMALL_OBJECT;
-                let mut seen: HashSet<Text> = HashSet::new();
+                let mut seen: Set<Text> = Set::default();
                 for (k, v) in obj.iter() {
                     let new_key = self.replace_secrets(k);
                     let repeated = if small {
@@ -247,7 +262,7 @@ impl Redactor {
         match value {
             Value::Object(obj) => {
                 let small = obj.len() <= SMALL_OBJECT;
-                let mut seen: HashSet<&Text> = HashSet::new();
+                let mut seen: Set<&Text> = Set::default();
                 obj.iter().enumerate().all(|(i, (k, v))| {
                     let repeated = if small {
                         obj.iter().take(i).any(|(earlier, _)| earlier == k)
@@ -312,9 +327,15 @@ mod tests {
 
     #[test]
     fn keys_are_read_alike_short_or_long_ascii_or_not() {
-        let r =
-            Redactor::new(["Ünïcode-Key", &"x-".repeat(40)], Vec::<String>::new()).expect("valid");
+        let r = Redactor::new(
+            ["Ünïcode-Key", &"x-".repeat(40), "PIN"],
+            Vec::<String>::new(),
+        )
+        .expect("valid");
         for (key, secret) in [
+            // A custom key shorter than every built-in one widens the lengths looked up.
+            ("pin", true),
+            ("Pi", false),
             ("API-Key", true),
             ("api_key", true),
             ("Api_Keys", false),
@@ -330,7 +351,25 @@ mod tests {
                 "{key:?} read as a secret key: {secret}"
             );
             // The long way (no stack buffer) agrees.
-            assert_eq!(r.keys.contains(&normalise_key(key)), secret, "{key:?}");
+            assert_eq!(
+                r.keys.contains(normalise_key(key).as_bytes()),
+                secret,
+                "{key:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_shortest_and_longest_built_in_keys_are_secret_and_their_neighbours_are_not() {
+        let r = Redactor::builtin();
+        for (key, secret) in [
+            ("TOKEN", true),
+            ("toke", false),
+            ("Session-Token", true),
+            ("session_tokens", false),
+            ("client_secret", true),
+        ] {
+            assert_eq!(r.is_secret_key(&Text::from(key)), secret, "{key:?}");
         }
     }
 
