@@ -370,7 +370,9 @@ impl Proxy {
         let to_server = Flow::new();
         if let Some(out) = streams.stdout {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_client));
-            std::thread::spawn(move || read_messages(out, Side::Server, &tx, &flow));
+            std::thread::spawn(move || {
+                read_messages(out, Side::Server, &tx, &flow, Some(calls::keep_answer))
+            });
         }
         if let Some(mut err) = streams.stderr {
             std::thread::spawn(move || {
@@ -379,7 +381,7 @@ impl Proxy {
         }
         {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_server));
-            std::thread::spawn(move || read_messages(client_in, Side::Client, &tx, &flow));
+            std::thread::spawn(move || read_messages(client_in, Side::Client, &tx, &flow, None));
         }
         drop(tx);
         let mut relay = Relay::new(

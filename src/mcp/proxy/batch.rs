@@ -104,6 +104,7 @@ impl Relay<'_> {
             let (answer, delivered) = read_answer(
                 o.and_then(|o| o.get("result")).cloned(),
                 o.and_then(|o| o.get("error")).cloned(),
+                None,
             );
             let lost = self.will_lose_answer(call) && answer.is_success();
             if lost {

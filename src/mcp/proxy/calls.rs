@@ -20,7 +20,7 @@ use crate::json::{Object, Value, canonical, sha256_hex};
 use crate::mcp::evidence::Evidence;
 use crate::mcp::scenario::Delivery;
 use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unreadable, keep};
-use crate::mcp::wire::{self, FAULT_META_KEY, Id, error_line_as, result_line_as};
+use crate::mcp::wire::{self, FAULT_META_KEY, Id, Message, error_line_as, result_line_as};
 use crate::obj;
 use crate::rule::FaultKind;
 use crate::storm::Prelude;
@@ -630,6 +630,7 @@ impl Relay<'_> {
         message: Option<Value>,
         line: Vec<u8>,
         unreadable: Option<String>,
+        kept: Option<Delivered>,
     ) {
         let (result, error) = match message {
             Some(Value::Object(mut o)) => (o.remove("result"), o.remove("error")),
@@ -662,7 +663,7 @@ impl Relay<'_> {
                 };
                 (sniffed_answer(body), Delivered::Unreadable(u))
             }
-            None => read_answer(result, error),
+            None => read_answer(result, error, kept),
         };
         self.ended_by_server(
             call,
@@ -991,21 +992,13 @@ impl Relay<'_> {
     }
 }
 
-/// A parsed answer's meaning and what the sidecar keeps of it.
-pub(super) fn read_answer(result: Option<Value>, error: Option<Value>) -> (Answer, Delivered) {
-    let is_error = result
-        .as_ref()
-        .and_then(Value::as_object)
-        .and_then(|r| r.get("isError"))
-        .and_then(Value::as_bool)
-        == Some(true);
-    // What the client gets, as the record keeps it (redacted, within the limits).
-    let empty = result.is_none() && error.is_none();
-    let (key, body) = match (result, error) {
-        (Some(r), _) => ("result", r),
-        (None, Some(e)) => ("error", e),
-        (None, None) => ("result", Value::Null),
-    };
+/// The member of an answer that holds what the client gets: its result, else its error.
+fn answer_key(o: &crate::json::Object) -> Option<&'static str> {
+    ["result", "error"].into_iter().find(|k| o.contains_key(k))
+}
+
+/// What the sidecar keeps of `body`, the answer's `key` member (redacted, within the limits).
+fn kept_body(key: &'static str, body: Value) -> (Option<Delivered>, Value) {
     let wrapped = obj! {key => body};
     let kept = keep(&wrapped).map(|k| match key {
         "result" => Delivered::Result(k),
@@ -1014,6 +1007,50 @@ pub(super) fn read_answer(result: Option<Value>, error: Option<Value>) -> (Answe
     let body = match wrapped {
         Value::Object(mut o) => o.remove(key).unwrap_or(Value::Null),
         _ => Value::Null,
+    };
+    (kept, body)
+}
+
+/// The record of a server's answer, made on its reader's thread ([`framing::Look`]): the
+/// relay then has only to take it. The message is left as it was but for its members'
+/// order. `None` for a message that is no answer.
+pub(super) fn keep_answer(message: &mut Message) -> Option<Delivered> {
+    let Message::Response {
+        message: Value::Object(o),
+        ..
+    } = message
+    else {
+        return None;
+    };
+    let key = answer_key(o)?;
+    let body = o.remove(key)?;
+    let (kept, body) = kept_body(key, body);
+    o.push(key, body);
+    Some(kept.unwrap_or(Delivered::Unrecorded))
+}
+
+/// A parsed answer's meaning and what the sidecar keeps of it (`kept`, when its reader has
+/// worked that out already: [`keep_answer`]).
+pub(super) fn read_answer(
+    result: Option<Value>,
+    error: Option<Value>,
+    kept: Option<Delivered>,
+) -> (Answer, Delivered) {
+    let is_error = result
+        .as_ref()
+        .and_then(Value::as_object)
+        .and_then(|r| r.get("isError"))
+        .and_then(Value::as_bool)
+        == Some(true);
+    let empty = result.is_none() && error.is_none();
+    let (key, body) = match (result, error) {
+        (Some(r), _) => ("result", r),
+        (None, Some(e)) => ("error", e),
+        (None, None) => ("result", Value::Null),
+    };
+    let (kept, body) = match kept {
+        Some(k) => (Some(k), body),
+        None => kept_body(key, body),
     };
     let answer = match key {
         "error" => Answer::RpcError(crate::json::one_line(&body)),
@@ -1051,4 +1088,57 @@ fn exact_id(line: &[u8], fallback: &Id) -> String {
     wire::member(body, "id")
         .and_then(|r| std::str::from_utf8(&body[r]).ok().map(str::to_owned))
         .unwrap_or_else(|| fallback.0.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(line: &str) -> Message {
+        wire::classify(line.as_bytes())
+    }
+
+    #[test]
+    fn an_answer_kept_on_the_reader_is_kept_as_the_relay_would_keep_it() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"token":"s3cret"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[]},"error":{"code":1,"message":"both"}}"#,
+        ] {
+            let mut read = response(line);
+            let kept = keep_answer(&mut read);
+            let Message::Response { message, .. } = read else {
+                panic!("{line}: not a response any more");
+            };
+            let Message::Response { message: plain, .. } = response(line) else {
+                panic!("{line}: not a response");
+            };
+            // The message keeps its members (their order aside).
+            let (o, p) = (
+                message.as_object().expect("object"),
+                plain.as_object().expect("object"),
+            );
+            assert_eq!(o.len(), p.len(), "{line}");
+            for (k, v) in p.iter() {
+                assert_eq!(o.get(&k.to_lossy()), Some(v), "{line}: {k}");
+            }
+            let (_, by_relay) =
+                read_answer(p.get("result").cloned(), p.get("error").cloned(), None);
+            assert_eq!(kept, Some(by_relay), "{line}");
+        }
+        let redacted = keep_answer(&mut response(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"token":"s3cret"}}"#,
+        ));
+        assert_eq!(
+            redacted,
+            Some(Delivered::Result(
+                crate::obj! {"result" => crate::obj! {"token" => "[REDACTED]"}}
+            )),
+            "the record is redacted"
+        );
+        assert_eq!(
+            keep_answer(&mut response(r#"{"jsonrpc":"2.0","method":"x"}"#)),
+            None
+        );
+    }
 }

@@ -13,6 +13,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 
+use crate::mcp::session::Delivered;
 use crate::mcp::wire::{self, Message};
 
 /// Bytes of an oversized line passed on at once.
@@ -41,7 +42,7 @@ pub enum Event {
     /// in flight: parsing is the largest part of a message's cost, and off the relay's thread
     /// it runs beside the relay on another core; the relay reads the others, so parsed trees
     /// in flight stay within a megabyte of text).
-    Line(Side, Vec<u8>, Option<Message>),
+    Line(Side, Vec<u8>, Option<ReadAhead>),
     /// A piece of an oversized line; `true` on its last piece.
     Piece(Side, Vec<u8>, bool),
     /// The side closed its output.
@@ -49,6 +50,19 @@ pub enum Event {
     /// A signal ends the session (its number).
     Interrupt(i32),
 }
+
+/// A line read on its reader's thread: the message, and what the record keeps of it when it
+/// is an answer (worked out there too, by the reader's [`Look`]).
+#[derive(Debug)]
+pub struct ReadAhead {
+    /// What the line says.
+    pub message: Message,
+    /// The record of an answer, when the reader's look made it.
+    pub kept: Option<Delivered>,
+}
+
+/// What a reader works out beside parsing a line, off the relay's thread.
+pub type Look = fn(&mut Message) -> Option<Delivered>;
 
 /// The bytes a direction has in flight, shared by its reader and the relay.
 #[derive(Debug, Default)]
@@ -106,16 +120,28 @@ impl Flow {
 
 /// What a line says, when the reader reads it: a short line while little is in flight (a
 /// parsed tree can be many times its text, and the budget counts text).
-fn read_here(line: &[u8], flow: &Flow) -> Option<Message> {
-    (line.len() <= PARSED_HERE && flow.in_flight() < PARSE_AHEAD)
-        .then(|| wire::classify(trim(line)))
+fn read_here(line: &[u8], flow: &Flow, look: Option<Look>) -> Option<ReadAhead> {
+    (line.len() <= PARSED_HERE && flow.in_flight() < PARSE_AHEAD).then(|| {
+        let mut message = wire::classify(trim(line));
+        let kept = look.and_then(|look| look(&mut message));
+        ReadAhead { message, kept }
+    })
 }
 
 /// Reads messages from `from` until it ends, sending them to the relay as [`Event`]s.
 /// The channel is unbounded on purpose: one direction must never wait for the other's
 /// messages to be taken (a server blocked on its output while the relay is blocked writing its
 /// input would deadlock); the byte budget bounds memory per direction instead.
-pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flow) {
+///
+/// `look`, when given, runs on each line the reader parses (the server's reader has it work
+/// out the record of an answer).
+pub fn read_messages(
+    from: impl Read,
+    side: Side,
+    tx: &Sender<Event>,
+    flow: &Flow,
+    look: Option<Look>,
+) {
     let mut r = BufReader::with_capacity(64 * 1024, from);
     let mut line = Vec::new();
     let send = |e: Event, n: usize| {
@@ -131,12 +157,12 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
         if buf.is_empty() {
             if !line.is_empty() {
                 let n = line.len();
-                let message = read_here(&line, flow);
+                let message = read_here(&line, flow, look);
                 let _ = send(Event::Line(side, std::mem::take(&mut line), message), n);
             }
             break;
         }
-        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+        let (take, done) = match memchr::memchr(b'\n', buf) {
             Some(i) => (i + 1, true),
             None => (buf.len(), false),
         };
@@ -144,7 +170,7 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
         r.consume(take);
         if done {
             let n = line.len();
-            let message = read_here(&line, flow);
+            let message = read_here(&line, flow, look);
             if !send(Event::Line(side, std::mem::take(&mut line), message), n) {
                 return;
             }
@@ -162,7 +188,7 @@ pub fn read_messages(from: impl Read, side: Side, tx: &Sender<Event>, flow: &Flo
                     break;
                 }
                 let n = buf.len().min(PIECE);
-                match buf[..n].iter().position(|b| *b == b'\n') {
+                match memchr::memchr(b'\n', &buf[..n]) {
                     Some(i) => {
                         let piece = buf[..=i].to_vec();
                         r.consume(i + 1);
@@ -280,7 +306,7 @@ mod tests {
     fn lines_pieces_and_the_end_arrive_in_order() {
         let (tx, rx) = std::sync::mpsc::channel();
         let flow = Flow::new();
-        read_messages(&b"a\nb"[..], Side::Server, &tx, &flow);
+        read_messages(&b"a\nb"[..], Side::Server, &tx, &flow, None);
         let got: Vec<Event> = rx.try_iter().collect();
         assert!(matches!(&got[0], Event::Line(Side::Server, l, _) if l == b"a\n"));
         assert!(matches!(&got[1], Event::Line(Side::Server, l, _) if l == b"b"));

@@ -12,7 +12,7 @@ use super::child::Server;
 use super::framing::{Event, Flow, Side, trim};
 use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer, raw_id};
 use crate::json::Value;
-use crate::mcp::session::{Exchange, keep};
+use crate::mcp::session::{Delivered, Exchange, keep};
 use crate::mcp::wire::{self, Id, Message};
 
 /// Past this many bytes held for the two sides, they are written before the next message
@@ -81,12 +81,15 @@ impl Relay<'_> {
                         return s.code;
                     }
                 }
-                Some(Event::Line(side, line, message)) => {
+                Some(Event::Line(side, line, read)) => {
                     let n = line.len();
-                    let message = message.unwrap_or_else(|| wire::classify(trim(&line)));
+                    let (message, kept) = match read {
+                        Some(r) => (r.message, r.kept),
+                        None => (wire::classify(trim(&line)), None),
+                    };
                     match side {
                         Side::Client => self.client_line(line, message),
-                        Side::Server => self.server_line(line, message),
+                        Side::Server => self.server_line(line, message, kept),
                     }
                     self.flow(side).release(n);
                 }
@@ -235,11 +238,12 @@ impl Relay<'_> {
 
     // ----- server → client -----
 
-    fn server_line(&mut self, line: Vec<u8>, message: Message) {
+    /// A line from the server; `kept`, the record of an answer its reader made.
+    fn server_line(&mut self, line: Vec<u8>, message: Message, kept: Option<Delivered>) {
         match message {
             Message::Response { id, message } => {
                 if let Some(call) = self.answered_call(&id) {
-                    return self.call_answered(call, Some(message), line, None);
+                    return self.call_answered(call, Some(message), line, None, kept);
                 }
                 if let Some(a) = self.awaited.remove(&id) {
                     self.learn(a, &message);
@@ -268,7 +272,7 @@ impl Relay<'_> {
                     .and_then(|r| raw_id(&trim(&line)[r]))
                     .and_then(|id| self.answered_call(&id))
                 {
-                    return self.call_answered(call, None, line, Some(why));
+                    return self.call_answered(call, None, line, Some(why), None);
                 }
                 self.note(&format!("the server sent {why}; relayed as is"));
                 self.send_client(&line)
