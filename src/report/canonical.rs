@@ -6,11 +6,19 @@
 use super::{Call, Coverage, Effect, ErrorRecord, Report, SCHEMA_VERSION};
 use crate::json::{Text, write_canonical, write_int, write_py_repr, write_text};
 
-/// Writes `"key":` (keys here are plain ASCII).
-fn key(name: &str, out: &mut String) {
-    out.push('"');
-    out.push_str(name);
-    out.push_str("\":");
+/// Writes `"key":` (keys here are plain ASCII), as one piece of text.
+macro_rules! key {
+    ($out:expr, $name:literal) => {
+        $out.push_str(concat!("\"", $name, "\":"))
+    };
+}
+
+/// Writes `,"key":`, the next member's start, as one piece of text (a call's entry has
+/// sixteen members, and it is written twice per call).
+macro_rules! next_key {
+    ($out:expr, $name:literal) => {
+        $out.push_str(concat!(",\"", $name, "\":"))
+    };
 }
 
 fn bool_text(b: bool) -> &'static str {
@@ -27,15 +35,13 @@ fn opt_text(t: Option<&Text>, out: &mut String) {
 impl ErrorRecord {
     fn write_canonical(&self, out: &mut String) {
         out.push('{');
-        key("known", out);
+        key!(out, "known");
         out.push_str(bool_text(self.known));
         if let Some(r) = self.retry_after {
-            out.push(',');
-            key("retry_after", out);
+            next_key!(out, "retry_after");
             write_py_repr(r, out);
         }
-        out.push(',');
-        key("type", out);
+        next_key!(out, "type");
         write_text(&self.type_name, out);
         out.push('}');
     }
@@ -55,39 +61,31 @@ impl Call {
         out.push('{');
         let start = out.len();
         if arguments {
-            key("arguments", out);
+            key!(out, "arguments");
             write_canonical(&self.arguments, out);
             out.push(',');
         }
         let taken = out.len() - start;
-        key("capture_error", out);
+        key!(out, "capture_error");
         out.push_str(bool_text(self.capture_error));
-        out.push(',');
-        key("elapsed", out);
+        next_key!(out, "elapsed");
         write_py_repr(self.elapsed, out);
-        out.push(',');
-        key("error", out);
+        next_key!(out, "error");
         match &self.error {
             Some(e) => e.write_canonical(out),
             None => out.push_str("null"),
         }
-        out.push(',');
-        key("executed", out);
+        next_key!(out, "executed");
         out.push_str(bool_text(self.executed));
-        out.push(',');
-        key("fault", out);
+        next_key!(out, "fault");
         opt_text(self.fault.as_ref(), out);
-        out.push(',');
-        key("id", out);
+        next_key!(out, "id");
         write_int(self.id, out);
-        out.push(',');
-        key("injected", out);
+        next_key!(out, "injected");
         out.push_str(bool_text(self.injected));
-        out.push(',');
-        key("key", out);
+        next_key!(out, "key");
         write_text(&self.key, out);
-        out.push(',');
-        key("kind", out);
+        next_key!(out, "kind");
         match self.kind {
             Some(k) => {
                 out.push('"');
@@ -96,30 +94,26 @@ impl Call {
             }
             None => out.push_str("null"),
         }
-        out.push(',');
-        key("ordinal", out);
+        next_key!(out, "ordinal");
         write_int(self.ordinal, out);
         out.push(',');
         if output {
-            key("output", out);
+            key!(out, "output");
             write_canonical(&self.output, out);
             out.push(',');
         }
-        key("parent_id", out);
+        key!(out, "parent_id");
         match self.parent_id {
             Some(p) => write_int(p, out),
             None => out.push_str("null"),
         }
-        out.push(',');
-        key("started", out);
+        next_key!(out, "started");
         write_py_repr(self.started, out);
-        out.push(',');
-        key("status", out);
+        next_key!(out, "status");
         out.push('"');
         out.push_str(self.status.as_str());
         out.push('"');
-        out.push(',');
-        key("tool", out);
+        next_key!(out, "tool");
         write_text(&self.tool, out);
         out.push('}');
         taken
@@ -130,22 +124,17 @@ impl Effect {
     /// Appends the canonical text of [`Effect::to_value`] to `out`.
     pub fn write_canonical(&self, out: &mut String) {
         out.push('{');
-        key("at", out);
+        key!(out, "at");
         write_py_repr(self.at, out);
-        out.push(',');
-        key("call_id", out);
+        next_key!(out, "call_id");
         write_int(self.call_id, out);
-        out.push(',');
-        key("identity", out);
+        next_key!(out, "identity");
         write_int(self.identity, out);
-        out.push(',');
-        key("key", out);
+        next_key!(out, "key");
         write_text(&self.key, out);
-        out.push(',');
-        key("name", out);
+        next_key!(out, "name");
         write_text(&self.name, out);
-        out.push(',');
-        key("redacted", out);
+        next_key!(out, "redacted");
         out.push_str(bool_text(self.redacted));
         out.push('}');
     }
@@ -155,13 +144,11 @@ impl Coverage {
     /// Appends the canonical text of [`Coverage::to_value`] to `out`.
     pub fn write_canonical(&self, out: &mut String) {
         out.push('{');
-        key("eligible", out);
+        key!(out, "eligible");
         write_int(self.eligible, out);
-        out.push(',');
-        key("selected", out);
+        next_key!(out, "selected");
         write_int(self.selected, out);
-        out.push(',');
-        key("triggered", out);
+        next_key!(out, "triggered");
         write_int(self.triggered, out);
         out.push('}');
     }
@@ -179,10 +166,9 @@ impl Report {
     /// Appends the canonical text to `out`.
     pub fn write_canonical(&self, out: &mut String) {
         out.push('{');
-        key("budget_rejections", out);
+        key!(out, "budget_rejections");
         write_int(self.budget_rejections, out);
-        out.push(',');
-        key("calls", out);
+        next_key!(out, "calls");
         out.push('[');
         for (i, c) in self.calls.iter().enumerate() {
             if i > 0 {
@@ -191,14 +177,11 @@ impl Report {
             c.write_canonical(out);
         }
         out.push(']');
-        out.push(',');
-        key("capture", out);
+        next_key!(out, "capture");
         out.push_str(bool_text(self.capture));
-        out.push(',');
-        key("clock", out);
+        next_key!(out, "clock");
         write_text(&Text::from(self.clock.as_str()), out);
-        out.push(',');
-        key("coverage", out);
+        next_key!(out, "coverage");
         out.push('{');
         let mut names: Vec<&(Text, Coverage)> = self.coverage.iter().collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
@@ -211,8 +194,7 @@ impl Report {
             c.write_canonical(out);
         }
         out.push('}');
-        out.push(',');
-        key("effects", out);
+        next_key!(out, "effects");
         out.push('[');
         for (i, e) in self.effects.iter().enumerate() {
             if i > 0 {
@@ -221,8 +203,7 @@ impl Report {
             e.write_canonical(out);
         }
         out.push(']');
-        out.push(',');
-        key("rules", out);
+        next_key!(out, "rules");
         out.push('[');
         for (i, r) in self.rules.iter().enumerate() {
             if i > 0 {
@@ -231,11 +212,9 @@ impl Report {
             write_canonical(r, out);
         }
         out.push(']');
-        out.push(',');
-        key("schema_version", out);
+        next_key!(out, "schema_version");
         write_int(SCHEMA_VERSION, out);
-        out.push(',');
-        key("seed", out);
+        next_key!(out, "seed");
         match &self.seed {
             crate::json::Int::Small(v) => write_int(*v, out),
             crate::json::Int::Big(s) => out.push_str(s),
