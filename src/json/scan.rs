@@ -79,6 +79,9 @@ pub(crate) fn string_run_end(bytes: &[u8], from: usize) -> usize {
 /// [`string_run_end`], and whether the run holds printable ASCII only (no byte of 0x7f or
 /// above): the parser notes it on the text, so encoding it later needs no second look.
 pub(crate) fn plain_run_end(bytes: &[u8], from: usize) -> (usize, bool) {
+    if from >= bytes.len() {
+        return (from, true);
+    }
     let mut wide = 0;
     let mut i = from;
     while i < from + SHORT
@@ -188,6 +191,14 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_run_from_the_end_or_past_it_is_empty() {
+        for from in [3, 4, 9] {
+            assert_eq!(string_run_end(b"abc", from), from);
+            assert_eq!(plain_run_end(b"abc", from), (from, true));
         }
     }
 
