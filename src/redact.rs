@@ -47,12 +47,13 @@ pub struct Redactor {
 
 impl Default for Redactor {
     fn default() -> Self {
+        let keys: Set<Vec<u8>> = BUILTIN_SECRET_KEYS
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
         Redactor {
-            keys: BUILTIN_SECRET_KEYS
-                .iter()
-                .map(|s| s.as_bytes().to_vec())
-                .collect(),
-            key_lengths: lengths(BUILTIN_SECRET_KEYS.iter().map(|k| k.len())),
+            key_lengths: lengths(&keys),
+            keys,
             custom_keys: Vec::new(),
             secrets: Vec::new(),
         }
@@ -64,9 +65,11 @@ pub fn normalise_key(key: &str) -> String {
     key.to_lowercase().replace('-', "_")
 }
 
-/// The shortest and longest of the keys' lengths.
-fn lengths(keys: impl Iterator<Item = usize>) -> (usize, usize) {
-    keys.fold((usize::MAX, 0), |(lo, hi), n| (lo.min(n), hi.max(n)))
+/// The shortest and longest of the keys, in bytes.
+fn lengths(keys: &Set<Vec<u8>>) -> (usize, usize) {
+    keys.iter().fold((usize::MAX, 0), |(lo, hi), k| {
+        (lo.min(k.len()), hi.max(k.len()))
+    })
 }
 
 /// Keys this long or shorter are normalised on the stack (no allocation per key).
@@ -99,7 +102,7 @@ impl Redactor {
             r.custom_keys.push(k.to_owned());
             r.keys.insert(normalise_key(k).into_bytes());
         }
-        r.key_lengths = lengths(r.keys.iter().map(Vec::len));
+        r.key_lengths = lengths(&r.keys);
         for s in secrets {
             let s = s.as_ref();
             if s.is_empty() {

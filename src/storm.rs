@@ -20,11 +20,10 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::hashing::{Map, Set};
-
 use crate::clock::{Clock, VirtualClock};
 use crate::decision::Drawer;
 use crate::error::{ConfigError, Error, Result};
+use crate::hashing::{Map, Set};
 use crate::json::float::round6;
 use crate::json::{Int, Text, Value};
 use crate::redact::Redactor;

@@ -58,22 +58,7 @@ fn control_at(bytes: &[u8]) -> usize {
 /// The index of the first byte at or after `from` that is a quote, a backslash or a control
 /// character (below 0x20), or `bytes.len()`: where a string's plain run ends.
 pub(crate) fn string_run_end(bytes: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while i < from + SHORT
-        && let Some(word) = word_at(bytes, i)
-    {
-        if has_special(word) != 0 {
-            return first_special(bytes, i);
-        }
-        i += 8;
-    }
-    if i < from + SHORT {
-        // Fewer than eight bytes left.
-        return first_special(bytes, i);
-    }
-    let rest = &bytes[i..];
-    let stop = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
-    i + control_at(&rest[..stop])
+    plain_run_end(bytes, from).0
 }
 
 /// [`string_run_end`], and whether the run holds printable ASCII only (no byte of 0x7f or
