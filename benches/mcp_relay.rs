@@ -7,7 +7,10 @@
 //! `cargo bench --bench mcp_relay`; words after `--` run only the cases whose label holds
 //! one (`-- "record, 16"`). Each case is five sessions (`MCP_RELAY_RUNS`), each against its
 //! own direct run; the figures are their median and range, with the proxy's CPU per call
-//! (all threads, and its busiest: the relay's) from the scheduler's own count. This same binary is the trivial server (`--respond`).
+//! (all threads, and its busiest: the relay's) from the scheduler's own count; `MCP_RELAY_DETAIL=1`
+//! shows each session's figures by thread. This same binary is the trivial server
+//! (`--respond`). Client and server write each message in one write, as the official SDKs do
+//! (a line written in pieces wakes the reader once per piece).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -30,10 +33,11 @@ fn respond(size: usize) {
             .chars()
             .take_while(|c| c.is_ascii_digit())
             .collect();
-        let _ = writeln!(
-            out,
-            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+        // Each answer in one write, as the SDKs' servers send a message.
+        let answer = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}\n"
         );
+        let _ = out.write_all(answer.as_bytes());
         let _ = out.flush();
     }
 }
@@ -59,26 +63,83 @@ fn spawn(through_proxy: Option<&[&str]>, size: usize) -> Child {
         .expect("spawn")
 }
 
-/// The child's CPU time so far (all threads, from the scheduler's own count), in seconds:
-/// the whole and its busiest thread's (the relay's); and its context switches (voluntary
-/// and not, summed over its threads).
-fn cpu_and_switches(pid: u32) -> (f64, f64, u64) {
-    let (mut total, mut busiest, mut switches) = (0u64, 0u64, 0u64);
-    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-        for task in tasks.flatten() {
-            let on_cpu = std::fs::read_to_string(task.path().join("schedstat"))
+/// A task's CPU time so far (from the scheduler's own count, in nanoseconds) and its context
+/// switches (voluntary and not), from its folder under `/proc`.
+fn task_figures(task: &std::path::Path) -> (u64, u64) {
+    let on_cpu = std::fs::read_to_string(task.join("schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap_or(0);
+    let status = std::fs::read_to_string(task.join("status")).unwrap_or_default();
+    let switches = status
+        .lines()
+        .filter(|l| l.contains("ctxt_switches:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    (on_cpu, switches)
+}
+
+/// A process's write system calls so far (its threads', and its reaped children's).
+fn writes(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("syscw:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
                 .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-                .unwrap_or(0);
+        })
+        .unwrap_or(0)
+}
+
+/// The child's CPU time so far (all threads), in seconds: the whole and its busiest thread's
+/// (the relay's); and its context switches (summed over its threads). With `detail`, each
+/// thread's figures per call, the server's, and the write calls per call of both go to
+/// stderr.
+fn cpu_and_switches(pid: u32, detail: Option<usize>) -> (f64, f64, u64) {
+    let (mut total, mut busiest, mut switches) = (0u64, 0u64, 0u64);
+    let mut line = String::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        let mut tasks: Vec<_> = tasks.flatten().collect();
+        // In the order they started: the relay (the main thread) first.
+        tasks.sort_by_key(|t| t.file_name().to_string_lossy().parse::<u64>().unwrap_or(0));
+        for task in tasks {
+            let (on_cpu, own) = task_figures(&task.path());
             total += on_cpu;
             busiest = busiest.max(on_cpu);
-            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
-            switches += status
-                .lines()
-                .filter(|l| l.contains("ctxt_switches:"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .sum::<u64>();
+            switches += own;
+            if let Some(n) = detail {
+                let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                line.push_str(&format!(
+                    " {} {:.1} µs/{:.2} sw",
+                    name.trim(),
+                    on_cpu as f64 / 1e3 / n as f64,
+                    own as f64 / n as f64
+                ));
+            }
         }
+    }
+    if let Some(n) = detail {
+        let per_call = |x: u64| x as f64 / n as f64;
+        line.push_str(&format!(
+            " · writes {:.2}",
+            per_call(writes(&pid.to_string()))
+        ));
+        // The server (and the watchdog): the proxy's children.
+        let children =
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+        for child in children.split_whitespace() {
+            let (on_cpu, own) = task_figures(std::path::Path::new(&format!("/proc/{child}")));
+            line.push_str(&format!(
+                " · child {:.1} µs/{:.2} sw, writes {:.2}",
+                on_cpu as f64 / 1e3 / n as f64,
+                per_call(own),
+                per_call(writes(child))
+            ));
+        }
+        eprintln!("   proxy threads, per call:{line}");
     }
     (total as f64 / 1e9, busiest as f64 / 1e9, switches)
 }
@@ -103,6 +164,7 @@ fn session(
     size: usize,
     window: usize,
 ) -> (Vec<f64>, u64, (f64, f64, u64)) {
+    let detail = through_proxy.is_some() && detail();
     let mut child = spawn(through_proxy, size);
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
@@ -112,12 +174,13 @@ fn session(
     let mut times = Vec::with_capacity(n);
     let mut next = 0;
     let send = |i: usize, stdin: &mut std::process::ChildStdin, sent: &mut Vec<Option<Instant>>| {
+        // Each request in one write, as the SDKs' clients send a message (a line written in
+        // pieces would wake the reader once per piece).
         let request = format!(
-            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"create_shipment","arguments":{{"order_id":"o-{i}","note":"{payload}"}}}}}}"#
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"name\":\"create_shipment\",\"arguments\":{{\"order_id\":\"o-{i}\",\"note\":\"{payload}\"}}}}}}\n"
         );
         sent[i] = Some(Instant::now());
-        writeln!(stdin, "{request}").expect("send");
-        stdin.flush().expect("flush");
+        stdin.write_all(request.as_bytes()).expect("send");
     };
     while next < window.min(n) {
         send(next, &mut stdin, &mut sent);
@@ -146,10 +209,15 @@ fn session(
         }
     }
     let rss = peak_rss_kib(child.id());
-    let cpu = cpu_and_switches(child.id());
+    let cpu = cpu_and_switches(child.id(), detail.then_some(n));
     drop(stdin);
     let _ = child.wait();
     (times, rss, cpu)
+}
+
+/// Whether each proxied session's figures are shown, by thread (`MCP_RELAY_DETAIL`).
+fn detail() -> bool {
+    std::env::var_os("MCP_RELAY_DETAIL").is_some()
 }
 
 /// One session's figures (milliseconds unless named otherwise).
@@ -250,6 +318,14 @@ fn main() {
             direct.sort_by(f64::total_cmp);
             proxied.sort_by(f64::total_cmp);
             let added = |p: f64| (pct(&proxied, p) - pct(&direct, p)) * 1e3;
+            if detail() {
+                eprintln!(
+                    "   session: added p50 {:.3} ms, busiest {:.1} µs, CPU {:.1} µs per call",
+                    added(0.5),
+                    busiest * 1e6 / n as f64,
+                    cpu * 1e6 / n as f64
+                );
+            }
             runs.push(Run {
                 direct_p50: pct(&direct, 0.5) * 1e3,
                 added: [added(0.5), added(0.99), added(0.999)],
