@@ -197,7 +197,7 @@ fn text_len(text: &Text) -> usize {
     // byte pays for the whole escaped code point (`\uXXXX`, or a surrogate pair for 4 bytes).
     // Text with nothing to escape (most of it) is its length, found a word at a time.
     let bytes = text.as_wtf8();
-    if text.plain().is_some() || super::scan::is_plain_ascii(bytes) {
+    if text.is_plain() || super::scan::is_plain_ascii(bytes) {
         return 2 + bytes.len();
     }
     2 + bytes
@@ -277,8 +277,7 @@ pub fn write_text(text: &Text, out: &mut String) {
     out.push('"');
     // Most text is printable ASCII with nothing to escape: copied as it is (known so when it
     // was parsed, or seen so now).
-    if let Some(plain) = text.plain() {
-        out.push_str(plain);
+    if text.push_plain(out) {
         out.push('"');
         return;
     }

@@ -10,11 +10,23 @@ use std::fmt;
 /// statuses: most strings in a trace).
 const INLINE: usize = 21;
 
+/// What an inline text's bytes are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Short {
+    /// WTF-8 holding a lone surrogate.
+    Wtf8,
+    /// Valid UTF-8.
+    Utf8,
+    /// Printable ASCII without a quote or a backslash (seen so when it was made): the encoder
+    /// copies it without a look, or a check of its UTF-8.
+    Plain,
+}
+
 #[derive(Clone)]
 enum Repr {
     Inline {
         len: u8,
-        utf8: bool,
+        kind: Short,
         buf: [u8; INLINE],
     },
     /// Valid UTF-8, checked once when it was made: [`Text::as_str`] costs nothing.
@@ -37,12 +49,25 @@ impl Text {
         if bytes.len() > INLINE {
             return None;
         }
+        let kind = match utf8 {
+            false => Short::Wtf8,
+            true if super::scan::is_plain_ascii(bytes) => Short::Plain,
+            true => Short::Utf8,
+        };
+        Text::inline_as(bytes, kind)
+    }
+
+    /// [`Text::inline`] for bytes whose kind the caller already knows.
+    fn inline_as(bytes: &[u8], kind: Short) -> Option<Self> {
+        if bytes.len() > INLINE {
+            return None;
+        }
         let mut buf = [0u8; INLINE];
         buf[..bytes.len()].copy_from_slice(bytes);
         Some(Text {
             repr: Repr::Inline {
                 len: bytes.len() as u8,
-                utf8,
+                kind,
                 buf,
             },
         })
@@ -58,19 +83,39 @@ impl Text {
     /// Builds from a string slice the caller knows to be printable ASCII without a quote or
     /// a backslash ([`Text::plain`] then gives it back).
     pub(crate) fn from_plain_slice(s: &str) -> Self {
-        Text::inline(s.as_bytes(), true).unwrap_or_else(|| Text {
+        Text::inline_as(s.as_bytes(), Short::Plain).unwrap_or_else(|| Text {
             repr: Repr::Plain(s.into()),
         })
     }
 
-    /// The text when it is known to need no escaping in JSON (a long string the parser
-    /// found plain); `None` says only that it is not known.
+    /// Whether the text is known to need no escaping in JSON (a long string the parser found
+    /// plain, or a short one seen so when it was made); false says only that it is not known.
     #[inline]
-    pub(crate) fn plain(&self) -> Option<&str> {
+    pub(crate) fn is_plain(&self) -> bool {
+        matches!(
+            self.repr,
+            Repr::Plain(_)
+                | Repr::Inline {
+                    kind: Short::Plain,
+                    ..
+                }
+        )
+    }
+
+    /// Appends the text as it is to `out` when it is known to need no escaping in JSON
+    /// ([`Text::is_plain`]); false (and nothing written) when it is not known.
+    #[inline]
+    pub(crate) fn push_plain(&self, out: &mut String) -> bool {
         match &self.repr {
-            Repr::Plain(s) => Some(s),
-            _ => None,
+            Repr::Plain(s) => out.push_str(s),
+            Repr::Inline {
+                len,
+                kind: Short::Plain,
+                buf,
+            } => out.extend(buf[..usize::from(*len)].iter().map(|&b| char::from(b))),
+            _ => return false,
         }
+        true
     }
 
     /// Builds from a WTF-8 byte buffer produced by the parser.
@@ -90,7 +135,7 @@ impl Text {
     pub fn as_str(&self) -> Option<&str> {
         match &self.repr {
             Repr::Str(s) | Repr::Plain(s) => Some(s),
-            Repr::Inline { len, utf8, buf } if *utf8 => {
+            Repr::Inline { len, kind, buf } if *kind != Short::Wtf8 => {
                 std::str::from_utf8(&buf[..usize::from(*len)]).ok()
             }
             _ => None,
@@ -315,17 +360,33 @@ mod tests {
             Text::from("x".repeat(21).as_str())
         );
         assert_eq!(std::mem::size_of::<Text>(), 24);
-        let plain = Text::from_plain_slice(&"p".repeat(30));
-        assert_eq!(plain.plain(), plain.as_str());
-        assert_eq!(
-            plain,
-            Text::from("p".repeat(30)),
-            "the same text, however made"
-        );
+        for n in [5, 30] {
+            let plain = Text::from_plain_slice(&"p".repeat(n));
+            assert!(plain.is_plain());
+            let mut out = String::new();
+            assert!(plain.push_plain(&mut out));
+            assert_eq!(Some(out.as_str()), plain.as_str());
+            assert_eq!(
+                plain,
+                Text::from("p".repeat(n)),
+                "the same text, however made"
+            );
+        }
         assert!(
-            Text::from("p".repeat(30)).plain().is_none(),
-            "not known plain"
+            !Text::from("p".repeat(30)).is_plain(),
+            "a long text not made by the parser is not known plain"
         );
+        assert!(Text::from("key").is_plain(), "a short one is seen so");
+        for short in ["a\"b", "back\\slash", "tab\there", "caf\u{e9}", ""] {
+            let t = Text::from(short);
+            assert_eq!(t.is_plain(), short.is_empty(), "{short:?}");
+            let mut out = String::new();
+            assert_eq!(t.push_plain(&mut out), short.is_empty(), "{short:?}");
+            assert!(out.is_empty(), "nothing written for {short:?}");
+        }
+        let mut lone = Vec::new();
+        push_code_point(&mut lone, 0xd800);
+        assert!(!Text::from_wtf8(lone).is_plain(), "a lone surrogate");
     }
 
     #[test]
