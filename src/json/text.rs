@@ -81,7 +81,7 @@ impl Text {
     }
 
     /// Builds from a string slice the caller knows to be printable ASCII without a quote or
-    /// a backslash ([`Text::plain`] then gives it back).
+    /// a backslash ([`Text::is_plain`] then says so).
     pub(crate) fn from_plain_slice(s: &str) -> Self {
         Text::inline_as(s.as_bytes(), Short::Plain).unwrap_or_else(|| Text {
             repr: Repr::Plain(s.into()),
