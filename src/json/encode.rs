@@ -195,7 +195,8 @@ mod len_tests {
 fn text_len(text: &Text) -> usize {
     // One pass over the WTF-8 bytes: ASCII costs 1 (2 or 6 when escaped); a sequence's lead
     // byte pays for the whole escaped code point (`\uXXXX`, or a surrogate pair for 4 bytes).
-    // Text with nothing to escape (most of it) is its length, found a word at a time.
+    // Text with nothing to escape (most of it) is its length, known when it was made or
+    // found in one quick pass ([`super::scan::is_plain_ascii`]).
     let bytes = text.as_wtf8();
     if text.is_plain() || super::scan::is_plain_ascii(bytes) {
         return 2 + bytes.len();
@@ -276,7 +277,7 @@ pub fn write_int(v: impl itoa::Integer, out: &mut String) {
 pub fn write_text(text: &Text, out: &mut String) {
     out.push('"');
     // Most text is printable ASCII with nothing to escape: copied as it is (known so when it
-    // was parsed, or seen so now).
+    // was made, or seen so now).
     if text.push_plain(out) {
         out.push('"');
         return;

@@ -2,8 +2,8 @@
 //! scanner spend most of their time walking long strings whose bytes need nothing done to
 //! them (a kilobyte of tool output). A string's first bytes are tested a word (eight bytes)
 //! at a time, most strings (keys, names, ids) ending there; past them, blocks of 64 bytes are
-//! judged without a branch, which the compiler turns into vector code. Either walk is several
-//! times faster than a byte-by-byte loop.
+//! judged without a branch, which the compiler turns into vector code, and what is left of
+//! the text goes a word at a time again. Only the last few bytes go one by one.
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -53,24 +53,14 @@ pub(crate) fn plain_run_end(bytes: &[u8], from: usize) -> (usize, bool) {
     if from >= bytes.len() {
         return (from, true);
     }
-    let mut wide = 0;
-    let mut i = from;
-    while i < from + SHORT
-        && let Some(word) = word_at(bytes, i)
-    {
-        if has_special(word) != 0 {
-            let end = first_special(bytes, i);
-            return (end, wide == 0 && bytes[i..end].iter().all(|&b| b < 0x7f));
-        }
-        wide |= has_wide(word);
-        i += 8;
+    let (i, wide, stopped) = walk_words(bytes, from, from + SHORT);
+    if stopped || i < from + SHORT {
+        return run_from(bytes, i, wide);
     }
-    if i < from + SHORT {
-        let end = first_special(bytes, i);
-        return (end, wide == 0 && bytes[i..end].iter().all(|&b| b < 0x7f));
-    }
-    // Whole blocks, each judged without a branch (the compiler makes it vector code); the
-    // block that holds the run's end, and the bytes after the last block, byte by byte.
+    // Whole blocks, each judged without a branch (the compiler makes it vector code); then
+    // words again, through the block that holds the run's end or the bytes after the last.
+    let mut i = i;
+    let mut wide = wide;
     while let Some(block) = bytes.get(i..i + BLOCK) {
         let (special, high) = block_flags(block);
         if special {
@@ -79,6 +69,30 @@ pub(crate) fn plain_run_end(bytes: &[u8], from: usize) -> (usize, bool) {
         wide |= u64::from(high);
         i += BLOCK;
     }
+    let (i, more, _) = walk_words(bytes, i, usize::MAX);
+    run_from(bytes, i, wide | more)
+}
+
+/// Walks whole words from `i` (below `limit`) while none holds a quote, a backslash or a
+/// control character: where it stopped, the wide bytes seen (non-zero when some byte was
+/// 0x7f or above), and whether a word with a special byte stopped it.
+fn walk_words(bytes: &[u8], mut i: usize, limit: usize) -> (usize, u64, bool) {
+    let mut wide = 0;
+    while i < limit
+        && let Some(word) = word_at(bytes, i)
+    {
+        if has_special(word) != 0 {
+            return (i, wide, true);
+        }
+        wide |= has_wide(word);
+        i += 8;
+    }
+    (i, wide, false)
+}
+
+/// The run's end found byte by byte from `i`, and whether it is plain (`wide`: what the
+/// bytes before `i` said).
+fn run_from(bytes: &[u8], i: usize, wide: u64) -> (usize, bool) {
     let end = first_special(bytes, i);
     (end, wide == 0 && bytes[i..end].iter().all(|&b| b < 0x7f))
 }
@@ -109,26 +123,25 @@ fn first_special(bytes: &[u8], mut i: usize) -> usize {
 /// Whether every byte is printable ASCII other than a quote or a backslash: text a JSON
 /// string literal (with Python's `ensure_ascii`) holds exactly as it is.
 pub(crate) fn is_plain_ascii(bytes: &[u8]) -> bool {
-    let printable = |b: &u8| (0x20..0x7f).contains(b) && *b != b'"' && *b != b'\\';
-    if bytes.len() <= SHORT {
-        let mut i = 0;
-        while let Some(word) = word_at(bytes, i) {
-            if has_special(word) | has_wide(word) != 0 {
-                return false;
-            }
-            i += 8;
-        }
-        return bytes[i..].iter().all(printable);
-    }
     let blocks = bytes.chunks_exact(BLOCK);
-    let tail = blocks.remainder();
-    // Whole blocks without an early exit inside one (see [`block_flags`]).
+    let rest = blocks.remainder();
+    // Whole blocks without an early exit inside one (see [`block_flags`]); the rest a word
+    // at a time, then byte by byte.
     for block in blocks {
         if block_flags(block) != (false, false) {
             return false;
         }
     }
-    tail.iter().all(printable)
+    let mut i = 0;
+    while let Some(word) = word_at(rest, i) {
+        if has_special(word) | has_wide(word) != 0 {
+            return false;
+        }
+        i += 8;
+    }
+    rest[i..]
+        .iter()
+        .all(|b| (0x20..0x7f).contains(b) && *b != b'"' && *b != b'\\')
 }
 
 #[cfg(test)]
@@ -149,7 +162,9 @@ mod tests {
 
     #[test]
     fn every_byte_value_at_every_position_of_a_word_is_judged_as_a_byte_loop_judges_it() {
-        for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 200] {
+        for len in [
+            0usize, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 95, 96, 97, 100, 200,
+        ] {
             for at in 0..len {
                 for b in 0..=255u8 {
                     let mut bytes = vec![b'a'; len];
@@ -184,6 +199,33 @@ mod tests {
         for from in [3, 4, 9] {
             assert_eq!(string_run_end(b"abc", from), from);
             assert_eq!(plain_run_end(b"abc", from), (from, true));
+        }
+    }
+
+    #[test]
+    fn a_wide_byte_and_a_special_one_far_apart_are_both_seen() {
+        // Past the first words: a wide byte in one block and the run's end in a later one,
+        // or both in the block that holds the end, in either order.
+        let (len, positions) = (300, [0, 31, 32, 40, 95, 96, 100, 159, 160, 250, 299]);
+        for &w in &positions {
+            for &s in &positions {
+                for (wide, special) in [(0x80u8, b'"'), (0x7f, 0x00), (0xff, b'\\')] {
+                    let mut bytes = vec![b'y'; len];
+                    bytes[w] = wide;
+                    if s != w {
+                        bytes[s] = special;
+                    }
+                    for from in [0, 1, 33] {
+                        let end = slow_run_end(&bytes, from);
+                        assert_eq!(
+                            plain_run_end(&bytes, from),
+                            (end, slow_plain(&bytes[from..end])),
+                            "wide {wide:#x} at {w}, special {special:#x} at {s}, from {from}"
+                        );
+                    }
+                    assert!(!is_plain_ascii(&bytes));
+                }
+            }
         }
     }
 
