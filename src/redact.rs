@@ -116,6 +116,12 @@ impl Redactor {
         Ok(r)
     }
 
+    /// Whether this redactor redacts exactly what [`Redactor::builtin`] does (no literal
+    /// secrets, no secret key beyond the built-in ones).
+    pub fn is_builtin(&self) -> bool {
+        self.secrets.is_empty() && self.keys.len() == Redactor::builtin().keys.len()
+    }
+
     /// The literal secrets, longest first.
     pub fn secrets(&self) -> &[String] {
         &self.secrets
@@ -327,6 +333,29 @@ mod tests {
     use super::*;
     use crate::json::canonical;
     use crate::obj;
+
+    #[test]
+    fn a_redactor_knows_when_it_redacts_as_the_builtin_one_does() {
+        let none: [&str; 0] = [];
+        assert!(Redactor::default().is_builtin());
+        assert!(Redactor::builtin().is_builtin());
+        // A built-in key given again (in another spelling) adds nothing.
+        assert!(
+            Redactor::new(["API-Key"], none)
+                .expect("valid")
+                .is_builtin()
+        );
+        assert!(
+            !Redactor::new(["order_id"], none)
+                .expect("valid")
+                .is_builtin()
+        );
+        assert!(
+            !Redactor::new(none, ["hunter2"])
+                .expect("valid")
+                .is_builtin()
+        );
+    }
 
     #[test]
     fn keys_are_read_alike_short_or_long_ascii_or_not() {

@@ -169,6 +169,18 @@ struct State {
     tool_matches: ToolMatches,
 }
 
+/// Whether a caller writing a call's line ([`Storm::write_call_unless`]) has the call's output
+/// on record elsewhere, so the line can leave it out.
+#[derive(Clone, Copy, Debug)]
+pub enum OutputOnRecord<'a> {
+    /// No: the line has the output.
+    No,
+    /// When the output is [`Value::identical`] to this.
+    IfIdentical(&'a Value),
+    /// Yes: the engine was given no output of its own (the caller holds it).
+    Yes,
+}
+
 /// One run of the engine: wrap tool calls with [`Storm::call`], record commits with
 /// [`Storm::effect`], take the trace with [`Storm::report`].
 pub struct Storm {
@@ -670,23 +682,27 @@ impl Storm {
     /// the call, and without its `arguments` unless `arguments` (see [`Call::write_members`]);
     /// gives the bytes the arguments took, `None` when there is no such call.
     pub fn write_call(&self, id: u64, arguments: bool, out: &mut String) -> Option<usize> {
-        self.write_call_unless(id, arguments, None, out)
+        self.write_call_unless(id, arguments, OutputOnRecord::No, out)
             .map(|(taken, _)| taken)
     }
 
-    /// [`Storm::write_call`], and without the call's `output` when it is `identical` to
-    /// `output` (what the caller has on record already, as the same text): gives, beside
-    /// the arguments' bytes, whether the output was left out.
+    /// [`Storm::write_call`], and without the call's `output` when the caller has it on
+    /// record already ([`OutputOnRecord`]): gives, beside the arguments' bytes, whether the
+    /// output was left out.
     pub fn write_call_unless(
         &self,
         id: u64,
         arguments: bool,
-        output: Option<&Value>,
+        output: OutputOnRecord<'_>,
         out: &mut String,
     ) -> Option<(usize, bool)> {
         let st = self.lock();
         let c = id.checked_sub(1).and_then(|i| st.calls.get(i as usize))?;
-        let left_out = output.is_some_and(|o| c.output.identical(o));
+        let left_out = match output {
+            OutputOnRecord::No => false,
+            OutputOnRecord::IfIdentical(o) => c.output.identical(o),
+            OutputOnRecord::Yes => true,
+        };
         Some((c.write_members(arguments, !left_out, out), left_out))
     }
 

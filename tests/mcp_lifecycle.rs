@@ -391,6 +391,20 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
         "no call is left running"
     );
     assert_eq!(side.calls.len(), n as usize, "every call has its record");
+    // Every call the server answered keeps its output, also one whose answer went nowhere
+    // (delivered nothing: the client had left).
+    for call in c.report.calls.iter().filter(|c| c.status == Status::Ok) {
+        let record = side.call(call.id).expect("a record");
+        assert!(
+            call.output
+                .as_object()
+                .is_some_and(|o| o.contains_key("content")),
+            "call #{} lost its output: {:?} ({:?})",
+            call.id,
+            call.output,
+            record.delivered
+        );
+    }
     assert_eq!(side.finished, Some(true));
     let (code, out, _) = cli(&["check", text(&incident)]);
     assert!(out.contains("✓ Session finished"), "{out}");

@@ -16,7 +16,7 @@ use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceError, ServiceExt, object};
 use toolstorm::cassette::Cassette;
-use toolstorm::json::{Value, parse};
+use toolstorm::json::{Value, canonical, parse};
 use toolstorm::mcp::evidence::Evidence;
 use toolstorm::mcp::session::{Delivered, McpSession, sidecar_path};
 use toolstorm::report::Status;
@@ -262,11 +262,46 @@ async fn two_calls_in_flight_are_each_recorded() {
         client.call_tool(ship("o-1", None)),
         client.call_tool(ship("o-2", None))
     );
-    assert_ne!(a.expect("a").is_error, Some(true));
-    assert_ne!(b.expect("b").is_error, Some(true));
+    let (a, b) = (a.expect("a"), b.expect("b"));
+    assert_ne!(a.is_error, Some(true));
+    assert_ne!(b.is_error, Some(true));
     client.cancel().await.expect("close");
     let (c, s) = recording(&incident);
     assert_eq!(c.report.calls.len(), 2);
+    // Each call's output is the result its client received, and its record's answer holds
+    // that same result.
+    let shipment = |v: Option<&Value>| {
+        v.and_then(Value::as_object)
+            .and_then(|o| o.get("structuredContent"))
+            .and_then(Value::as_object)
+            .and_then(|s| s.get("shipment_id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let mut received: Vec<String> = [&a, &b]
+        .iter()
+        .filter_map(|r| r.structured_content.as_ref()?.get("shipment_id")?.as_str())
+        .map(str::to_owned)
+        .collect();
+    let mut recorded: Vec<String> = Vec::new();
+    for call in &c.report.calls {
+        let record = s.call(call.id).expect("a record per call");
+        let Delivered::Result(answer) = &record.delivered else {
+            panic!("call #{} delivered {:?}", call.id, record.delivered);
+        };
+        let answer = answer.as_object().and_then(|o| o.get("result"));
+        assert_eq!(
+            answer.map(canonical),
+            Some(canonical(&call.output)),
+            "call #{}",
+            call.id
+        );
+        recorded.extend(shipment(Some(&call.output)));
+    }
+    received.sort();
+    recorded.sort();
+    assert_eq!(received.len(), 2, "{a:?} {b:?}");
+    assert_eq!(recorded, received);
     let (x, y) = (&c.report.calls[0], &c.report.calls[1]);
     assert!(x.status == Status::Ok && y.status == Status::Ok);
     assert!(

@@ -20,7 +20,7 @@ use super::journal::{self, Rebuild, Writer};
 use super::session::{CallRecord, Delivered, McpSession, journal_path, sidecar_path};
 use crate::json::Value;
 use crate::obj;
-use crate::storm::Storm;
+use crate::storm::{OutputOnRecord, Storm};
 
 /// The longest a completed call waits to reach the cassette (it is in the journal at once).
 const MAX_DELAY: Duration = Duration::from_secs(2);
@@ -228,8 +228,9 @@ impl Recorder {
     /// which [`Recorder::flush`] writes before its answer is relayed. The line has the call
     /// without its arguments (its begin line has them, unless a journal write has failed),
     /// and without its output when that is the result the record's answer holds; readers take
-    /// them from there.
-    pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord) {
+    /// them from there. `output_in_answer`: the engine was given no output for the call, as
+    /// the answer's result is its output.
+    pub fn end(&mut self, storm: &Storm, id: u64, record: &CallRecord, output_in_answer: bool) {
         let (mut cassette, mut sidecar) = (0, 0);
         let mut effects_seen = self.effects_seen;
         // The output the client received as the answer's result is on record in the
@@ -237,6 +238,11 @@ impl Recorder {
         let result = match &record.delivered {
             Delivered::Result(Value::Object(o)) if o.len() == 1 => o.get("result"),
             _ => None,
+        };
+        let result = match result {
+            Some(_) if output_in_answer => OutputOnRecord::Yes,
+            Some(r) => OutputOnRecord::IfIdentical(r),
+            None => OutputOnRecord::No,
         };
         // After a failed write the call's begin line may be missing: the end line then has
         // the arguments too (a reader cannot take them from a line that is not there).
@@ -515,7 +521,7 @@ mod tests {
             possible: Vec::new(),
             dropped: None,
         };
-        r.end(&storm, handle.id(), &record);
+        r.end(&storm, handle.id(), &record, false);
         r.flush().expect("the disk has room again");
         let rebuilt = Rebuild::read(&journal_path(&cassette)).expect("a readable journal");
         let (c, _) = rebuilt.recording().expect("a valid recording");

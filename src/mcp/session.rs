@@ -294,7 +294,13 @@ pub fn journal_path(cassette: &Path) -> PathBuf {
 /// A response body as the sidecar keeps it: redacted, and within the size and depth a
 /// document may have; `None` when it cannot be kept.
 pub fn keep(body: &Value) -> Option<Value> {
-    let out = Redactor::builtin().scrub(body).ok()?;
+    keep_borrowed(body).map(std::borrow::Cow::into_owned)
+}
+
+/// [`keep`] that borrows `body` when the sidecar keeps it as it is (nothing in it redacted),
+/// and makes the redacted copy otherwise.
+pub fn keep_borrowed(body: &Value) -> Option<std::borrow::Cow<'_, Value>> {
+    let out = Redactor::builtin().scrub_borrowed(body).ok()?;
     check_json(&out, BODY_DEPTH - 1).ok()?;
     Some(out)
 }

@@ -9,17 +9,18 @@
 //! SHA-256, and the bytes themselves when they are small enough), with evidence from the
 //! scenario and the annotations as for any other.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::framing::{Side, trim};
+use super::framing::{Kept, Side, trim};
 use super::link::{Answer, LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
 use crate::error::{Error, Result};
 use crate::json::{Object, Value, canonical, sha256_hex};
 use crate::mcp::evidence::Evidence;
 use crate::mcp::scenario::Delivery;
-use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unreadable, keep};
+use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unreadable, keep_borrowed};
 use crate::mcp::wire::{self, FAULT_META_KEY, Id, Message, error_line_as, result_line_as};
 use crate::obj;
 use crate::rule::FaultKind;
@@ -40,6 +41,9 @@ struct Committed {
     possible: Vec<(String, String)>,
     /// The server's answer a lost acknowledgement dropped.
     dropped: Option<Value>,
+    /// Whether the call's output is the result its record's answer holds (the engine was
+    /// given none: [`Answer::InRecord`]).
+    output_in_answer: bool,
 }
 
 /// A stand-in for arguments that cannot be recorded as they are.
@@ -469,17 +473,29 @@ impl Relay<'_> {
         committed: Committed,
         note: Option<String>,
     ) {
-        self.storm.end_call(&p.handle, outcome);
-        let delivered = if send.is_some() && !self.client_reading() {
-            Delivered::Nothing
-        } else {
-            delivered
+        let went_nowhere = send.is_some() && !self.client_reading();
+        let (outcome, delivered) = match (outcome, delivered) {
+            // The answer that held the output goes nowhere: the engine keeps the output.
+            (Ok(_), Delivered::Result(Value::Object(mut o)))
+                if went_nowhere && committed.output_in_answer =>
+            {
+                (
+                    Ok(o.remove("result").unwrap_or(Value::Null)),
+                    Delivered::Nothing,
+                )
+            }
+            (outcome, _) if went_nowhere => (outcome, Delivered::Nothing),
+            pair => pair,
         };
+        let output_in_answer = committed.output_in_answer
+            && outcome.is_ok()
+            && matches!(delivered, Delivered::Result(_));
+        self.storm.end_call(&p.handle, outcome);
         let note = match (p.note.clone(), note) {
             (Some(a), Some(b)) => Some(format!("{b}; {a}")),
             (a, b) => b.or(a),
         };
-        let note = if send.is_some() && !self.client_reading() {
+        let note = if went_nowhere {
             Some(match note {
                 Some(n) => format!("{n}; the client had stopped reading"),
                 None => "the client had stopped reading: the answer went nowhere".into(),
@@ -498,7 +514,7 @@ impl Relay<'_> {
             dropped: committed.dropped,
         };
         if let Some(r) = self.recorder.as_mut() {
-            r.end(&self.storm, record.call, &record);
+            r.end(&self.storm, record.call, &record, output_in_answer);
         }
         if let Some(bytes) = send {
             self.send_client(&bytes);
@@ -630,7 +646,7 @@ impl Relay<'_> {
         message: Option<Value>,
         line: Vec<u8>,
         unreadable: Option<String>,
-        kept: Option<Delivered>,
+        kept: Option<Kept>,
     ) {
         let (result, error) = match message {
             Some(Value::Object(mut o)) => (o.remove("result"), o.remove("error")),
@@ -693,15 +709,32 @@ impl Relay<'_> {
             }
             return;
         };
+        // A result the record holds is the engine's output as well when the engine redacts
+        // as the record does; otherwise the engine gets a copy of its own to redact.
+        let held = match &delivered {
+            Delivered::Result(Value::Object(o)) => o.get("result"),
+            _ => None,
+        };
+        let in_record = matches!(answer, Answer::InRecord) && self.storm.redactor().is_builtin();
         let body_outcome = match answer {
             Answer::Result(r) => Ok(r),
-            Answer::Unknown => Ok(Value::Null),
+            Answer::InRecord if !in_record => Ok(held.cloned().unwrap_or(Value::Null)),
+            Answer::InRecord | Answer::Unknown => Ok(Value::Null),
             Answer::ToolError(t) => Err(Error::raised("ToolError", t)),
             Answer::RpcError(t) => Err(Error::raised("McpError", t)),
         };
+        // The result, wherever it is held.
+        let result = match &body_outcome {
+            Ok(_) if in_record => held,
+            Ok(r) => Some(r),
+            Err(_) => None,
+        };
         // What committed: effects are recorded while the call still runs.
-        let mut committed = Committed::default();
-        if let (Ok(r), true) = (&body_outcome, p.forwarded) {
+        let mut committed = Committed {
+            output_in_answer: in_record,
+            ..Committed::default()
+        };
+        if let (Some(r), true) = (result, p.forwarded) {
             let commits = self.ledger.commits(
                 self.scenario.as_ref(),
                 &self.tools,
@@ -998,12 +1031,14 @@ fn answer_key(o: &crate::json::Object) -> Option<&'static str> {
 }
 
 /// What the sidecar keeps of `body`, the answer's `key` member (redacted, within the limits).
-fn kept_body(key: &'static str, body: Value) -> (Option<Delivered>, Value) {
+fn kept_body(key: &'static str, body: Value) -> (Kept, Value) {
     let wrapped = obj! {key => body};
-    let kept = keep(&wrapped).map(|k| match key {
-        "result" => Delivered::Result(k),
-        _ => Delivered::Error(k),
-    });
+    let kept = match keep_borrowed(&wrapped) {
+        Some(Cow::Borrowed(_)) => Kept::AsItIs,
+        Some(Cow::Owned(k)) if key == "result" => Kept::Copy(Delivered::Result(k)),
+        Some(Cow::Owned(k)) => Kept::Copy(Delivered::Error(k)),
+        None => Kept::Copy(Delivered::Unrecorded),
+    };
     let body = match wrapped {
         Value::Object(mut o) => o.remove(key).unwrap_or(Value::Null),
         _ => Value::Null,
@@ -1011,10 +1046,10 @@ fn kept_body(key: &'static str, body: Value) -> (Option<Delivered>, Value) {
     (kept, body)
 }
 
-/// The record of a server's answer, made on its reader's thread ([`framing::Look`]): the
-/// relay then has only to take it. The message is left as it was but for its members'
-/// order. `None` for a message that is no answer.
-pub(super) fn keep_answer(message: &mut Message) -> Option<Delivered> {
+/// What the record keeps of a server's answer, worked out on its reader's thread
+/// ([`framing::Look`]): the relay then has only to take it. The message is left as it was
+/// but for its members' order. `None` for a message that is no answer.
+pub(super) fn keep_answer(message: &mut Message) -> Option<Kept> {
     let Message::Response {
         message: Value::Object(o),
         ..
@@ -1026,15 +1061,16 @@ pub(super) fn keep_answer(message: &mut Message) -> Option<Delivered> {
     let body = o.remove(key)?;
     let (kept, body) = kept_body(key, body);
     o.push(key, body);
-    Some(kept.unwrap_or(Delivered::Unrecorded))
+    Some(kept)
 }
 
 /// A parsed answer's meaning and what the sidecar keeps of it (`kept`, when its reader has
-/// worked that out already: [`keep_answer`]).
+/// worked that out already: [`keep_answer`]). A result kept as it came is the record's
+/// alone ([`Answer::InRecord`]): no copy of it is made.
 pub(super) fn read_answer(
     result: Option<Value>,
     error: Option<Value>,
-    kept: Option<Delivered>,
+    kept: Option<Kept>,
 ) -> (Answer, Delivered) {
     let is_error = result
         .as_ref()
@@ -1049,16 +1085,27 @@ pub(super) fn read_answer(
         (None, None) => ("result", Value::Null),
     };
     let (kept, body) = match kept {
-        Some(k) => (Some(k), body),
+        Some(k) => (k, body),
         None => kept_body(key, body),
     };
-    let answer = match key {
-        "error" => Answer::RpcError(crate::json::one_line(&body)),
-        _ if empty => Answer::RpcError("an empty response".into()),
-        _ if is_error => Answer::ToolError(crate::json::one_line(&body)),
-        _ => Answer::Result(body),
+    // An answer that is no success says so in a line; a success is its result.
+    let failure = match key {
+        "error" => Some(Answer::RpcError(crate::json::one_line(&body))),
+        _ if empty => Some(Answer::RpcError("an empty response".into())),
+        _ if is_error => Some(Answer::ToolError(crate::json::one_line(&body))),
+        _ => None,
     };
-    (answer, kept.unwrap_or(Delivered::Unrecorded))
+    match (kept, failure) {
+        (Kept::Copy(d), Some(answer)) => (answer, d),
+        (Kept::Copy(d), None) => (Answer::Result(body), d),
+        (Kept::AsItIs, answer) => {
+            let answer = answer.unwrap_or(Answer::InRecord);
+            match key {
+                "result" => (answer, Delivered::Result(obj! {"result" => body})),
+                _ => (answer, Delivered::Error(obj! {"error" => body})),
+            }
+        }
+    }
 }
 
 /// Reads an unreadable answer's kind from its bytes without parsing it.
@@ -1093,6 +1140,7 @@ fn exact_id(line: &[u8], fallback: &Id) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::session::keep;
 
     fn response(line: &str) -> Message {
         wire::classify(line.as_bytes())
@@ -1100,13 +1148,27 @@ mod tests {
 
     #[test]
     fn an_answer_kept_on_the_reader_is_kept_as_the_relay_would_keep_it() {
-        for line in [
-            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"token":"s3cret"}}"#,
-            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no"}}"#,
-            r#"{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[]},"error":{"code":1,"message":"both"}}"#,
+        for (line, as_it_is) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"token":"s3cret"}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no"}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[]},"error":{"code":1,"message":"both"}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"ok"}]}}"#,
+                true,
+            ),
         ] {
             let mut read = response(line);
-            let kept = keep_answer(&mut read);
+            let kept = keep_answer(&mut read).expect("an answer");
+            assert_eq!(kept == Kept::AsItIs, as_it_is, "{line}: {kept:?}");
             let Message::Response { message, .. } = read else {
                 panic!("{line}: not a response any more");
             };
@@ -1122,19 +1184,56 @@ mod tests {
             for (k, v) in p.iter() {
                 assert_eq!(o.get(&k.to_lossy()), Some(v), "{line}: {k}");
             }
-            let (_, by_relay) =
-                read_answer(p.get("result").cloned(), p.get("error").cloned(), None);
-            assert_eq!(kept, Some(by_relay), "{line}");
+            // What the record gets is the same as when the relay works it out, and is what
+            // the sidecar keeps of the answer.
+            let (result, error) = (o.get("result").cloned(), o.get("error").cloned());
+            let (on_reader, with_kept) = read_answer(result.clone(), error.clone(), Some(kept));
+            let (by_relay, delivered) = read_answer(result, error, None);
+            assert_eq!(with_kept, delivered, "{line}");
+            let key = if p.contains_key("result") {
+                "result"
+            } else {
+                "error"
+            };
+            let member = obj! {key => p.get(key).cloned().expect("the member")};
+            let expected = keep(&member).expect("kept");
+            match &delivered {
+                Delivered::Result(v) | Delivered::Error(v) => assert_eq!(v, &expected, "{line}"),
+                other => panic!("{line}: {other:?}"),
+            }
+            // A success kept as it came is the record's alone; a redacted one is copied.
+            let success = !p.contains_key("error") && !line.contains("isError");
+            for answer in [&on_reader, &by_relay] {
+                match answer {
+                    Answer::InRecord => assert!(success && as_it_is, "{line}"),
+                    Answer::Result(r) => {
+                        assert!(success && !as_it_is, "{line}");
+                        assert_eq!(Some(r), p.get("result"), "{line}: unredacted");
+                    }
+                    Answer::RpcError(_) | Answer::ToolError(_) => assert!(!success, "{line}"),
+                    Answer::Unknown => panic!("{line}: read"),
+                }
+            }
         }
         let redacted = keep_answer(&mut response(
             r#"{"jsonrpc":"2.0","id":1,"result":{"token":"s3cret"}}"#,
         ));
         assert_eq!(
             redacted,
-            Some(Delivered::Result(
+            Some(Kept::Copy(Delivered::Result(
                 crate::obj! {"result" => crate::obj! {"token" => "[REDACTED]"}}
-            )),
+            ))),
             "the record is redacted"
+        );
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{}1{}}}"#,
+            "[".repeat(30),
+            "]".repeat(30)
+        );
+        assert_eq!(
+            keep_answer(&mut response(&deep)),
+            Some(Kept::Copy(Delivered::Unrecorded)),
+            "too deep to keep"
         );
         assert_eq!(
             keep_answer(&mut response(r#"{"jsonrpc":"2.0","method":"x"}"#)),

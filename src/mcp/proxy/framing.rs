@@ -58,11 +58,21 @@ pub struct ReadAhead {
     /// What the line says.
     pub message: Message,
     /// The record of an answer, when the reader's look made it.
-    pub kept: Option<Delivered>,
+    pub kept: Option<Kept>,
+}
+
+/// What the record keeps of an answer's result or error.
+#[derive(Debug, PartialEq)]
+pub enum Kept {
+    /// The member itself: nothing in it is redacted, and it is within the sidecar's limits
+    /// (no copy is made; the record takes the member when the call ends).
+    AsItIs,
+    /// A redacted copy, or [`Delivered::Unrecorded`] when the member is past the limits.
+    Copy(Delivered),
 }
 
 /// What a reader works out beside parsing a line, off the relay's thread.
-pub type Look = fn(&mut Message) -> Option<Delivered>;
+pub type Look = fn(&mut Message) -> Option<Kept>;
 
 /// The bytes a direction has in flight, shared by its reader and the relay.
 #[derive(Debug, Default)]

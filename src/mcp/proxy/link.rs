@@ -446,6 +446,9 @@ pub(super) struct LongRequest {
 pub(super) enum Answer {
     /// A result.
     Result(Value),
+    /// A result the record's answer holds as it came (nothing in it is redacted): the call's
+    /// output is on record there, so the engine is given none of its own.
+    InRecord,
     /// A result we could not read (taken as a success: the server may have committed).
     Unknown,
     /// A result flagged `isError`.
@@ -457,7 +460,7 @@ pub(super) enum Answer {
 impl Answer {
     /// Whether the server says the call succeeded (or we cannot tell).
     pub(super) fn is_success(&self) -> bool {
-        matches!(self, Answer::Result(_) | Answer::Unknown)
+        matches!(self, Answer::Result(_) | Answer::InRecord | Answer::Unknown)
     }
 }
 

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::Ending;
 use super::child::Server;
-use super::framing::{Event, Flow, Side, trim};
+use super::framing::{Event, Flow, Kept, Side, trim};
 use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer, raw_id};
 use crate::json::Value;
-use crate::mcp::session::{Delivered, Exchange, keep};
+use crate::mcp::session::{Exchange, keep};
 use crate::mcp::wire::{self, Id, Message};
 
 /// Past this many bytes held for the two sides, they are written before the next message
@@ -239,7 +239,7 @@ impl Relay<'_> {
     // ----- server → client -----
 
     /// A line from the server; `kept`, the record of an answer its reader made.
-    fn server_line(&mut self, line: Vec<u8>, message: Message, kept: Option<Delivered>) {
+    fn server_line(&mut self, line: Vec<u8>, message: Message, kept: Option<Kept>) {
         match message {
             Message::Response { id, message } => {
                 if let Some(call) = self.answered_call(&id) {
