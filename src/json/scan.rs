@@ -90,9 +90,20 @@ fn walk_words(bytes: &[u8], mut i: usize, limit: usize) -> (usize, u64, bool) {
     (i, wide, false)
 }
 
-/// The run's end found byte by byte from `i`, and whether it is plain (`wide`: what the
-/// bytes before `i` said).
+/// The run's end from `i`, and whether it is plain (`wide`: what the bytes before `i` said).
+/// When the word at `i` holds a special byte (the walk stopped there), its lowest flagged
+/// byte is the first special one: a flag can be false only above a true one, where a borrow
+/// reaches. Fewer than eight bytes left go one by one.
 fn run_from(bytes: &[u8], i: usize, wide: u64) -> (usize, bool) {
+    if let Some(word) = word_at(bytes, i) {
+        let special = has_special(word);
+        if special != 0 {
+            let k = (special.trailing_zeros() / 8) as usize;
+            // The bytes before the special one (a carry flags a byte only after a flagged one).
+            let before = u64::MAX.checked_shr(64 - 8 * k as u32).unwrap_or(0);
+            return (i + k, wide | (has_wide(word) & before) == 0);
+        }
+    }
     let end = first_special(bytes, i);
     (end, wide == 0 && bytes[i..end].iter().all(|&b| b < 0x7f))
 }
@@ -224,6 +235,37 @@ mod tests {
                         );
                     }
                     assert!(!is_plain_ascii(&bytes));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn any_two_bytes_near_each_other_are_judged_as_a_byte_loop_judges_them() {
+        // Within a word or across two, from every offset: a wide byte before the run's end
+        // makes it not plain, one after it does not; a special byte after the first is not
+        // seen; a carry or a borrow from one byte does not flag its neighbour.
+        let values = [
+            0x00u8, 0x1f, 0x20, b'"', b'\\', b'a', 0x7e, 0x7f, 0x80, 0xc3, 0xfe, 0xff,
+        ];
+        for len in [24usize, 80] {
+            for i in 0..20 {
+                for j in i + 1..21 {
+                    for &a in &values {
+                        for &b in &values {
+                            let mut bytes = vec![b'q'; len];
+                            bytes[i] = a;
+                            bytes[j] = b;
+                            for from in 0..9 {
+                                let end = slow_run_end(&bytes, from);
+                                assert_eq!(
+                                    plain_run_end(&bytes, from),
+                                    (end, slow_plain(&bytes[from..end])),
+                                    "{a:#x} at {i}, {b:#x} at {j}, from {from} of {len}"
+                                );
+                            }
+                        }
+                    }
                 }
             }
         }
