@@ -239,6 +239,25 @@ impl Redactor {
         })
     }
 
+    /// [`Redactor::scrub_borrowed`], then [`check_json`] of the result from `depth` (a value
+    /// to be stored that deep). A value with nothing to redact is walked once for both: its
+    /// nesting checked from `depth` covers the check from the root.
+    pub fn scrub_within<'v>(
+        &self,
+        value: &'v Value,
+        depth: usize,
+    ) -> Result<std::borrow::Cow<'v, Value>, ConfigError> {
+        if check_json(value, depth).is_ok() && self.untouched(value) {
+            if !canonical_fits(value, MAX_CAPTURE_BYTES) {
+                return Err(ConfigError::new("Captured value exceeds 128 KB"));
+            }
+            return Ok(std::borrow::Cow::Borrowed(value));
+        }
+        let out = self.scrub_borrowed(value)?;
+        check_json(&out, depth)?;
+        Ok(out)
+    }
+
     /// A record or result for a file or the screen (an outcome, a receipt, an envelope, a
     /// tracker action): the same redaction as captured payloads, without their size and depth
     /// limits. A value whose keys would collide after redaction is withheld whole.
@@ -248,21 +267,18 @@ impl Redactor {
 
     /// Payload capture: redaction, then the depth check starting at depth 3.
     pub fn capture(&self, value: &Value) -> Result<Value, ConfigError> {
-        let out = self.scrub(value)?;
-        check_json(&out, PAYLOAD_DEPTH)?;
-        Ok(out)
+        self.scrub_within(value, PAYLOAD_DEPTH)
+            .map(std::borrow::Cow::into_owned)
     }
 
     /// [`Redactor::capture`] of a value the caller gives up: when nothing in it would be
     /// redacted, the value itself is kept, not copied.
     pub fn capture_owned(&self, value: Value) -> Result<Value, ConfigError> {
-        let redacted = match self.scrub_borrowed(&value)? {
+        let redacted = match self.scrub_within(&value, PAYLOAD_DEPTH)? {
             std::borrow::Cow::Borrowed(_) => None,
             std::borrow::Cow::Owned(v) => Some(v),
         };
-        let out = redacted.unwrap_or(value);
-        check_json(&out, PAYLOAD_DEPTH)?;
-        Ok(out)
+        Ok(redacted.unwrap_or(value))
     }
 
     /// Whether [`Redactor::walk`] would give `value` back as it is: no secret key, no literal
@@ -333,6 +349,42 @@ mod tests {
     use super::*;
     use crate::json::canonical;
     use crate::obj;
+
+    #[test]
+    fn scrubbing_within_a_depth_is_scrubbing_then_checking_that_depth() {
+        let nest = |n: usize, leaf: Value| (0..n).fold(leaf, |v, _| Value::Array(vec![v]));
+        let r = Redactor::new(["deep"], ["hunter2"]).expect("valid");
+        let values = [
+            obj! {"a" => 1},
+            nest(28, Value::from(1)),
+            nest(29, Value::from(1)),
+            nest(33, Value::from(1)),
+            // Too deep as it is, shallow enough once its secret is redacted.
+            obj! {"deep" => nest(31, Value::from(1))},
+            obj! {"note" => "pw hunter2"},
+            obj! {"x" => Value::Float(f64::NAN)},
+            Value::from("y".repeat(MAX_CAPTURE_BYTES)),
+        ];
+        for v in &values {
+            for depth in [0, 3, 4] {
+                let apart = r
+                    .scrub_borrowed(v)
+                    .and_then(|out| check_json(&out, depth).map(|()| out.into_owned()));
+                let within = r.scrub_within(v, depth).map(std::borrow::Cow::into_owned);
+                match (&apart, &within) {
+                    (Ok(a), Ok(w)) => assert_eq!(canonical(a), canonical(w), "{v:?} at {depth}"),
+                    (Err(a), Err(w)) => assert_eq!(a.to_string(), w.to_string(), "{v:?}"),
+                    _ => panic!("{v:?} at {depth}: {apart:?} against {within:?}"),
+                }
+            }
+        }
+        // Nothing to redact: the value itself, not a copy.
+        let plain = obj! {"a" => "b"};
+        assert!(matches!(
+            r.scrub_within(&plain, 3),
+            Ok(std::borrow::Cow::Borrowed(_))
+        ));
+    }
 
     #[test]
     fn a_redactor_knows_when_it_redacts_as_the_builtin_one_does() {
