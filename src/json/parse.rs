@@ -507,11 +507,15 @@ impl Parser<'_> {
     }
 }
 
+/// Entries past which a container that is the whole stack takes the stack's buffer.
+const HANDED_OVER: usize = 1024;
+
 /// The entries of `stack` from `base` on, in an exactly sized vector. When they are the whole
-/// stack, the stack's own buffer is shrunk and handed over rather than copied: a huge list
-/// then never needs two copies of itself at once.
+/// stack and many, the stack's own buffer is shrunk and handed over rather than copied: a
+/// huge list then never needs two copies of itself at once. A few are copied, which costs
+/// less than shrinking the buffer, and the buffer stays for the next container.
 fn take_from<T>(stack: &mut Vec<T>, base: usize) -> Vec<T> {
-    if base == 0 {
+    if base == 0 && stack.len() > HANDED_OVER {
         let mut all = std::mem::take(stack);
         all.shrink_to_fit();
         all
@@ -523,6 +527,29 @@ fn take_from<T>(stack: &mut Vec<T>, base: usize) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_parsed_list_is_exactly_sized_whether_copied_or_handed_over() {
+        fn check(v: &Value) {
+            if let Value::Array(items) = v {
+                assert_eq!(items.capacity(), items.len(), "{} items", items.len());
+                items.iter().for_each(check);
+            }
+        }
+        for n in [1, 3, 5, HANDED_OVER, HANDED_OVER + 1, 3000] {
+            let list = format!("[{}]", vec!["1"; n].join(","));
+            let nested = format!("[[{list},{list}],{list}]");
+            let inner = format!("{{\"a\":{list},\"b\":[{list}]}}");
+            for text in [&list, &nested, &inner] {
+                let v = parse(text).expect("valid");
+                check(&v);
+                if let Value::Object(o) = &v {
+                    o.iter().for_each(|(_, v)| check(v));
+                }
+                assert_eq!(&crate::json::compact(&v), text, "read whole");
+            }
+        }
+    }
 
     fn kind(text: &str) -> ParseErrorKind {
         match parse(text) {
