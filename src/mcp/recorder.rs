@@ -239,6 +239,11 @@ impl Recorder {
             Delivered::Result(Value::Object(o)) if o.len() == 1 => o.get("result"),
             _ => None,
         };
+        // The relay says so only of an answer that is `{"result": output}`.
+        debug_assert!(
+            result.is_some() || !output_in_answer,
+            "no result holds call #{id}'s output"
+        );
         let result = match result {
             Some(_) if output_in_answer => OutputOnRecord::Yes,
             Some(r) => OutputOnRecord::IfIdentical(r),
