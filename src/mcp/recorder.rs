@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::journal::{self, Rebuild, Writer};
-use super::session::{CallRecord, Delivered, McpSession, journal_path, sidecar_path};
+use super::session::{CallRecord, McpSession, journal_path, sidecar_path};
 use crate::json::Value;
 use crate::obj;
 use crate::storm::{OutputOnRecord, Storm};
@@ -235,10 +235,7 @@ impl Recorder {
         let mut effects_seen = self.effects_seen;
         // The output the client received as the answer's result is on record in the
         // answer: the call's line leaves it out, and readers take it from there.
-        let result = match &record.delivered {
-            Delivered::Result(Value::Object(o)) if o.len() == 1 => o.get("result"),
-            _ => None,
-        };
+        let result = record.delivered.result();
         // The relay says so only of an answer that is `{"result": output}`.
         debug_assert!(
             result.is_some() || !output_in_answer,

@@ -118,6 +118,14 @@ pub struct Unreadable {
 pub const MAX_RAW: usize = 256 * 1024;
 
 impl Delivered {
+    /// The result of a `Result` answer (`{"result": ...}`), which may be the call's output.
+    pub fn result(&self) -> Option<&Value> {
+        match self {
+            Delivered::Result(Value::Object(o)) if o.len() == 1 => o.get("result"),
+            _ => None,
+        }
+    }
+
     /// The name files use.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -487,9 +487,8 @@ impl Relay<'_> {
             (outcome, _) if went_nowhere => (outcome, Delivered::Nothing),
             pair => pair,
         };
-        let output_in_answer = committed.output_in_answer
-            && outcome.is_ok()
-            && matches!(delivered, Delivered::Result(_));
+        let output_in_answer =
+            committed.output_in_answer && outcome.is_ok() && delivered.result().is_some();
         self.storm.end_call(&p.handle, outcome);
         let note = match (p.note.clone(), note) {
             (Some(a), Some(b)) => Some(format!("{b}; {a}")),
@@ -711,10 +710,7 @@ impl Relay<'_> {
         };
         // A result the record holds is the engine's output as well when the engine redacts
         // as the record does; otherwise the engine gets a copy of its own to redact.
-        let held = match &delivered {
-            Delivered::Result(Value::Object(o)) => o.get("result"),
-            _ => None,
-        };
+        let held = delivered.result();
         let in_record = matches!(answer, Answer::InRecord) && self.storm.redactor().is_builtin();
         let body_outcome = match answer {
             Answer::Result(r) => Ok(r),
