@@ -678,17 +678,21 @@ impl Storm {
         Ok(())
     }
 
-    /// Appends call `id`'s canonical text (as the report has it now) to `out`, without copying
-    /// the call, and without its `arguments` unless `arguments` (see [`Call::write_members`]);
-    /// gives the bytes the arguments took, `None` when there is no such call.
-    pub fn write_call(&self, id: u64, arguments: bool, out: &mut String) -> Option<usize> {
-        self.write_call_unless(id, arguments, OutputOnRecord::No, out)
-            .map(|(taken, _)| taken)
+    /// Appends call `id`'s canonical text with its arguments (as the report has it now) to
+    /// `out`, without copying the call; `executing`: its body is about to start (a request on
+    /// its way to a server), so it is written as executed. Gives the bytes the arguments took,
+    /// `None` when there is no such call.
+    pub fn write_begun_call(&self, id: u64, executing: bool, out: &mut String) -> Option<usize> {
+        let st = self.lock();
+        let c = id.checked_sub(1).and_then(|i| st.calls.get(i as usize))?;
+        Some(c.write_members_executed(true, true, c.executed || executing, out))
     }
 
-    /// [`Storm::write_call`], and without the call's `output` when the caller has it on
-    /// record already ([`OutputOnRecord`]): gives, beside the arguments' bytes, whether the
-    /// output was left out.
+    /// Appends call `id`'s canonical text (as the report has it now) to `out`, without copying
+    /// the call, without its `arguments` unless `arguments` (see [`Call::write_members`]), and
+    /// without its `output` when the caller has it on record already ([`OutputOnRecord`]):
+    /// gives the bytes the arguments took and whether the output was left out, `None` when
+    /// there is no such call.
     pub fn write_call_unless(
         &self,
         id: u64,

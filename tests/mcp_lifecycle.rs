@@ -1443,3 +1443,59 @@ sys.stdout.flush()
     assert!(first.executed, "the server read it and answered: {first:?}");
     assert_eq!(first.status, Status::Ok, "{first:?}");
 }
+
+#[test]
+fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill() {
+    let faults = write("inflight-lost-ack.json", LOST_ACK);
+    let incident = scratch("inflight-lost-ack-incident.json");
+    let server = example_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &[text(&server)],
+        &[("SHIPPING_DELAY_MS", "3000")],
+    );
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"o-7"}"#));
+    std::thread::sleep(Duration::from_millis(700));
+    // While the server has the call (the proxy alive), and after the proxy is killed: every
+    // reader opens the recording and names the call in flight.
+    for moment in ["while the server has it", "after a SIGKILL"] {
+        if moment == "after a SIGKILL" {
+            s.child.kill().expect("SIGKILL");
+            let _ = s.child.wait();
+        }
+        let (code, out, err) = cli(&["check", text(&incident)]);
+        assert_eq!(code, 1, "{moment}: {out}{err}");
+        assert!(
+            out.contains("✗ Session finished: the session did not end: 1 call(s) in flight")
+                && out.contains("#1 create_shipment"),
+            "{moment}: {out}{err}"
+        );
+        let doc = Document::open(&incident).expect("the recording opens");
+        let report = doc.runs[0].timeline.report();
+        assert_eq!(report.calls.len(), 1, "{moment}");
+        let c = &report.calls[0];
+        assert_eq!(c.status, Status::Running, "{moment}");
+        assert!(
+            c.executed,
+            "{moment}: the request was on its way to the server"
+        );
+        assert_eq!(
+            c.kind.map(|k| k.as_str()),
+            Some("response_lost"),
+            "{moment}"
+        );
+        let (code, out, err) = cli(&["inspect", text(&incident)]);
+        assert_eq!(code, 0, "{moment}: {out}{err}");
+        assert!(out.contains("running"), "{moment}: {out}");
+    }
+    let (code, _, err) = replay_with(
+        &incident,
+        &[
+            &init(1),
+            INITIALIZED,
+            &call("2", "create_shipment", r#"{"order_id":"o-7"}"#),
+        ],
+    );
+    assert_eq!(code, 0, "replay serves the recording: {err}");
+}

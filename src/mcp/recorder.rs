@@ -206,13 +206,16 @@ impl Recorder {
     }
 
     /// Call `id` has begun: held for the journal, which [`Recorder::flush`] writes before
-    /// its request goes anywhere.
-    pub fn begin(&mut self, storm: &Storm, id: u64) {
+    /// its request goes anywhere. `executing`: its request is on its way to the server (now,
+    /// or once its latency has passed), so the line has it as executed: a proxy killed while
+    /// the server has it leaves a call that may have run (a lost acknowledgement's call is
+    /// executed by definition). A call whose request never leaves gets an end line saying so.
+    pub fn begin(&mut self, storm: &Storm, id: u64, executing: bool) {
         // Written in place, among the lines held.
         let mut counted = 0;
         self.journal.hold_with(|line| {
             call_line(id, "begin", line);
-            let Some(arguments) = storm.write_call(id, true, line) else {
+            let Some(arguments) = storm.write_begun_call(id, executing, line) else {
                 return false;
             };
             counted = arguments;
@@ -501,7 +504,7 @@ mod tests {
         let handle = storm
             .begin_call("create_shipment", args.clone(), None)
             .expect("call");
-        r.begin(&storm, handle.id());
+        r.begin(&storm, handle.id(), true);
         // The begin line's write fails (a full disk): its line is not in the journal.
         let full = std::fs::OpenOptions::new()
             .write(true)

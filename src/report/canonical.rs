@@ -58,6 +58,18 @@ impl Call {
     /// journal's end line holds, when its begin line has the arguments and the answer's
     /// record has the output. Gives the bytes the `arguments` member took, with its comma.
     pub fn write_members(&self, arguments: bool, output: bool, out: &mut String) -> usize {
+        self.write_members_executed(arguments, output, self.executed, out)
+    }
+
+    /// [`Call::write_members`] with `executed` as given: a journal's begin line writes a call
+    /// that is about to run as executed, before its request leaves (write-ahead).
+    pub fn write_members_executed(
+        &self,
+        arguments: bool,
+        output: bool,
+        executed: bool,
+        out: &mut String,
+    ) -> usize {
         out.push('{');
         let start = out.len();
         if arguments {
@@ -76,7 +88,7 @@ impl Call {
             None => out.push_str("null"),
         }
         next_key!(out, "executed");
-        out.push_str(bool_text(self.executed));
+        out.push_str(bool_text(executed));
         next_key!(out, "fault");
         opt_text(self.fault.as_ref(), out);
         next_key!(out, "id");

@@ -293,7 +293,7 @@ impl Relay<'_> {
         let prelude = self.storm.prelude(&handle);
         let call = handle.id();
         if let Some(r) = self.recorder.as_mut() {
-            r.begin(&self.storm, call);
+            r.begin(&self.storm, call, matches!(prelude, Prelude::Run { .. }));
         }
         let request_id = crate::json::parse(&raw_id).unwrap_or(Value::Null);
         self.pending.insert(
