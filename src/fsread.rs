@@ -15,13 +15,16 @@ use crate::json::MAX_DOCUMENT_BYTES;
 pub fn read_document(path: &Path) -> io::Result<Vec<u8>> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() && !meta.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("not a regular file ({})", describe(&meta)),
-        ));
+        return Err(special(&meta));
     }
     // A directory opens on Linux; reading it then fails with EISDIR, as the reference reports.
-    let file = File::open(path)?;
+    // Opened without blocking and looked at again once open: a FIFO put there since the look
+    // above is refused, not waited on.
+    let file = open_nonblocking(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(special(&meta));
+    }
     // Sized from the file's length (one allocation, no copies as it grows); the limit still
     // holds, whatever the length said.
     let expected = usize::try_from(meta.len())
@@ -31,6 +34,58 @@ pub fn read_document(path: &Path) -> io::Result<Vec<u8>> {
     file.take(MAX_DOCUMENT_BYTES as u64 + 1)
         .read_to_end(&mut raw)?;
     Ok(raw)
+}
+
+/// Opens `path` for reading as a regular file (through links), without blocking: a FIFO,
+/// device, socket or folder is refused with an `InvalidInput` error naming what it is.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let file = open_nonblocking(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        Ok(file)
+    } else if meta.is_dir() {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a folder, not a file",
+        ))
+    } else {
+        Err(special(&meta))
+    }
+}
+
+/// Refuses anything at `path` (not followed) but a regular file: what a writer must not
+/// replace or write through (a link, a FIFO, a device, a socket, a folder). Nothing there
+/// is fine.
+pub fn refuse_special(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) if m.is_dir() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a folder, not a file",
+        )),
+        Ok(m) if m.file_type().is_symlink() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file (a symbolic link)",
+        )),
+        Ok(m) => Err(special(&m)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, nix::libc::O_NONBLOCK);
+    options.open(path)
+}
+
+fn special(meta: &std::fs::Metadata) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("not a regular file ({})", describe(meta)),
+    )
 }
 
 fn describe(meta: &std::fs::Metadata) -> &'static str {

@@ -1499,3 +1499,162 @@ fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill()
     );
     assert_eq!(code, 0, "replay serves the recording: {err}");
 }
+
+/// A finished recording of `calls` inventory checks and a lost acknowledgement's retry: two
+/// commits of one order, so one duplicate.
+fn finished_recording_with_a_duplicate(faults: &Path, incident: &Path, calls: usize) {
+    let server = example_server();
+    let mut s = Session::start(
+        &[text(faults), "--record", text(incident)],
+        &[text(&server)],
+        &[],
+    );
+    s.handshake();
+    for i in 0..calls {
+        s.send(&call(
+            &(10 + i).to_string(),
+            "check_inventory",
+            r#"{"sku":"A1"}"#,
+        ));
+    }
+    for _ in 0..calls {
+        s.answer();
+    }
+    s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
+    s.answer();
+    s.send(&call("3", "create_shipment", r#"{"order_id":"o-1"}"#));
+    s.answer();
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn append_killed_at_any_point_of_its_start_keeps_the_earlier_calls() {
+    // Each session starts a new example server, whose shipment numbers start again: the
+    // commit is keyed by the order alone.
+    let faults = write(
+        "append-kill.json",
+        &LOST_ACK.replace(r#", "commit_id": "shipment_id""#, ""),
+    );
+    let incident = scratch("append-kill-rec.json");
+    const EARLIER: usize = 2000;
+    finished_recording_with_a_duplicate(&faults, &incident, EARLIER);
+    let server = example_server();
+    let args = [text(&faults), "--record", text(&incident), "--append"];
+    // How long a start takes, to spread the kills over it.
+    let t0 = Instant::now();
+    let s = Session::start(&args, &[text(&server)], &[]);
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    let whole = t0.elapsed();
+    // Kill points: from the moment the journal appears (when the earlier calls are being
+    // written to it, if they are written where readers look) on, 0.2 ms apart; then a seeded
+    // spread from 0 to 1.5 times the whole start.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for round in 0..24 {
+        let stamp = || {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(journal_path(&incident))
+                .ok()
+                .map(|m| (m.ino(), m.size(), m.mtime_nsec()))
+        };
+        let before = stamp();
+        let mut s = Session::start(&args, &[text(&server)], &[]);
+        let at = if round < 12 {
+            let until = Instant::now() + Duration::from_secs(10);
+            while stamp() == before && Instant::now() < until {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            Duration::from_micros(200 * round)
+        } else {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            whole.mul_f64((x % 1000) as f64 / 1000.0 * 1.5)
+        };
+        std::thread::sleep(at);
+        s.child.kill().expect("SIGKILL");
+        let _ = s.child.wait();
+        let doc = Document::open(&incident)
+            .unwrap_or_else(|e| panic!("round {round}, killed at {at:?}: {e}"));
+        let report = doc.runs[0].timeline.report();
+        assert_eq!(
+            report.calls.len(),
+            EARLIER + 2,
+            "round {round}, killed at {at:?}: the earlier calls are all there"
+        );
+        assert_eq!(
+            report.duplicate_effects(),
+            1,
+            "round {round}, killed at {at:?}"
+        );
+    }
+    // A session after all those kills continues from every earlier call, and its retry of
+    // the order is judged a second duplicate.
+    let mut s = Session::start(&args, &[text(&server)], &[]);
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
+    s.answer();
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_eq!(c.report.calls.len(), EARLIER + 3);
+    assert_eq!(
+        c.report.duplicate_effects(),
+        2,
+        "the triple commit is judged"
+    );
+    let (code, out, err) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("✗ No duplicate side effects"), "{out}");
+}
+
+#[test]
+fn a_journal_from_another_session_is_refused_not_taken_for_the_files() {
+    let faults = write("foreign-journal.json", LOST_ACK);
+    let killed = scratch("foreign-killed.json");
+    let finished = scratch("foreign-finished.json");
+    finished_recording_with_a_duplicate(&faults, &finished, 3);
+    // A session killed with its journal left.
+    let server = example_server();
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&killed)],
+        &[text(&server)],
+        &[],
+    );
+    s.handshake();
+    s.send(&call("2", "check_inventory", r#"{"sku":"A1"}"#));
+    s.answer();
+    s.child.kill().expect("SIGKILL");
+    let _ = s.child.wait();
+    assert!(journal_path(&killed).exists());
+    std::fs::copy(journal_path(&killed), journal_path(&finished)).expect("copy");
+    for args in [
+        vec!["check", text(&finished)],
+        vec!["inspect", text(&finished)],
+    ] {
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("a journal from another recording")
+                && err.contains("foreign-finished.mcp.journal"),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, _, err) = replay_with(&finished, &[]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = cli(&[
+        "mcp",
+        text(&faults),
+        "--record",
+        text(&finished),
+        "--append",
+        "--",
+        text(&server),
+    ]);
+    assert_eq!(code, 2, "--append does not continue from it: {err}");
+    // Moved away, the files read as they are: the finished session and its duplicate.
+    std::fs::remove_file(journal_path(&finished)).expect("rm");
+    let c = Cassette::load(&finished).expect("cassette");
+    assert_eq!((c.report.calls.len(), c.report.duplicate_effects()), (5, 1));
+}

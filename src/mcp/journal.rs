@@ -148,17 +148,42 @@ const RESERVE: u64 = 256 * 1024;
 
 impl Writer {
     /// Starts a new journal for the recording at `cassette` (replacing an old one), owner-only,
-    /// and writes its header.
+    /// and writes its header: [`Writer::create_staged`] published at once.
     pub fn create(cassette: &Path, header: &Value) -> io::Result<Writer> {
+        let mut w = Writer::create_staged(cassette, header)?;
+        w.publish()?;
+        Ok(w)
+    }
+
+    /// Starts a new journal for the recording at `cassette` under a name no reader looks at
+    /// (`*.mcp.journal.new`), owner-only, and writes its header; [`Writer::publish`] puts it
+    /// in place of the old one in one rename. A session that must write lines before anyone
+    /// may read the journal (an `--append`'s earlier calls) writes them here first: killed
+    /// before it publishes, the recording is as it was.
+    pub fn create_staged(cassette: &Path, header: &Value) -> io::Result<Writer> {
         let path = journal_path(cassette);
+        let staged = staged_path(&path);
+        // What a killed start left (or anything else at that name: a link is removed, not
+        // followed); the new file is made afresh, never opened through a link.
+        match std::fs::symlink_metadata(&staged) {
+            Ok(m) if m.is_dir() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} is a folder", staged.display()),
+                ));
+            }
+            Ok(_) => std::fs::remove_file(&staged)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
         let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
+        options.write(true).create_new(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(&path)?;
+        let file = options.open(&staged)?;
         let mut w = Writer {
             file,
-            path,
+            path: staged,
             held: String::with_capacity(16 * 1024),
             len: 0,
             lost: false,
@@ -166,6 +191,24 @@ impl Writer {
         };
         w.append(header)?;
         Ok(w)
+    }
+
+    /// Puts a staged journal in place (a rename: readers see the old journal, or none, until
+    /// then, and this one whole after). Only a regular file, or nothing, is replaced: anything
+    /// else at the journal's name (a link, a FIFO, a device) is refused.
+    pub fn publish(&mut self) -> io::Result<()> {
+        let Some(path) = self
+            .path
+            .to_str()
+            .and_then(|p| p.strip_suffix(STAGED_SUFFIX))
+            .map(PathBuf::from)
+        else {
+            return Ok(()); // published already
+        };
+        crate::fsread::refuse_special(&path)?;
+        std::fs::rename(&self.path, &path)?;
+        self.path = path;
+        Ok(())
     }
 
     /// The journal's path.
@@ -278,12 +321,30 @@ impl Drop for Writer {
     }
 }
 
-/// The header of a journal: the run's fixed facts.
-pub fn header(session: &str, report: &Value, facts: &McpSession) -> Value {
+/// The suffix of a journal not yet published ([`Writer::create_staged`]).
+const STAGED_SUFFIX: &str = ".new";
+
+fn staged_path(journal: &Path) -> PathBuf {
+    let mut name = journal.as_os_str().to_owned();
+    name.push(STAGED_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// The header of a journal: the run's fixed facts. `supersedes`: the session of the
+/// recording's files when the journal began (they may still be its files until the first
+/// compaction); readers take a journal over the files only when the files are its own or
+/// those (see [`recover`]).
+pub fn header(
+    session: &str,
+    supersedes: Option<&str>,
+    report: &Value,
+    facts: &McpSession,
+) -> Value {
     obj! {
         "kind" => KIND,
         "schema_version" => SCHEMA_VERSION,
         "session" => session,
+        "supersedes" => supersedes.map_or(Value::Null, Value::from),
         "report" => report.clone(),
         "facts" => facts.to_value(),
     }
@@ -297,6 +358,8 @@ pub struct Rebuild {
     /// Complete lines read.
     lines: usize,
     session: Option<String>,
+    /// The session of the files the journal began over.
+    supersedes: Option<String>,
     report: Option<Object>,
     facts: McpSession,
     /// The latest form of each call, by id, as canonical JSON text (the recording is
@@ -354,7 +417,7 @@ impl Rebuild {
 
     /// Reads the lines added to `path` since the last call.
     pub fn read_more(&mut self, path: &Path) -> Result<(), JournalError> {
-        let mut file = File::open(path).map_err(JournalError::Io)?;
+        let mut file = crate::fsread::open_regular(path).map_err(JournalError::Io)?;
         let len = file.metadata().map_err(JournalError::Io)?.len();
         if len > MAX_JOURNAL_BYTES {
             return Err(JournalError::Invalid(
@@ -591,6 +654,14 @@ impl Rebuild {
         self.facts = McpSession::from_value(o.get("facts").unwrap_or(&Value::Null))
             .map_err(|e| nested(1, "facts", e))?;
         self.coverage = report.get("coverage").cloned().unwrap_or(obj! {});
+        self.supersedes = match o.get("supersedes") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_str()
+                    .ok_or_else(|| bad(1, "supersedes: expected a session id or null"))?
+                    .to_owned(),
+            ),
+        };
         self.report = Some(report.clone());
         self.session = Some(session.to_owned());
         Ok(())
@@ -750,9 +821,11 @@ fn join<'a>(sink: &mut dyn FnMut(&[u8]), items: impl Iterator<Item = &'a String>
     }
 }
 
+/// The message of the error that says a journal holds more than its files can.
+const FULL: &str = "The recording is full";
+
 fn full(why: &str) -> ConfigError {
-    ConfigError::new("The recording is full")
-        .because(format!("{why}; a document may have at most 8,000,000"))
+    ConfigError::new(FULL).because(format!("{why}; a document may have at most 8,000,000"))
 }
 
 fn call_id(call: &Value) -> Option<u64> {
@@ -826,18 +899,35 @@ pub fn refuses_new_cassette(cassette: &Path) -> Option<String> {
 }
 
 /// Reads the recording at `cassette` through its journal, if it has one: `Ok(None)` when there
-/// is no journal (read the files as they are).
+/// is no journal (read the files as they are). A journal is the recording's only when the
+/// recording's sidecar, if one reads, is of the journal's session or of the one it began over
+/// (`supersedes`): a journal from another session is refused, never taken for the files.
 pub fn recover(cassette: &Path) -> Result<Option<Recovered>, JournalError> {
     let path = journal_path(cassette);
-    if !path.exists() {
+    if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
     let rebuild = Rebuild::read(&path)?;
+    let side = McpSession::load(&sidecar_path(cassette)).ok();
+    if let Some(theirs) = side.as_ref().and_then(|s| s.session_id.as_deref())
+        && rebuild.session.as_deref() != Some(theirs)
+        && rebuild.supersedes.as_deref() != Some(theirs)
+    {
+        return Err(JournalError::Invalid(
+            ConfigError::new("Invalid MCP journal").because(format!(
+                "{} is the journal of session {}, but the recording's sidecar {} is of session \
+                 {theirs}: a journal from another recording; move it away to read the files",
+                crate::printable::quoted(&path.display().to_string()),
+                rebuild.session.as_deref().unwrap_or("?"),
+                crate::printable::quoted(&sidecar_path(cassette).display().to_string()),
+            )),
+        ));
+    }
     let progress = rebuild.progress();
     let (c, s) = match rebuild.recording() {
         Ok(x) => x,
         // More than a recording can hold: the files keep the calls that fit.
-        Err(e) => match files_of(cassette) {
+        Err(e) if e.message == FULL => match files_of(cassette) {
             Some((c, s)) => {
                 let note = format!(
                     "the journal {} holds {} call(s), more than a recording can ({}); the files hold the {} that fit",
@@ -855,10 +945,10 @@ pub fn recover(cassette: &Path) -> Result<Option<Recovered>, JournalError> {
             }
             None => return Err(JournalError::Invalid(e)),
         },
+        Err(e) => return Err(JournalError::Invalid(e)),
     };
     // Compare with what the compactor last wrote: silent when the files already say it all.
     let on_disk = Cassette::load(cassette).ok();
-    let side = McpSession::load(&sidecar_path(cassette)).ok();
     let same = on_disk.as_ref().is_some_and(|d| d.digest() == c.digest())
         && side.as_ref().is_some_and(|d| *d == s);
     let note = (!same).then(|| {
@@ -918,7 +1008,8 @@ mod tests {
         let cassette = scratch("ahead.json");
         let facts = facts();
         let path = journal_path(&cassette);
-        let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+        let mut w =
+            Writer::create(&cassette, &header("s1", None, &report_base(), &facts)).expect("w");
         let mut written = std::fs::metadata(&path).expect("journal").len();
         for i in 1..=40 {
             let line = compact(
@@ -951,7 +1042,8 @@ mod tests {
     fn a_torn_last_line_is_ignored_and_a_running_call_is_in_flight() {
         let cassette = scratch("torn.json");
         let facts = facts();
-        let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+        let mut w =
+            Writer::create(&cassette, &header("s1", None, &report_base(), &facts)).expect("w");
         w.append(
             &obj! {"begin" => call(1, "running"), "coverage" => obj! {}, "budget_rejections" => 0},
         )
@@ -1059,7 +1151,7 @@ mod tests {
         let journal = |name: &str, whole: bool| {
             let cassette = scratch(name);
             let mut w =
-                Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+                Writer::create(&cassette, &header("s1", None, &report_base(), &facts)).expect("w");
             let or = |v: Value| whole.then_some(v);
             let lines = [
                 obj! {"id" => 1, "begin" => shaped(call(1, "running"), Some(args.clone()), Some(Value::Null))},
@@ -1115,7 +1207,8 @@ mod tests {
             ),
         ] {
             let at = scratch(name);
-            let mut w = Writer::create(&at, &header("s1", &report_base(), &facts)).expect("w");
+            let mut w =
+                Writer::create(&at, &header("s1", None, &report_base(), &facts)).expect("w");
             for line in &lines {
                 w.append(line).expect("line");
             }
@@ -1143,7 +1236,7 @@ mod tests {
         let facts = facts();
         for (version, readable) in [(1, true), (2, true), (3, false)] {
             let cassette = scratch(&format!("schema{version}.json"));
-            let mut head = header("s1", &report_base(), &facts);
+            let mut head = header("s1", None, &report_base(), &facts);
             if let Value::Object(o) = &mut head {
                 o.remove("schema_version");
                 o.push("schema_version", version);
@@ -1162,13 +1255,104 @@ mod tests {
     fn a_bad_line_is_named() {
         let cassette = scratch("bad.json");
         let facts = facts();
-        let mut w = Writer::create(&cassette, &header("s1", &report_base(), &facts)).expect("w");
+        let mut w =
+            Writer::create(&cassette, &header("s1", None, &report_base(), &facts)).expect("w");
         w.append(&obj! {"gossip" => 1}).expect("line");
         match Rebuild::read(&journal_path(&cassette)) {
             Err(JournalError::Invalid(e)) => {
                 assert_eq!(e.path.as_deref(), Some("line 2"), "{e}")
             }
             other => panic!("expected an invalid journal, got {other:?}"),
+        }
+    }
+
+    /// A finished recording of one ended call at `cassette`, its journal gone; its session.
+    fn finished(cassette: &Path) -> String {
+        let facts = facts();
+        let mut w =
+            Writer::create(cassette, &header("s1", None, &report_base(), &facts)).expect("w");
+        w.append(
+            &obj! {"begin" => call(1, "running"), "coverage" => obj! {}, "budget_rejections" => 0},
+        )
+        .expect("begin");
+        w.append(&obj! {"end" => call(1, "ok"), "effects" => Value::Array(vec![]), "coverage" => obj! {}, "budget_rejections" => 0})
+            .expect("end");
+        let texts = Rebuild::read(&journal_path(cassette))
+            .expect("read")
+            .texts()
+            .expect("texts");
+        std::fs::write(cassette, format!("{}\n", texts.cassette)).expect("cassette");
+        std::fs::write(sidecar_path(cassette), &texts.sidecar).expect("sidecar");
+        std::fs::remove_file(journal_path(cassette)).expect("rm");
+        "s1".to_owned()
+    }
+
+    #[test]
+    fn a_staged_journal_is_not_read_until_it_is_published() {
+        let cassette = scratch("staged.json");
+        let session = finished(&cassette);
+        let head = header("s2", Some(&session), &report_base(), &facts());
+        let w = Writer::create_staged(&cassette, &head).expect("staged");
+        // Killed here: no journal where readers look; the files are the recording.
+        assert!(recover(&cassette).expect("reads").is_none());
+        assert_eq!(
+            Cassette::load(&cassette).expect("files").report.calls.len(),
+            1
+        );
+        // A start killed before publishing left its staged file: the next start replaces it.
+        drop(w);
+        let mut w = Writer::create_staged(&cassette, &head).expect("staged again");
+        w.publish().expect("publish");
+        // Published over the files of the session it supersedes: taken (no calls yet).
+        let r = recover(&cassette).expect("reads").expect("a journal");
+        assert_eq!(r.progress.calls, 0);
+        assert!(!staged_path(&journal_path(&cassette)).exists());
+    }
+
+    #[test]
+    fn a_journal_of_another_session_is_refused() {
+        let cassette = scratch("foreign.json");
+        finished(&cassette);
+        for supersedes in [None, Some("s0")] {
+            let head = header("s9", supersedes, &report_base(), &facts());
+            Writer::create(&cassette, &head).expect("journal");
+            match recover(&cassette) {
+                Err(JournalError::Invalid(e)) => assert!(
+                    e.to_string().contains("a journal from another recording"),
+                    "{e}"
+                ),
+                other => panic!("expected a refusal, got {other:?}"),
+            }
+        }
+        // One that supersedes the files' session is theirs.
+        Writer::create(
+            &cassette,
+            &header("s9", Some("s1"), &report_base(), &facts()),
+        )
+        .expect("journal");
+        assert!(recover(&cassette).expect("reads").is_some());
+    }
+
+    #[test]
+    fn a_journal_that_cannot_be_a_recording_is_an_error_not_the_stale_files() {
+        let cassette = scratch("broken.json");
+        finished(&cassette);
+        let mut w = Writer::create(&cassette, &header("s1", None, &report_base(), &facts()))
+            .expect("journal");
+        // A call that faults under a rule the report does not have: the cassette it makes
+        // does not validate.
+        let mut bad = call(1, "ok");
+        if let Value::Object(o) = &mut bad {
+            o.insert("fault", "nowhere");
+        }
+        w.append(&obj! {"end" => bad, "effects" => Value::Array(vec![]), "coverage" => obj! {}, "budget_rejections" => 0})
+            .expect("end");
+        match recover(&cassette) {
+            Err(JournalError::Invalid(e)) => {
+                assert!(!e.to_string().contains("full"), "{e}");
+                assert!(e.to_string().contains("unknown fault rule"), "{e}");
+            }
+            other => panic!("expected the journal's error, got {other:?}"),
         }
     }
 }

@@ -119,7 +119,15 @@ impl Recorder {
             "capture" => field("capture"),
             "coverage" => field("coverage"),
         };
-        let mut journal = Writer::create(cassette, &journal::header(session_id, &base, facts))?;
+        // The session of the files on disk now: until the first compaction they are still
+        // theirs, and readers must know the journal is meant to take their place.
+        let supersedes = McpSession::load(&sidecar_path(cassette))
+            .ok()
+            .and_then(|s| s.session_id);
+        let header = journal::header(session_id, supersedes.as_deref(), &base, facts);
+        // Staged: the earlier session's calls are all in it before it replaces any journal
+        // there (a kill meanwhile leaves the recording as it was).
+        let mut journal = Writer::create_staged(cassette, &header)?;
         let mut effects_seen = 0;
         let (mut cassette_bytes, mut sidecar_bytes) = (0, 0);
         if let Some(prior) = prior {
@@ -146,6 +154,7 @@ impl Recorder {
                 journal.append_text(&line)?;
             }
         }
+        journal.publish()?;
         let mut rebuild = Rebuild::own();
         let first = compact(&mut rebuild, cassette, &mut None);
         if let Some(e) = first.error {
