@@ -397,6 +397,7 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
                 }
             }
             checks.push(session_finished(m, &c.report));
+            checks.push(recording_complete(m));
         }
     }
     Ok(summary)
@@ -427,6 +428,31 @@ fn session_finished(m: &McpSession, report: &crate::report::Report) -> Check {
     Check {
         name: "Session finished".into(),
         passed: !unfinished && in_flight.is_empty(),
+        detail,
+    }
+}
+
+/// The `Recording complete` check of an MCP recording: the recording took every
+/// `tools/call` of the session (it never stopped for being full or for a journal it could not
+/// write; then the proxy answered the rest with an error, and the recording says so).
+fn recording_complete(m: &McpSession) -> Check {
+    let (passed, detail) = match &m.recording_stopped {
+        None => (
+            true,
+            "the recording took every tools/call the client sent".to_owned(),
+        ),
+        Some(st) => (
+            false,
+            format!(
+                "the recording stopped after {} call(s): {}; {} later tools/call request(s) were \
+                 answered with an error by the proxy and never reached the server",
+                st.after_calls, st.reason, st.refused
+            ),
+        ),
+    };
+    Check {
+        name: "Recording complete".into(),
+        passed,
         detail,
     }
 }

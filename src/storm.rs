@@ -678,6 +678,11 @@ impl Storm {
         Ok(())
     }
 
+    /// Calls begun so far.
+    pub fn call_count(&self) -> usize {
+        self.lock().calls.len()
+    }
+
     /// Appends call `id`'s canonical text with its arguments (as the report has it now) to
     /// `out`, without copying the call; `executing`: its body is about to start (a request on
     /// its way to a server), so it is written as executed. Gives the bytes the arguments took,

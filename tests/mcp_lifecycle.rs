@@ -1223,27 +1223,37 @@ fn calls_the_budget_refused_still_fail_check() {
 }
 
 #[test]
-fn a_full_recording_still_opens_with_the_calls_that_fit() {
+fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
     let incident = scratch("full.json");
+    let rows = write("full-rows.json", ROWS);
+    let db = scratch("full-rows.db");
+    let _ = std::fs::remove_file(&db);
     let server = odd_server();
     let mut s = Session::start(
-        &["--record", text(&incident)],
+        &[text(&rows), "--record", text(&incident)],
         &["python3", text(&server)],
-        &[("ODD_ANSWER", "large")],
+        &[("ODD_ANSWER", "large"), ("ODD_DB", text(&db))],
     );
     s.handshake();
+    let mut refused = 0;
     for i in 0..80 {
+        // Past the cap, a repeat of row 0: a duplicate the recording could not judge, had
+        // it reached the server.
+        let row = if i >= 70 { 0 } else { i };
         s.send(&call(
             &(10 + i).to_string(),
             "write_row",
-            &format!(r#"{{"row":"r-{i}"}}"#),
+            &format!(r#"{{"row":"r-{row}"}}"#),
         ));
-        s.read_raw();
+        let answer = s.answer();
+        if canonical(&answer).contains("not sent to the MCP server") {
+            refused += 1;
+        }
     }
     let (code, err) = s.wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        err.contains("full"),
+        err.contains("the recording is full") && err.contains("answered with an error"),
         "the proxy says the recording is full: {err}"
     );
     // The recording stopped taking calls before a file would be too large: its files hold
@@ -1252,11 +1262,114 @@ fn a_full_recording_still_opens_with_the_calls_that_fit() {
     assert_eq!(code, 0, "{out}{err}");
     let doc = Document::open(&incident).expect("the recording opens");
     let n = doc.runs[0].timeline.report().calls.len();
-    assert!(n > 10 && n < 80, "the calls that fit: {n}");
-    assert!(err.is_empty() || !err.contains("recovered"), "{err}");
+    assert!(n > 10 && n < 70, "the calls that fit: {n}");
+    assert_eq!(n + refused, 80, "every call was recorded or refused");
+    // Nothing reached the server that the recording does not hold.
+    let committed = std::fs::read_to_string(&db).expect("db").lines().count();
+    assert_eq!(committed, n, "the server committed only the recorded calls");
+    let mcp = doc.mcp.as_ref().expect("mcp");
+    let st = mcp
+        .recording_stopped
+        .as_ref()
+        .expect("the recording says it stopped");
+    assert_eq!((st.after_calls as usize, st.refused as usize), (n, refused));
     assert!(!journal_path(&incident).exists());
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "✗ Recording complete: the recording stopped after {n} call(s): the recording is full"
+        )) && out.contains(&format!("{refused} later tools/call request(s)")),
+        "{out}"
+    );
 }
 
+/// A session of the odd server's large answers recorded at `incident`, started by `launch`
+/// (a shell line ending in the proxy's command), 16 calls one after another: what the client
+/// received, answer by answer, and the rows the server committed.
+fn large_answers_session(launch: &str, incident: &Path, db: &Path) -> (Vec<Value>, usize) {
+    let rows = write("disk-rows.json", ROWS);
+    let _ = std::fs::remove_file(db);
+    let proxy = format!(
+        "{launch} {BIN} mcp {} --record {} -- python3 {}",
+        text(&rows),
+        text(incident),
+        text(&odd_server())
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &proxy])
+        .env("ODD_ANSWER", "large")
+        .env("ODD_DB", db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut s = Session { child, out };
+    s.handshake();
+    let mut answers = Vec::new();
+    for i in 0..16 {
+        s.send(&call(
+            &(10 + i).to_string(),
+            "write_row",
+            &format!(r#"{{"row":"r-{i}"}}"#),
+        ));
+        answers.push(s.answer());
+    }
+    let (_, err) = s.wait(Duration::from_secs(30));
+    assert!(err.contains("the recording stops here"), "{err}");
+    let committed = std::fs::read_to_string(db)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
+    (answers, committed)
+}
+
+/// What a recording that ran out of room must hold: every answer the client received from
+/// the server is on record with that answer; every call the server committed is on record
+/// (answered, or in flight when its answer was withheld); and check fails, saying why.
+fn judged_like_the_client_saw_it(incident: &Path, answers: &[Value], committed: usize) {
+    let received: Vec<u64> = answers
+        .iter()
+        .filter(|a| canonical(a).contains("row written"))
+        .filter_map(|a| a.as_object()?.get("id")?.as_i64())
+        .map(|id| id as u64)
+        .collect();
+    assert!(
+        received.len() < answers.len(),
+        "the disk filled up before the 16th answer"
+    );
+    let (code, out, err) = cli(&["check", text(incident)]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("✗ Recording complete") || out.contains("✗ Session finished"),
+        "{out}"
+    );
+    let doc = Document::open(incident).expect("the recording opens");
+    let report = doc.runs[0].timeline.report();
+    let mcp = doc.mcp.as_ref().expect("mcp");
+    for id in &received {
+        let record = mcp
+            .calls
+            .iter()
+            .find(|r| r.request_id.as_i64() == Some(*id as i64))
+            .unwrap_or_else(|| panic!("the answer to request {id} is on record"));
+        assert!(
+            record
+                .delivered
+                .received()
+                .iter()
+                .any(|(_, t)| t.contains("row written")),
+            "request {id}: {:?}",
+            record.delivered
+        );
+    }
+    let ran = report.calls.iter().filter(|c| c.executed).count();
+    assert!(
+        ran >= committed,
+        "every call the server committed ({committed}) is on record as run ({ran})"
+    );
+}
 #[test]
 fn lines_over_8_mb_with_their_id_last_are_still_judged() {
     let faults = write(
@@ -1657,4 +1770,81 @@ fn a_journal_from_another_session_is_refused_not_taken_for_the_files() {
     std::fs::remove_file(journal_path(&finished)).expect("rm");
     let c = Cassette::load(&finished).expect("cassette");
     assert_eq!((c.report.calls.len(), c.report.duplicate_effects()), (5, 1));
+}
+
+#[test]
+fn a_journal_that_cannot_be_written_withholds_answers_and_fails_check() {
+    // An injected write error: files may grow to 256 KB (ulimit -f counts 512-byte blocks
+    // in sh), and SIGXFSZ ignored so writes past it fail with EFBIG instead.
+    let incident = scratch("efbig.json");
+    let db = scratch("efbig-rows.db");
+    let (answers, committed) =
+        large_answers_session("trap '' XFSZ; ulimit -f 512; exec", &incident, &db);
+    judged_like_the_client_saw_it(&incident, &answers, committed);
+}
+
+#[test]
+fn a_full_disk_withholds_answers_and_fails_check() {
+    // A 1 MB tmpfs, where the machine lets the test mount one (root); the injected write
+    // error above covers the rest.
+    let dir = common::scratch_dir("life").join("tmpfs-1m");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs", text(&dir)])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!(
+            "no tmpfs could be mounted here: the full-disk case is covered by the injected write error"
+        );
+        return;
+    }
+    let incident = dir.join("disk.json");
+    let db = scratch("disk-rows.db");
+    let (answers, committed) = large_answers_session("exec", &incident, &db);
+    judged_like_the_client_saw_it(&incident, &answers, committed);
+    let _ = Command::new("umount").arg(&dir).status();
+}
+
+#[test]
+fn calls_with_odd_tool_names_are_recorded_like_any_other() {
+    let incident = scratch("odd-names.json");
+    let server = odd_server();
+    let mut s = Session::start(
+        &["--record", text(&incident)],
+        &["python3", text(&server)],
+        &[],
+    );
+    s.handshake();
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":42,"arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"w\ud800x","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"write_row","arguments":{"row":"a"}}}"#,
+        r#"[{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":null}}]"#,
+    ];
+    for r in requests {
+        s.send(r);
+        s.read_raw();
+    }
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let doc = Document::open(&incident).expect("opens");
+    let report = doc.runs[0].timeline.report();
+    let tools: Vec<String> = report.calls.iter().map(|c| c.tool.to_lossy()).collect();
+    assert_eq!(
+        tools,
+        ["(42)", "(unnamed)", "w\u{fffd}x", "write_row", "(null)"],
+        "every call is on record"
+    );
+    let mcp = doc.mcp.as_ref().expect("mcp");
+    assert_eq!(mcp.calls.len(), 5, "each with the answer the client got");
+    let notes: Vec<String> = mcp.calls.iter().filter_map(|c| c.note.clone()).collect();
+    assert!(
+        notes.iter().any(|n| n.contains("not a string (42)"))
+            && notes.iter().any(|n| n.contains("named no tool"))
+            && notes.iter().any(|n| n.contains("lone surrogate")),
+        "{notes:?}"
+    );
 }

@@ -26,6 +26,7 @@ pub mod child;
 pub mod framing;
 mod link;
 mod relay;
+mod stop;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};

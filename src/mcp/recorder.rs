@@ -59,6 +59,8 @@ pub struct Recorder {
     /// call would take the relay's core).
     dirty: Arc<AtomicBool>,
     full: Arc<AtomicBool>,
+    /// Why the compactor could not go on, when it could not.
+    trouble: Arc<std::sync::Mutex<Option<String>>>,
     thread: Option<JoinHandle<Compacted>>,
     effects_seen: usize,
     /// The bytes the ended calls take in the cassette and in the sidecar (their text, as
@@ -163,13 +165,15 @@ impl Recorder {
         let (tx, rx) = sync_channel(1);
         let full = Arc::new(AtomicBool::new(false));
         let dirty = Arc::new(AtomicBool::new(false));
+        let trouble = Arc::new(std::sync::Mutex::new(None));
         let thread = {
             let cassette = cassette.to_path_buf();
             let full = Arc::clone(&full);
             let dirty = Arc::clone(&dirty);
+            let trouble = Arc::clone(&trouble);
             std::thread::Builder::new()
                 .name("toolstorm-compactor".into())
-                .spawn(move || compactor(rx, rebuild, &cassette, &full, &dirty))?
+                .spawn(move || compactor(rx, rebuild, &cassette, &full, &dirty, &trouble))?
         };
         Ok(Recorder {
             _lock: lock,
@@ -178,6 +182,7 @@ impl Recorder {
             wake: Some(tx),
             dirty,
             full,
+            trouble,
             thread: Some(thread),
             effects_seen,
             cassette_bytes,
@@ -200,6 +205,12 @@ impl Recorder {
         self.full.load(Ordering::Relaxed)
             || self.cassette_bytes + need > room
             || self.sidecar_bytes + need > room
+    }
+
+    /// Why the recording's files could not follow the journal, if they could not (then
+    /// [`Recorder::full`] is true).
+    pub fn trouble(&self) -> Option<String> {
+        self.trouble.lock().ok().and_then(|t| t.clone())
     }
 
     fn poke(&self) {
@@ -381,6 +392,7 @@ fn compactor(
     cassette: &Path,
     full: &AtomicBool,
     dirty: &AtomicBool,
+    trouble: &std::sync::Mutex<Option<String>>,
 ) -> Compacted {
     let mut last_digest = None;
     let mut done = Compacted::default();
@@ -415,10 +427,18 @@ fn compactor(
         let start = Instant::now();
         done = compact(&mut rebuild, cassette, &mut last_digest);
         pace = Some((Instant::now(), start.elapsed()));
-        if done.full.is_some() || done.error.is_some() {
+        let why = match (&done.full, &done.error) {
+            (Some(f), _) => Some(format!("the recording is full ({f})")),
+            (None, Some(e)) => Some(format!("the recording's files could not be written ({e})")),
+            (None, None) => None,
+        };
+        if let Some(why) = why {
             // The journal cannot become a recording any more (too large to read, or the
             // files cannot be written): the relay stops recording and says so.
-            full.store(true, Ordering::Relaxed);
+            if let Ok(mut t) = trouble.lock() {
+                *t = Some(why);
+            }
+            full.store(true, Ordering::Release);
         }
     }
     if done.full.is_none() {

@@ -250,6 +250,21 @@ pub struct McpSession {
     /// while calls were still in flight or after the proxy was killed. Absent in older
     /// sidecars.
     pub finished: Option<bool>,
+    /// The recording stopped taking calls before the session ended (it is full, or its
+    /// journal could not be written): from then on the proxy answered every `tools/call`
+    /// with an error instead of letting it reach the server unrecorded.
+    pub recording_stopped: Option<Stopped>,
+}
+
+/// Why and when a recording stopped taking calls ([`McpSession::recording_stopped`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Stopped {
+    /// What stopped it, in words.
+    pub reason: String,
+    /// Calls begun before it stopped.
+    pub after_calls: u64,
+    /// `tools/call` requests answered with an error since (as far as the journal knows).
+    pub refused: u64,
 }
 
 /// The sidecar of a cassette: `incident.json` → `incident.mcp.json`.
@@ -641,6 +656,16 @@ impl McpSession {
         if let Some(f) = self.finished {
             o.push("finished", f);
         }
+        if let Some(st) = &self.recording_stopped {
+            o.push(
+                "recording_stopped",
+                obj! {
+                    "reason" => st.reason.as_str(),
+                    "after_calls" => st.after_calls as i64,
+                    "refused" => st.refused as i64,
+                },
+            );
+        }
         Value::Object(o)
     }
 
@@ -664,7 +689,12 @@ impl McpSession {
             "exchanges",
             "calls",
         ];
-        let optional = ["session", "cassette_digest", "finished"];
+        let optional = [
+            "session",
+            "cassette_digest",
+            "finished",
+            "recording_stopped",
+        ];
         let o = require_keys(v, &keys, &optional).map_err(|e| ConfigError {
             message: "Invalid MCP session file",
             path: e.path,
@@ -696,6 +726,29 @@ impl McpSession {
             Value::Null => None,
             Value::Bool(b) => Some(*b),
             _ => return Err(bad("finished", "expected true or false")),
+        };
+        let recording_stopped = match field("recording_stopped") {
+            Value::Null => None,
+            v => {
+                let so = require_keys(v, &["reason", "after_calls", "refused"], &[])
+                    .map_err(|e| bad("recording_stopped", &e.detail.unwrap_or_default()))?;
+                let count = |k: &str| {
+                    so.get(k)
+                        .and_then(Value::as_i64)
+                        .filter(|n| *n >= 0)
+                        .map(|n| n as u64)
+                        .ok_or_else(|| bad(&format!("recording_stopped.{k}"), "expected a count"))
+                };
+                Some(Stopped {
+                    reason: so
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| bad("recording_stopped.reason", "expected a string"))?
+                        .to_owned(),
+                    after_calls: count("after_calls")?,
+                    refused: count("refused")?,
+                })
+            }
         };
         for k in ["client_info", "server_info"] {
             if !matches!(field(k), Value::Null | Value::Object(_)) {
@@ -788,6 +841,7 @@ impl McpSession {
             session_id,
             cassette_digest,
             finished,
+            recording_stopped,
         })
     }
 
@@ -920,6 +974,11 @@ mod tests {
             session_id: Some("0123456789abcdef".into()),
             cassette_digest: Some("ab".repeat(32)),
             finished: Some(false),
+            recording_stopped: Some(Stopped {
+                reason: "the journal could not be written (disk full)".into(),
+                after_calls: 1,
+                refused: 2,
+            }),
         }
     }
 

@@ -17,10 +17,10 @@ impl Relay<'_> {
             let o = m.as_object()?;
             (o.get("method")?.as_str()? == "tools/call").then_some(())?;
             let id = o.get("id")?;
-            let params = o.get("params")?.as_object()?;
-            let tool = params.get("name")?.as_str()?.to_owned();
+            let params = o.get("params").and_then(Value::as_object);
+            let (tool, _) = super::calls::tool_name(params);
             let args = params
-                .get("arguments")
+                .and_then(|p| p.get("arguments"))
                 .cloned()
                 .unwrap_or_else(|| crate::obj! {});
             Some((Id::of(id), compact(id), tool, args))
@@ -37,6 +37,11 @@ impl Relay<'_> {
                 kept.push(m.clone());
                 continue;
             };
+            if self.refuses_call(&raw) {
+                // Answered with an error on its own, and taken out of the batch.
+                changed = true;
+                continue;
+            }
             let note = Some("it came in a batch (no latency is applied inside a batch)".to_owned());
             match self.begin(&tool, args, note, raw, id.clone()) {
                 Some((call, Prelude::Skip(outcome))) => {
@@ -69,7 +74,7 @@ impl Relay<'_> {
             if sent {
                 self.forward(call);
                 if held_to > before {
-                    self.unsent.push((call, held_to));
+                    self.unsent.push((call, before..held_to));
                 }
             }
         }
@@ -99,6 +104,10 @@ impl Relay<'_> {
             return false;
         }
         let mut dropped = Vec::new();
+        let ids: Vec<String> = answered
+            .iter()
+            .filter_map(|(_, call)| self.pending.get(call).map(|p| p.raw_id.clone()))
+            .collect();
         for (i, call) in answered {
             let o = items[i].as_object();
             let (answer, delivered) = read_answer(
@@ -113,6 +122,7 @@ impl Relay<'_> {
             // Journaled now; the batch carries the answer (or the fault's own answer goes).
             self.ended_by_server(call, answer, delivered, None, false, true);
         }
+        let before = self.client_held.len();
         if dropped.is_empty() {
             self.send_client(line);
         } else {
@@ -127,6 +137,11 @@ impl Relay<'_> {
                 out.push(b'\n');
                 self.send_client(&out);
             }
+        }
+        // The calls' journal lines stand behind the batch (its other answers with them).
+        if self.client_held.len() > before {
+            let at = before..self.client_held.len();
+            self.answers_held.push((at, ids));
         }
         true
     }

@@ -103,6 +103,34 @@ fn recordable_tool(tool: &str) -> (String, Option<String>) {
     (cut, Some(note))
 }
 
+/// The tool a `tools/call`'s params name, as the record keeps it, and a note when the name
+/// is not a plain string: missing (`(unnamed)`), not a string (its JSON text in parentheses),
+/// or a string that is not Unicode (a lone surrogate: kept with U+FFFD in its place). Every
+/// such call is judged and recorded like any other; the server answers what it makes of it.
+pub(super) fn tool_name(params: Option<&crate::json::Object>) -> (String, Option<String>) {
+    match params.and_then(|o| o.get("name")) {
+        Some(Value::Str(t)) => match t.as_str() {
+            Some(name) => (name.to_owned(), None),
+            None => (
+                t.to_lossy(),
+                Some("the tool name is not valid Unicode (a lone surrogate): recorded with U+FFFD in its place".into()),
+            ),
+        },
+        None => (
+            "(unnamed)".to_owned(),
+            Some("the request named no tool".into()),
+        ),
+        Some(other) => {
+            let text = canonical(other);
+            let text: String = text.chars().take(60).collect();
+            (
+                format!("({text})"),
+                Some(format!("the tool name was not a string ({text})")),
+            )
+        }
+    }
+}
+
 /// What a line we cannot parse says it is, read without parsing it.
 struct Sniffed {
     raw_id: String,
@@ -158,15 +186,10 @@ impl Relay<'_> {
             .and_then(|o| o.remove("arguments"))
             .unwrap_or_else(|| obj! {});
         let o = params.as_object();
-        let tool = o.and_then(|o| o.get("name")).and_then(Value::as_str);
+        let (tool, odd_name) = tool_name(o);
         // A retry that answers an `input_required` result continues the same logical call.
         let continues =
             o.is_some_and(|o| o.contains_key("requestState") || o.contains_key("inputResponses"));
-        let Some(tool) = tool.map(str::to_owned) else {
-            self.client_requests.insert(id);
-            self.send_server(&line);
-            return;
-        };
         if continues && let Some(call) = self.continued_call(&tool) {
             let raw = exact_id(&line, &id);
             self.rekey(call, id, raw);
@@ -174,7 +197,10 @@ impl Relay<'_> {
             return;
         }
         let raw = exact_id(&line, &id);
-        if let Some((call, prelude)) = self.begin(&tool, arguments, None, raw, id.clone()) {
+        if self.refuses_call(&raw) {
+            return;
+        }
+        if let Some((call, prelude)) = self.begin(&tool, arguments, odd_name, raw, id.clone()) {
             self.start(call, prelude, Some(line));
         } else {
             self.client_requests.insert(id);
@@ -188,6 +214,9 @@ impl Relay<'_> {
         let Some(s) = sniff_call(trim(line)) else {
             return false;
         };
+        if self.refuses_call(&s.raw_id) {
+            return true;
+        }
         let args = summarise_arguments(&format!("not recorded: {why}"), &s.arguments);
         let note =
             format!("the request could not be read whole ({why}): its arguments are summarised");
@@ -202,7 +231,7 @@ impl Relay<'_> {
     }
 
     /// Begins call `tool` in the engine and on the journal; `None` when it is not recorded
-    /// (past the budget, or the recording is full).
+    /// (past the budget). The caller has asked [`Relay::refuses_call`] first.
     pub(super) fn begin(
         &mut self,
         tool: &str,
@@ -211,15 +240,6 @@ impl Relay<'_> {
         raw_id: String,
         id: Id,
     ) -> Option<(u64, Prelude)> {
-        let in_flight = self.pending.len();
-        if self.recorder.as_ref().is_some_and(|r| r.full(in_flight)) {
-            self.recording = false;
-            self.note_once(
-                "full",
-                "the recording is full: its file keeps the calls that fit; relaying from now on without injecting or recording",
-            );
-            return None;
-        }
         let (tool, cut) = recordable_tool(tool);
         let mut note = match (note, cut) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
@@ -385,7 +405,7 @@ impl Relay<'_> {
     }
 
     /// Takes call `call` out of hand.
-    fn take(&mut self, call: u64) -> Option<Pending> {
+    pub(super) fn take(&mut self, call: u64) -> Option<Pending> {
         let p = self.pending.remove(&call)?;
         let id = p.id.clone();
         self.unlink(&id, call);
@@ -429,7 +449,7 @@ impl Relay<'_> {
             p.forwarded = true;
             self.storm.body_started(&p.handle);
             if held_to > before {
-                self.unsent.push((call, held_to));
+                self.unsent.push((call, before..held_to));
             }
         }
     }
@@ -516,8 +536,31 @@ impl Relay<'_> {
             r.end(&self.storm, record.call, &record, output_in_answer);
         }
         if let Some(bytes) = send {
+            let before = self.client_held.len();
             self.send_client(&bytes);
+            if self.client_held.len() > before {
+                let at = before..self.client_held.len();
+                self.answers_held.push((at, vec![p.raw_id]));
+            }
         }
+    }
+
+    /// Ends a call that never reached the server, with `line` (an error) for the client.
+    pub(super) fn end_unsent(
+        &mut self,
+        p: Pending,
+        outcome: Result<Value>,
+        delivered: Delivered,
+        line: Vec<u8>,
+    ) {
+        self.conclude(
+            p,
+            outcome,
+            delivered,
+            Some(line),
+            Committed::default(),
+            None,
+        );
     }
 
     /// Ends a call whose client gets nothing (more) from us: cancelled, the session over, or

@@ -86,8 +86,12 @@ pub(super) struct Relay<'a> {
     pub(super) ledger: Ledger,
     pub(super) timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, Timer)>>,
     pub(super) seq: u64,
-    /// False past the recording's cap or size: then the proxy only relays.
+    /// False past the session's call budget: then the proxy only relays.
     pub(super) recording: bool,
+    /// Why the recording stopped taking calls (it is full, or the journal could not be
+    /// written): from then on every `tools/call` is answered with an error, never relayed
+    /// unrecorded.
+    pub(super) stopped: Option<String>,
     pub(super) said: HashSet<String>,
     pub(super) ends: Ends<'a>,
     /// The client stopped reading: nothing more is written to it.
@@ -107,8 +111,13 @@ pub(super) struct Relay<'a> {
     pub(super) client_held: Vec<u8>,
     pub(super) server_held: Vec<u8>,
     /// Calls whose requests are among the bytes held for the server, with where each
-    /// request ends in them: one that the write does not get past, the server never got.
-    pub(super) unsent: Vec<(u64, usize)>,
+    /// request lies in them: one that the write does not get past, the server never got;
+    /// and one whose journal line could not be written is taken out.
+    pub(super) unsent: Vec<(u64, std::ops::Range<usize>)>,
+    /// Answers to calls among the bytes held for the client (where each lies, and the
+    /// request ids it answers): one whose journal line could not be written is withheld,
+    /// an error in its place.
+    pub(super) answers_held: Vec<(std::ops::Range<usize>, Vec<String>)>,
 }
 
 impl<'a> Relay<'a> {
@@ -186,6 +195,8 @@ impl<'a> Relay<'a> {
             client_held: Vec::new(),
             server_held: Vec::new(),
             unsent: Vec::new(),
+            answers_held: Vec::new(),
+            stopped: None,
         }
     }
 
@@ -229,8 +240,7 @@ impl<'a> Relay<'a> {
         if let Some(r) = self.recorder.as_mut()
             && let Err(e) = r.flush()
         {
-            let msg = format!("the journal could not be written: {e}");
-            self.note_once("journal", &msg);
+            self.journal_failed(&e);
         }
         if !self.server_held.is_empty() {
             let bytes = std::mem::take(&mut self.server_held);
@@ -242,8 +252,8 @@ impl<'a> Relay<'a> {
                 self.note_once("server-gone", "the server no longer reads its input");
                 // A request the server never got whole did not run; those written before
                 // the failure did reach it.
-                for (call, end) in std::mem::take(&mut self.unsent) {
-                    if end > written
+                for (call, at) in std::mem::take(&mut self.unsent) {
+                    if at.end > written
                         && let Some(p) = self.pending.get_mut(&call)
                     {
                         p.forwarded = false;
@@ -256,6 +266,7 @@ impl<'a> Relay<'a> {
             self.server_held.shrink_to(HELD_KEPT);
         }
         self.unsent.clear();
+        self.answers_held.clear();
         if !self.client_held.is_empty() {
             let bytes = std::mem::take(&mut self.client_held);
             let r = if self.client_gone {

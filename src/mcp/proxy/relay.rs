@@ -322,6 +322,15 @@ impl Relay<'_> {
     /// Ends the relay's work: the journal records the end and the compactor writes the
     /// recording a last time.
     pub(super) fn finish(mut self, code: i32) -> Ending {
+        // How many calls were refused since the recording stopped, on record.
+        if self
+            .session
+            .recording_stopped
+            .as_ref()
+            .is_some_and(|st| st.refused > 0)
+        {
+            self.facts_changed();
+        }
         // What the last calls' ends held (journal lines, answers) goes out first.
         self.flush();
         let report = self.storm.report();
@@ -337,9 +346,18 @@ impl Relay<'_> {
             ending.calls = done.calls;
             ending.faults = done.faults;
             ending.duplicates = done.duplicates;
-            ending.trouble = done.error.or(done.full.map(|f| {
-                format!("the recording is full ({f}): its files keep the calls that fit")
-            }));
+            ending.trouble = done
+                .error
+                .or(done.full.map(|f| {
+                    format!("the recording is full ({f}): its files keep the calls that fit")
+                }))
+                .or(self.session.recording_stopped.as_ref().map(|st| {
+                    format!(
+                        "the recording stopped after {} call(s): {}; {} later tools/call \
+                         request(s) were answered with an error and not sent to the server",
+                        st.after_calls, st.reason, st.refused
+                    )
+                }));
         }
         ending
     }
