@@ -6,7 +6,10 @@
 //! - An existing file keeps its permissions; a new file is private (0600), as the reference
 //!   writes its cassettes and verdicts.
 //! - A symlink is written through: the file it points to is replaced and the link stays (a
-//!   dangling link creates its target).
+//!   dangling link creates its target) — for a path the user named. A file we name ourselves
+//!   (a sidecar) is written with [`write_own_with`], which refuses a link.
+//! - Only a regular file is ever replaced: a FIFO, device or socket at the target (or where
+//!   its links lead: `/dev/full`) is refused with an error naming it, never turned into a file.
 //! - Temporary files a killed writer left behind (ours by name, from a process that is gone,
 //!   or older than a day) are removed on the next write to the same folder.
 
@@ -33,6 +36,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// on any failure the temporary file is removed and the old target is untouched.
 pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
     let target = resolve_links(path)?;
+    crate::fsread::refuse_special(&target)?;
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -56,6 +60,16 @@ pub fn write_with(path: &Path, fill: impl FnOnce(&mut File) -> io::Result<()>) -
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// [`write_with`] for a file whose name we derive (a recording's sidecar): a symlink there is
+/// refused, not written through (it could lead anywhere).
+pub fn write_own_with(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
+    crate::fsread::refuse_special(path)?;
+    write_with(path, fill)
 }
 
 /// The file a write to `path` replaces: `path` itself, or what its symlinks lead to.

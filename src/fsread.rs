@@ -1,7 +1,9 @@
 //! Reading the files users give us, safely: at most 8,000,001 bytes are ever read (so a huge
 //! or endlessly growing file, or `/dev/zero`, costs bounded time and memory), and FIFOs,
-//! devices and sockets are refused before they are opened (a FIFO would block forever).
-//! Also how an OS error on a path reads, in Python's words (the reference's messages).
+//! devices and sockets are refused, never waited on (a FIFO would block forever). The files
+//! we keep beside them (a journal, a lock, a log) are opened the same way: regular files only,
+//! without blocking, and never through a link. Also how an OS error on a path reads, in
+//! Python's words (the reference's messages).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -34,6 +36,19 @@ pub fn read_document(path: &Path) -> io::Result<Vec<u8>> {
     file.take(MAX_DOCUMENT_BYTES as u64 + 1)
         .read_to_end(&mut raw)?;
     Ok(raw)
+}
+
+/// [`read_document`] as text: a file over the limit, or not UTF-8, is an `InvalidData` error.
+pub fn read_text(path: &Path) -> io::Result<String> {
+    let bytes = read_document(path)?;
+    if bytes.len() > MAX_DOCUMENT_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the file exceeds 8,000,000 bytes",
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "the file is not UTF-8 text"))
 }
 
 /// Opens `path` for reading as a regular file (through links), without blocking: a FIFO,
@@ -71,6 +86,31 @@ pub fn refuse_special(path: &Path) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Opens a file we keep (a lock, a log) for writing, made if missing: `truncate` empties it.
+/// Anything but a regular file at `path` — a link (not followed), a FIFO, a device — is
+/// refused without blocking and without writing to it.
+pub fn open_own(path: &Path, read: bool, truncate: bool) -> io::Result<File> {
+    refuse_special(path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(read).write(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options
+            .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOFOLLOW)
+            .mode(0o600);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(special(&meta));
+    }
+    if truncate {
+        file.set_len(0)?;
+    }
+    Ok(file)
 }
 
 fn open_nonblocking(path: &Path) -> io::Result<File> {

@@ -1848,3 +1848,195 @@ fn calls_with_odd_tool_names_are_recorded_like_any_other() {
         "{notes:?}"
     );
 }
+
+/// Runs the binary with `args`, stopped if it takes longer than `limit`: its exit code (None
+/// when it had to be stopped) and stderr.
+fn cli_within(args: &[&str], limit: Duration) -> (Option<i32>, String) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let until = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            return (status.code(), err);
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (None, String::new());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let ok = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+#[test]
+fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
+    let limit = Duration::from_secs(10);
+    let server = example_server();
+    let faults = write("special-lost-ack.json", LOST_ACK);
+    // A finished recording, then a FIFO where its journal would be: every reader refuses it
+    // at once, naming it.
+    let rec = scratch("special-rec.json");
+    finished_recording_with_a_duplicate(&faults, &rec, 1);
+    mkfifo(&journal_path(&rec));
+    for args in [
+        vec!["check", text(&rec)],
+        vec!["inspect", text(&rec)],
+        vec!["mcp", "--replay", text(&rec)],
+        vec![
+            "mcp",
+            text(&faults),
+            "--record",
+            text(&rec),
+            "--",
+            text(&server),
+        ],
+        vec![
+            "mcp",
+            text(&faults),
+            "--record",
+            text(&rec),
+            "--append",
+            "--",
+            text(&server),
+        ],
+    ] {
+        let (code, err) = cli_within(&args, limit);
+        assert_eq!(
+            code,
+            Some(2),
+            "{args:?} ends with an error, never waits: {err}"
+        );
+        assert!(
+            err.contains("FIFO") && err.contains("special-rec.mcp.journal"),
+            "{args:?}: {err}"
+        );
+    }
+    std::fs::remove_file(journal_path(&rec)).expect("rm fifo");
+    // Links out of the folder and devices where the proxy keeps its files: refused before
+    // the server starts, and nothing they lead to is written.
+    let outside = scratch("outside-target.txt");
+    for (name, at) in [
+        ("journal link", journal_path(&rec)),
+        ("sidecar link", sidecar_path(&rec)),
+        ("lock link", journal_path(&rec).with_extension("lock")),
+    ] {
+        std::fs::write(&outside, "keep me").expect("outside");
+        let backup = scratch("special-backup");
+        let had = std::fs::rename(&at, &backup).is_ok();
+        std::os::unix::fs::symlink(&outside, &at).expect("symlink");
+        let (code, err) = cli_within(
+            &[
+                "mcp",
+                text(&faults),
+                "--record",
+                text(&rec),
+                "--",
+                text(&server),
+            ],
+            limit,
+        );
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(err.contains("symbolic link"), "{name}: {err}");
+        assert_eq!(
+            std::fs::read_to_string(&outside).expect("outside"),
+            "keep me",
+            "{name}: the link's target is untouched"
+        );
+        std::fs::remove_file(&at).expect("rm link");
+        if had {
+            std::fs::rename(&backup, &at).expect("restore");
+        }
+    }
+    // A lock that is a FIFO.
+    let lock = journal_path(&rec).with_extension("lock");
+    mkfifo(&lock);
+    let (code, err) = cli_within(
+        &[
+            "mcp",
+            text(&faults),
+            "--record",
+            text(&rec),
+            "--",
+            text(&server),
+        ],
+        limit,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("FIFO"), "{err}");
+    std::fs::remove_file(&lock).expect("rm");
+    // The recording, the campaign file and --output named as links to a device: refused,
+    // and the device stays a device.
+    let device = scratch("to-dev-null");
+    let _ = std::fs::remove_file(&device);
+    std::os::unix::fs::symlink("/dev/null", &device).expect("symlink");
+    let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/lost_ack.json");
+    let mcp_scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mcp-lost-ack.json");
+    for args in [
+        vec!["mcp", "--record", text(&device), "--", text(&server)],
+        vec!["run", text(&lab), "--output", text(&device)],
+        vec![
+            "run",
+            text(&lab),
+            "--policy",
+            "retry",
+            "--cassette",
+            text(&device),
+        ],
+        vec![
+            "campaign",
+            text(&mcp_scenario),
+            "--runs",
+            "1",
+            "--out",
+            text(&device),
+            "--",
+            "true",
+        ],
+    ] {
+        let (code, err) = cli_within(&args, Duration::from_secs(60));
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("character device"), "{args:?}: {err}");
+        use std::os::unix::fs::FileTypeExt;
+        let meta = std::fs::metadata("/dev/null").expect("/dev/null");
+        assert!(
+            meta.file_type().is_char_device(),
+            "{args:?} replaced /dev/null"
+        );
+    }
+    // A campaign file that is a FIFO is not waited on.
+    let fifo_out = scratch("special.campaign.json");
+    mkfifo(&fifo_out);
+    let (code, err) = cli_within(
+        &[
+            "campaign",
+            text(&mcp_scenario),
+            "--runs",
+            "1",
+            "--out",
+            text(&fifo_out),
+            "--",
+            "true",
+        ],
+        limit,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("FIFO"), "{err}");
+}

@@ -222,7 +222,7 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
     };
     let mut file = plan.file();
     if plan.out.exists() {
-        let earlier = std::fs::read_to_string(&plan.out)
+        let earlier = crate::fsread::read_text(&plan.out)
             .map_err(|e| Error::io(&plan.out, e))
             .and_then(|t| {
                 CampaignFile::from_text(&t).map_err(|e| Error::invalid(Some(&plan.out), e))
@@ -597,7 +597,7 @@ fn shrink(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> 
             "ValueError: seed {seed} failed without any fault injected: no schedule to shrink"
         ));
     }
-    let scenario = match std::fs::read_to_string(&plan.scenario_path)
+    let scenario = match crate::fsread::read_text(&plan.scenario_path)
         .map_err(|e| Error::io(&plan.scenario_path, e))
         .and_then(|t| {
             crate::json::parse(&t).map_err(|e| {

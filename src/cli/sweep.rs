@@ -339,7 +339,7 @@ fn as_campaign(
         ));
     }
     // An agent's campaign is not overwritten by a sweep.
-    if let Ok(text) = std::fs::read_to_string(&out)
+    if let Ok(text) = crate::fsread::read_text(&out)
         && let Ok(earlier) = CampaignFile::from_text(&text)
         && !earlier.scenario.starts_with("lab:")
     {

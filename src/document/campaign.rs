@@ -519,7 +519,7 @@ fn spawn_and_wait(
             "an empty command",
         ));
     };
-    let out = std::fs::File::create(logs.join(log))?;
+    let out = crate::fsread::open_own(&logs.join(log), false, true)?;
     let err = out.try_clone()?;
     let mut cmd = Command::new(program);
     cmd.args(args)

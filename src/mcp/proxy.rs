@@ -162,6 +162,19 @@ fn check_target(path: &Path) -> Result<(), std::io::Error> {
             format!("its folder {} does not exist", dir.display()),
         ));
     }
+    // The cassette may be a link the user made to a regular file; the files we name beside
+    // it must be regular files of their own (or absent).
+    // (A missing cassette, or a dangling link, is made by the first write.)
+    let through = std::fs::canonicalize(path).ok();
+    let own = [
+        super::session::sidecar_path(path),
+        super::session::journal_path(path),
+        super::session::journal_path(path).with_extension("lock"),
+    ];
+    for p in through.iter().chain(own.iter()) {
+        crate::fsread::refuse_special(p)
+            .map_err(|e| Error::new(e.kind(), format!("{}: {e}", p.display())))?;
+    }
     Ok(())
 }
 

@@ -358,11 +358,8 @@ pub fn lock(
     interrupted: &mut dyn FnMut() -> bool,
 ) -> io::Result<std::fs::File> {
     let path = journal_path(cassette).with_extension("lock");
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = options.open(&path)?;
+    let file = crate::fsread::open_own(&path, true, false)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     let mut told = false;
     loop {
         match file.try_lock() {
@@ -496,7 +493,7 @@ fn compact(rebuild: &mut Rebuild, cassette: &Path, last: &mut Option<String>) ->
         emitted.map_err(io::Error::other)?;
         io::Write::flush(&mut w)
     };
-    let written = crate::atomic::write_with(&sidecar_path(cassette), |f| stream(f, false))
+    let written = crate::atomic::write_own_with(&sidecar_path(cassette), |f| stream(f, false))
         .and_then(|()| crate::atomic::write_with(cassette, |f| stream(f, true)));
     match written {
         Ok(()) => *last = Some(stamp),
