@@ -1896,27 +1896,21 @@ fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
     let rec = scratch("special-rec.json");
     finished_recording_with_a_duplicate(&faults, &rec, 1);
     mkfifo(&journal_path(&rec));
+    let proxy = [
+        "mcp",
+        text(&faults),
+        "--record",
+        text(&rec),
+        "--",
+        text(&server),
+    ];
+    let appending = [&proxy[..4], &["--append"], &proxy[4..]].concat();
     for args in [
         vec!["check", text(&rec)],
         vec!["inspect", text(&rec)],
         vec!["mcp", "--replay", text(&rec)],
-        vec![
-            "mcp",
-            text(&faults),
-            "--record",
-            text(&rec),
-            "--",
-            text(&server),
-        ],
-        vec![
-            "mcp",
-            text(&faults),
-            "--record",
-            text(&rec),
-            "--append",
-            "--",
-            text(&server),
-        ],
+        proxy.to_vec(),
+        appending,
     ] {
         let (code, err) = cli_within(&args, limit);
         assert_eq!(
@@ -1942,17 +1936,7 @@ fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
         let backup = scratch("special-backup");
         let had = std::fs::rename(&at, &backup).is_ok();
         std::os::unix::fs::symlink(&outside, &at).expect("symlink");
-        let (code, err) = cli_within(
-            &[
-                "mcp",
-                text(&faults),
-                "--record",
-                text(&rec),
-                "--",
-                text(&server),
-            ],
-            limit,
-        );
+        let (code, err) = cli_within(&proxy, limit);
         assert_eq!(code, Some(2), "{name}: {err}");
         assert!(err.contains("symbolic link"), "{name}: {err}");
         assert_eq!(
@@ -1968,17 +1952,7 @@ fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
     // A lock that is a FIFO.
     let lock = journal_path(&rec).with_extension("lock");
     mkfifo(&lock);
-    let (code, err) = cli_within(
-        &[
-            "mcp",
-            text(&faults),
-            "--record",
-            text(&rec),
-            "--",
-            text(&server),
-        ],
-        limit,
-    );
+    let (code, err) = cli_within(&proxy, limit);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("FIFO"), "{err}");
     std::fs::remove_file(&lock).expect("rm");
