@@ -7,6 +7,7 @@ pub mod float;
 mod parse;
 mod scan;
 mod text;
+pub(crate) mod tolerant;
 mod value;
 
 pub use encode::{

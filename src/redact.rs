@@ -2,6 +2,8 @@
 //! everywhere (longest first), and captured payloads are size- and depth-checked
 //! (spec §3, §6.7).
 
+mod raw;
+
 use crate::error::ConfigError;
 use crate::hashing::Set;
 use crate::json::{MAX_DEPTH, Object, Text, Value, canonical_fits};

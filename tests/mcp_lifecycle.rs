@@ -413,7 +413,7 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
 
 #[test]
 fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
-    for mode in ["deep", "badutf8", "nul", "batch", "big"] {
+    for mode in ["deep", "badutf8", "nul", "batch", "big", "secrets"] {
         let faults = write(&format!("rows-{mode}.json"), ROWS);
         let incident = scratch(&format!("unreadable-{mode}.json"));
         let db = scratch(&format!("rows-{mode}.db"));
@@ -465,6 +465,19 @@ fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
                 stdout.contains(raw),
                 "{mode}: the bytes come back: {stdout}"
             );
+            if mode == "secrets" {
+                // Kept raw, but never with its secrets: not on disk, not served back.
+                assert!(raw.contains(r#""password": "[REDACTED]""#), "{raw}");
+                assert!(raw.contains(r#""session_token": "[REDACTED]""#), "{raw}");
+                assert!(raw.contains("NaN"), "the rest is kept as sent: {raw}");
+                for secret in ["hunter2", "AKIA-0042", "tok-xyz"] {
+                    assert!(!stdout.contains(secret), "replay served {secret}");
+                    for file in [incident.clone(), sidecar_path(&incident)] {
+                        let on_disk = std::fs::read_to_string(&file).expect("file");
+                        assert!(!on_disk.contains(secret), "{secret} in {}", file.display());
+                    }
+                }
+            }
         }
     }
 }

@@ -110,7 +110,8 @@ pub struct Unreadable {
     pub sha256: String,
     /// Why it could not be read.
     pub reason: String,
-    /// The line itself, when it is UTF-8 and at most [`MAX_RAW`] bytes.
+    /// The line itself, when it is UTF-8 and at most [`MAX_RAW`] bytes, with the value of
+    /// every secret key and every literal secret redacted ([`crate::redact::Redactor::redact_raw`]).
     pub raw: Option<String>,
 }
 
@@ -353,7 +354,9 @@ fn unreadable_of(v: &Value, at: &str) -> Result<Unreadable, ConfigError> {
         .to_owned();
     let raw = match o.get("raw") {
         Some(Value::Null) | None => None,
-        Some(Value::Str(t)) => Some(t.to_lossy()),
+        // Redacted again as it is read: a file written before raw answers were redacted
+        // never has its secrets served back (the scan leaves redacted text as it is).
+        Some(Value::Str(t)) => Some(crate::redact::Redactor::builtin().redact_raw(&t.to_lossy())),
         Some(_) => return Err(bad(&format!("{at}.raw"), "expected null or a string")),
     };
     Ok(Unreadable {

@@ -3,6 +3,7 @@
 //! response, or something else) and is otherwise passed on as the bytes it arrived as. The
 //! answers the proxy makes itself (injected failures) are built here.
 
+use crate::json::tolerant::{skip_ws, string_end, value_end};
 use crate::json::{Object, Value, canonical, compact, parse};
 use crate::obj;
 
@@ -252,70 +253,6 @@ pub fn member_str(bytes: &[u8], key: &str) -> Option<String> {
     match parse(text).ok()? {
         Value::Str(t) => Some(t.to_lossy()),
         _ => None,
-    }
-}
-
-fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
-    while bytes
-        .get(i)
-        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-    {
-        i += 1;
-    }
-    i
-}
-
-/// The index just past the string starting at `i` (a `"`).
-fn string_end(bytes: &[u8], i: usize) -> Option<usize> {
-    let mut j = i + 1;
-    while j < bytes.len() {
-        // Plain bytes are skipped a word at a time; a control character is stepped over.
-        j = crate::json::string_run_end(bytes, j);
-        match bytes.get(j) {
-            Some(b'\\') => j += 2,
-            Some(b'"') => return Some(j + 1),
-            Some(_) => j += 1,
-            None => break,
-        }
-    }
-    None
-}
-
-/// The index just past the value starting at `i` (or the end of `bytes`).
-fn value_end(bytes: &[u8], i: usize) -> usize {
-    match bytes.get(i) {
-        Some(b'"') => string_end(bytes, i).unwrap_or(bytes.len()),
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < bytes.len() {
-                match bytes[j] {
-                    b'"' => {
-                        j = string_end(bytes, j).unwrap_or(bytes.len());
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return j + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            bytes.len()
-        }
-        _ => {
-            let mut j = i;
-            while j < bytes.len()
-                && !matches!(bytes[j], b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n')
-            {
-                j += 1;
-            }
-            j
-        }
     }
 }
 

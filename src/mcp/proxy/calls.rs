@@ -710,9 +710,11 @@ impl Relay<'_> {
         let (answer, delivered) = match &unreadable {
             Some(why) => {
                 let body = trim(&line);
+                // Kept with its secrets redacted (a tolerant scan: it is not JSON we can read).
                 let raw = (body.len() <= MAX_RAW)
-                    .then(|| std::str::from_utf8(body).ok().map(str::to_owned))
-                    .flatten();
+                    .then(|| std::str::from_utf8(body).ok())
+                    .flatten()
+                    .map(|text| self.storm.redactor().redact_raw(text));
                 let u = Unreadable {
                     bytes: body.len() as u64,
                     sha256: sha256_hex(body),
