@@ -403,8 +403,11 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
     Ok(summary)
 }
 
-/// The `Session finished` check of an MCP recording: the proxy finished its work (no kill cut
-/// it short) and no call was left in flight without an answer on record.
+/// The `Session finished` check of an MCP recording: no call was left in flight without an
+/// answer on record. How the session ended is said, but only a call in flight fails it: a
+/// client that kills the proxy after its last answer (pydantic-ai does, always), or that kills
+/// it while the server takes its time to exit (the Python SDK after 4 s), lost nothing and
+/// left nothing unknown.
 fn session_finished(m: &McpSession, report: &crate::report::Report) -> Check {
     let in_flight: Vec<String> = report
         .calls
@@ -412,23 +415,35 @@ fn session_finished(m: &McpSession, report: &crate::report::Report) -> Check {
         .filter(|c| c.status == crate::report::Status::Running)
         .map(|c| format!("#{} {}", c.id, crate::printable::quoted(&c.tool.to_lossy())))
         .collect();
-    let unfinished = m.finished == Some(false);
-    let detail = match (unfinished, in_flight.is_empty()) {
-        (false, true) => "the proxy finished the session; no call was left in flight".to_owned(),
-        (true, true) => "the session did not end: the proxy is still running, or was killed \
-                         (no call was in flight)"
-            .to_owned(),
-        (_, false) => format!(
+    let detail = if in_flight.is_empty() {
+        format!("{}; no call was left in flight", how_it_ended(m))
+    } else {
+        format!(
             "the session did not end: {} call(s) in flight with no answer on record ({}); the \
              server may have committed them",
             in_flight.len(),
             in_flight.join(", ")
-        ),
+        )
     };
     Check {
         name: "Session finished".into(),
-        passed: !unfinished && in_flight.is_empty(),
+        passed: in_flight.is_empty(),
         detail,
+    }
+}
+
+/// How an MCP session ended, as its files tell it.
+pub fn how_it_ended(m: &McpSession) -> &'static str {
+    match (m.finished, m.client_closed) {
+        (Some(true), _) => "the proxy finished the session",
+        (None, _) => "the recording was made before sessions said how they ended",
+        (Some(false), Some(true)) => {
+            "the client closed the session; the proxy was stopped while the server exited"
+        }
+        (Some(false), _) => {
+            "the session was not closed: the proxy was killed after its last answer, or is \
+             still running"
+        }
     }
 }
 

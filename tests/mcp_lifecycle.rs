@@ -241,10 +241,20 @@ fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
     let (code, out, err) = cli(&["check", text(&incident)]);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("✗ No duplicate side effects"), "{out}");
-    assert!(out.contains("✗ Session finished"), "{out}");
+    // Killed after its last answer, with nothing in flight: nothing was lost or unknown.
+    assert!(
+        out.contains("✓ Session finished: the session was not closed: the proxy was killed after its last answer"),
+        "{out}"
+    );
     assert!(
         err.contains("recovered 2 call(s) from the journal"),
         "{err}"
+    );
+    let (code, out, _) = cli(&["inspect", text(&incident)]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("session: not finished (the session was not closed: the proxy was killed"),
+        "inspect says how it ended: {out}"
     );
     // The watchdog stopped the server's group, launcher and all.
     assert!(
@@ -255,6 +265,55 @@ fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
     let (code, _, err) = replay_twice(&incident, "create_shipment", r#"{"order_id":"o-1"}"#);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("2 of 2 recorded call(s) matched"), "{err}");
+}
+
+#[test]
+fn a_client_that_closes_then_kills_the_proxy_while_the_server_exits_ended_its_session() {
+    // As the official Python SDK does: it closes the proxy's input, then SIGTERMs it after 2 s
+    // and SIGKILLs it after 4 s; this server takes longer than that to exit.
+    let incident = scratch("closed-then-killed.json");
+    let marker = format!("tsmark-slowexit-{}", std::process::id());
+    let script = format!("{}; sleep 30; : {marker}", example_server().display());
+    let mut s = Session::start(&["--record", text(&incident)], &["sh", "-c", &script], &[]);
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
+    assert!(canonical(&s.answer()).contains("SHP-0001"));
+    drop(s.child.stdin.take());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        s.child.try_wait().expect("wait").is_none(),
+        "the proxy is still giving the server its grace"
+    );
+    s.child.kill().expect("SIGKILL");
+    let _ = s.child.wait();
+    let side = Document::open(&incident).expect("the recording opens");
+    let mcp = side.mcp.as_ref().expect("an MCP recording");
+    assert_eq!(
+        mcp.finished,
+        Some(false),
+        "the proxy did not finish its work"
+    );
+    assert_eq!(
+        mcp.client_closed,
+        Some(true),
+        "but the client closed the session"
+    );
+    assert_eq!(side.runs[0].timeline.report().calls.len(), 1);
+    let (code, out, err) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("✓ Session finished: the client closed the session; the proxy was stopped while the server exited"),
+        "{out}"
+    );
+    let (_, out, _) = cli(&["inspect", text(&incident)]);
+    assert!(
+        out.contains("session: not finished (the client closed the session"),
+        "{out}"
+    );
+    assert!(
+        gone_within(&marker, Duration::from_secs(5)),
+        "the server outlived the proxy"
+    );
 }
 
 /// Replays `recording` to a client that calls `tool` with `args` twice.
@@ -1119,50 +1178,74 @@ fn replay_keeps_its_verdict_in_a_report_file() {
     s.answer();
     let (code, err) = s.wait(Duration::from_secs(20));
     assert_eq!(code, Some(0), "{err}");
-    let report = scratch("replay-report.json");
-    let mut child = Command::new(BIN)
-        .args([
-            "mcp",
-            "--replay",
-            text(&incident),
-            "--replay-report",
-            text(&report),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("replay");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    // A client that asks another order (a mismatch), then one that asks what was recorded:
+    // both kill the replay at exit; the report judges what each asked.
+    for (order, matched, mismatched, passed) in
+        [("", 0, 0, false), ("o-2", 0, 1, false), ("o-1", 1, 0, true)]
     {
-        let stdin = child.stdin.as_mut().expect("stdin");
-        writeln!(stdin, "{}", init(1)).expect("write");
-        writeln!(
-            stdin,
+        let report = scratch(&format!("replay-report-{order}.json"));
+        let mut child = Command::new(BIN)
+            .args([
+                "mcp",
+                "--replay",
+                text(&incident),
+                "--replay-report",
+                text(&report),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("replay");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        {
+            let stdin = child.stdin.as_mut().expect("stdin");
+            writeln!(stdin, "{}", init(1)).expect("write");
+            // The first client leaves after the handshake, asking nothing.
+            if !order.is_empty() {
+                writeln!(
+                    stdin,
+                    "{}",
+                    call(
+                        "2",
+                        "create_shipment",
+                        &format!(r#"{{"order_id":"{order}"}}"#)
+                    )
+                )
+                .expect("write");
+            }
+        }
+        let mut line = String::new();
+        for _ in 0..if order.is_empty() { 1 } else { 2 } {
+            line.clear();
+            out.read_line(&mut line).expect("answer");
+        }
+        // As SDKs do at exit: SIGKILL, the exit status never seen. The report says it all.
+        std::thread::sleep(Duration::from_millis(200));
+        child.kill().expect("kill");
+        let _ = child.wait();
+        let v = parse(&std::fs::read_to_string(&report).expect("report")).expect("json");
+        let field = |k: &str| {
+            v.as_object()
+                .and_then(|o| o.get(k))
+                .cloned()
+                .unwrap_or(Value::Null)
+        };
+        assert_eq!(
+            field("mismatched").as_i64(),
+            Some(mismatched),
             "{}",
-            call("2", "create_shipment", r#"{"order_id":"o-2"}"#)
-        )
-        .expect("write");
+            canonical(&v)
+        );
+        assert_eq!(
+            field("matched").as_i64(),
+            Some(matched),
+            "{}",
+            canonical(&v)
+        );
+        assert_eq!(field("passed").as_bool(), Some(passed), "{}", canonical(&v));
+        assert_eq!(field("finished").as_bool(), Some(false));
     }
-    let mut line = String::new();
-    for _ in 0..2 {
-        line.clear();
-        out.read_line(&mut line).expect("answer");
-    }
-    // As SDKs do at exit: SIGKILL, the exit status never seen. The report says it all.
-    std::thread::sleep(Duration::from_millis(200));
-    child.kill().expect("kill");
-    let _ = child.wait();
-    let v = parse(&std::fs::read_to_string(&report).expect("report")).expect("json");
-    let field = |k: &str| {
-        v.as_object()
-            .and_then(|o| o.get(k))
-            .cloned()
-            .unwrap_or(Value::Null)
-    };
-    assert_eq!(field("mismatched").as_i64(), Some(1), "{}", canonical(&v));
-    assert_eq!(field("passed").as_bool(), Some(false));
-    assert_eq!(field("finished").as_bool(), Some(false));
 }
 
 #[test]

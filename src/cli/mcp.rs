@@ -352,7 +352,7 @@ fn replay(path: &Path, report: Option<&Path>, io: &mut Io<'_>) -> i32 {
             }
         ));
     }
-    if let Err((file, e)) = write_report(&crate::mcp::replay::ReplayOutcome::default(), false) {
+    if let Err((file, e)) = write_report(&recording.outcome_before_any_call(), false) {
         return io.fail(Error::io(file, e));
     }
     match recording.serve(std::io::stdin(), io.out, io.err, &mut |o| {

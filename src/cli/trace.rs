@@ -376,14 +376,14 @@ fn mcp_inspect_lines(
             crate::printable::quoted(&c.tool.to_lossy())
         ));
     }
-    lines.push(
-        match session.finished {
-            Some(true) => "session: finished",
-            Some(false) => "session: did not finish (the proxy is running, or was killed)",
-            None => "session: recorded before sessions said whether they finished",
-        }
-        .to_owned(),
-    );
+    let ended = match session.finished {
+        Some(true) => "finished",
+        _ => "not finished",
+    };
+    lines.push(format!(
+        "session: {ended} ({})",
+        document::how_it_ended(session)
+    ));
     lines
 }
 

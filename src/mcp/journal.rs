@@ -19,6 +19,7 @@
 //!   received, without its `output`: readers put them back;
 //! - `{"prior_effects": [...]}` and then a `begin` or `end` line per call, first, when the
 //!   session continues an earlier recording (`--append`);
+//! - `{"client_closed": true}` when the client closed its end (no call can be asked after it);
 //! - `{"finished": CODE}` when the session ended and the proxy finished its work.
 //!
 //! [`Rebuild`] reads the lines (all at once, or as they come: the compactor tails the file) and
@@ -374,6 +375,8 @@ pub struct Rebuild {
     coverage: Value,
     budget_rejections: u64,
     finished: Option<i64>,
+    /// The client closed the session.
+    client_closed: bool,
     /// Effect identities seen, and how many repeats: the recording's duplicate count.
     identities: std::collections::HashSet<i64>,
     duplicates: usize,
@@ -518,6 +521,8 @@ impl Rebuild {
         } else if let Some(Value::Array(effects)) = o.get("prior_effects") {
             // The effects of the session this one continues, in their order.
             self.add_effects(effects);
+        } else if o.get("client_closed").is_some() {
+            self.client_closed = true;
         } else if let Some(code) = o.get("finished") {
             self.finished = Some(
                 code.as_i64()
@@ -526,7 +531,10 @@ impl Rebuild {
             // The last counters (calls the budget refused have no line of their own).
             counters(self)?;
         } else {
-            return Err(bad(n, "expected facts, begin, end or finished"));
+            return Err(bad(
+                n,
+                "expected facts, begin, end, client_closed or finished",
+            ));
         }
         Ok(())
     }
@@ -734,6 +742,7 @@ impl Rebuild {
         facts.session_id = self.session.clone();
         facts.cassette_digest = Some(digest.to_owned());
         facts.finished = Some(self.finished.is_some());
+        facts.client_closed = Some(self.client_closed);
         let head = facts.to_text();
         let head = head.trim_end();
         let at = crate::mcp::wire::member(head.as_bytes(), "calls")

@@ -68,6 +68,8 @@ pub struct Recorder {
     /// too large, so the files always hold every call the journal does.
     cassette_bytes: usize,
     sidecar_bytes: usize,
+    /// The journal says the client closed the session.
+    client_closed: bool,
 }
 
 /// The most one call can add to a file: its arguments and output (each captured up to
@@ -187,6 +189,7 @@ impl Recorder {
             effects_seen,
             cassette_bytes,
             sidecar_bytes,
+            client_closed: false,
         })
     }
 
@@ -315,6 +318,16 @@ impl Recorder {
     pub fn facts(&mut self, facts: &McpSession) {
         self.journal
             .hold(&crate::json::compact(&obj! {"facts" => facts.to_value()}));
+    }
+
+    /// The client closed the session: written at once (with the lines held), so a proxy
+    /// killed while the server exits still leaves a session the client ended.
+    pub fn client_closed(&mut self) -> io::Result<()> {
+        if std::mem::replace(&mut self.client_closed, true) {
+            return Ok(());
+        }
+        self.journal.hold("{\"client_closed\":true}");
+        self.flush()
     }
 
     /// Writes the lines held, in one write, and has the compactor follow. The relay calls

@@ -76,7 +76,9 @@ pub struct ReplayOutcome {
 
 impl ReplayOutcome {
     /// The verdict as `--replay-report` writes it: `done` is false while the session runs
-    /// (and stays false when the replay was killed before the client left).
+    /// (and stays false when the replay was killed before the client left). `passed` judges
+    /// what was asked so far, as the exit status would: a replay killed after every recorded
+    /// call was matched has passed.
     pub fn to_value(&self, recording: &Path, recorded: usize, done: bool) -> Value {
         let ids = |v: &[u64]| Value::Array(v.iter().map(|i| Value::from(*i)).collect());
         obj! {
@@ -89,7 +91,7 @@ impl ReplayOutcome {
             "unused" => ids(&self.unused),
             "unreproduced" => ids(&self.unreproduced),
             "finished" => done,
-            "passed" => done && self.passed(),
+            "passed" => self.passed(),
         }
     }
 
@@ -107,6 +109,19 @@ pub struct Recording {
 }
 
 impl Recording {
+    /// The verdict before the client asks anything: every recorded call unused.
+    pub fn outcome_before_any_call(&self) -> ReplayOutcome {
+        ReplayOutcome {
+            unused: self
+                .calls
+                .iter()
+                .filter(|r| !r.in_flight)
+                .map(|r| r.id)
+                .collect(),
+            ..ReplayOutcome::default()
+        }
+    }
+
     /// Reads a recording — through its journal when the proxy did not finish — and checks
     /// that cassette and sidecar belong together; every finished call must have its record.
     /// The second value is the one-line note of a recovery from the journal.
@@ -277,10 +292,17 @@ impl Recording {
             client_out.write_all(&out)?;
             client_out.flush()?;
             if method == "tools/call" {
+                // What is not asked for yet counts as unused: a client that kills the replay
+                // after its last call leaves the verdict the exit status would have given.
+                let unused = self.calls[next.min(self.calls.len())..]
+                    .iter()
+                    .filter(|r| !r.in_flight)
+                    .map(|r| r.id)
+                    .collect();
                 progress(&ReplayOutcome {
                     matched,
                     mismatched,
-                    unused: Vec::new(),
+                    unused,
                     unreproduced: unreproduced.clone(),
                 });
             }

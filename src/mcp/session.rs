@@ -255,6 +255,10 @@ pub struct McpSession {
     /// journal could not be written): from then on the proxy answered every `tools/call`
     /// with an error instead of letting it reach the server unrecorded.
     pub recording_stopped: Option<Stopped>,
+    /// The client closed the session (its end of the stream, or it stopped reading): after
+    /// that no call can be asked. With `finished` false, the proxy was stopped while the
+    /// server exited. Absent in sidecars written before this was kept.
+    pub client_closed: Option<bool>,
 }
 
 /// Why and when a recording stopped taking calls ([`McpSession::recording_stopped`]).
@@ -659,6 +663,9 @@ impl McpSession {
         if let Some(f) = self.finished {
             o.push("finished", f);
         }
+        if let Some(c) = self.client_closed {
+            o.push("client_closed", c);
+        }
         if let Some(st) = &self.recording_stopped {
             o.push(
                 "recording_stopped",
@@ -697,6 +704,7 @@ impl McpSession {
             "cassette_digest",
             "finished",
             "recording_stopped",
+            "client_closed",
         ];
         let o = require_keys(v, &keys, &optional).map_err(|e| ConfigError {
             message: "Invalid MCP session file",
@@ -729,6 +737,11 @@ impl McpSession {
             Value::Null => None,
             Value::Bool(b) => Some(*b),
             _ => return Err(bad("finished", "expected true or false")),
+        };
+        let client_closed = match field("client_closed") {
+            Value::Null => None,
+            Value::Bool(b) => Some(*b),
+            _ => return Err(bad("client_closed", "expected true or false")),
         };
         let recording_stopped = match field("recording_stopped") {
             Value::Null => None,
@@ -845,6 +858,7 @@ impl McpSession {
             cassette_digest,
             finished,
             recording_stopped,
+            client_closed,
         })
     }
 
@@ -982,6 +996,7 @@ mod tests {
                 after_calls: 1,
                 refused: 2,
             }),
+            client_closed: Some(true),
         }
     }
 

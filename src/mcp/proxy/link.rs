@@ -286,8 +286,19 @@ impl<'a> Relay<'a> {
                 self.note(&format!(
                     "the client stopped reading ({e}); ending the session"
                 ));
+                self.client_closed();
                 self.begin_stopping(EOF_GRACE, 0);
             }
+        }
+    }
+
+    /// The client closed the session (its end of input, or it stopped reading): the journal
+    /// says so at once, before the server is given its grace to exit.
+    pub(super) fn client_closed(&mut self) {
+        if let Some(r) = self.recorder.as_mut()
+            && let Err(e) = r.client_closed()
+        {
+            self.journal_failed(&e);
         }
     }
 

@@ -104,6 +104,7 @@ impl Relay<'_> {
                 Some(Event::Eof(Side::Client)) => {
                     // The client is done sending: the server's input closes and it has a
                     // grace to answer what it holds and exit; its answers are still relayed.
+                    self.client_closed();
                     self.begin_stopping(EOF_GRACE, 0);
                 }
                 Some(Event::Eof(Side::Server)) => {
