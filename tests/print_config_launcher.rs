@@ -36,7 +36,8 @@ fn entry(extra: &[&str]) -> (String, Vec<String>) {
     (command, args)
 }
 
-/// The proxy's own part of `args`: `mcp --record ABSOLUTE -- python3 server.py`.
+/// The proxy's own part of `args`: `mcp --record ABSOLUTE python3 server.py` (no `--`: the
+/// MCP Inspector splices `args` into its own command line, where `--` ends its options).
 fn assert_proxy_args(args: &[String]) {
     assert_eq!(args[0], "mcp", "{args:?}");
     assert_eq!(args[1], "--record", "{args:?}");
@@ -44,7 +45,43 @@ fn assert_proxy_args(args: &[String]) {
         Path::new(&args[2]).is_absolute() && args[2].ends_with("incident.json"),
         "{args:?}"
     );
-    assert_eq!(&args[3..], ["--", "python3", "server.py"]);
+    assert_eq!(&args[3..], ["python3", "server.py"]);
+}
+
+#[test]
+fn the_separator_is_printed_only_where_the_words_need_it() {
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mcp-lost-ack.json");
+    let scenario = scenario.to_str().expect("utf-8 path");
+    let print = |words: &[&str]| {
+        let mut args = vec!["mcp", "--print-config", "s", "--record", "r.json"];
+        args.extend_from_slice(words);
+        let out = run(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let args: Vec<String> = v["mcpServers"]["s"]["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .map(|a| a.as_str().expect("string").to_owned())
+            .collect();
+        args[3..].to_vec()
+    };
+    // A server's own flags after its program read as its own without `--`.
+    assert_eq!(print(&["--", "npx", "-y", "pkg"]), ["npx", "-y", "pkg"]);
+    assert_eq!(
+        print(&[scenario, "--", "srv", "--record", "x"]),
+        [scenario, "srv", "--record", "x"]
+    );
+    // A server whose first argument is one of our options needs the separator to stay its own.
+    assert_eq!(
+        print(&["--", "srv", "--seed", "3"]),
+        ["--", "srv", "--seed", "3"]
+    );
 }
 
 #[test]

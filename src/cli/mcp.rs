@@ -251,9 +251,7 @@ fn print_config(
         Launcher::Pipx => ("pipx".to_owned(), vec!["run".into(), exit::PROGRAM.into()]),
     };
     args.push("mcp".into());
-    if let Some(s) = scenario {
-        args.push(absolute(s).display().to_string().into());
-    }
+    let lead = args.len();
     if let Some(r) = &a.record {
         args.push("--record".into());
         args.push(absolute(r).display().to_string().into());
@@ -269,23 +267,47 @@ fn print_config(
         args.push("--probability".into());
         args.push(crate::json::float::py_repr(p).into());
     }
-    if !command_line.is_empty() {
-        args.push("--".into());
-        // The client starts us from a folder of its own: a program or argument that names a
-        // file here is given by its absolute path (a bare program name is found on PATH).
-        args.extend(command_line.iter().enumerate().map(|(i, c)| {
+    let scenario = scenario.map(|s| absolute(s).display().to_string());
+    if let Some(s) = &scenario {
+        args.push(s.as_str().into());
+    }
+    // The client starts us from a folder of its own: a program or argument that names a
+    // file here is given by its absolute path (a bare program name is found on PATH).
+    let server_words: Vec<String> = command_line
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
             let p = Path::new(c);
             let names_file = !c.to_string_lossy().starts_with('-')
                 && (i > 0 || c.to_string_lossy().contains('/'))
                 && p.exists();
-            let text = if names_file {
+            if names_file {
                 absolute(p).display().to_string()
             } else {
                 c.to_string_lossy().into_owned()
-            };
-            Value::from(text)
-        }));
-    }
+            }
+        })
+        .collect();
+    // The server's command follows our options and the scenario, without `--`: the MCP
+    // Inspector splices `args` into its own command line, where a `--` ends its options
+    // ("Method is required"). The separator is kept only when the words would read
+    // otherwise without it (a server whose first argument looks like one of our options).
+    let words = |with_separator: bool| {
+        let mut w: Vec<String> = args[lead..]
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        if with_separator && !server_words.is_empty() {
+            w.push("--".into());
+        }
+        w.extend(server_words.iter().cloned());
+        w
+    };
+    let separator = !reads_as(&words(false), scenario.as_deref(), &server_words);
+    let words = words(separator);
+    args.truncate(lead);
+    args.extend(words.into_iter().map(Value::from));
     let mut server = Object::new();
     server.push("command", command);
     server.push("args", Value::Array(args));
@@ -295,6 +317,24 @@ fn print_config(
     root.push("mcpServers", Value::Object(servers));
     io.emit(&(pretty(&Value::Object(root)) + "\n"));
     exit::OK
+}
+
+/// Whether `mcp WORDS` reads as the scenario and server command given.
+fn reads_as(words: &[String], scenario: Option<&str>, server: &[String]) -> bool {
+    #[derive(clap::Parser)]
+    struct Only {
+        #[command(flatten)]
+        mcp: McpArgs,
+    }
+    use clap::Parser as _;
+    let argv = std::iter::once("mcp".to_owned()).chain(words.iter().cloned());
+    Only::try_parse_from(argv).is_ok_and(|o| {
+        let (s, c) = o.mcp.positionals();
+        s.map(|p| p.display().to_string()).as_deref() == scenario
+            && c.iter().map(|w| w.to_string_lossy()).eq(server
+                .iter()
+                .map(|w| std::borrow::Cow::Borrowed(w.as_str())))
+    })
 }
 
 /// Serves a recording on standard input and output.
