@@ -2,6 +2,7 @@
 //! everywhere (longest first), and captured payloads are size- and depth-checked
 //! (spec §3, §6.7).
 
+mod argv;
 mod raw;
 
 use crate::error::ConfigError;

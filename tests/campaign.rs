@@ -341,6 +341,27 @@ fn shrink_finds_the_single_rule_single_call_schedule() {
     let (code, out, err) = campaign(&dir, &args);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("FAIL"), "{out}");
+    // A budget of no runs is refused before any run: the agent is not started.
+    let runs = dir.join("mcp-lost-ack.campaign.runs");
+    let before = std::fs::read_dir(&runs).map_or(0, |d| d.count());
+    let (code, _, err) = campaign(
+        &dir,
+        &[
+            "mcp-lost-ack.campaign.json",
+            "--shrink",
+            "43",
+            "--budget",
+            "0",
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--budget 0 allows no run"), "{err}");
+    assert_eq!(std::fs::read_dir(&runs).map_or(0, |d| d.count()), before);
+    assert!(!dir.join("mcp-lost-ack.campaign.shrunk-43.json").exists());
+    assert!(
+        !dir.join("mcp-lost-ack.campaign.shrink-43.runs").exists(),
+        "no try was run"
+    );
     let (code, out, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--shrink", "43"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
@@ -396,4 +417,96 @@ fn a_killed_campaign_leaves_nothing_running() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(running_with(&mark), Vec::<u32>::new(), "left running");
+}
+
+#[test]
+fn placeholders_in_any_quotes_stay_the_path_they_name_in_a_hostile_folder() {
+    // A folder whose name runs a command if a shell ever reads it as code.
+    let (dir, scenario) = workspace("q $(touch PWNED) it's `touch PWNED2`");
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--runs".into(),
+        "1".into(),
+        "--before".into(),
+        r#"test -d "{run_dir}" && test -d {run_dir} && test -d '{run_dir}'"#.into(),
+        "--verify".into(),
+        r#"test -f "{record}" && test -f {record} && test -f '{record}' && test "{seed}" = "$TOOLSTORM_SEED""#.into(),
+    ];
+    args.extend(agent_args(true));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = campaign(&dir, &args);
+    assert_eq!(code, 0, "{out}{err}");
+    let file = CampaignFile::from_text(
+        &std::fs::read_to_string(dir.join("mcp-lost-ack.campaign.json")).expect("file"),
+    )
+    .expect("valid");
+    assert_eq!(file.runs.len(), 1);
+    assert_eq!(
+        file.runs[0].oracle,
+        Some(true),
+        "the oracle found the recording: {out}"
+    );
+    assert!(file.runs[0].passed, "{out}");
+    let ran = Command::new("find")
+        .args([dir.parent().expect("parent"), Path::new("/tmp")])
+        .args(["-maxdepth", "4", "-name", "PWNED*"])
+        .output()
+        .expect("find");
+    assert!(
+        ran.stdout.is_empty(),
+        "the folder's name ran: {}",
+        String::from_utf8_lossy(&ran.stdout)
+    );
+}
+
+#[test]
+fn secrets_in_the_agent_and_oracle_commands_stay_out_of_the_campaign_file() {
+    let (dir, scenario) = workspace("secrets");
+    let verify = r#"test -n "$TOOLSTORM_SEED" && API_PASSWORD=pw-live-1 true --api-key=sk-live-2"#;
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--runs".into(),
+        "2".into(),
+        "--verify".into(),
+        verify.into(),
+        "--".into(),
+        "env".into(),
+        "GITHUB_TOKEN=ghp-live-3".into(),
+    ];
+    args.extend(agent_args(true).into_iter().skip(1));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = campaign(&dir, &argv);
+    assert_eq!(code, 0, "{out}{err}");
+    let file_path = dir.join("mcp-lost-ack.campaign.json");
+    let (_, table, _) = campaign(&dir, &["mcp-lost-ack.campaign.json"]);
+    let (_, json, _) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--json"]);
+    let text = std::fs::read_to_string(&file_path).expect("file");
+    for shown in [&text, &out, &table, &json] {
+        for secret in ["pw-live-1", "sk-live-2", "ghp-live-3"] {
+            assert!(!shown.contains(secret), "{secret} kept: {shown}");
+        }
+    }
+    assert!(text.contains("GITHUB_TOKEN=[REDACTED]"), "{text}");
+    assert!(text.contains("API_PASSWORD=[REDACTED]"), "{text}");
+    // Run again, the same campaign resumes (its plan compares as redacted)...
+    let (code, _, err) = campaign(&dir, &argv);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("2 of 2 runs already finished"), "{err}");
+    // ...and a rerun asks for the commands with their secrets, then runs with them.
+    let (code, _, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--rerun", "43"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("with a secret redacted") && err.contains("give it again"),
+        "{err}"
+    );
+    let mut again = vec![
+        "mcp-lost-ack.campaign.json",
+        "--rerun",
+        "43",
+        "--verify",
+        verify,
+    ];
+    again.extend(argv[5..].iter().copied());
+    let (code, out, err) = campaign(&dir, &again);
+    assert_eq!(code, 0, "{out}{err}");
 }

@@ -737,6 +737,8 @@ fn secrets_stay_out_of_effect_keys_and_the_server_command() {
     let mut s = Session::start(
         &["--record", text(&incident)],
         &[
+            "env",
+            "GITHUB_TOKEN=ghp-live-789",
             "python3",
             text(&server),
             "--token=sk-live-123",
@@ -763,11 +765,12 @@ fn secrets_stay_out_of_effect_keys_and_the_server_command() {
         json,
     ];
     for f in &files {
-        for secret in ["hunter2", "sk-live-123", "sk-live-456"] {
+        for secret in ["hunter2", "sk-live-123", "sk-live-456", "ghp-live-789"] {
             assert!(!f.contains(secret), "{secret} leaked: {f}");
         }
     }
     assert!(files[1].contains("--token=[REDACTED]"), "{}", files[1]);
+    assert!(files[1].contains("GITHUB_TOKEN=[REDACTED]"), "{}", files[1]);
 }
 
 #[test]

@@ -514,15 +514,16 @@ fn replan<'f>(
     let stem = out
         .file_stem()
         .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
+    let (agent, before, verify) = commands_of(a, file).map_err(|e| io.fail(e))?;
     let plan = Plan {
         scenario_path,
         scenario,
-        agent: file.agent.clone(),
+        agent,
         seeds: vec![seed],
         jobs: 1,
         timeout: Duration::from_secs_f64(file.timeout),
-        before: file.before.clone(),
-        verify: file.verify.clone(),
+        before,
+        verify,
         probability: file.probability,
         out: out.with_file_name(format!("{stem}.{what}-{seed}.json")),
         bin,
@@ -531,6 +532,68 @@ fn replan<'f>(
         scenario_sha256,
     };
     Ok((plan, first, out))
+}
+
+/// The agent, `--before` and `--verify` commands to run a campaign's seed again: the file's,
+/// or — where the file keeps a secret redacted — the ones given again on this command line,
+/// when they are the same commands once redacted.
+#[allow(clippy::type_complexity)]
+fn commands_of(
+    a: &CampaignArgs,
+    file: &CampaignFile,
+) -> Result<(Vec<String>, Option<String>, Option<String>), String> {
+    let r = crate::redact::Redactor::builtin();
+    let given: Vec<String> = a
+        .agent
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    let agent = restored(
+        "agent's command (after `--`)",
+        file.agent.clone(),
+        (!given.is_empty()).then_some(given),
+        |g| r.redact_argv(g),
+        |k| k.iter().any(|w| w.contains(crate::redact::MARKER)),
+    )?;
+    let line = |what: &str, kept: &Option<String>, again: &Option<String>| match kept {
+        None => Ok(None),
+        Some(k) => restored(
+            what,
+            k.clone(),
+            again.clone(),
+            |g| r.redact_command_line(g),
+            |k| k.contains(crate::redact::MARKER),
+        )
+        .map(Some),
+    };
+    let before = line("--before command", &file.before, &a.before)?;
+    let verify = line("--verify command", &file.verify, &a.verify)?;
+    Ok((agent, before, verify))
+}
+
+/// A command the campaign file keeps: as kept, unless it holds a redacted secret; then the
+/// one given `again`, which must redact to what was kept.
+fn restored<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    kept: T,
+    again: Option<T>,
+    redact: impl Fn(&T) -> T,
+    has_secret: impl Fn(&T) -> bool,
+) -> Result<T, String> {
+    if !has_secret(&kept) {
+        return Ok(kept);
+    }
+    match again {
+        Some(g) if redact(&g) == kept => Ok(g),
+        Some(_) => Err(format!(
+            "ValueError: the {what} given is not the campaign's (kept as {kept:?})"
+        )),
+        None => Err(format!(
+            "ValueError: the campaign keeps its {what} with a secret redacted ({kept:?}): give \
+             it again on this command line (the same command, with the secret), or pass the \
+             secret to it through the environment"
+        )),
+    }
 }
 
 /// `--rerun SEED`: the seed's run again, in a folder of its own, and its faults compared with
@@ -579,6 +642,12 @@ fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i
 /// `--shrink SEED`: a smallest fault schedule on which the seed still fails, found by
 /// re-running the agent ([`run::shrink`]), written as a scenario file ready to open.
 fn shrink(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i32 {
+    if a.budget == 0 {
+        return io.fail(
+            "ValueError: --budget 0 allows no run, and the first run is the one that shows the \
+             failure comes back with its faults pinned: give --budget 1 or more",
+        );
+    }
     let (plan, first, out) = match replan(a, file, seed, "shrink", io) {
         Ok(p) => p,
         Err(code) => return code,

@@ -19,6 +19,7 @@
 //! `Fault exercised` checks are left out: whether a rule fired is the scenario's coverage on
 //! that seed, not the agent's recovery (the run's `faults` count says it).
 
+use crate::redact::Redactor;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::channel;
@@ -67,7 +68,8 @@ pub struct Plan {
 
 impl Plan {
     /// The campaign file this plan starts (no runs yet). The scenario is named relative to
-    /// the file's folder, so a campaign's folder can move as a whole.
+    /// the file's folder, so a campaign's folder can move as a whole; the commands are kept
+    /// with their secrets redacted.
     pub fn file(&self) -> CampaignFile {
         CampaignFile {
             scenario: relative_to(&self.scenario_path, &base_of(&self.out))
@@ -78,11 +80,19 @@ impl Plan {
             cwd: relative_to(&self.cwd, &base_of(&self.out))
                 .display()
                 .to_string(),
-            agent: self.agent.clone(),
+            // Kept without secrets: `--api-key X`, `--token=...`, `PASSWORD=...` are redacted
+            // (the plan that runs keeps them; a file never does).
+            agent: Redactor::builtin().redact_argv(&self.agent),
             probability: self.probability,
             timeout: self.timeout.as_secs_f64(),
-            before: self.before.clone(),
-            verify: self.verify.clone(),
+            before: self
+                .before
+                .as_deref()
+                .map(|c| Redactor::builtin().redact_command_line(c)),
+            verify: self
+                .verify
+                .as_deref()
+                .map(|c| Redactor::builtin().redact_command_line(c)),
             seeds: self.seeds.clone(),
             runs: Vec::new(),
         }
@@ -227,36 +237,89 @@ pub fn run_all(
     })
 }
 
-/// `arg` with the run's placeholders replaced, in one pass (a value is never expanded
-/// again); for a shell command (`quote`), each value single-quoted, so a folder with a space
-/// or a quote in its name stays one word and runs nothing.
-fn expand(arg: &str, values: &[(&str, String)], quote: bool) -> String {
-    let mut out = String::with_capacity(arg.len());
-    let mut rest = arg;
-    'scan: while let Some(at) = rest.find('{') {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        for (name, value) in values {
-            if let Some(after) = tail
-                .strip_prefix('{')
-                .and_then(|t| t.strip_prefix(name))
-                .and_then(|t| t.strip_prefix('}'))
-            {
-                if quote {
-                    out.push('\'');
-                    out.push_str(&value.replace('\'', "'\\''"));
-                    out.push('\'');
-                } else {
-                    out.push_str(value);
+/// `arg` with the run's placeholders replaced by their values, in one pass (a value is never
+/// expanded again): an agent's argument, which no shell reads.
+fn expand(arg: &str, values: &[(&str, String)]) -> String {
+    substitute(arg, values, |_, value, _| value.to_owned())
+}
+
+/// A shell command with each placeholder replaced by a reference to the variable that holds
+/// its value (`{record}` → `$TOOLSTORM_RECORD`, set for the command), written for where it
+/// stands: `"$V"` outside quotes, `$V` inside double quotes, `'"$V"'` inside single quotes.
+/// The shell expands a variable once and never runs what it holds, so a folder named
+/// `$(...)` or with quotes in it stays the name it is, inside the user's quotes or not.
+fn expand_for_shell(command: &str, values: &[(&str, String)]) -> String {
+    substitute(command, values, |name, _, quoting| {
+        let var = format!("$TOOLSTORM_{}", name.to_ascii_uppercase());
+        match quoting {
+            Quoting::None => format!("\"{var}\""),
+            Quoting::Double => var,
+            Quoting::Single => format!("'\"{var}\"'"),
+        }
+    })
+}
+
+/// Where a placeholder stands in a shell command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Quoting {
+    None,
+    Single,
+    Double,
+}
+
+/// `text` with each `{name}` of `values` replaced by what `with` makes of it (given its name,
+/// its value, and the shell quoting it stands in); other braces are kept.
+fn substitute(
+    text: &str,
+    values: &[(&str, String)],
+    with: impl Fn(&str, &str, Quoting) -> String,
+) -> String {
+    let mut out = String::with_capacity(text.len());
+    // The shell's quoting at each point: a stack, as `$(...)` inside double quotes starts
+    // unquoted again.
+    let mut stack = vec![Quoting::None];
+    let mut rest = text;
+    'scan: while let Some(c) = rest.chars().next() {
+        let quoting = stack.last().copied().unwrap_or(Quoting::None);
+        if c == '{' {
+            for (name, value) in values {
+                if let Some(after) = rest
+                    .strip_prefix('{')
+                    .and_then(|t| t.strip_prefix(name))
+                    .and_then(|t| t.strip_prefix('}'))
+                {
+                    out.push_str(&with(name, value, quoting));
+                    rest = after;
+                    continue 'scan;
                 }
-                rest = after;
-                continue 'scan;
             }
         }
-        out.push('{');
-        rest = &tail[1..];
+        let mut step = c.len_utf8();
+        match (quoting, c) {
+            (Quoting::Single, '\'') => {
+                stack.pop();
+            }
+            (Quoting::Single, _) => {}
+            (_, '\\') => {
+                step += rest[step..].chars().next().map_or(0, char::len_utf8);
+            }
+            (Quoting::None, '\'') => stack.push(Quoting::Single),
+            (Quoting::None, '"') => stack.push(Quoting::Double),
+            (Quoting::Double, '"') => {
+                stack.pop();
+            }
+            (_, '$') if rest[1..].starts_with('(') => {
+                stack.push(Quoting::None);
+                step += 1;
+            }
+            (Quoting::None, ')') if stack.len() > 1 => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        out.push_str(&rest[..step]);
+        rest = &rest[step..];
     }
-    out.push_str(rest);
     out
 }
 
@@ -316,7 +379,7 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         .collect();
     if let Some(before) = &plan.before {
         match shell(
-            &expand(before, &values, true),
+            &expand_for_shell(before, &values),
             plan,
             &dir,
             &env,
@@ -338,11 +401,7 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
             }
         }
     }
-    let argv: Vec<String> = plan
-        .agent
-        .iter()
-        .map(|a| expand(a, &values, false))
-        .collect();
+    let argv: Vec<String> = plan.agent.iter().map(|a| expand(a, &values)).collect();
     match spawn_and_wait(
         &argv,
         &plan.cwd,
@@ -370,7 +429,7 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
     }
     if let Some(verify) = &plan.verify {
         r.oracle = match shell(
-            &expand(verify, &values, true),
+            &expand_for_shell(verify, &values),
             plan,
             &dir,
             &env,
@@ -851,18 +910,29 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_are_expanded_once_and_quoted_for_the_shell() {
+    fn placeholders_are_expanded_once_and_referenced_for_the_shell() {
         let values = [
             ("seed", "7".to_owned()),
             ("run_dir", "/tmp/a b/it's {seed}".to_owned()),
         ];
         assert_eq!(
-            expand("--dir={run_dir} {seed} {other}", &values, false),
+            expand("--dir={run_dir} {seed} {other}", &values),
             "--dir=/tmp/a b/it's {seed} 7 {other}"
         );
         assert_eq!(
-            expand("test -d {run_dir}", &values, true),
-            "test -d '/tmp/a b/it'\\''s {seed}'"
+            expand_for_shell("test -d {run_dir} {other}", &values),
+            "test -d \"$TOOLSTORM_RUN_DIR\" {other}"
+        );
+        assert_eq!(
+            expand_for_shell(
+                r#"test -f "{run_dir}/x" && echo '{seed}' \"{seed}"#,
+                &values
+            ),
+            r#"test -f "$TOOLSTORM_RUN_DIR/x" && echo ''"$TOOLSTORM_SEED"'' \""$TOOLSTORM_SEED""#
+        );
+        assert_eq!(
+            expand_for_shell(r#"echo "$(cat {run_dir})" "{seed}""#, &values),
+            r#"echo "$(cat "$TOOLSTORM_RUN_DIR")" "$TOOLSTORM_SEED""#
         );
     }
 }

@@ -283,34 +283,10 @@ pub fn sidecar_path(cassette: &Path) -> PathBuf {
 }
 
 /// A command line as the sidecar keeps it: the value of an option named like a secret
-/// (`--token=...`, `--api-key X`, `PASSWORD=...`) is replaced by `[REDACTED]`, with the key
-/// rules the payloads use (lower case, `-` read as `_`).
+/// (`--token=...`, `--api-key X`, `GITHUB_TOKEN=...`) is replaced by `[REDACTED]`
+/// ([`Redactor::redact_argv`]).
 pub fn redact_argv(argv: &[String]) -> Vec<String> {
-    let r = Redactor::builtin();
-    let secret = |name: &str| {
-        let name = name.trim_start_matches('-');
-        !name.is_empty() && r.is_secret_key(&crate::json::Text::from(name))
-    };
-    let mut out = Vec::with_capacity(argv.len());
-    let mut next_is_secret = false;
-    for arg in argv {
-        if next_is_secret {
-            out.push(crate::redact::MARKER.to_owned());
-            next_is_secret = false;
-            continue;
-        }
-        match arg.split_once('=') {
-            Some((name, _)) if secret(name) => {
-                out.push(format!("{name}={}", crate::redact::MARKER));
-            }
-            None if arg.starts_with('-') && secret(arg) => {
-                out.push(arg.clone());
-                next_is_secret = true;
-            }
-            _ => out.push(arg.clone()),
-        }
-    }
-    out
+    Redactor::builtin().redact_argv(argv)
 }
 
 /// The write-ahead journal of a recording: `incident.json` → `incident.mcp.journal`.
