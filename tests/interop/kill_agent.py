@@ -105,6 +105,16 @@ def assert_recording() -> None:
     except ValueError:
         mcp = {}
     f.check(mcp.get("finished") is False, f"check --json does not say the killed session did not finish: {check.stdout[:300]}")
+    # Killed after its last answer, nothing in flight: nothing was lost, and the verdict says so.
+    try:
+        verdicts = {c["name"]: c for c in json.loads(check.stdout).get("checks", [])}
+    except (ValueError, KeyError, TypeError):
+        verdicts = {}
+    ended = verdicts.get("Session finished", {})
+    f.check(
+        ended.get("passed") is True and "killed after its last answer" in ended.get("detail", ""),
+        f"Session finished should pass, saying the proxy was killed after its last answer: {ended}",
+    )
     tools = [c.get("tool") for c in calls]
     f.check(tools == answered[: len(tools)], f"the cassette's calls {tools} are not the answered calls {answered}")
 

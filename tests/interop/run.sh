@@ -3,7 +3,8 @@
 # between them. Installs them itself from the registries (PyPI and npm) into target/interop and
 # fails, never skips, when it cannot.
 #
-#   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign (default: all)
+#   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign slowexit
+#                                       inspector (default: all)
 #
 # Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
 # missing or older than the sources), SHIPPING_SERVER (default
@@ -19,7 +20,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -96,8 +97,9 @@ NODE_DIR="$WORK/node"
 NODE_STAMP="$NODE_DIR/.interop-package.json"
 FS_SERVER="$NODE_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 if ! { cmp -s "$HERE/package.json" "$NODE_STAMP" && [ -f "$FS_SERVER" ] \
-       && [ -f "$NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ]; }; then
-  echo "interop: installing @modelcontextprotocol/sdk and server-filesystem from npm into $NODE_DIR" >&2
+       && [ -f "$NODE_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ] \
+       && [ -x "$NODE_DIR/node_modules/.bin/mcp-inspector" ]; }; then
+  echo "interop: installing @modelcontextprotocol/sdk, server-filesystem and inspector from npm into $NODE_DIR" >&2
   rm -rf "$NODE_DIR"
   mkdir -p "$NODE_DIR"
   cp "$HERE/package.json" "$NODE_DIR/package.json"
@@ -107,8 +109,10 @@ if ! { cmp -s "$HERE/package.json" "$NODE_STAMP" && [ -f "$FS_SERVER" ] \
   cp "$HERE/package.json" "$NODE_STAMP"
 fi
 [ -f "$FS_SERVER" ] || setup_failed "the filesystem server is missing from $NODE_DIR after the install"
+INSPECTOR="$NODE_DIR/node_modules/.bin/mcp-inspector"
+[ -x "$INSPECTOR" ] || setup_failed "the MCP Inspector is missing from $NODE_DIR after the install"
 NODE_VERSIONS="$(cd "$NODE_DIR" && node -e '
-  for (const p of ["@modelcontextprotocol/sdk", "@modelcontextprotocol/server-filesystem"])
+  for (const p of ["@modelcontextprotocol/sdk", "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/inspector"])
     process.stdout.write(`${p}@${require(`./node_modules/${p}/package.json`).version} `)')"
 # ES modules resolve packages from their own folder: the Node client runs from NODE_DIR.
 cp "$HERE/fs_agent.mjs" "$NODE_DIR/fs_agent.mjs"
@@ -118,7 +122,7 @@ echo "interop: $PY_VERSIONS $NODE_VERSIONS; proxy $BIN; setup took $((INSTALLED 
 
 # ----- the cases -----
 export TOOLSTORM_BIN="$BIN" INTEROP_HERE="$HERE" SHIPPING_SERVER
-export SQLITE_SERVER="$VENV/bin/mcp-server-sqlite" FS_SERVER
+export SQLITE_SERVER="$VENV/bin/mcp-server-sqlite" FS_SERVER INSPECTOR
 export PYTHONDONTWRITEBYTECODE=1
 
 run_case() {
@@ -130,6 +134,8 @@ run_case() {
     inflight) set -- "$VENV/bin/python" "$HERE/inflight_client.py" ;;
     executor) set -- "$VENV/bin/python" "$HERE/executor_fs.py" ;;
     campaign) set -- "$VENV/bin/python" "$HERE/campaign_case.py" ;;
+    slowexit) set -- "$VENV/bin/python" "$HERE/slowexit_client.py" ;;
+    inspector) set -- "$VENV/bin/python" "$HERE/inspector_case.py" ;;
   esac
   rm -rf "$dir"
   mkdir -p "$dir"
