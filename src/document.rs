@@ -25,6 +25,7 @@
 //! # Ok::<(), toolstorm::document::Error>(())
 //! ```
 
+pub mod adopted;
 pub mod campaign;
 mod error;
 pub mod explain;

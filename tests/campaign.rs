@@ -510,3 +510,32 @@ fn secrets_in_the_agent_and_oracle_commands_stay_out_of_the_campaign_file() {
     let (code, out, err) = campaign(&dir, &again);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+#[test]
+fn a_daemon_the_agent_starts_in_a_session_of_its_own_does_not_outlive_its_run() {
+    let (dir, scenario) = workspace("setsid");
+    let mark = format!("sleep 300.{}", std::process::id());
+    // The agent first starts a daemon that leaves its process group (`setsid`), then works.
+    let launcher = format!("setsid sh -c '{mark}' & exec \"$0\" \"$@\"");
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--runs".into(),
+        "2".into(),
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        launcher,
+    ];
+    args.extend(agent_args(true).into_iter().skip(1));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = campaign(&dir, &argv);
+    assert_eq!(code, 0, "{out}{err}");
+    let left = running_with(&mark);
+    for pid in &left {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert!(
+        left.is_empty(),
+        "the daemons outlived the campaign: {left:?}"
+    );
+}

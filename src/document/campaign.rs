@@ -235,6 +235,10 @@ pub fn run_all(
         }
         failed.map_or(Ok(()), Err)
     })
+    .inspect(|()| {
+        // Every run is over: what was adopted without a run's mark goes too.
+        super::adopted::end_all_adopted();
+    })
 }
 
 /// `arg` with the run's placeholders replaced by their values, in one pass (a value is never
@@ -323,8 +327,15 @@ fn substitute(
     out
 }
 
-/// Runs one seed: folder, configuration, setup, agent, oracle, judgement.
+/// Runs one seed: folder, configuration, setup, agent, oracle, judgement. What the run left
+/// running outside its process group (a `setsid` daemon) is ended when it is over.
 pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
+    let record = run_steps(plan, run, seed);
+    super::adopted::end_adopted(&super::adopted::mark_for(run, seed));
+    record
+}
+
+fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
     let started = Instant::now();
     let dir = plan.run_dir(run);
     let record_path = dir.join("recording.json");
@@ -373,10 +384,15 @@ pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         ("record", record_path.display().to_string()),
         ("run_dir", dir.display().to_string()),
     ];
-    let env: Vec<(String, String)> = values
+    let mut env: Vec<(String, String)> = values
         .iter()
         .map(|(k, v)| (format!("TOOLSTORM_{}", k.to_ascii_uppercase()), v.clone()))
         .collect();
+    // Whatever the run starts carries its mark: what escapes its process group is found by it.
+    env.push((
+        super::adopted::MARK_VAR.to_owned(),
+        super::adopted::mark_for(run, seed),
+    ));
     if let Some(before) = &plan.before {
         match shell(
             &expand_for_shell(before, &values),
@@ -580,6 +596,7 @@ fn spawn_and_wait(
     };
     let out = crate::fsread::open_own(&logs.join(log), false, true)?;
     let err = out.try_clone()?;
+    super::adopted::become_subreaper();
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
