@@ -36,7 +36,7 @@ pub fn printable(s: &str, max_chars: usize) -> Cow<'_, str> {
     if !long && !s.chars().any(is_unsafe) {
         return Cow::Borrowed(s);
     }
-    let mut out = String::with_capacity(s.len().min(max_chars * 2) + 16);
+    let mut out = String::with_capacity(s.len().min(max_chars.saturating_mul(2)) + 16);
     let mut chars = s.chars();
     for c in chars.by_ref().take(max_chars) {
         match c {

@@ -70,3 +70,45 @@ fn enter_opens_a_run_and_c_compares_two() {
     assert!(screen.contains("create_shipment#2"), "{screen}");
     assert!(screen.contains("FAIL → PASS"), "{screen}");
 }
+
+#[test]
+fn what_a_campaign_file_holds_is_shown_escaped_in_every_pane() {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cassettes");
+    let dir = std::env::temp_dir().join(format!("toolstorm-escape-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(here.join("lost-ack-campaign.runs"))
+        .arg(&dir)
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let text = std::fs::read_to_string(here.join("lost-ack-campaign.json")).expect("campaign");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let title = "\u{1b}]0;PWNED-TITLE\u{7}\u{1b}[2J";
+    v["verify"] = format!("test {title}").into();
+    v["runs"][0]["oracle"] = false.into();
+    v["runs"][0]["checks"][0]["name"] = format!("No duplicate side effects{title}").into();
+    v["runs"][1]["recording"] = "nowhere/recording.json".into();
+    v["runs"][1]["note"] = format!("gone{title}").into();
+    let file = dir.join("c.campaign.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&v).expect("text")).expect("write");
+    let mut app = App::new(Document::open(&file).expect("the campaign opens"));
+    let escaped = r"\x1b]0;PWNED-TITLE\x07\x1b[2J";
+    let screen = draw(&mut app, 160, 40).backend().to_string();
+    // The runs list: a check's name, and the note of a run with no recording.
+    assert!(
+        screen.contains(&format!("No duplicate side effects{escaped}")),
+        "{screen}"
+    );
+    assert!(screen.contains(&format!("gone{escaped}")), "{screen}");
+    // The run itself: its verdicts, the oracle's command among them.
+    press(&mut app, key(KeyCode::Enter));
+    press(&mut app, key(KeyCode::Char('G')));
+    let screen = draw(&mut app, 160, 70).backend().to_string();
+    assert!(screen.contains("Oracle (--verify): test"), "{screen}");
+    // The pane wraps the oracle's command after "test": its control characters are shown.
+    assert!(screen.contains(escaped), "{screen}");
+    assert!(!screen.contains("PWNED-TITLE\u{7}"), "{screen}");
+}

@@ -77,7 +77,7 @@ pub fn render(question: &str, n: usize, area: Rect, buf: &mut Buffer, theme: &Th
         Line::raw(""),
         Line::styled("y approves · any other key denies (the default)", theme.dim),
     ];
-    Paragraph::new(lines)
+    Paragraph::new(super::view::text::escaped(lines))
         .wrap(Wrap { trim: false })
         .block(pane(format!(" Approval {n} "), true, theme))
         .render(r, buf);

@@ -413,7 +413,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             theme.dim,
         ));
     }
-    Paragraph::new(lines).render(body, buf);
+    Paragraph::new(super::text::escaped(lines)).render(body, buf);
     if visible.len() > rows {
         let mut state = ScrollbarState::new(visible.len().saturating_sub(rows)).position(start);
         Scrollbar::new(ScrollbarOrientation::VerticalRight)

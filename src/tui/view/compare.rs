@@ -151,7 +151,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             st,
         )));
     }
-    Paragraph::new(lhs).render(left, buf);
-    Paragraph::new(rhs).render(right, buf);
-    Paragraph::new(summary).render(bottom, buf);
+    Paragraph::new(super::text::escaped(lhs)).render(left, buf);
+    Paragraph::new(super::text::escaped(rhs)).render(right, buf);
+    Paragraph::new(super::text::escaped(summary)).render(bottom, buf);
 }

@@ -52,7 +52,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
                 if c.passed { theme.ok } else { theme.failed },
             ));
         }
-        Paragraph::new(lines)
+        Paragraph::new(super::text::escaped(lines))
             .block(pane(fit(title, *col), i == app.run, theme))
             .render(*col, buf);
     }

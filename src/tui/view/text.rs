@@ -1,6 +1,7 @@
-//! Shaping text for panes: wrapping that keeps continuation lines indented under their
-//! first line (so wrapped details stay readable), search highlights inside styled lines, and a
-//! text field with its cursor.
+//! Shaping text for panes: the one escaping every pane's text goes through ([`escaped`]:
+//! what came from a file never acts on the terminal), wrapping that keeps continuation lines
+//! indented under their first line (so wrapped details stay readable), search highlights
+//! inside styled lines, and a text field with its cursor.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -8,12 +9,32 @@ use unicode_width::UnicodeWidthChar;
 
 use super::super::prompt::TextField;
 
+/// The lines with every character that could act on a terminal shown escaped, as the
+/// timeline shows them (`\x1b`, `\u202e`: [`crate::printable::printable`]), whatever pane
+/// they are for: ratatui would drop a control character silently, hiding what a file holds.
+/// Text escaped already comes back as it is.
+pub fn escaped(lines: Vec<Line<'static>>) -> Vec<Line<'static>> {
+    lines
+        .into_iter()
+        .map(|mut line| {
+            for span in &mut line.spans {
+                if let std::borrow::Cow::Owned(e) =
+                    crate::printable::printable(&span.content, usize::MAX)
+                {
+                    span.content = e.into();
+                }
+            }
+            line
+        })
+        .collect()
+}
+
 /// Wraps each line to `width` columns, breaking at spaces where it can; a continuation starts
-/// under the first line's text, two columns further in.
+/// under the first line's text, two columns further in. The lines are [`escaped`] first.
 pub fn wrap(lines: Vec<Line<'static>>, width: usize) -> Vec<Line<'static>> {
     let width = width.max(8);
     let mut out = Vec::with_capacity(lines.len());
-    for line in lines {
+    for line in escaped(lines) {
         if line.width() <= width {
             out.push(line);
             continue;
