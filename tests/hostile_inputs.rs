@@ -374,3 +374,31 @@ fn no_valid_file_stalls_us() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+#[test]
+fn a_journal_twice_the_bound_is_refused_before_it_is_read() {
+    let cassette = scratch("huge-journal.json");
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("cassettes");
+    std::fs::copy(here.join("mcp-incident.json"), &cassette).expect("cassette");
+    std::fs::copy(
+        here.join("mcp-incident.mcp.json"),
+        cassette.with_extension("mcp.json"),
+    )
+    .expect("sidecar");
+    let journal = toolstorm::mcp::session::journal_path(&cassette);
+    let mut f = std::fs::File::create(&journal).expect("journal");
+    std::io::Write::write_all(&mut f, b"{\"kind\":\"toolstorm-mcp-journal\"}\n").expect("write");
+    // Twice the bound (the rest reads as NUL bytes; nothing past the size is looked at).
+    f.set_len(2 * toolstorm::mcp::journal::MAX_JOURNAL_BYTES)
+        .expect("extend");
+    drop(f);
+    refused(&cassette, "exceeds 32000000 bytes");
+    let out = run(&["mcp", "--replay", cassette.to_str().expect("path")]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("exceeds 32000000 bytes"),
+        "{}",
+        out.stderr
+    );
+    let _ = std::fs::remove_file(&journal);
+}

@@ -233,23 +233,31 @@ impl ToolSpec {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Registry {
     tools: Vec<ToolSpec>,
+    /// Each name's place in `tools`: a server with thousands of tools is read, and its tools
+    /// looked up, in time linear in their number.
+    by_name: std::collections::BTreeMap<String, usize>,
 }
 
 impl Registry {
     /// A registry of these tools (later duplicates of a name are ignored).
     pub fn new(tools: impl IntoIterator<Item = ToolSpec>) -> Registry {
         let mut out: Vec<ToolSpec> = Vec::new();
+        let mut by_name = std::collections::BTreeMap::new();
         for t in tools {
-            if !out.iter().any(|o| o.name == t.name) {
+            if let std::collections::btree_map::Entry::Vacant(e) = by_name.entry(t.name.clone()) {
+                e.insert(out.len());
                 out.push(t);
             }
         }
-        Registry { tools: out }
+        Registry {
+            tools: out,
+            by_name,
+        }
     }
 
     /// The tool named `name`.
     pub fn get(&self, name: &str) -> Option<&ToolSpec> {
-        self.tools.iter().find(|t| t.name == name)
+        self.by_name.get(name).map(|i| &self.tools[*i])
     }
 
     /// Every tool, in order.
@@ -264,14 +272,7 @@ impl Registry {
 
     /// The same registry without side-effecting tools.
     pub fn read_only(&self) -> Registry {
-        Registry {
-            tools: self
-                .tools
-                .iter()
-                .filter(|t| !t.side_effect)
-                .cloned()
-                .collect(),
-        }
+        Registry::new(self.tools.iter().filter(|t| !t.side_effect).cloned())
     }
 
     /// Every tool's function-tool object, as a list.

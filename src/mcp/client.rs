@@ -20,7 +20,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, ExitStatus};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{
+    Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError, channel, sync_channel,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -35,6 +37,12 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 const STDERR_TAIL: usize = 4096;
 /// Most pages of `tools/list` followed.
 const MAX_PAGES: usize = 100;
+/// Most tools taken from a server's `tools/list`, all pages together.
+pub const MAX_TOOLS: usize = 10_000;
+/// Most messages waiting for the server to read them: a server that stops reading (and
+/// floods us with requests we answer) fills it, then what we would send is refused, not
+/// queued without bound.
+const OUTBOX_MESSAGES: usize = 256;
 
 /// Why the client could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -128,7 +136,7 @@ struct Waiting {
 #[derive(Debug, Default)]
 struct Shared {
     /// Lines for the writer thread (`None` once the session is being stopped).
-    outbox: Mutex<Option<Sender<Vec<u8>>>>,
+    outbox: Mutex<Option<SyncSender<Vec<u8>>>>,
     pending: Mutex<Waiting>,
     stderr: Mutex<VecDeque<u8>>,
 }
@@ -138,13 +146,17 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Queues a message for the writer thread; false when the session is being stopped.
-    fn send(&self, message: &Value) -> bool {
+    /// Queues a message for the writer thread: false when the session is being stopped, or
+    /// when [`OUTBOX_MESSAGES`] wait already (the server is not reading its input).
+    fn send(&self, message: &Value) -> Result<(), Unsent> {
         let mut bytes = compact(message).into_bytes();
         bytes.push(b'\n');
         match locked(&self.outbox).as_ref() {
-            Some(tx) => tx.send(bytes).is_ok(),
-            None => false,
+            Some(tx) => tx.try_send(bytes).map_err(|e| match e {
+                TrySendError::Full(_) => Unsent::NotReading,
+                TrySendError::Disconnected(_) => Unsent::Closed,
+            }),
+            None => Err(Unsent::Closed),
         }
     }
 
@@ -223,13 +235,23 @@ impl Shared {
                         "message" => format!("this client offers no {method}"),
                     }}
                 };
-                self.send(&answer);
+                // Dropped when the server reads nothing: it is flooding us, not listening.
+                let _ = self.send(&answer);
             }
             // Notifications (logs, progress, list changes) and lines we cannot read change
             // nothing for a caller.
             Message::Notification { .. } | Message::Other(_) => {}
         }
     }
+}
+
+/// Why a message was not queued for the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unsent {
+    /// The session is being stopped.
+    Closed,
+    /// The server has not read what waits for it.
+    NotReading,
 }
 
 /// What the server said about itself in `initialize`.
@@ -273,7 +295,7 @@ impl McpClient {
             })?;
         let shared = Arc::new(Shared::default());
         if let Some(stdin) = streams.stdin {
-            let (tx, rx) = channel::<Vec<u8>>();
+            let (tx, rx) = sync_channel::<Vec<u8>>(OUTBOX_MESSAGES);
             *locked(&shared.outbox) = Some(tx);
             let _ = std::thread::Builder::new()
                 .name("toolstorm-mcp-write".into())
@@ -354,8 +376,19 @@ impl McpClient {
         let sent = self.shared.send(&obj! {
             "jsonrpc" => "2.0", "id" => id, "method" => method, "params" => params,
         });
-        if !sent && let Some(tx) = locked(&self.shared.pending).by_id.remove(&id) {
-            let _ = tx.send(Reply::Closed);
+        if let Err(why) = sent
+            && let Some(tx) = locked(&self.shared.pending).by_id.remove(&id)
+        {
+            let _ = tx.send(match why {
+                Unsent::Closed => Reply::Closed,
+                Unsent::NotReading => Reply::Error {
+                    code: -32000,
+                    message: format!(
+                        "not sent: the server has not read the {OUTBOX_MESSAGES} messages \
+                         waiting for it"
+                    ),
+                },
+            });
         }
         Pending { id, rx }
     }
@@ -375,7 +408,8 @@ impl McpClient {
     }
 
     fn notify(&self, method: &str, params: Value) {
-        self.shared
+        let _ = self
+            .shared
             .send(&obj! {"jsonrpc" => "2.0", "method" => method, "params" => params});
     }
 
@@ -406,8 +440,10 @@ impl McpClient {
         }
     }
 
-    /// Every tool the server lists (each page of `tools/list`), as the objects it sent.
+    /// Every tool the server lists (each page of `tools/list`), as the objects it sent:
+    /// `limit` is for all the pages together, and at most [`MAX_TOOLS`] are taken.
     pub fn list_tools(&self, limit: Duration) -> Result<Vec<Value>, ClientError> {
+        let until = std::time::Instant::now() + limit;
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -415,9 +451,23 @@ impl McpClient {
                 Some(c) => obj! {"cursor" => c.as_str()},
                 None => obj! {},
             };
-            let page = self.ask("tools/list", params, limit)?;
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            let page = self.ask("tools/list", params, left).map_err(|e| match e {
+                ClientError::NoAnswer { method, stderr, .. } => ClientError::NoAnswer {
+                    method: format!("{method} (all its pages)"),
+                    seconds: limit.as_secs(),
+                    stderr,
+                },
+                other => other,
+            })?;
             let o = page.as_object();
             match o.and_then(|o| o.get("tools")).and_then(Value::as_array) {
+                Some(items) if tools.len() + items.len() > MAX_TOOLS => {
+                    return Err(ClientError::Refused {
+                        method: "tools/list".into(),
+                        message: format!("it lists more than {MAX_TOOLS} tools"),
+                    });
+                }
                 Some(items) => tools.extend(items.iter().cloned()),
                 None => {
                     return Err(ClientError::Refused {

@@ -45,8 +45,10 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// The longest line a reader accepts (a line holds one call, whose payloads are capped far
 /// below this).
 const MAX_LINE: usize = 8_000_000;
-/// The most a reader takes from one journal.
-pub const MAX_JOURNAL_BYTES: u64 = 256 * 1024 * 1024;
+/// The most a reader takes from one journal: four times a recording file's limit (a journal
+/// holds what both files do, and each call's counters). The recorder stops taking calls
+/// before its journal reaches it, so only a journal that is not ours is refused.
+pub const MAX_JOURNAL_BYTES: u64 = 4 * crate::json::MAX_DOCUMENT_BYTES as u64;
 
 /// An end line's call made whole: the recorder writes a call's arguments once, in its begin
 /// line, and its end line has the call without them (an `--append` line of an earlier
@@ -148,6 +150,11 @@ pub struct Writer {
 const RESERVE: u64 = 256 * 1024;
 
 impl Writer {
+    /// Bytes of whole lines in the journal.
+    pub fn written(&self) -> u64 {
+        self.len
+    }
+
     /// Starts a new journal for the recording at `cassette` (replacing an old one), owner-only,
     /// and writes its header: [`Writer::create_staged`] published at once.
     pub fn create(cassette: &Path, header: &Value) -> io::Result<Writer> {

@@ -208,6 +208,7 @@ impl Recorder {
         self.full.load(Ordering::Relaxed)
             || self.cassette_bytes + need > room
             || self.sidecar_bytes + need > room
+            || self.journal.written() + 2 * need as u64 > super::journal::MAX_JOURNAL_BYTES
     }
 
     /// Why the recording's files could not follow the journal, if they could not (then
