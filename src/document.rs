@@ -127,6 +127,8 @@ pub struct CampaignView {
     pub records: Vec<crate::campaign::RunRecord>,
     /// Runs finished without a recording that opens, with why.
     pub missing: Vec<(i64, String)>,
+    /// Runs (by index in the document) whose recording is not read yet, and where it is.
+    pub unloaded: std::collections::BTreeMap<usize, PathBuf>,
 }
 
 /// One run the user can step through.
@@ -473,6 +475,90 @@ fn recording_complete(m: &McpSession) -> Check {
     }
 }
 
+/// The one run of the recording at `at`, or why it cannot be shown.
+fn read_run(at: &Path) -> Result<Run, String> {
+    let doc = open_trace(at).and_then(|t| Document::from_trace(Some(at.to_path_buf()), t));
+    match doc {
+        Ok(d) => d
+            .runs
+            .into_iter()
+            .next()
+            .ok_or_else(|| "its recording holds no run".to_owned()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A campaign run not read yet: its verdict is the campaign file's, its calls come later.
+fn unread_run(seed: i64) -> Run {
+    let report = crate::report::Report {
+        seed: crate::json::Int::Small(seed),
+        clock: String::new(),
+        calls: Vec::new(),
+        effects: Vec::new(),
+        rules: Vec::new(),
+        coverage: Vec::new(),
+        budget_rejections: 0,
+        capture: false,
+    };
+    Run {
+        label: String::new(),
+        policy: None,
+        timeline: Timeline::new(report),
+        checks: Vec::new(),
+        max_calls: 0,
+        digest: String::new(),
+        batches: Vec::new(),
+        approvals: Vec::new(),
+        contract: String::new(),
+    }
+}
+
+/// Run `r` of a campaign, as the campaign judged it, with `run`'s recording.
+fn campaign_run(
+    file: &crate::campaign::CampaignFile,
+    r: &crate::campaign::RunRecord,
+    mut run: Run,
+) -> Run {
+    run.label = format!("campaign run {}", r.run);
+    run.contract = format!(
+        "check as the campaign judges it (Fault exercised left out; the oracle beside) · run \
+         {} of {}",
+        r.run,
+        file.seeds.len()
+    );
+    // The verdict is the campaign's: its checks, and the oracle's word.
+    run.checks = r
+        .checks
+        .iter()
+        .map(|c| crate::contract::Check {
+            name: c.name.clone(),
+            passed: c.passed,
+            detail: c.detail.clone(),
+        })
+        .chain(r.oracle.map(|ok| crate::contract::Check {
+            name: "Oracle (--verify)".into(),
+            passed: ok,
+            detail: format!(
+                "{} exited {}",
+                file.verify.as_deref().unwrap_or("the oracle"),
+                if ok { "0" } else { "non-zero" }
+            ),
+        }))
+        .collect();
+    // How the run ended counts too (a timeout, an agent that died).
+    if r.outcome != crate::campaign::Outcome::Finished || r.note.is_some() {
+        run.checks.push(crate::contract::Check {
+            name: "Run finished".into(),
+            passed: false,
+            detail: r
+                .note
+                .clone()
+                .unwrap_or_else(|| format!("the run ended: {}", r.outcome.as_str())),
+        });
+    }
+    run
+}
+
 /// A bare cassette read through its skeleton ([`Cassette::read_owned`]), which lets go of the
 /// bytes as soon as their values are read; the bytes back, unread, for anything else.
 fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u8>> {
@@ -657,7 +743,9 @@ impl Document {
     }
 
     /// A campaign's runs, each its recording judged as `check` judges it, labelled with its
-    /// seed and verdict. Runs whose recording is missing or unreadable are listed as such.
+    /// seed and verdict. Runs whose recording is missing are listed as such. Only the first
+    /// run's recording is read now: the others are read when they are shown
+    /// ([`Document::load_run`]), so a campaign of thousands of runs opens at once.
     pub fn from_campaign(
         path: &Path,
         file: crate::campaign::CampaignFile,
@@ -665,55 +753,32 @@ impl Document {
         let mut runs = Vec::new();
         let mut records = Vec::new();
         let mut missing = Vec::new();
+        let mut unloaded = std::collections::BTreeMap::new();
         for r in &file.runs {
             let at = campaign::recording_path(path, r);
-            let doc = open_trace(&at).and_then(|t| Document::from_trace(Some(at.clone()), t));
-            match doc {
-                Ok(d) => {
-                    let Some(mut run) = d.runs.into_iter().next() else {
-                        missing.push((r.seed, "its recording holds no run".to_owned()));
-                        continue;
-                    };
-                    run.label = format!("campaign run {}", r.run);
-                    run.contract = format!(
-                        "check as the campaign judges it (Fault exercised left out; the oracle \
-                         beside) · run {} of {}",
-                        r.run,
-                        file.seeds.len()
-                    );
-                    // The verdict is the campaign's: its checks, and the oracle's word.
-                    run.checks = r
-                        .checks
-                        .iter()
-                        .map(|c| crate::contract::Check {
-                            name: c.name.clone(),
-                            passed: c.passed,
-                            detail: c.detail.clone(),
-                        })
-                        .chain(r.oracle.map(|ok| crate::contract::Check {
-                            name: "Oracle (--verify)".into(),
-                            passed: ok,
-                            detail: format!(
-                                "{} exited {}",
-                                file.verify.as_deref().unwrap_or("the oracle"),
-                                if ok { "0" } else { "non-zero" }
-                            ),
-                        }))
-                        .collect();
-                    // How the run ended counts too (a timeout, an agent that died).
-                    if r.outcome != crate::campaign::Outcome::Finished || r.note.is_some() {
-                        run.checks.push(crate::contract::Check {
-                            name: "Run finished".into(),
-                            passed: false,
-                            detail: r.note.clone().unwrap_or_else(|| {
-                                format!("the run ended: {}", r.outcome.as_str())
-                            }),
-                        });
+            if !runs.is_empty() {
+                match std::fs::metadata(&at) {
+                    Ok(m) if m.is_file() => {
+                        unloaded.insert(runs.len(), at);
+                        runs.push(campaign_run(&file, r, unread_run(r.seed)));
+                        records.push(r.clone());
                     }
-                    runs.push(run);
+                    Ok(_) => missing.push((r.seed, "its recording is not a file".to_owned())),
+                    Err(e) => missing.push((
+                        r.seed,
+                        r.note
+                            .clone()
+                            .unwrap_or_else(|| Error::io(&at, e).to_string()),
+                    )),
+                }
+                continue;
+            }
+            match read_run(&at) {
+                Ok(run) => {
+                    runs.push(campaign_run(&file, r, run));
                     records.push(r.clone());
                 }
-                Err(e) => missing.push((r.seed, r.note.clone().unwrap_or_else(|| e.to_string()))),
+                Err(e) => missing.push((r.seed, r.note.clone().unwrap_or(e))),
             }
         }
         if runs.is_empty() {
@@ -743,8 +808,27 @@ impl Document {
                 file,
                 records,
                 missing,
+                unloaded,
             }),
         })
+    }
+
+    /// Reads run `i`'s recording if it was not read yet (a campaign's runs are read when they
+    /// are shown). An error names the recording; the run stays unread.
+    pub fn load_run(&mut self, i: usize) -> Result<(), String> {
+        let Some(c) = self.campaign.as_mut() else {
+            return Ok(());
+        };
+        let Some(at) = c.unloaded.get(&i).cloned() else {
+            return Ok(());
+        };
+        let (Some(record), Some(run)) = (c.records.get(i), self.runs.get_mut(i)) else {
+            return Ok(());
+        };
+        let read = read_run(&at)?;
+        *run = campaign_run(&c.file, record, read);
+        c.unloaded.remove(&i);
+        Ok(())
     }
 
     /// The runs of a scenario that has run.

@@ -71,10 +71,11 @@ fn enter_opens_a_run_and_c_compares_two() {
     assert!(screen.contains("FAIL → PASS"), "{screen}");
 }
 
-#[test]
-fn what_a_campaign_file_holds_is_shown_escaped_in_every_pane() {
+/// A fresh folder holding the bundled campaign's runs, and the campaign file's JSON to edit
+/// and write there.
+fn campaign_copy(tag: &str) -> (PathBuf, serde_json::Value) {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cassettes");
-    let dir = std::env::temp_dir().join(format!("toolstorm-escape-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("toolstorm-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
     let copied = std::process::Command::new("cp")
@@ -85,7 +86,12 @@ fn what_a_campaign_file_holds_is_shown_escaped_in_every_pane() {
         .expect("cp");
     assert!(copied.success());
     let text = std::fs::read_to_string(here.join("lost-ack-campaign.json")).expect("campaign");
-    let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    (dir, serde_json::from_str(&text).expect("json"))
+}
+
+#[test]
+fn what_a_campaign_file_holds_is_shown_escaped_in_every_pane() {
+    let (dir, mut v) = campaign_copy("escape");
     let title = "\u{1b}]0;PWNED-TITLE\u{7}\u{1b}[2J";
     v["verify"] = format!("test {title}").into();
     v["runs"][0]["oracle"] = false.into();
@@ -111,4 +117,56 @@ fn what_a_campaign_file_holds_is_shown_escaped_in_every_pane() {
     // The pane wraps the oracle's command after "test": its control characters are shown.
     assert!(screen.contains(escaped), "{screen}");
     assert!(!screen.contains("PWNED-TITLE\u{7}"), "{screen}");
+}
+
+#[test]
+fn a_campaign_of_many_runs_reads_a_run_when_it_is_shown() {
+    let (dir, mut v) = campaign_copy("lazy");
+    // 2,000 runs: each of the ten recordings five times over... and one recording broken.
+    let ten = v["runs"].as_array().expect("runs").clone();
+    let mut runs = Vec::new();
+    let mut seeds = Vec::new();
+    for i in 0..2000usize {
+        let mut r = ten[i % 10].clone();
+        r["run"] = (i + 1).into();
+        r["seed"] = (1000 + i).into();
+        seeds.push(serde_json::Value::from(1000 + i));
+        runs.push(r);
+    }
+    runs[1]["recording"] = "broken.json".into();
+    std::fs::write(dir.join("broken.json"), "{not json").expect("write");
+    v["runs"] = runs.into();
+    v["seeds"] = seeds.into();
+    let file = dir.join("many.campaign.json");
+    std::fs::write(&file, serde_json::to_string(&v).expect("text")).expect("write");
+    let doc = Document::open(&file).expect("the campaign opens");
+    let c = doc.campaign.as_ref().expect("a campaign");
+    assert_eq!(doc.runs.len(), 2000, "every run is listed");
+    assert_eq!(
+        c.unloaded.len(),
+        1999,
+        "only the first run's recording was read"
+    );
+    let mut app = App::new(doc);
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("2000 runs"), "{screen}");
+    // The broken recording is said when its run is opened; the run shown stays.
+    let before = app.run;
+    press(&mut app, key(KeyCode::Char('j')));
+    press(&mut app, key(KeyCode::Enter));
+    assert_eq!(app.run, before, "a run that cannot be read is not shown");
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("run 2 of 2000 cannot be shown"), "{screen}");
+    assert!(
+        matches!(app.mode, Mode::Runs(1)),
+        "the list stays: {:?}",
+        app.mode
+    );
+    // Another opens, read now: its calls are there.
+    press(&mut app, key(KeyCode::Char('j')));
+    press(&mut app, key(KeyCode::Enter));
+    assert_eq!(app.run, 2);
+    assert!(app.tab().timeline.report().calls.len() >= 2);
+    let c = app.doc.campaign.as_ref().expect("a campaign");
+    assert!(!c.unloaded.contains_key(&2) && c.unloaded.len() < 1999);
 }

@@ -218,8 +218,12 @@ pub struct App {
 impl App {
     /// A new app showing `doc`: the run that tells the scenario's story, cursor on its first
     /// call.
-    pub fn new(doc: Document) -> App {
-        let (run, failing) = story_run(&doc.runs);
+    pub fn new(mut doc: Document) -> App {
+        let (mut run, failing) = story_run(&doc.runs);
+        // A campaign's run is read when it is first shown (the first one is read already).
+        if doc.load_run(run).is_err() {
+            run = 0;
+        }
         let mut app = App {
             doc,
             run,
@@ -664,7 +668,13 @@ impl App {
             return;
         }
         let keep = self.selected().map(|c| c.id);
-        self.run = (self.run as isize + by).rem_euclid(n) as usize;
+        let to = (self.run as isize + by).rem_euclid(n) as usize;
+        // A campaign's run is read when it is first shown.
+        if let Err(e) = self.doc.load_run(to) {
+            self.info(format!("run {} of {} cannot be shown: {e}", to + 1, n));
+            return;
+        }
+        self.run = to;
         self.restore_cursor(keep);
         self.info(format!(
             "run {} of {}: {}",
@@ -726,6 +736,9 @@ impl App {
                 let before = self.timeline().len();
                 self.doc = *doc;
                 self.run = self.run.min(self.doc.runs.len().saturating_sub(1));
+                if self.doc.load_run(self.run).is_err() {
+                    self.run = 0;
+                }
                 self.restore_cursor(keep);
                 let after = self.timeline().len();
                 if following && after > before {

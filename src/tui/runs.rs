@@ -32,6 +32,15 @@ impl App {
         let Mode::Runs(row) = self.mode else {
             return;
         };
+        // A run that cannot be read keeps the list open, saying why.
+        if let Err(e) = self.doc.load_run(row) {
+            self.info(format!(
+                "run {} of {} cannot be shown: {e}",
+                row + 1,
+                self.doc.runs.len()
+            ));
+            return;
+        }
         self.mode = Mode::Browse;
         self.screen = Screen::Explore;
         if row != self.run {
@@ -49,6 +58,10 @@ impl App {
                 "that is the run shown: open another (Enter), then pick this one and press c"
                     .into(),
             );
+            return;
+        }
+        if let Err(e) = self.doc.load_run(row) {
+            self.info(format!("run {} cannot be compared: {e}", row + 1));
             return;
         }
         let Some(other) = self.doc.runs.get(row).cloned() else {
