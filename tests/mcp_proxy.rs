@@ -578,7 +578,8 @@ fn print_config_gives_an_entry_to_paste() {
         Path::new(&args[2]).is_absolute() && args[2].ends_with("incident.json"),
         "{args:?}"
     );
-    assert_eq!(&args[3..], ["--", "python3", "server.py"]);
+    // No `--`: the MCP Inspector would end its own options there.
+    assert_eq!(&args[3..], ["python3", "server.py"]);
     assert!(Path::new(common::get_str(entry, "command")).is_absolute());
 }
 
