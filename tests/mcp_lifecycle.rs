@@ -1349,6 +1349,34 @@ fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
             refused += 1;
         }
     }
+    // A request over 8 MB is refused too (it is never read whole), its id first or last.
+    let pad = "p".repeat(9_000_000);
+    for (id, line) in [
+        (
+            "200",
+            call(
+                "200",
+                "write_row",
+                &format!(r#"{{"row":"r-0","pad":"{pad}"}}"#),
+            ),
+        ),
+        (
+            "201",
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"write_row","arguments":{{"row":"r-0","pad":"{pad}"}}}},"id":201}}"#
+            ),
+        ),
+    ] {
+        s.send(&line);
+        let answer = canonical(&s.answer());
+        assert!(
+            answer.contains("not sent to the MCP server")
+                && answer.contains(&format!("\"id\":{id}")),
+            "{}",
+            &answer[..answer.len().min(300)]
+        );
+        refused += 1;
+    }
     let (code, err) = s.wait(Duration::from_secs(30));
     assert_eq!(code, Some(0), "{err}");
     assert!(
@@ -1362,7 +1390,7 @@ fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
     let doc = Document::open(&incident).expect("the recording opens");
     let n = doc.runs[0].timeline.report().calls.len();
     assert!(n > 10 && n < 70, "the calls that fit: {n}");
-    assert_eq!(n + refused, 80, "every call was recorded or refused");
+    assert_eq!(n + refused, 82, "every call was recorded or refused");
     // Nothing reached the server that the recording does not hold.
     let committed = std::fs::read_to_string(&db).expect("db").lines().count();
     assert_eq!(committed, n, "the server committed only the recorded calls");

@@ -863,10 +863,21 @@ impl Relay<'_> {
                 swallow: false,
                 id_last: false,
                 tail: Vec::new(),
+                refused: None,
             };
-            if self.recording
-                && let Some(s) = sniff_call(&piece)
+            let sniffed = if self.recording {
+                sniff_call(&piece)
+            } else {
+                None
+            };
+            if let Some(s) = &sniffed
+                && self.recording_stopped()
             {
+                // No call passes unrecorded, however long: none of it is sent.
+                long.id_last = s.id.0 == ID_TO_COME;
+                long.swallow = true;
+                long.refused = Some(s.raw_id.clone());
+            } else if let Some(s) = sniffed {
                 long.id_last = s.id.0 == ID_TO_COME;
                 let args = summarise_arguments("not recorded: a message over 8 MB", &s.arguments);
                 let note = "the request was over 8 MB: its arguments are summarised".to_owned();
@@ -891,7 +902,7 @@ impl Relay<'_> {
                     }
                 }
             }
-            if long.call.is_none() {
+            if long.call.is_none() && long.refused.is_none() {
                 self.note_once(
                     "long-client",
                     "a client message over 8 MB was relayed untouched (not read)",
@@ -922,9 +933,16 @@ impl Relay<'_> {
         if last
             && let Some(l) = self.long_request.take()
             && l.swallow
-            && let Some(call) = l.call
         {
-            self.answer_injected(call);
+            if let Some(call) = l.call {
+                self.answer_injected(call);
+            } else if let Some(id) = l.refused {
+                let id = match wire::tail_id(&l.tail).filter(|_| l.id_last) {
+                    Some(r) => String::from_utf8_lossy(&l.tail[r]).into_owned(),
+                    None => id,
+                };
+                self.refuses_call(&id);
+            }
         }
     }
 

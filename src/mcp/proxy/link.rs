@@ -461,6 +461,9 @@ pub(super) struct LongRequest {
     pub(super) tail: Vec<u8>,
     /// A fault answers in the server's place: the pieces are not forwarded.
     pub(super) swallow: bool,
+    /// The recording had stopped: the call is not sent, and the client hears so when the
+    /// last piece is in (its id's JSON text, when it came before the body).
+    pub(super) refused: Option<String>,
 }
 
 /// What an answer says, as far as the proxy could tell.

@@ -21,7 +21,7 @@ const STOPPED_CODE: i64 = -32603;
 impl Relay<'_> {
     /// Whether the recording has stopped taking calls (checking, first, whether one more
     /// call could still fit it).
-    fn recording_stopped(&mut self) -> bool {
+    pub(super) fn recording_stopped(&mut self) -> bool {
         if self.stopped.is_none()
             && let Some(r) = self.recorder.as_ref()
             && r.full(self.pending.len())
