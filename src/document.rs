@@ -441,7 +441,8 @@ pub fn how_it_ended(m: &McpSession) -> &'static str {
         (Some(true), _) => "the proxy finished the session",
         (None, _) => "the recording was made before sessions said how they ended",
         (Some(false), Some(true)) => {
-            "the client closed the session; the proxy was stopped while the server exited"
+            "the client closed the session; the proxy had not written its end (it was stopped \
+             while the server exited, or is finishing now)"
         }
         (Some(false), _) => {
             "the session was not closed: the proxy was killed after its last answer, or is \

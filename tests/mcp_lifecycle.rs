@@ -302,7 +302,9 @@ fn a_client_that_closes_then_kills_the_proxy_while_the_server_exits_ended_its_se
     let (code, out, err) = cli(&["check", text(&incident)]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.contains("✓ Session finished: the client closed the session; the proxy was stopped while the server exited"),
+        out.contains(
+            "✓ Session finished: the client closed the session; the proxy had not written its end"
+        ),
         "{out}"
     );
     let (_, out, _) = cli(&["inspect", text(&incident)]);
@@ -1908,6 +1910,65 @@ fn a_journal_that_cannot_be_written_withholds_answers_and_fails_check() {
     let (answers, committed) =
         large_answers_session("trap '' XFSZ; ulimit -f 512; exec", &incident, &db);
     judged_like_the_client_saw_it(&incident, &answers, committed);
+}
+
+#[test]
+fn a_server_batch_whose_journal_line_is_lost_keeps_what_answers_no_call() {
+    // Each answer comes in a batch beside a notification; the journal's writes start
+    // failing part-way (as above). A withheld answer must not take its batch-mate with it.
+    let incident = scratch("efbig-batch.json");
+    let db = scratch("efbig-batch.db");
+    let _ = std::fs::remove_file(&db);
+    let rows = write("batch-disk-rows.json", ROWS);
+    let proxy = format!(
+        "trap '' XFSZ; ulimit -f 512; exec {BIN} mcp {} --record {} -- python3 {}",
+        text(&rows),
+        text(&incident),
+        text(&odd_server())
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &proxy])
+        .env("ODD_ANSWER", "largebatch")
+        .env("ODD_DB", &db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut s = Session { child, out };
+    s.handshake();
+    let (mut notes, mut withheld) = (0, 0);
+    for i in 0..16 {
+        let id = 10 + i;
+        s.send(&call(
+            &id.to_string(),
+            "write_row",
+            &format!(r#"{{"row":"r-{i}"}}"#),
+        ));
+        // Lines until the call's answer: in the batch, or alone.
+        loop {
+            let line = String::from_utf8_lossy(&s.read_raw()).into_owned();
+            notes += line.matches("beside r-").count();
+            if line.contains("answer was withheld") {
+                withheld += 1;
+            }
+            if line.contains(&format!("\"id\": {id}")) || line.contains(&format!("\"id\":{id}")) {
+                break;
+            }
+        }
+    }
+    let (_, err) = s.wait(Duration::from_secs(30));
+    assert!(err.contains("the recording stops here"), "{err}");
+    let committed = std::fs::read_to_string(&db)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
+    assert!(withheld > 0, "the journal failed under an answer");
+    // Every call the server answered sent its notification, and each reached the client.
+    assert_eq!(
+        notes, committed,
+        "{withheld} withheld, {committed} committed"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! batch passes untouched — the batch is rewritten only when a fault changes it.
 
 use super::calls::read_answer;
-use super::link::Relay;
+use super::link::{HeldAnswer, Relay};
 use crate::json::{Value, compact};
 use crate::mcp::wire::Id;
 use crate::storm::Prelude;
@@ -104,6 +104,7 @@ impl Relay<'_> {
             return false;
         }
         let mut dropped = Vec::new();
+        let answered_at: Vec<usize> = answered.iter().map(|(i, _)| *i).collect();
         let ids: Vec<String> = answered
             .iter()
             .filter_map(|(_, call)| self.pending.get(call).map(|p| p.raw_id.clone()))
@@ -138,10 +139,22 @@ impl Relay<'_> {
                 self.send_client(&out);
             }
         }
-        // The calls' journal lines stand behind the batch (its other answers with them).
+        // The calls' journal lines stand behind the batch; its members that answer no call
+        // go on alone if those lines cannot be written.
         if self.client_held.len() > before {
             let at = before..self.client_held.len();
-            self.answers_held.push((at, ids));
+            let others: Vec<Value> = items
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !answered_at.contains(i))
+                .map(|(_, m)| m.clone())
+                .collect();
+            let rest = (!others.is_empty()).then(|| {
+                let mut out = compact(&Value::Array(others)).into_bytes();
+                out.push(b'\n');
+                out
+            });
+            self.answers_held.push(HeldAnswer { at, ids, rest });
         }
         true
     }

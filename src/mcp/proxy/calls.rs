@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::framing::{Kept, Side, trim};
-use super::link::{Answer, LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
+use super::link::{Answer, HeldAnswer, LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
 use crate::error::{Error, Result};
 use crate::json::{Object, Value, canonical, sha256_hex};
 use crate::mcp::evidence::Evidence;
@@ -540,7 +540,11 @@ impl Relay<'_> {
             self.send_client(&bytes);
             if self.client_held.len() > before {
                 let at = before..self.client_held.len();
-                self.answers_held.push((at, vec![p.raw_id]));
+                self.answers_held.push(HeldAnswer {
+                    at,
+                    ids: vec![p.raw_id],
+                    rest: None,
+                });
             }
         }
     }

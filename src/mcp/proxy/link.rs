@@ -114,10 +114,11 @@ pub(super) struct Relay<'a> {
     /// request lies in them: one that the write does not get past, the server never got;
     /// and one whose journal line could not be written is taken out.
     pub(super) unsent: Vec<(u64, std::ops::Range<usize>)>,
-    /// Answers to calls among the bytes held for the client (where each lies, and the
-    /// request ids it answers): one whose journal line could not be written is withheld,
-    /// an error in its place.
-    pub(super) answers_held: Vec<(std::ops::Range<usize>, Vec<String>)>,
+    /// Answers to calls among the bytes held for the client: where each lies, the request
+    /// ids it answers, and (for a server's batch) the batch without them. One whose journal
+    /// line could not be written is withheld, an error in its place (and the rest of its
+    /// batch sent alone).
+    pub(super) answers_held: Vec<HeldAnswer>,
 }
 
 impl<'a> Relay<'a> {
@@ -448,6 +449,17 @@ pub(super) struct LongAnswer {
     pub(super) kind: Answer,
     /// The answer is dropped (a lost acknowledgement), not relayed.
     pub(super) swallow: bool,
+}
+
+/// An answer held for the client until its journal line is written ([`Relay::answers_held`]).
+#[derive(Debug)]
+pub(super) struct HeldAnswer {
+    /// Where it lies in the bytes held for the client.
+    pub(super) at: std::ops::Range<usize>,
+    /// The request ids of the calls it answers.
+    pub(super) ids: Vec<String>,
+    /// The rest of its line, when it is a batch with members that answer no call.
+    pub(super) rest: Option<Vec<u8>>,
 }
 
 /// A long client line being passed on in pieces.

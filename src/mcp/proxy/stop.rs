@@ -99,11 +99,17 @@ impl Relay<'_> {
         let answers = std::mem::take(&mut self.answers_held);
         cut(
             &mut self.client_held,
-            answers.iter().map(|(r, _)| r.clone()).collect(),
+            answers.iter().map(|h| h.at.clone()).collect(),
         );
-        for id in answers.iter().flat_map(|(_, ids)| ids) {
-            let line = error_line_as(id, STOPPED_CODE, &message, None);
-            self.send_client(&line);
+        for held in answers {
+            // What answers no call (a listing, a notification) was never in question.
+            if let Some(rest) = &held.rest {
+                self.send_client(rest);
+            }
+            for id in &held.ids {
+                let line = error_line_as(id, STOPPED_CODE, &message, None);
+                self.send_client(&line);
+            }
         }
         let requests = std::mem::take(&mut self.unsent);
         cut(
