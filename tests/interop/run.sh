@@ -4,7 +4,7 @@
 # fails, never skips, when it cannot.
 #
 #   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign slowexit
-#                                       inspector (default: all)
+#                                       inspector pydantic (default: all)
 #
 # Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
 # missing or older than the sources), SHIPPING_SERVER (default
@@ -20,7 +20,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -90,6 +90,21 @@ fi
 [ -x "$VENV/bin/mcp-server-sqlite" ] || setup_failed "mcp-server-sqlite is missing from $VENV after the install"
 PY_VERSIONS="$("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -Ei '^mcp(-server-sqlite)?==' | xargs)"
 
+# ----- Python: pydantic-ai (on the MCP SDK 2.x), in a venv of its own, from PyPI -----
+PYD_VENV="$WORK/venv-pydantic"
+PYD_STAMP="$PYD_VENV/.interop-requirements"
+if ! { [ -x "$PYD_VENV/bin/python" ] && cmp -s "$HERE/requirements-pydantic.txt" "$PYD_STAMP" \
+       && "$PYD_VENV/bin/python" -c 'import pydantic_ai.mcp' 2>/dev/null; }; then
+  echo "interop: installing pydantic-ai-slim[mcp] from PyPI into $PYD_VENV" >&2
+  rm -rf "$PYD_VENV"
+  python3 -m venv "$PYD_VENV" >&2 || setup_failed "python3 -m venv $PYD_VENV failed"
+  "$PYD_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 60 --retries 3 \
+      -r "$HERE/requirements-pydantic.txt" >&2 \
+    || setup_failed "pip could not install pydantic-ai-slim[mcp] from PyPI (registry unreachable?)"
+  cp "$HERE/requirements-pydantic.txt" "$PYD_STAMP"
+fi
+PY_VERSIONS="$PY_VERSIONS $("$PYD_VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -Ei '^(pydantic-ai-slim|mcp)==' | sed 's/^/pydantic-venv:/' | xargs)"
+
 # ----- Node: the TypeScript SDK and the filesystem server, from npm -----
 need node "the TypeScript side needs node"
 need npm "the TypeScript side needs npm"
@@ -136,6 +151,7 @@ run_case() {
     campaign) set -- "$VENV/bin/python" "$HERE/campaign_case.py" ;;
     slowexit) set -- "$VENV/bin/python" "$HERE/slowexit_client.py" ;;
     inspector) set -- "$VENV/bin/python" "$HERE/inspector_case.py" ;;
+    pydantic) set -- "$PYD_VENV/bin/python" "$HERE/pydantic_case.py" ;;
   esac
   rm -rf "$dir"
   mkdir -p "$dir"
