@@ -1413,6 +1413,70 @@ fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
     );
 }
 
+#[test]
+fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() {
+    // A hundred rules with long names: every journal line carries their counters (15 KB),
+    // so the journal, not the files, fills first; 3,000 calls sent at once, all in flight.
+    let rules: Vec<String> = (0..100)
+        .map(|i| {
+            format!(
+                r#"{{"name": "r{i:03}-{}", "tool": "other_{i}", "kind": "unavailable"}}"#,
+                "x".repeat(95)
+            )
+        })
+        .collect();
+    let faults = write(
+        "journal-bound.json",
+        &format!(
+            r#"{{"schema_version": 1, "world": "mcp", "name": "jb", "title": "Journal bound", "seed": 1,
+               "rules": [{}], "effects": [{{"tool": "write_row", "effect": "row", "key": "row"}}]}}"#,
+            rules.join(",")
+        ),
+    );
+    let incident = scratch("journal-bound-rec.json");
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &["python3", text(&odd_server())],
+        &[],
+    );
+    s.handshake();
+    let mut all = String::new();
+    for i in 0..3000 {
+        all.push_str(&call(
+            &(10 + i).to_string(),
+            "write_row",
+            &format!(r#"{{"row":"r-{i}"}}"#),
+        ));
+        all.push('\n');
+    }
+    s.send(all.trim_end());
+    let mut refused = 0;
+    for _ in 0..3000 {
+        if canonical(&s.answer()).contains("not sent to the MCP server") {
+            refused += 1;
+        }
+    }
+    // Killed before it finishes: the journal is what readers read, and it is within bounds.
+    s.child.kill().expect("SIGKILL");
+    let _ = s.child.wait();
+    let journal = std::fs::metadata(journal_path(&incident))
+        .expect("journal")
+        .len();
+    assert!(
+        journal <= toolstorm::mcp::journal::MAX_JOURNAL_BYTES,
+        "{journal} bytes"
+    );
+    assert!(refused > 0, "the recording stopped");
+    let doc = Document::open(&incident).expect("the recording opens");
+    assert_eq!(doc.runs[0].timeline.report().calls.len() + refused, 3000);
+    let (code, out, err) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("✗ Recording complete") && out.contains("32,000,000 for its journal"),
+        "{out}"
+    );
+}
+
 /// A session of the odd server's large answers recorded at `incident`, started by `launch`
 /// (a shell line ending in the proxy's command), 16 calls one after another: what the client
 /// received, answer by answer, and the rows the server committed.

@@ -150,9 +150,9 @@ pub struct Writer {
 const RESERVE: u64 = 256 * 1024;
 
 impl Writer {
-    /// Bytes of whole lines in the journal.
+    /// Bytes the journal holds once the lines held are written.
     pub fn written(&self) -> u64 {
-        self.len
+        self.len + self.held.len() as u64
     }
 
     /// Starts a new journal for the recording at `cassette` (replacing an old one), owner-only,

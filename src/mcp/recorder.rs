@@ -70,6 +70,9 @@ pub struct Recorder {
     sidecar_bytes: usize,
     /// The journal says the client closed the session.
     client_closed: bool,
+    /// The last begin line without its arguments: about what each call in flight adds to
+    /// the journal when it ends (its counters; its output is bounded apart).
+    end_line_bytes: usize,
 }
 
 /// The most one call can add to a file: its arguments and output (each captured up to
@@ -190,6 +193,7 @@ impl Recorder {
             cassette_bytes,
             sidecar_bytes,
             client_closed: false,
+            end_line_bytes: 0,
         })
     }
 
@@ -208,7 +212,9 @@ impl Recorder {
         self.full.load(Ordering::Relaxed)
             || self.cassette_bytes + need > room
             || self.sidecar_bytes + need > room
-            || self.journal.written() + 2 * need as u64 > super::journal::MAX_JOURNAL_BYTES
+            || self.journal.written()
+                + (2 * MAX_CALL_BYTES + in_flight * (self.end_line_bytes + 2048)) as u64
+                > super::journal::MAX_JOURNAL_BYTES
     }
 
     /// Why the recording's files could not follow the journal, if they could not (then
@@ -237,6 +243,7 @@ impl Recorder {
     pub fn begin(&mut self, storm: &Storm, id: u64, executing: bool) {
         // Written in place, among the lines held.
         let mut counted = 0;
+        let before = self.journal.written();
         self.journal.hold_with(|line| {
             call_line(id, "begin", line);
             let Some(arguments) = storm.write_begun_call(id, executing, line) else {
@@ -249,6 +256,9 @@ impl Recorder {
         });
         // The arguments are counted here, once: the end line does not repeat them.
         self.cassette_bytes += counted;
+        // Its counters come again in its end line: what a call in flight will add.
+        let line = self.journal.written().saturating_sub(before) as usize;
+        self.end_line_bytes = line.saturating_sub(counted);
     }
 
     /// Call `id` has ended (its effects recorded, its outcome final): held for the journal,

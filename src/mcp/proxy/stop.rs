@@ -27,7 +27,8 @@ impl Relay<'_> {
             && r.full(self.pending.len())
         {
             let why = r.trouble().unwrap_or_else(|| {
-                "the recording is full (one more call might not fit its 8,000,000-byte files)"
+                "the recording is full (one more call might not fit its files: 8,000,000 bytes \
+                 each, and 32,000,000 for its journal)"
                     .to_owned()
             });
             self.stop_recording(&why);
