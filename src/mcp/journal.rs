@@ -272,25 +272,47 @@ impl Writer {
         std::mem::replace(&mut self.file, file)
     }
 
-    /// Writes the lines held, in one write. On failure none of them is kept (the file is cut
-    /// back to its last whole line).
+    /// Writes the lines held, in one write; on failure none of them is kept (the file is
+    /// cut back to its last whole line). After a failed write no later line is taken (an
+    /// error, the lines dropped): each line's counters count every call before it, so none
+    /// may land after lines that were lost. The journal stays a prefix of the session.
     pub fn flush(&mut self) -> io::Result<()> {
         if self.held.is_empty() {
             return Ok(());
         }
-        self.reserve(self.len + self.held.len() as u64);
-        let r = self.file.write_all(self.held.as_bytes());
+        let text = std::mem::take(&mut self.held);
+        let r = if self.lost {
+            Err(io::Error::other(
+                "an earlier write was lost, and no later call may land after it",
+            ))
+        } else {
+            self.write_text(&text)
+        };
+        self.held = text;
+        self.held.clear();
+        if self.held.capacity() > 1024 * 1024 {
+            self.held.shrink_to(16 * 1024);
+        }
+        r
+    }
+
+    /// Writes one line at once, by itself (the lines held stay held), even after a failed
+    /// write: only for lines that count no call (facts, the client's close).
+    pub fn append_alone(&mut self, entry: &str) -> io::Result<()> {
+        self.write_text(&format!("{entry}\n"))
+    }
+
+    /// One write of whole lines; on failure the file is cut back to its last whole line.
+    fn write_text(&mut self, text: &str) -> io::Result<()> {
+        self.reserve(self.len + text.len() as u64);
+        let r = self.file.write_all(text.as_bytes());
         match r {
-            Ok(()) => self.len += self.held.len() as u64,
+            Ok(()) => self.len += text.len() as u64,
             Err(_) => {
                 self.lost = true;
                 let _ = self.file.set_len(self.len);
                 let _ = self.file.seek(SeekFrom::Start(self.len));
             }
-        }
-        self.held.clear();
-        if self.held.capacity() > 1024 * 1024 {
-            self.held.shrink_to(16 * 1024);
         }
         r
     }

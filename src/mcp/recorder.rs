@@ -283,13 +283,11 @@ impl Recorder {
             Some(r) => OutputOnRecord::IfIdentical(r),
             None => OutputOnRecord::No,
         };
-        // After a failed write the call's begin line may be missing: the end line then has
-        // the arguments too (a reader cannot take them from a line that is not there).
-        let arguments = self.journal.lost_lines();
+        // Its begin line is in the journal: after a failed write no end line is taken.
         self.journal.hold_with(|line| {
             call_line(id, "end", line);
             let start = line.len();
-            let Some((_, output_left_out)) = storm.write_call_unless(id, arguments, result, line)
+            let Some((_, output_left_out)) = storm.write_call_unless(id, false, result, line)
             else {
                 return false;
             };
@@ -326,9 +324,17 @@ impl Recorder {
     }
 
     /// The session learned something (the handshake, the tool list): held like a call's end.
-    pub fn facts(&mut self, facts: &McpSession) {
-        self.journal
-            .hold(&crate::json::compact(&obj! {"facts" => facts.to_value()}));
+    /// After a failed write (when no call line is taken any more) it is written at once, by
+    /// itself: facts count no call, and the recording's stop must be on record.
+    pub fn facts(&mut self, facts: &McpSession) -> io::Result<()> {
+        let line = crate::json::compact(&obj! {"facts" => facts.to_value()});
+        if self.journal.lost_lines() {
+            let r = self.journal.append_alone(&line);
+            self.poke();
+            return r;
+        }
+        self.journal.hold(&line);
+        Ok(())
     }
 
     /// The client closed the session: written at once (with the lines held), so a proxy
@@ -337,7 +343,14 @@ impl Recorder {
         if std::mem::replace(&mut self.client_closed, true) {
             return Ok(());
         }
-        self.journal.hold("{\"client_closed\":true}");
+        let line = "{\"client_closed\":true}";
+        if self.journal.lost_lines() {
+            // It counts no call: it may go even after a failed write.
+            let r = self.journal.append_alone(line);
+            self.poke();
+            return r;
+        }
+        self.journal.hold(line);
         self.flush()
     }
 
@@ -539,13 +552,13 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")] // a full disk, as /dev/full gives it
-    fn after_a_failed_write_an_end_line_does_not_count_on_its_begin_line() {
+    fn after_a_failed_write_no_call_line_lands_after_the_lost_ones() {
         let dir = std::env::temp_dir().join(format!("toolstorm-recorder-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let cassette = dir.join("lost-begin.json");
         let storm = Storm::builder().capture(true).build().expect("storm");
         let lock = lock(&cassette, &mut || {}, &mut || false).expect("lock");
-        let facts = McpSession {
+        let mut facts = McpSession {
             max_calls: 100,
             ..McpSession::default()
         };
@@ -576,15 +589,25 @@ mod tests {
             possible: Vec::new(),
             dropped: None,
         };
+        // The disk has room again, but the end line (whose counters count the lost call) is
+        // refused: the relay withholds the answer it describes.
         r.end(&storm, handle.id(), &record, false);
-        r.flush().expect("the disk has room again");
+        assert!(r.flush().is_err(), "no call line after a lost one");
+        // Facts count no call: the recording's stop still goes on record, at once.
+        facts.recording_stopped = Some(crate::mcp::session::Stopped {
+            reason: "the journal could not be written".into(),
+            after_calls: 0,
+            refused: 0,
+        });
+        r.facts(&facts).expect("a facts line");
+        r.client_closed().expect("the client's close");
         let rebuilt = Rebuild::read(&journal_path(&cassette)).expect("a readable journal");
-        let (c, _) = rebuilt.recording().expect("a valid recording");
-        assert_eq!(c.report.calls.len(), 1);
-        assert_eq!(
-            crate::json::canonical(&c.report.calls[0].arguments),
-            crate::json::canonical(&args)
-        );
+        let (c, side) = rebuilt
+            .recording()
+            .expect("a valid recording: a prefix of the session");
+        assert!(c.report.calls.is_empty(), "{:?}", c.report.calls);
+        assert!(side.recording_stopped.is_some());
+        assert_eq!(side.client_closed, Some(true));
         let done = r.finish(0, &storm);
         assert!(done.error.is_none(), "{:?}", done.error);
     }

@@ -388,9 +388,12 @@ impl<'a> Relay<'a> {
     }
 
     /// The journal learns the session's facts again (after the handshake or a listing).
-    pub(super) fn facts_changed(&mut self) {
-        if let Some(r) = self.recorder.as_mut() {
-            r.facts(&self.session);
+    /// The session's facts changed: on record with the next lines (at once after a failed
+    /// write; the result says whether that write went).
+    pub(super) fn facts_changed(&mut self) -> std::io::Result<()> {
+        match self.recorder.as_mut() {
+            Some(r) => r.facts(&self.session),
+            None => Ok(()),
         }
     }
 }

@@ -173,7 +173,8 @@ impl Relay<'_> {
                     && self.session.protocol_version.as_deref() != Some(v.as_str())
                 {
                     self.session.protocol_version = Some(v);
-                    self.facts_changed();
+                    // Best effort after a failed write: facts count no call.
+                    let _ = self.facts_changed();
                 }
                 if method == "tools/call" && self.recording {
                     return self.tools_call(id, params, line);
@@ -184,7 +185,8 @@ impl Relay<'_> {
                         .and_then(|o| o.get("clientInfo"))
                         .and_then(keep)
                         .unwrap_or(Value::Null);
-                    self.facts_changed();
+                    // Best effort after a failed write: facts count no call.
+                    let _ = self.facts_changed();
                 }
                 if matches!(
                     method.as_str(),
@@ -317,7 +319,8 @@ impl Relay<'_> {
             }
             self.session.exchanges.push(x);
         }
-        self.facts_changed();
+        // Best effort after a failed write: facts count no call.
+        let _ = self.facts_changed();
     }
 
     /// Ends the relay's work: the journal records the end and the compactor writes the
@@ -330,7 +333,8 @@ impl Relay<'_> {
             .as_ref()
             .is_some_and(|st| st.refused > 0)
         {
-            self.facts_changed();
+            // Best effort after a failed write: facts count no call.
+            let _ = self.facts_changed();
         }
         // What the last calls' ends held (journal lines, answers) goes out first.
         self.flush();

@@ -6,6 +6,8 @@
 //! (the requests never sent, the answers withheld, an error in their place). The recording
 //! says so (`recording_stopped` in its sidecar, when that can still be written) and `check`
 //! fails `Recording complete`; calls whose answers were withheld stay in flight on record.
+//! After a failed write the journal takes no more call lines (their counters would count
+//! calls whose lines were lost), so every later answer of a call in flight is withheld too.
 
 use std::ops::Range;
 
@@ -31,7 +33,7 @@ impl Relay<'_> {
                  each, and 32,000,000 for its journal)"
                     .to_owned()
             });
-            self.stop_recording(&why);
+            let _ = self.stop_recording(&why);
         }
         self.stopped.is_some()
     }
@@ -59,10 +61,11 @@ impl Relay<'_> {
     }
 
     /// The recording stops taking calls, for `why`: said once on stderr, and in the
-    /// recording (a facts line, written with the next batch if the journal still takes one).
-    pub(super) fn stop_recording(&mut self, why: &str) {
+    /// recording (a facts line: with the next batch, or at once after a failed write). The
+    /// result says whether that write went.
+    pub(super) fn stop_recording(&mut self, why: &str) -> std::io::Result<()> {
         if self.stopped.is_some() {
-            return;
+            return Ok(());
         }
         self.stopped = Some(why.to_owned());
         self.note(&format!(
@@ -74,18 +77,18 @@ impl Relay<'_> {
             after_calls: self.storm.call_count() as u64,
             refused: 0,
         });
-        self.facts_changed();
+        self.facts_changed()
     }
 
     /// The journal lines of the batch in hand could not be written: the recording stops, the
     /// batch's requests are not sent (their calls end with an error the client gets), and its
     /// answers are withheld (an error in place of each).
     pub(super) fn journal_failed(&mut self, e: &std::io::Error) {
-        self.stop_recording(&format!("the journal could not be written ({e})"));
         // The mark goes on its own, at once: the failed lines were cut back, which often
         // gives back room enough for one short line (the space taken ahead of the lines).
-        if let Some(r) = self.recorder.as_mut()
-            && r.flush().is_err()
+        if self
+            .stop_recording(&format!("the journal could not be written ({e})"))
+            .is_err()
         {
             self.note_once(
                 "mark",
