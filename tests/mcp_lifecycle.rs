@@ -2266,3 +2266,49 @@ fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("FIFO"), "{err}");
 }
+
+#[test]
+fn a_scenario_names_its_server_by_a_path_from_its_own_folder() {
+    // The bundled scenarios start the prebuilt example from `../target/release/examples`:
+    // here a scenario in a folder of its own names `bin/server`, and the proxy runs from
+    // elsewhere.
+    let dir = scratch("own-server");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("bin")).expect("dir");
+    std::fs::copy(example_server(), dir.join("bin/server")).expect("copy the example server");
+    let scenario = dir.join("faults.json");
+    std::fs::write(
+        &scenario,
+        LOST_ACK.replace(
+            r#""seed": 42,"#,
+            r#""seed": 42, "server": {"command": "bin/server", "args": []},"#,
+        ),
+    )
+    .expect("scenario");
+    let incident = scratch("own-server-rec.json");
+    let mut child = Command::new(BIN)
+        .args(["mcp", text(&scenario), "--record", text(&incident)])
+        .current_dir(std::env::temp_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut s = Session { child, out };
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
+    assert!(canonical(&s.answer()).contains("ResponseLost"));
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    // A server that is not there is named, with where it was looked for.
+    std::fs::remove_file(dir.join("bin/server")).expect("rm");
+    let (code, _, err) = cli(&["mcp", text(&scenario), "--record", text(&incident)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bin/server")
+            && err.contains("is not a file")
+            && err.contains("scenario's folder"),
+        "{err}"
+    );
+}

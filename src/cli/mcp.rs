@@ -144,17 +144,40 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
     let (server, server_dir) = match (&command, &scenario) {
         (cmd, _) if !cmd.is_empty() => (cmd.clone(), None),
         (_, Some(s)) if s.server.is_some() => {
-            let cmd = s.server.as_ref().map_or_else(Vec::new, |c| {
-                std::iter::once(OsString::from(&c.command))
-                    .chain(c.args.iter().map(OsString::from))
-                    .collect()
-            });
-            // A scenario's own server starts in the scenario's folder.
+            // A scenario's own server starts in the scenario's folder, and a program named by
+            // a relative path (`../target/release/examples/...`) is found from there.
             let dir = scenario_path
                 .as_deref()
                 .and_then(Path::parent)
                 .filter(|d| !d.as_os_str().is_empty())
                 .map(Path::to_path_buf);
+            let cmd = match s.server.as_ref() {
+                Some(c) => {
+                    let program = Path::new(&c.command);
+                    let program = match &dir {
+                        Some(d) if c.command.contains('/') && program.is_relative() => {
+                            d.join(program)
+                        }
+                        _ => program.to_path_buf(),
+                    };
+                    if c.command.contains('/') && !program.is_file() {
+                        return io.fail(format!(
+                            "ValueError: the scenario's server {} is not a file (a path in \
+                             \"server\" is taken from the scenario's folder){}",
+                            crate::printable::quoted(&program.display().to_string()),
+                            if c.command.contains("target/release/examples/") {
+                                ": build it first with `cargo build --release --examples`"
+                            } else {
+                                ""
+                            }
+                        ));
+                    }
+                    std::iter::once(program.into_os_string())
+                        .chain(c.args.iter().map(OsString::from))
+                        .collect()
+                }
+                None => Vec::new(),
+            };
             (cmd, dir)
         }
         _ => {
