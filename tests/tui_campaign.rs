@@ -149,7 +149,18 @@ fn a_campaign_of_many_runs_reads_a_run_when_it_is_shown() {
     );
     let mut app = App::new(doc);
     let screen = draw(&mut app, 120, 36).backend().to_string();
-    assert!(screen.contains("2000 runs"), "{screen}");
+    assert!(screen.contains("2000 runs · 1/2000"), "{screen}");
+    // pass^k stays in view below a list longer than the pane; G goes to the last run.
+    assert!(screen.contains("pass^2"), "{screen}");
+    press(&mut app, key(KeyCode::Char('G')));
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("2000/2000"), "{screen}");
+    assert!(
+        screen.contains("2000     2999 finished"),
+        "the last run is in view: {screen}"
+    );
+    assert!(screen.contains("pass^2"), "{screen}");
+    press(&mut app, key(KeyCode::Char('g')));
     // The broken recording is said when its run is opened; the run shown stays.
     let before = app.run;
     press(&mut app, key(KeyCode::Char('j')));

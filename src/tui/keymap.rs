@@ -509,6 +509,10 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
         Mode::Runs(_) => match key.code {
             KeyCode::Char('j') | KeyCode::Down => Some(Action::Pick(1)),
             KeyCode::Char('k') | KeyCode::Up => Some(Action::Pick(-1)),
+            KeyCode::Char('g') | KeyCode::Home => Some(Action::Pick(isize::MIN)),
+            KeyCode::Char('G') | KeyCode::End => Some(Action::Pick(isize::MAX)),
+            KeyCode::PageDown => Some(Action::Pick(10)),
+            KeyCode::PageUp => Some(Action::Pick(-10)),
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Char('c') => Some(Action::CompareRun),
             KeyCode::Esc | KeyCode::Char('L') | KeyCode::Char('q') => Some(Action::ToggleRuns),

@@ -23,7 +23,7 @@ impl App {
         if let Mode::Runs(row) = &mut self.mode
             && n > 0
         {
-            *row = (*row as isize + by).clamp(0, n - 1) as usize;
+            *row = (*row as isize).saturating_add(by).clamp(0, n - 1) as usize;
         }
     }
 

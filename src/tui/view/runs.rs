@@ -1,10 +1,11 @@
 //! The list of runs over the main area: one row per run with its verdict, calls, effects and
 //! failed checks — for a campaign its seed, faults, commits, duplicates and the oracle, and
 //! under the table pass^1 … pass^k and the runs that left no recording. The selected row is
-//! reversed; failing rows carry the failure colour.
+//! reversed; failing rows carry the failure colour. The table scrolls; pass^k and the footer
+//! stay in view below it, however many runs there are.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
@@ -15,8 +16,14 @@ use super::{fit, pane};
 use crate::campaign::passk;
 use crate::contract::verdict;
 
-/// The table's lines for a pane `w` columns wide, and the line of the selected row.
-pub fn lines(app: &App, row: usize, w: usize, theme: &Theme) -> (Vec<Line<'static>>, usize) {
+/// The table's lines for a pane `w` columns wide, the line of the selected row, and the
+/// lines that stay below the table (pass^k, runs without a recording, the keys).
+pub fn lines(
+    app: &App,
+    row: usize,
+    w: usize,
+    theme: &Theme,
+) -> (Vec<Line<'static>>, usize, Vec<Line<'static>>) {
     let mut out = Vec::new();
     let campaign = app.doc.campaign.as_ref();
     let heading = if campaign.is_some() {
@@ -77,7 +84,8 @@ pub fn lines(app: &App, row: usize, w: usize, theme: &Theme) -> (Vec<Line<'stati
         };
         out.push(Line::styled(clip(&format!("{marker}{text}"), w), style));
     }
-    out.push(Line::raw(""));
+    let table = out;
+    let mut out = Vec::new();
     if let Some(c) = campaign {
         let (passed, n) = c.file.passed();
         let table = passk::table(n, passed, 5)
@@ -100,33 +108,54 @@ pub fn lines(app: &App, row: usize, w: usize, theme: &Theme) -> (Vec<Line<'stati
         }
     }
     out.push(Line::styled(
-        "▶ the run shown · j/k row · Enter open the run · c compare it with the run shown · \
-         Esc close",
+        "▶ the run shown · j/k row · g/G first/last · PgUp/PgDn a page · Enter open the run · \
+         c compare it with the run shown · Esc close",
         theme.dim,
     ));
-    (super::text::wrap(out, w), selected_line)
+    (
+        super::text::wrap(table, w),
+        selected_line,
+        super::text::wrap(out, w),
+    )
 }
 
 /// Draws the list into `area`.
 pub fn render(app: &App, row: usize, area: Rect, buf: &mut Buffer, theme: &Theme) {
     Clear.render(area, buf);
     let inner_w = area.width.saturating_sub(2) as usize;
-    let inner_h = area.height.saturating_sub(2) as usize;
-    let (lines, selected) = lines(app, row, inner_w, theme);
-    let scroll = selected.saturating_sub(inner_h.saturating_sub(3)) as u16;
+    let (table, selected, footer) = lines(app, row, inner_w, theme);
+    let n = app.doc.runs.len();
     let title = match &app.doc.campaign {
         Some(c) => format!(
-            " Runs · campaign {} · {} ",
+            " Runs · campaign {} · {} · {}/{n} ",
             crate::printable::line(&c.file.scenario_name),
-            crate::printable::count(app.doc.runs.len(), "run", "runs")
+            crate::printable::count(n, "run", "runs"),
+            row + 1
         ),
         None => format!(
-            " Runs · {} ",
-            crate::printable::count(app.doc.runs.len(), "run", "runs")
+            " Runs · {} · {}/{n} ",
+            crate::printable::count(n, "run", "runs"),
+            row + 1
         ),
     };
-    Paragraph::new(lines)
-        .block(pane(fit(title, area), true, theme))
-        .scroll((scroll, 0))
-        .render(area, buf);
+    let block = pane(fit(title, area), true, theme);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    // The footer keeps its lines (at most half the pane); the table scrolls above it.
+    let foot = (footer.len() as u16 + 1).min(inner.height / 2);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(foot)]).areas(inner);
+    // The heading stays; the selected row is kept in view below it.
+    let heading = table.first().cloned();
+    let rows: Vec<Line<'static>> = table.into_iter().skip(1).collect();
+    let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(top);
+    let at = selected.saturating_sub(1);
+    let scroll = at.saturating_sub((body.height as usize).saturating_sub(1)) as u16;
+    if let Some(h) = heading {
+        Paragraph::new(h).render(head, buf);
+    }
+    Paragraph::new(rows).scroll((scroll, 0)).render(body, buf);
+    let mut below = vec![Line::raw("")];
+    below.extend(footer);
+    Paragraph::new(below).render(bottom, buf);
 }
