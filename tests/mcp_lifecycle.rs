@@ -70,6 +70,18 @@ struct Session {
 }
 
 impl Session {
+    /// A session with the proxy `cmd` starts (a shell line, a folder of its own), piped.
+    fn of(cmd: &mut Command) -> Session {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        Session { child, out }
+    }
+
     fn start(args: &[&str], server: &[&str], env: &[(&str, &str)]) -> Session {
         let mut c = Command::new(BIN);
         c.arg("mcp").args(args).arg("--").args(server);
@@ -1489,17 +1501,12 @@ fn large_answers_session(launch: &str, incident: &Path, db: &Path) -> (Vec<Value
         text(incident),
         text(&odd_server())
     );
-    let mut child = Command::new("sh")
-        .args(["-c", &proxy])
-        .env("ODD_ANSWER", "large")
-        .env("ODD_DB", db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut s = Session { child, out };
+    let mut s = Session::of(
+        Command::new("sh")
+            .args(["-c", &proxy])
+            .env("ODD_ANSWER", "large")
+            .env("ODD_DB", db),
+    );
     s.handshake();
     let mut answers = Vec::new();
     for i in 0..16 {
@@ -1990,17 +1997,12 @@ fn a_server_batch_whose_journal_line_is_lost_keeps_what_answers_no_call() {
         text(&incident),
         text(&odd_server())
     );
-    let mut child = Command::new("sh")
-        .args(["-c", &proxy])
-        .env("ODD_ANSWER", "largebatch")
-        .env("ODD_DB", &db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut s = Session { child, out };
+    let mut s = Session::of(
+        Command::new("sh")
+            .args(["-c", &proxy])
+            .env("ODD_ANSWER", "largebatch")
+            .env("ODD_DB", &db),
+    );
     s.handshake();
     let (mut notes, mut withheld) = (0, 0);
     for i in 0..16 {
@@ -2286,16 +2288,11 @@ fn a_scenario_names_its_server_by_a_path_from_its_own_folder() {
     )
     .expect("scenario");
     let incident = scratch("own-server-rec.json");
-    let mut child = Command::new(BIN)
-        .args(["mcp", text(&scenario), "--record", text(&incident)])
-        .current_dir(std::env::temp_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut s = Session { child, out };
+    let mut s = Session::of(
+        Command::new(BIN)
+            .args(["mcp", text(&scenario), "--record", text(&incident)])
+            .current_dir(std::env::temp_dir()),
+    );
     s.handshake();
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
     assert!(canonical(&s.answer()).contains("ResponseLost"));
