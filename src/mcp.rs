@@ -18,6 +18,7 @@
 
 pub mod client;
 pub mod evidence;
+pub mod http;
 pub mod journal;
 pub mod proxy;
 pub mod recorder;

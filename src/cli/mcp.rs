@@ -57,6 +57,17 @@ pub struct McpArgs {
     /// Override every rule's probability (0 to 1)
     #[arg(long, value_parser = super::parse_python_float, allow_hyphen_values = true, requires = "scenario")]
     probability: Option<f64>,
+    /// Take the agent over Streamable HTTP on ADDR (HOST:PORT; port 0 picks a free one) instead
+    /// of standard input and output; the URL is printed on standard error
+    #[arg(long, value_name = "ADDR", conflicts_with = "print_config")]
+    listen: Option<String>,
+    /// With --listen: take clients from other machines (the default is loopback only)
+    #[arg(long, requires = "listen")]
+    allow_remote: bool,
+    /// A header sent with every request to a server reached by URL, as 'Name: value' (a value
+    /// written `$NAME` is read from the environment variable NAME); repeat for more
+    #[arg(long = "header", value_name = "'NAME: VALUE'")]
+    headers: Vec<String>,
     /// The server's command and arguments, after `--` (a client that drops the `--`, as the
     /// MCP Inspector does, works too: the first argument not ending in .json starts the command)
     #[arg(
@@ -188,6 +199,18 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
             );
         }
     };
+    let mut headers = Vec::new();
+    for h in &a.headers {
+        match crate::mcp::http::headers::parse_static(h, |k| std::env::var(k).ok()) {
+            Ok(pair) => headers.push(pair),
+            Err(e) => return io.fail(format!("ValueError: {e}")),
+        }
+    }
+    if !headers.is_empty() && !crate::mcp::http::upstream::is_url(&server) {
+        return io.fail(
+            "ValueError: --header is for a server reached by URL (give its http:// or https:// URL after `--`)",
+        );
+    }
     let options = Options {
         scenario,
         scenario_path: scenario_path.as_deref().map(absolute),
@@ -196,6 +219,14 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         server_dir,
         append: a.append,
         watchdog: std::env::current_exe().ok(),
+        headers,
+        listen: a
+            .listen
+            .as_ref()
+            .map(|addr| crate::mcp::http::listen::ListenOptions {
+                addr: addr.clone(),
+                allow_remote: a.allow_remote,
+            }),
     };
     let proxy = match Proxy::new(options) {
         Ok(p) => p,

@@ -36,6 +36,8 @@ use std::sync::mpsc::{Sender, channel};
 
 use self::framing::{Event, Flow, Side, read_messages};
 use self::link::{Ends, Relay};
+use super::http::listen::{ListenError, ListenOptions, listen};
+use super::http::upstream::{self, Remote, RemoteError, Routing};
 use super::recorder::Recorder;
 use super::scenario::{MAX_RECORDED_CALLS, McpScenario};
 use super::session::McpSession;
@@ -62,6 +64,43 @@ pub struct Options {
     /// A binary that runs `mcp --watch-group PGID` (ours): the watchdog that stops the
     /// server's group if the proxy is killed. None: no watchdog.
     pub watchdog: Option<PathBuf>,
+    /// Headers sent with every request to a server reached by URL (`--header`).
+    pub headers: Vec<super::http::Header>,
+    /// Take the client over Streamable HTTP on this address instead of our stdin and stdout.
+    pub listen: Option<ListenOptions>,
+}
+
+/// The server end, its input and its output.
+type ServerParts = (
+    Box<dyn ServerEnd>,
+    Option<Box<dyn Write + Send>>,
+    Option<Box<dyn Read + Send>>,
+);
+
+/// The server end the relay talks to: a child process, or a remote server reached by URL.
+pub(crate) trait ServerEnd {
+    /// Waits up to `limit` for it to be gone; how it ended, when it did.
+    fn wait_for(&mut self, limit: std::time::Duration) -> Option<String>;
+    /// Stops it now (a child's whole process group; a remote server's exchanges).
+    fn stop(&mut self);
+}
+
+impl ServerEnd for child::Server {
+    fn wait_for(&mut self, limit: std::time::Duration) -> Option<String> {
+        child::Server::wait_for(self, limit).map(|s| s.to_string())
+    }
+    fn stop(&mut self) {
+        child::Server::stop(self);
+    }
+}
+
+impl ServerEnd for Remote {
+    fn wait_for(&mut self, limit: std::time::Duration) -> Option<String> {
+        Remote::wait_for(self, limit)
+    }
+    fn stop(&mut self) {
+        Remote::stop(self);
+    }
 }
 
 /// Why the proxy could not start or go on.
@@ -81,6 +120,15 @@ pub enum ProxyError {
         /// Why.
         error: std::io::Error,
     },
+    /// The server's URL cannot be used.
+    #[error("{0}")]
+    Remote(RemoteError),
+    /// The proxy cannot listen where it was asked to.
+    #[error("{0}")]
+    Listen(ListenError),
+    /// The HTTP runtime could not start.
+    #[error("cannot start the HTTP client: {0}")]
+    Runtime(std::io::Error),
     /// A signal came before the session started (while waiting for the recording's lock).
     #[error("interrupted by signal {0} before the session started")]
     Interrupted(i32),
@@ -371,26 +419,91 @@ impl Proxy {
             }
             None => None,
         };
-        let (mut server, streams) = child::Server::spawn(
-            &options.server,
-            options.server_dir.as_deref(),
-            options.watchdog.as_ref(),
-        )
-        .map_err(|error| ProxyError::Spawn {
-            command: command.join(" "),
-            error,
-        })?;
+        let remote_server = upstream::is_url(&options.server);
+        let runtime = if remote_server || options.listen.is_some() {
+            Some(super::http::runtime().map_err(ProxyError::Runtime)?)
+        } else {
+            None
+        };
+        // A listening proxy and a remote server share what travels beside the messages.
+        let routing = (remote_server && options.listen.is_some()).then(|| Routing {
+            origins: Arc::default(),
+            envelopes: Arc::default(),
+        });
         let to_client = Flow::new();
         let to_server = Flow::new();
-        if let Some(out) = streams.stdout {
+        let mut passage = None;
+        let (mut server, server_in, server_out): ServerParts = match (&runtime, remote_server) {
+            (Some(rt), true) => {
+                let url = options.server[0].to_string_lossy().into_owned();
+                let (remote, input, output) = Remote::connect(
+                    &url,
+                    options.headers.clone(),
+                    routing.clone(),
+                    rt.handle(),
+                    Box::new(server_log),
+                )
+                .map_err(ProxyError::Remote)?;
+                passage = Some(remote.passage());
+                (
+                    Box::new(remote),
+                    Some(Box::new(input)),
+                    Some(Box::new(output)),
+                )
+            }
+            _ => {
+                let (server, streams) = child::Server::spawn(
+                    &options.server,
+                    options.server_dir.as_deref(),
+                    options.watchdog.as_ref(),
+                )
+                .map_err(|error| ProxyError::Spawn {
+                    command: command.join(" "),
+                    error,
+                })?;
+                if let Some(mut err) = streams.stderr {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut err, &mut server_log);
+                    });
+                }
+                (
+                    Box::new(server),
+                    streams.stdin.map(|w| Box::new(w) as Box<dyn Write + Send>),
+                    streams.stdout.map(|r| Box::new(r) as Box<dyn Read + Send>),
+                )
+            }
+        };
+        let mut router;
+        let mut control = None;
+        let (client_in, client_out): (Box<dyn Read + Send>, &mut dyn Write) =
+            match (&options.listen, &runtime) {
+                (Some(l), Some(rt)) => {
+                    let remote = passage.zip(routing);
+                    let listening = listen(
+                        l,
+                        rt.handle(),
+                        remote,
+                        Box::new(std::io::stderr()),
+                        &session_id(options.record.as_deref().unwrap_or(Path::new("-"))),
+                    )
+                    .map_err(ProxyError::Listen)?;
+                    let _ = writeln!(
+                        log,
+                        "listening on http://{}{}",
+                        listening.local,
+                        super::http::listen::PATH
+                    );
+                    let _ = log.flush();
+                    router = listening.router;
+                    control = Some(listening.control);
+                    (Box::new(listening.input), &mut router)
+                }
+                _ => (Box::new(client_in), client_out),
+            };
+        if let Some(out) = server_out {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_client));
             std::thread::spawn(move || {
                 read_messages(out, Side::Server, &tx, &flow, Some(calls::keep_answer))
-            });
-        }
-        if let Some(mut err) = streams.stderr {
-            std::thread::spawn(move || {
-                let _ = std::io::copy(&mut err, &mut server_log);
             });
         }
         {
@@ -406,18 +519,26 @@ impl Proxy {
             prior.as_ref().map(|(c, s)| (&c.report, s)),
             Ends {
                 client_out,
-                server_in: streams.stdin,
+                server_in,
+                http: control,
                 log,
                 to_client,
                 to_server,
             },
         );
-        let code = relay.serve(&rx, &mut server);
+        let code = relay.serve(&rx, server.as_mut());
+        if let Some(c) = &relay.ends.http {
+            c.close();
+        }
         relay.finish_pending("the session ended before an answer");
         // Those ends are on record before the server's group is stopped (which takes a while).
         relay.flush();
         // Whatever is left of the server's group (a launcher's children too) goes now.
         server.stop();
-        Ok(relay.finish(code))
+        let ending = relay.finish(code);
+        if let Some(rt) = runtime {
+            rt.shutdown_timeout(std::time::Duration::from_millis(500));
+        }
+        Ok(ending)
     }
 }

@@ -1030,12 +1030,12 @@ impl Relay<'_> {
     }
 
     /// The server died: every call it held is answered with an error and recorded.
-    pub(super) fn server_died(&mut self, status: Option<std::process::ExitStatus>) {
+    pub(super) fn server_died(&mut self, status: Option<String>) {
         let mut calls: Vec<u64> = self.pending.keys().copied().collect();
         calls.sort_unstable();
         let message = format!(
             "the MCP server exited ({}) before answering",
-            status.map_or_else(|| "status unknown".into(), |s| s.to_string())
+            status.as_deref().unwrap_or("status unknown")
         );
         for call in calls {
             let Some(p) = self.take(call) else {

@@ -5,7 +5,6 @@
 
 use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::io::Write;
-use std::process::ChildStdin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,7 +50,10 @@ pub(super) struct Awaited {
 /// The two ends the relay writes to, and the byte budgets of what it reads.
 pub(super) struct Ends<'a> {
     pub(super) client_out: &'a mut dyn Write,
-    pub(super) server_in: Option<ChildStdin>,
+    pub(super) server_in: Option<Box<dyn Write + Send>>,
+    /// The clients' HTTP streams, when the proxy listens: what a fault does to a stream
+    /// beyond writing a message (cut it, answer with an HTTP status).
+    pub(super) http: Option<crate::mcp::http::listen::Control>,
     pub(super) log: &'a mut dyn Write,
     /// Server → client bytes in flight.
     pub(super) to_client: Arc<Flow>,

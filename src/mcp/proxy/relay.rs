@@ -8,7 +8,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::Ending;
-use super::child::Server;
+use super::ServerEnd;
 use super::framing::{Event, Flow, Kept, Side, trim};
 use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer, raw_id};
 use crate::json::Value;
@@ -28,13 +28,13 @@ impl Relay<'_> {
     /// The event loop; returns the exit code. Messages already waiting are taken one after
     /// another, their journal lines and relayed bytes held; all is written ([`Relay::flush`])
     /// before the loop waits, so a burst of messages costs one write per side.
-    pub(super) fn serve(&mut self, rx: &Receiver<Event>, server: &mut Server) -> i32 {
+    pub(super) fn serve(&mut self, rx: &Receiver<Event>, server: &mut dyn ServerEnd) -> i32 {
         let code = self.serve_events(rx, server);
         self.flush();
         code
     }
 
-    fn serve_events(&mut self, rx: &Receiver<Event>, server: &mut Server) -> i32 {
+    fn serve_events(&mut self, rx: &Receiver<Event>, server: &mut dyn ServerEnd) -> i32 {
         let mut batch = 0;
         loop {
             let ready = (self.held() < FLUSH_AT && batch < BATCH)
@@ -117,13 +117,13 @@ impl Relay<'_> {
                         return s.code;
                     }
                     let in_flight = self.pending.values().filter(|p| !p.cancelled).count();
-                    self.server_died(status);
+                    self.server_died(status.clone());
                     let trail = self.recorder.as_ref().map_or(String::new(), |r| {
                         format!(" and recorded in {}", r.path().display())
                     });
                     self.note(&format!(
                         "the server exited ({}) with {in_flight} call(s) in flight; they were answered with an error{trail}",
-                        status.map_or_else(|| "status unknown".into(), |s| s.to_string()),
+                        status.as_deref().unwrap_or("status unknown"),
                     ));
                     return 1;
                 }

@@ -1,0 +1,211 @@
+//! Which HTTP headers the proxy passes on, which it keeps in the recording and how, and the
+//! checks a listening proxy makes before it reads a request (DNS rebinding: `Host` and
+//! `Origin` must name this machine unless remote clients were allowed).
+
+use crate::json::Value;
+use crate::redact::{MARKER, Redactor};
+
+/// Headers that belong to one connection, never passed on (RFC 9110 §7.6.1), and those the
+/// proxy writes itself.
+const NOT_PASSED: [&str; 12] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+    "accept-encoding",
+];
+
+/// Whether a header of a client's request (or a server's answer) is passed on to the other
+/// side. `Connection` may name more headers that belong to the connection: those are in
+/// `also`.
+pub fn passed_on(name: &str, also: &[String]) -> bool {
+    let name = name.to_ascii_lowercase();
+    !NOT_PASSED.contains(&name.as_str()) && !also.iter().any(|a| a.eq_ignore_ascii_case(&name))
+}
+
+/// The headers of a message (a request or an answer) that are passed on to the other side,
+/// as text, leaving out those in `skip` too (lower case).
+pub fn passed(map: &hyper::HeaderMap, skip: &[&str]) -> Vec<super::Header> {
+    let listed = connection_listed(
+        &map.get_all(hyper::header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>(),
+    );
+    map.iter()
+        .filter(|(n, _)| passed_on(n.as_str(), &listed) && !skip.contains(&n.as_str()))
+        .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect()
+}
+
+/// The header names a `Connection` header lists.
+pub fn connection_listed(values: &[&str]) -> Vec<String> {
+    values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Whether a header's value is a credential that is never written anywhere: `Authorization`,
+/// `Cookie`, and any `*-Key` or `*-Token`.
+pub fn is_credential(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie" | "set-cookie"
+    ) || n.ends_with("-key")
+        || n.ends_with("-token")
+        || n.ends_with("_key")
+        || n.ends_with("_token")
+}
+
+/// A header as the recording keeps it: a credential as `[REDACTED]`, anything else redacted
+/// as an argument's value of that name would be.
+pub fn recorded(name: &str, value: &str) -> String {
+    if is_credential(name) {
+        return MARKER.to_owned();
+    }
+    let whole = Redactor::builtin().redact(&crate::obj! { name => value });
+    whole
+        .as_object()
+        .and_then(|o| o.get(name))
+        .and_then(Value::as_str)
+        .map_or_else(|| MARKER.to_owned(), str::to_owned)
+}
+
+/// A `--header 'Name: value'` from the command line, its value read from the environment when
+/// it is `$NAME`.
+pub fn parse_static(
+    text: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(String, String), String> {
+    let Some((name, value)) = text.split_once(':') else {
+        return Err(format!("--header {text:?}: expected 'Name: value'"));
+    };
+    let name = name.trim();
+    let valid = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    if !valid {
+        return Err(format!("--header {text:?}: {name:?} is not a header name"));
+    }
+    let value = value.trim();
+    let value = match value.strip_prefix('$') {
+        Some(var) if !var.is_empty() => env(var)
+            .ok_or_else(|| format!("--header {name}: the environment variable {var} is not set"))?,
+        _ => value.to_owned(),
+    };
+    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(format!("--header {name}: the value holds a line break"));
+    }
+    Ok((name.to_owned(), value))
+}
+
+/// The host of a `Host` header or of an origin's authority, without its port.
+fn host_of(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+/// Whether a host name is this machine's loopback.
+fn loopback(host: &str) -> bool {
+    let h = host.to_ascii_lowercase();
+    h == "localhost"
+        || h.ends_with(".localhost")
+        || h == "::1"
+        || h.parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
+/// Why a request to a listening proxy is refused (403), or none. Without `remote`, the
+/// `Host` header must name a loopback host and an `Origin`, when sent, must be a loopback
+/// origin; with it, an `Origin` must be the same host as `Host`.
+pub fn refused(host: Option<&str>, origin: Option<&str>, remote: bool) -> Option<String> {
+    let Some(host) = host else {
+        return Some("the request has no Host header".into());
+    };
+    if !remote && !loopback(host_of(host)) {
+        return Some(format!(
+            "Host {host:?} is not this machine (start the proxy with --allow-remote to take remote clients)"
+        ));
+    }
+    let origin = origin?;
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    let ok = match authority {
+        Some(a) if !remote => loopback(host_of(a)),
+        Some(a) => host_of(a).eq_ignore_ascii_case(host_of(host)),
+        None => false,
+    };
+    (!ok).then(|| format!("Origin {origin:?} may not call this server"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_never_kept() {
+        for name in [
+            "Authorization",
+            "cookie",
+            "X-Api-Key",
+            "GitHub-Token",
+            "x_api_key",
+        ] {
+            assert!(is_credential(name), "{name}");
+            assert_eq!(recorded(name, "Bearer s3cr3t"), "[REDACTED]");
+        }
+        assert_eq!(recorded("Mcp-Method", "tools/call"), "tools/call");
+        assert!(!is_credential("Mcp-Session-Id"));
+    }
+
+    #[test]
+    fn connection_headers_stay_on_their_connection() {
+        let also = connection_listed(&["keep-alive, X-Hop"]);
+        assert!(!passed_on("Transfer-Encoding", &also));
+        assert!(!passed_on("x-hop", &also));
+        assert!(passed_on("Mcp-Session-Id", &also));
+        assert!(passed_on("X-Custom", &also));
+    }
+
+    #[test]
+    fn static_headers_read_the_environment() {
+        let env = |k: &str| (k == "TOKEN").then(|| "Bearer abc".to_owned());
+        assert_eq!(
+            parse_static("Authorization: $TOKEN", env),
+            Ok(("Authorization".into(), "Bearer abc".into()))
+        );
+        assert!(parse_static("Authorization: $MISSING", env).is_err());
+        assert!(parse_static("no colon", env).is_err());
+        assert!(parse_static("Bad Name: x", env).is_err());
+    }
+
+    #[test]
+    fn rebinding_is_refused_unless_remote_clients_are_allowed() {
+        assert_eq!(refused(Some("127.0.0.1:8931"), None, false), None);
+        assert_eq!(
+            refused(Some("localhost:8931"), Some("http://localhost:3000"), false),
+            None
+        );
+        assert_eq!(refused(Some("[::1]:80"), None, false), None);
+        assert!(refused(Some("evil.example:8931"), None, false).is_some());
+        assert!(refused(Some("127.0.0.1:8931"), Some("http://evil.example"), false).is_some());
+        assert!(refused(None, None, false).is_some());
+        assert_eq!(refused(Some("10.0.0.5:8931"), None, true), None);
+        assert!(refused(Some("10.0.0.5:8931"), Some("http://evil.example"), true).is_some());
+    }
+}

@@ -1,0 +1,1038 @@
+//! The proxy's client side as a Streamable HTTP server (`mcp --listen ADDR`): one endpoint,
+//! `/mcp`, taking POST, GET and DELETE as the 2025-06-18 and 2025-11-25 revisions describe
+//! them (and POST alone, as 2026-07-28 has it). Each client message becomes a line for the
+//! relay ([`super::pipe`]); each line the relay writes for the client is routed back to the
+//! HTTP stream it belongs to by the [`Router`]:
+//! - the answer to a request goes to that request's POST, as a JSON body (when the server
+//!   answered so) or as the last event of its stream;
+//! - a server's request or notification goes to the stream it came on upstream (its tag), to
+//!   the stream of the request its progress token names, or else to the session's GET stream;
+//! - an answer the proxy made itself (an injected fault) has no tag and goes by its id.
+//!
+//! Every stream is written with event ids (`S-N`), and what it sent is kept (bounded) so a
+//! client whose connection broke resumes it with `Last-Event-ID`. A stream the proxy cut on
+//! purpose (the `stream_cut` delivery) is never resumed with the answer it lost.
+//!
+//! The session: with a remote server, its `Mcp-Session-Id` is relayed as it is, and its errors
+//! (400, 404, 401 with `WWW-Authenticate`, 429 with `Retry-After`) reach the client as they
+//! came. With a server on stdio the proxy issues the session itself (one per `initialize`).
+//!
+//! Security: the proxy binds loopback unless remote clients were allowed, and refuses (403) a
+//! request whose `Host` or `Origin` does not name this machine (DNS rebinding).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::{Frame, Incoming};
+use hyper::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::sync::mpsc;
+
+use super::pipe::{LineSender, LinesIn, lines_in};
+use super::sse;
+use super::upstream::{MAX_MESSAGE, Passage, Routing};
+use super::{Envelope, Header, Origin, Stream, Tags, headers};
+use crate::hashing::Map;
+use crate::mcp::wire::{self, Id, Message};
+
+/// The endpoint's path.
+pub const PATH: &str = "/mcp";
+/// Bytes of events a stream keeps for a client that resumes it.
+const KEPT_FOR_RESUME: usize = 1024 * 1024;
+/// Bytes queued for one stream whose client does not read before the stream is given up
+/// (its events stay resumable).
+const QUEUED_MAX: usize = 16 * 1024 * 1024;
+/// Server messages kept for a GET stream not yet opened.
+const UNSENT_MAX: usize = 256;
+/// Sessions the proxy issues and remembers (a server on stdio).
+const SESSIONS_MAX: usize = 4096;
+
+/// How the proxy listens.
+#[derive(Debug, Clone)]
+pub struct ListenOptions {
+    /// The address to bind (`127.0.0.1:0` picks a free port).
+    pub addr: String,
+    /// Take clients from other machines (otherwise loopback only).
+    pub allow_remote: bool,
+}
+
+/// Why the proxy cannot listen.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    /// Not an address.
+    #[error(
+        "--listen {0:?} is not an address: give HOST:PORT, e.g. 127.0.0.1:8931 (port 0 picks a free one)"
+    )]
+    Address(String),
+    /// A non-loopback address without `--allow-remote`.
+    #[error(
+        "--listen {0}: that address takes clients from other machines; give --allow-remote to allow it, or listen on 127.0.0.1"
+    )]
+    Remote(String),
+    /// The bind failed.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(String, std::io::Error),
+}
+
+/// An item for one HTTP answer: its head first, then its body's bytes.
+#[derive(Debug)]
+enum Out {
+    Head {
+        status: u16,
+        headers: Vec<Header>,
+        json: bool,
+    },
+    Data(Bytes),
+}
+
+/// One answer stream (a POST's, or a GET stream).
+#[derive(Debug)]
+struct StreamState {
+    /// Where its items go; none once its client is gone (or it ended).
+    tx: Option<mpsc::UnboundedSender<Out>>,
+    /// Bytes queued and not yet taken by the connection.
+    queued: Arc<AtomicUsize>,
+    session: Option<String>,
+    /// The head has been sent.
+    started: bool,
+    /// Events sent, for resumption: (number, bytes), newest last.
+    kept: VecDeque<(u64, Bytes)>,
+    kept_bytes: usize,
+    next_event: u64,
+    /// The stream's answer went out (or it was cut): nothing more goes on it.
+    done: bool,
+    /// The proxy cut it (a fault): resumption gives nothing.
+    cut: bool,
+    /// The client takes a JSON body for the answer.
+    takes_json: bool,
+    /// The request it answers, when it is a POST's.
+    request: Option<Id>,
+}
+
+impl StreamState {
+    fn new(
+        tx: mpsc::UnboundedSender<Out>,
+        queued: &Arc<AtomicUsize>,
+        session: Option<String>,
+        request: Option<Id>,
+        takes_json: bool,
+    ) -> StreamState {
+        StreamState {
+            tx: Some(tx),
+            queued: Arc::clone(queued),
+            session,
+            started: false,
+            kept: VecDeque::new(),
+            kept_bytes: 0,
+            next_event: 1,
+            done: false,
+            cut: false,
+            takes_json,
+            request,
+        }
+    }
+}
+
+impl StreamState {
+    /// Answers with one whole body (not an event stream).
+    fn whole(&mut self, status: u16, headers: Vec<Header>, body: Bytes) {
+        self.started = true;
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Out::Head {
+                status,
+                headers,
+                json: true,
+            });
+            let _ = tx.send(Out::Data(body));
+        }
+    }
+}
+
+/// What the listener and the router share.
+#[derive(Debug, Default)]
+struct Face {
+    streams: Map<u64, StreamState>,
+    next_stream: u64,
+    /// Requests awaiting answers, by id: (stream, session), oldest first.
+    waiting: Map<Id, VecDeque<u64>>,
+    /// Progress tokens of requests in flight.
+    progress: Map<Id, u64>,
+    /// The GET stream of each session.
+    gets: Map<Option<String>, u64>,
+    /// Server messages for a GET stream not open yet.
+    unsent: VecDeque<Vec<u8>>,
+    /// Sessions we issued (a server on stdio), oldest first.
+    sessions: VecDeque<String>,
+    /// Initialize requests in flight (their answers carry a new session id).
+    initializing: crate::hashing::Set<Id>,
+    issued: u64,
+}
+
+/// The listening side, shared by every connection's handler.
+struct Listener {
+    face: Arc<Mutex<Face>>,
+    to_relay: Mutex<Option<LineSender>>,
+    /// The remote server (a URL upstream); none for a server on stdio.
+    passage: Option<Passage>,
+    envelopes: Option<Arc<Tags<Envelope>>>,
+    allow_remote: bool,
+    log: Mutex<Box<dyn Write + Send>>,
+    /// A name for the sessions we issue.
+    salt: String,
+}
+
+/// What the proxy gets from [`listen`].
+pub struct Listening {
+    /// The address bound.
+    pub local: SocketAddr,
+    /// The stream the relay reads the clients' messages from.
+    pub input: LinesIn,
+    /// Where the relay writes messages for the clients.
+    pub router: Router,
+    /// Ends the session's client side.
+    pub control: Control,
+}
+
+impl std::fmt::Debug for Listening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listening")
+            .field("local", &self.local)
+            .finish()
+    }
+}
+
+/// Binds `options.addr` and starts serving on `runtime`. `remote` is the URL upstream's
+/// passage and routing; none for a server on stdio.
+pub fn listen(
+    options: &ListenOptions,
+    runtime: &tokio::runtime::Handle,
+    remote: Option<(Passage, Routing)>,
+    log: Box<dyn Write + Send>,
+    salt: &str,
+) -> Result<Listening, ListenError> {
+    let addr: SocketAddr = match options.addr.parse() {
+        Ok(a) => a,
+        Err(_) => {
+            let resolved = std::net::ToSocketAddrs::to_socket_addrs(options.addr.as_str())
+                .ok()
+                .and_then(|mut it| it.next());
+            resolved.ok_or_else(|| ListenError::Address(options.addr.clone()))?
+        }
+    };
+    if !addr.ip().is_loopback() && !options.allow_remote {
+        return Err(ListenError::Remote(options.addr.clone()));
+    }
+    let std_listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| ListenError::Bind(options.addr.clone(), e))?;
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|e| ListenError::Bind(options.addr.clone(), e))?;
+    let local = std_listener
+        .local_addr()
+        .map_err(|e| ListenError::Bind(options.addr.clone(), e))?;
+    let listener = {
+        let _entered = runtime.enter();
+        tokio::net::TcpListener::from_std(std_listener)
+            .map_err(|e| ListenError::Bind(options.addr.clone(), e))?
+    };
+    let (to_relay, input) = lines_in();
+    let face = Arc::new(Mutex::new(Face::default()));
+    let (passage, routing) = match remote {
+        Some((p, r)) => (Some(p), Some(r)),
+        None => (None, None),
+    };
+    let shared = Arc::new(Listener {
+        face: Arc::clone(&face),
+        to_relay: Mutex::new(Some(to_relay)),
+        passage,
+        envelopes: routing.as_ref().map(|r| Arc::clone(&r.envelopes)),
+        allow_remote: options.allow_remote,
+        log: Mutex::new(log),
+        salt: salt.to_owned(),
+    });
+    let accept = Arc::clone(&shared);
+    runtime.spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
+            let handler = Arc::clone(&accept);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let h = Arc::clone(&handler);
+                    async move { Ok::<_, Infallible>(h.handle(req).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .await;
+            });
+        }
+    });
+    Ok(Listening {
+        local,
+        input,
+        router: Router {
+            face: Arc::clone(&face),
+            origins: routing.map(|r| r.origins),
+            partial: Vec::new(),
+            log_shared: Arc::clone(&shared),
+        },
+        control: Control { shared },
+    })
+}
+
+/// The body of an answer: the stream's items as they come.
+struct ChannelBody {
+    rx: mpsc::UnboundedReceiver<Out>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        loop {
+            return match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(Out::Data(b))) => {
+                    self.queued.fetch_sub(
+                        b.len().min(self.queued.load(Ordering::Relaxed)),
+                        Ordering::Relaxed,
+                    );
+                    Poll::Ready(Some(Ok(Frame::data(b))))
+                }
+                Poll::Ready(Some(Out::Head { .. })) => continue,
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            };
+        }
+    }
+}
+
+type Answer = Response<http_body_util::Either<http_body_util::Full<Bytes>, ChannelBody>>;
+
+/// A plain answer: a status, headers and a short body.
+fn plain(status: u16, headers: &[Header], body: &str) -> Answer {
+    let mut r = Response::builder().status(status);
+    for (n, v) in headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(n.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            r = r.header(n, v);
+        }
+    }
+    if !body.is_empty() {
+        r = r.header(CONTENT_TYPE, "text/plain; charset=utf-8");
+    }
+    r.body(http_body_util::Either::Left(http_body_util::Full::new(
+        Bytes::from(body.to_owned()),
+    )))
+    .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
+}
+
+/// A JSON-RPC error answer with an HTTP status (for requests refused before the relay).
+fn rpc_refusal(status: u16, id: Option<&Id>, message: &str) -> Answer {
+    let raw = id.map_or("null", |i| i.0.as_str());
+    let mut line = wire::error_line_as(raw, -32600, message, None);
+    while line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "application/json")
+        .body(http_body_util::Either::Left(http_body_util::Full::new(
+            Bytes::from(line),
+        )))
+        .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
+}
+
+fn header<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+impl Listener {
+    fn note(&self, text: &str) {
+        if let Ok(mut log) = self.log.lock() {
+            let _ = writeln!(log, "toolstorm-tui mcp: {}", crate::printable::line(text));
+        }
+    }
+
+    async fn handle(&self, req: Request<Incoming>) -> Answer {
+        if let Some(why) = headers::refused(
+            header(&req, "host"),
+            header(&req, "origin"),
+            self.allow_remote,
+        ) {
+            self.note(&format!("refused a request: {why}"));
+            return plain(403, &[], &format!("Forbidden: {why}\n"));
+        }
+        if req.uri().path() != PATH {
+            return plain(
+                404,
+                &[],
+                &format!("Not found: the MCP endpoint is {PATH}\n"),
+            );
+        }
+        match *req.method() {
+            Method::POST => self.post(req).await,
+            Method::GET => self.get(req).await,
+            Method::DELETE => self.delete(req).await,
+            _ => plain(405, &[("Allow".into(), "GET, POST, DELETE".into())], ""),
+        }
+    }
+
+    /// The headers of a client's request passed on upstream.
+    fn envelope(req: &Request<Incoming>) -> Envelope {
+        Envelope {
+            headers: headers::passed(req.headers(), &["accept", "content-type", "last-event-id"]),
+        }
+    }
+
+    /// Checks the session of a request when we issue sessions (a server on stdio): a
+    /// request other than `initialize` must name one we issued (missing: 400, unknown: 404).
+    fn session_refusal(
+        &self,
+        session: Option<&str>,
+        initialize: bool,
+        id: Option<&Id>,
+    ) -> Option<Answer> {
+        if self.passage.is_some() || initialize {
+            return None;
+        }
+        let face = self.face.lock().ok()?;
+        if face.sessions.is_empty() {
+            return None;
+        }
+        match session {
+            None => Some(rpc_refusal(
+                400,
+                id,
+                "Bad Request: Mcp-Session-Id header is required",
+            )),
+            Some(s) if !face.sessions.iter().any(|k| k == s) => {
+                Some(rpc_refusal(404, id, "Not Found: the session has ended"))
+            }
+            Some(_) => None,
+        }
+    }
+
+    async fn post(&self, req: Request<Incoming>) -> Answer {
+        let accept = header(&req, "accept").unwrap_or("").to_ascii_lowercase();
+        let takes_sse =
+            accept.contains("text/event-stream") || accept.contains("*/*") || accept.is_empty();
+        let takes_json =
+            accept.contains("application/json") || accept.contains("*/*") || accept.is_empty();
+        let envelope = Listener::envelope(&req);
+        let session = header(&req, "mcp-session-id").map(str::to_owned);
+        let body = match read_limited(req.into_body(), MAX_MESSAGE).await {
+            Ok(b) => b,
+            Err(status) => return rpc_refusal(status, None, "the message could not be read"),
+        };
+        let mut line = body;
+        for b in &mut line {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
+        }
+        let message = wire::classify(&line);
+        let (id, method, params) = match &message {
+            Message::Request { id, method, params } => {
+                (Some(id.clone()), Some(method.clone()), Some(params))
+            }
+            Message::Notification { method, .. } => (None, Some(method.clone()), None),
+            Message::Response { .. } => (None, None, None),
+            Message::Other(why) => {
+                return rpc_refusal(400, None, &format!("Parse error: {why}"));
+            }
+        };
+        let initialize = method.as_deref() == Some("initialize");
+        if let Some(refusal) = self.session_refusal(session.as_deref(), initialize, id.as_ref()) {
+            return refusal;
+        }
+        let Some(id) = id else {
+            // A notification or an answer: accepted, and passed on.
+            if !self.send(line, envelope).await {
+                return plain(503, &[], "the proxy's session is over\n");
+            }
+            return plain(202, &[], "");
+        };
+        if !takes_sse && !takes_json {
+            return rpc_refusal(
+                406,
+                Some(&id),
+                "Not Acceptable: the client must accept application/json or text/event-stream",
+            );
+        }
+        let token = params
+            .and_then(|p| p.as_object())
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.as_object())
+            .and_then(|m| m.get("progressToken"))
+            .map(Id::of);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        {
+            let Ok(mut face) = self.face.lock() else {
+                return plain(500, &[], "");
+            };
+            let n = face.next_stream;
+            face.next_stream += 1;
+            let takes_json = takes_json && (!takes_sse || self.passage.is_some());
+            face.streams.insert(
+                n,
+                StreamState::new(tx, &queued, session, Some(id.clone()), takes_json),
+            );
+            face.waiting.entry(id.clone()).or_default().push_back(n);
+            if let Some(t) = token {
+                face.progress.insert(t, n);
+            }
+            if initialize && self.passage.is_none() {
+                face.initializing.insert(id.clone());
+            }
+        }
+        if !self.send(line, envelope).await {
+            return plain(503, &[], "the proxy's session is over\n");
+        }
+        answer_from(rx, queued).await
+    }
+
+    async fn send(&self, line: Vec<u8>, envelope: Envelope) -> bool {
+        let Some(tx) = self.to_relay.lock().ok().and_then(|t| t.clone()) else {
+            return false;
+        };
+        if let Some(e) = &self.envelopes {
+            e.put(&line, envelope);
+        }
+        tx.send(line).await.is_ok()
+    }
+
+    async fn get(&self, req: Request<Incoming>) -> Answer {
+        let accept = header(&req, "accept").unwrap_or("").to_ascii_lowercase();
+        if !accept.contains("text/event-stream") {
+            return plain(
+                406,
+                &[],
+                "Not Acceptable: a GET stream is text/event-stream\n",
+            );
+        }
+        let session = header(&req, "mcp-session-id").map(str::to_owned);
+        if let Some(last) = header(&req, "last-event-id") {
+            return self.resume(last);
+        }
+        if let Some(refusal) = self.session_refusal(session.as_deref(), false, None) {
+            return refusal;
+        }
+        let mut headers_out = Vec::new();
+        if let Some(p) = &self.passage {
+            let (status, h) = p.open_get(Listener::envelope(&req)).await;
+            if !(200..300).contains(&status) {
+                return plain(status, &h, "");
+            }
+            headers_out = h;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let Ok(mut face) = self.face.lock() else {
+            return plain(500, &[], "");
+        };
+        if face
+            .gets
+            .get(&session)
+            .is_some_and(|s| face.streams.get(s).is_some_and(|st| st.tx.is_some()))
+            && self.passage.is_none()
+        {
+            return plain(
+                409,
+                &[],
+                "Conflict: this session's GET stream is open already\n",
+            );
+        }
+        let n = face.next_stream;
+        face.next_stream += 1;
+        face.streams.insert(
+            n,
+            StreamState::new(tx, &queued, session.clone(), None, false),
+        );
+        face.gets.insert(session, n);
+        start_events(&mut face, n, 200, headers_out);
+        let unsent: Vec<Vec<u8>> = face.unsent.drain(..).collect();
+        for m in unsent {
+            push_event(&mut face, n, &m);
+        }
+        drop(face);
+        sse_answer(rx, queued)
+    }
+
+    /// A GET with `Last-Event-ID`: the rest of that stream, kept and live.
+    fn resume(&self, last: &str) -> Answer {
+        let parsed = last
+            .split_once('-')
+            .and_then(|(s, e)| Some((s.parse::<u64>().ok()?, e.parse::<u64>().ok()?)));
+        let Some((n, after)) = parsed else {
+            return plain(404, &[], "Not Found: no such stream to resume\n");
+        };
+        let Ok(mut face) = self.face.lock() else {
+            return plain(500, &[], "");
+        };
+        let Some(st) = face.streams.get_mut(&n) else {
+            return plain(404, &[], "Not Found: no such stream to resume\n");
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let _ = tx.send(Out::Head {
+            status: 200,
+            headers: vec![],
+            json: false,
+        });
+        for (k, bytes) in &st.kept {
+            if *k > after {
+                let _ = tx.send(Out::Data(bytes.clone()));
+            }
+        }
+        if !st.done && !st.cut {
+            st.tx = Some(tx);
+            st.queued = Arc::clone(&queued);
+        }
+        drop(face);
+        sse_answer(rx, queued)
+    }
+
+    async fn delete(&self, req: Request<Incoming>) -> Answer {
+        let session = header(&req, "mcp-session-id").map(str::to_owned);
+        if let Some(p) = &self.passage {
+            let (status, h) = p.delete(Listener::envelope(&req)).await;
+            self.forget(session.as_ref());
+            return plain(status, &h, "");
+        }
+        let Some(s) = session else {
+            return plain(400, &[], "Bad Request: Mcp-Session-Id header is required\n");
+        };
+        let known = self
+            .face
+            .lock()
+            .map(|f| f.sessions.iter().any(|k| *k == s))
+            .unwrap_or(false);
+        if !known {
+            return plain(404, &[], "Not Found: the session has ended\n");
+        }
+        self.forget(Some(&s));
+        plain(200, &[], "")
+    }
+
+    /// A session is over: its streams end and it is no longer known.
+    fn forget(&self, session: Option<&String>) {
+        let Ok(mut face) = self.face.lock() else {
+            return;
+        };
+        if let Some(s) = session {
+            face.sessions.retain(|k| k != s);
+        }
+        let key = session.cloned();
+        if let Some(n) = face.gets.remove(&key)
+            && let Some(st) = face.streams.get_mut(&n)
+        {
+            st.tx = None;
+            st.done = true;
+        }
+    }
+}
+
+/// Reads a request's body, up to `limit` bytes (413 past it, 400 when it breaks off).
+async fn read_limited(mut body: Incoming, limit: usize) -> Result<Vec<u8>, u16> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| 400u16)?;
+        if let Some(d) = frame.data_ref() {
+            if out.len() + d.len() > limit {
+                return Err(413);
+            }
+            out.extend_from_slice(d);
+        }
+    }
+    Ok(out)
+}
+
+/// The answer to a POST: waits for its head (the first message routed to it), then a JSON
+/// body or an event stream.
+async fn answer_from(mut rx: mpsc::UnboundedReceiver<Out>, queued: Arc<AtomicUsize>) -> Answer {
+    let Some(Out::Head {
+        status,
+        headers,
+        json,
+    }) = rx.recv().await
+    else {
+        // The stream ended before anything was routed to it: the proxy cut it, or is over.
+        return plain(502, &[], "");
+    };
+    let mut r = Response::builder().status(status);
+    for (n, v) in &headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(n.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            r = r.header(n, v);
+        }
+    }
+    let body = if json {
+        r = r.header(CONTENT_TYPE, "application/json");
+        let mut all = Vec::new();
+        while let Some(item) = rx.recv().await {
+            if let Out::Data(b) = item {
+                all.extend_from_slice(&b);
+            }
+        }
+        http_body_util::Either::Left(http_body_util::Full::new(Bytes::from(all)))
+    } else {
+        r = r
+            .header(CONTENT_TYPE, "text/event-stream")
+            .header("Cache-Control", "no-cache");
+        http_body_util::Either::Right(ChannelBody { rx, queued })
+    };
+    r.body(body)
+        .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
+}
+
+/// An event stream answer whose head was sent on the channel already.
+fn sse_answer(mut rx: mpsc::UnboundedReceiver<Out>, queued: Arc<AtomicUsize>) -> Answer {
+    // The head is the first item; its status and headers are taken here.
+    let (status, headers) = match rx.try_recv() {
+        Ok(Out::Head {
+            status, headers, ..
+        }) => (status, headers),
+        _ => (200, vec![]),
+    };
+    let mut r = Response::builder()
+        .status(status)
+        .header(CONTENT_TYPE, "text/event-stream")
+        .header("Cache-Control", "no-cache");
+    for (n, v) in &headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(n.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            r = r.header(n, v);
+        }
+    }
+    r.body(http_body_util::Either::Right(ChannelBody { rx, queued }))
+        .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
+}
+
+/// Sends a stream's head as an event stream, with a priming event (an id, no data) so the
+/// client can resume before the first message.
+fn start_events(face: &mut Face, n: u64, status: u16, headers: Vec<Header>) {
+    let Some(st) = face.streams.get_mut(&n) else {
+        return;
+    };
+    st.started = true;
+    if let Some(tx) = &st.tx {
+        let _ = tx.send(Out::Head {
+            status,
+            headers,
+            json: false,
+        });
+    }
+    let id = format!("{n}-0");
+    let prime = Bytes::from(sse::priming(&id, None));
+    send_data(st, prime);
+}
+
+/// Queues bytes on a stream (a client that stopped reading loses the stream, not the proxy).
+fn send_data(st: &mut StreamState, bytes: Bytes) {
+    let Some(tx) = &st.tx else {
+        return;
+    };
+    let now = st.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
+    if now > QUEUED_MAX || tx.send(Out::Data(bytes)).is_err() {
+        st.tx = None;
+    }
+}
+
+/// Sends a message as the next event of stream `n`, keeping it for resumption.
+fn push_event(face: &mut Face, n: u64, message: &[u8]) {
+    let Some(st) = face.streams.get_mut(&n) else {
+        return;
+    };
+    let k = st.next_event;
+    st.next_event += 1;
+    let bytes = Bytes::from(sse::event(Some(&format!("{n}-{k}")), message));
+    st.kept_bytes += bytes.len();
+    st.kept.push_back((k, bytes.clone()));
+    while st.kept_bytes > KEPT_FOR_RESUME && st.kept.len() > 1 {
+        if let Some((_, b)) = st.kept.pop_front() {
+            st.kept_bytes -= b.len();
+        }
+    }
+    send_data(st, bytes);
+}
+
+/// Ends stream `n`: its answer went out (or it was cut).
+fn end_stream(face: &mut Face, n: u64) {
+    if let Some(st) = face.streams.get_mut(&n) {
+        st.done = true;
+        st.tx = None;
+        if let Some(id) = st.request.clone() {
+            if let Some(q) = face.waiting.get_mut(&id) {
+                q.retain(|k| *k != n);
+                if q.is_empty() {
+                    face.waiting.remove(&id);
+                }
+            }
+            face.progress.retain(|_, s| *s != n);
+        }
+    }
+    // A finished stream stays for resumption only while it is among the newest.
+    if face.streams.len() > 4096 {
+        let mut done: Vec<u64> = face
+            .streams
+            .iter()
+            .filter(|(_, s)| s.done)
+            .map(|(k, _)| *k)
+            .collect();
+        done.sort_unstable();
+        for k in done.iter().take(done.len() / 2) {
+            face.streams.remove(k);
+        }
+    }
+}
+
+/// Where the relay writes the clients' messages: each whole line is routed to its stream.
+pub struct Router {
+    face: Arc<Mutex<Face>>,
+    origins: Option<Arc<Tags<Origin>>>,
+    partial: Vec<u8>,
+    log_shared: Arc<Listener>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router").finish()
+    }
+}
+
+impl Write for Router {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut partial = std::mem::take(&mut self.partial);
+        let r = super::pipe::cut_lines(&mut partial, buf, |line| {
+            self.route(&line);
+            Ok(())
+        });
+        self.partial = partial;
+        r
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Router {
+    fn route(&mut self, line: &[u8]) {
+        let origin = self.origins.as_ref().and_then(|o| o.take(line));
+        let message = wire::classify(line);
+        let Ok(mut face) = self.face.lock() else {
+            return;
+        };
+        match message {
+            Message::Response { id, .. } => {
+                let Some(n) = pick_waiter(&face, &id, origin.as_ref()) else {
+                    drop(face);
+                    self.log_shared.note(&format!(
+                        "an answer to {} has no client waiting for it (its stream is gone); dropped",
+                        crate::printable::line(&id.0)
+                    ));
+                    return;
+                };
+                let mut headers = origin
+                    .as_ref()
+                    .map(|o| o.headers.clone())
+                    .unwrap_or_default();
+                if face.initializing.remove(&id) {
+                    face.issued += 1;
+                    let session = crate::json::sha256_hex(
+                        format!("{}:{}", self.log_shared.salt, face.issued).as_bytes(),
+                    )[..32]
+                        .to_owned();
+                    face.sessions.push_back(session.clone());
+                    while face.sessions.len() > SESSIONS_MAX {
+                        face.sessions.pop_front();
+                    }
+                    headers.push(("Mcp-Session-Id".into(), session.clone()));
+                    if let Some(st) = face.streams.get_mut(&n) {
+                        st.session = Some(session);
+                    }
+                }
+                let status = origin.as_ref().map_or(200, |o| o.status);
+                let json = origin.as_ref().is_none_or(|o| o.json || o.status >= 300);
+                let Some(st) = face.streams.get_mut(&n) else {
+                    return;
+                };
+                if !st.started && (json && st.takes_json || status >= 300) {
+                    st.whole(status, headers, Bytes::copy_from_slice(line));
+                } else {
+                    if !st.started {
+                        start_events(&mut face, n, status, headers);
+                    }
+                    push_event(&mut face, n, line);
+                }
+                end_stream(&mut face, n);
+            }
+            Message::Request { params, .. } | Message::Notification { params, .. } => {
+                let n = stream_for(&face, &params, origin.as_ref());
+                match n {
+                    Some(n) => {
+                        if face.streams.get(&n).is_some_and(|s| !s.started) {
+                            let headers = origin.map(|o| o.headers).unwrap_or_default();
+                            start_events(&mut face, n, 200, headers);
+                        }
+                        push_event(&mut face, n, line);
+                    }
+                    None => {
+                        face.unsent.push_back(line.to_vec());
+                        while face.unsent.len() > UNSENT_MAX {
+                            face.unsent.pop_front();
+                        }
+                    }
+                }
+            }
+            Message::Other(_) => {
+                let n = face.gets.values().copied().max();
+                if let Some(n) = n {
+                    push_event(&mut face, n, line);
+                }
+            }
+        }
+    }
+}
+
+/// The stream waiting for the answer `id`: the one of the session the answer came in, else
+/// the oldest.
+fn pick_waiter(face: &Face, id: &Id, origin: Option<&Origin>) -> Option<u64> {
+    let q = face.waiting.get(id)?;
+    let session = origin.and_then(|o| o.session.as_ref());
+    q.iter()
+        .copied()
+        .find(|n| {
+            session.is_some()
+                && face
+                    .streams
+                    .get(n)
+                    .is_some_and(|s| s.session.as_ref() == session)
+        })
+        .or_else(|| q.front().copied())
+}
+
+/// The stream a server's request or notification goes on: the stream it came on upstream,
+/// the request its progress token names, the session's GET stream, or the newest open POST
+/// stream.
+fn stream_for(face: &Face, params: &crate::json::Value, origin: Option<&Origin>) -> Option<u64> {
+    let open = |n: &u64| face.streams.get(n).is_some_and(|s| !s.done);
+    if let Some(o) = origin {
+        match &o.stream {
+            Stream::Post(id) => {
+                if let Some(n) = pick_waiter(face, id, Some(o)) {
+                    return Some(n);
+                }
+            }
+            Stream::Get => {
+                if let Some(n) = face.gets.get(&o.session).filter(|n| open(n)) {
+                    return Some(*n);
+                }
+            }
+        }
+    }
+    let token = params
+        .as_object()
+        .and_then(|p| p.get("progressToken"))
+        .map(Id::of);
+    if let Some(n) = token
+        .and_then(|t| face.progress.get(&t).copied())
+        .filter(open)
+    {
+        return Some(n);
+    }
+    if let Some(n) = face.gets.values().copied().filter(open).max() {
+        return Some(n);
+    }
+    if origin.is_some() {
+        return None;
+    }
+    face.streams
+        .iter()
+        .filter(|(_, s)| !s.done && s.tx.is_some() && s.request.is_some())
+        .map(|(k, _)| *k)
+        .max()
+}
+
+/// How the relay acts on the clients' HTTP streams beyond writing messages.
+pub struct Control {
+    shared: Arc<Listener>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control").finish()
+    }
+}
+
+impl Control {
+    /// Cuts the stream waiting for the answer to `id` without an answer (the `stream_cut`
+    /// delivery): the client sees its connection end; resuming it gives nothing.
+    pub fn cut(&self, id: &Id) -> bool {
+        let Ok(mut face) = self.shared.face.lock() else {
+            return false;
+        };
+        let Some(n) = face.waiting.get(id).and_then(|q| q.front().copied()) else {
+            return false;
+        };
+        if let Some(st) = face.streams.get_mut(&n) {
+            st.cut = true;
+            if !st.started {
+                // A stream not yet begun is begun (so the client has an event id to resume
+                // from, as a real cut stream would), then cut.
+                start_events(&mut face, n, 200, vec![]);
+            }
+        }
+        end_stream(&mut face, n);
+        true
+    }
+
+    /// Answers the request `id` with an HTTP status in place of a JSON-RPC answer (the
+    /// `http_status` delivery: what a gateway in front of a server sends).
+    pub fn status(&self, id: &Id, status: u16, headers: Vec<Header>, body: &str) -> bool {
+        let Ok(mut face) = self.shared.face.lock() else {
+            return false;
+        };
+        let Some(n) = face.waiting.get(id).and_then(|q| q.front().copied()) else {
+            return false;
+        };
+        if let Some(st) = face.streams.get_mut(&n)
+            && !st.started
+        {
+            st.whole(status, headers, Bytes::from(body.to_owned()));
+        }
+        end_stream(&mut face, n);
+        true
+    }
+
+    /// No more client messages reach the relay (the proxy is ending).
+    pub fn close(&self) {
+        if let Ok(mut t) = self.shared.to_relay.lock() {
+            *t = None;
+        }
+    }
+}

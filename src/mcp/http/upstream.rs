@@ -1,0 +1,975 @@
+//! A remote MCP server over Streamable HTTP, in the place of the child process: the relay
+//! writes it one message per line and reads its messages back as lines, as from a child's
+//! pipes. Each message goes out as its own POST; an answer comes back as a JSON body or as a
+//! stream of server-sent events (with the server's own requests and notifications before the
+//! answer), and every message of it is passed to the relay as it arrives.
+//!
+//! Two ways to hold the session:
+//! - **Ours** (the client speaks stdio): the proxy is the HTTP client. It keeps the
+//!   `Mcp-Session-Id` the server issues with the `initialize` answer and the agreed
+//!   `MCP-Protocol-Version`, sends both on every later request, opens the GET stream for the
+//!   server's own messages once the client said `initialized`, resumes a stream cut before its
+//!   answer (`Last-Event-ID`, after the server's `retry:`), and ends the session with `DELETE`.
+//! - **The client's** (the client speaks HTTP to our listener): every request goes out with the
+//!   headers the client's own request had ([`super::Envelope`]): its session, its version, its
+//!   credentials; the listener opens and closes GET streams and sessions as the client does.
+//!
+//! No request is ever sent twice by this module: the HTTP client does not retry (a second POST
+//! of a `tools/call` would be a second commit). A server that cannot be reached, or answers an
+//! HTTP error, gets the request answered with a JSON-RPC error in the server's place, which the
+//! recording keeps as the server's answer; the status and its headers (`Retry-After`,
+//! `WWW-Authenticate`) reach an HTTP client as they came.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use hyper::{Method, Request, Response, Uri};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::pipe::{LineSender, LinesIn, LinesOut, lines_in, lines_out};
+use super::sse::Parser;
+use super::{Envelope, Header, Origin, Stream, Tags, headers};
+use crate::mcp::wire::{self, Id, Message};
+
+/// The most bytes of one answer (a JSON body, or one event) taken from the server.
+pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
+/// How many times a stream cut before its answer is resumed.
+const RESUMES: usize = 3;
+/// How long to wait before resuming when the server named no `retry:`.
+const RETRY_DEFAULT: Duration = Duration::from_millis(500);
+/// The longest wait before resuming a stream, whatever the server asks.
+const RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// The HTTPS-capable client.
+type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Why the remote server cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The URL is not one.
+    #[error("{url:?} is not an http:// or https:// URL: {why}")]
+    Url {
+        /// As given.
+        url: String,
+        /// Why.
+        why: String,
+    },
+    /// The TLS set-up failed (the extra roots could not be read).
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
+}
+
+/// Whether a server named after `--` is a URL (one word, `http://` or `https://`).
+pub fn is_url(words: &[std::ffi::OsString]) -> bool {
+    matches!(words, [one] if one.to_str().is_some_and(|s| {
+        let l = s.to_ascii_lowercase();
+        l.starts_with("http://") || l.starts_with("https://")
+    }))
+}
+
+/// Parses a server URL.
+pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
+    let fail = |why: &str| RemoteError::Url {
+        url: url.to_owned(),
+        why: why.to_owned(),
+    };
+    let uri: Uri = url
+        .parse()
+        .map_err(|e: hyper::http::uri::InvalidUri| fail(&e.to_string()))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        _ => return Err(fail("the scheme must be http or https")),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(fail("it names no host"));
+    }
+    Ok(uri)
+}
+
+/// The client, verifying certificates against Mozilla's roots (bundled) and those in the file
+/// `SSL_CERT_FILE` names, when it is set.
+fn client() -> Result<HttpClient, RemoteError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = std::env::var_os("SSL_CERT_FILE") {
+        let shown = std::path::Path::new(&path).display().to_string();
+        let certs = CertificateDer::pem_file_iter(&path)
+            .map_err(|e| RemoteError::Tls(format!("SSL_CERT_FILE {shown}: {e}")))?;
+        for cert in certs {
+            let cert = cert.map_err(|e| RemoteError::Tls(format!("SSL_CERT_FILE {shown}: {e}")))?;
+            roots
+                .add(cert)
+                .map_err(|e| RemoteError::Tls(format!("SSL_CERT_FILE {shown}: {e}")))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| RemoteError::Tls(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new())
+        .retry_canceled_requests(false)
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build(connector))
+}
+
+/// The session the proxy holds itself when its client speaks stdio.
+#[derive(Debug, Default)]
+struct Own {
+    session: Option<String>,
+    version: Option<String>,
+    /// The GET stream was asked for (once per session).
+    listening: bool,
+}
+
+/// What every request task shares.
+struct Shared {
+    client: HttpClient,
+    url: Uri,
+    /// `--header`s, sent on every request.
+    fixed: Vec<Header>,
+    /// Messages for the relay; none once the connection is over.
+    to_relay: Mutex<Option<LineSender>>,
+    /// Where each message came from, for a listening proxy (none for a stdio client).
+    origins: Option<Arc<Tags<Origin>>>,
+    /// The headers each client message came with, for a listening proxy.
+    envelopes: Option<Arc<Tags<Envelope>>>,
+    own: Mutex<Own>,
+    log: Mutex<Box<dyn Write + Send>>,
+    /// The connection is over: nothing more is resumed or reopened.
+    closing: AtomicBool,
+    /// Streams held open by the proxy (own GET streams), aborted at the end.
+    background: Mutex<JoinSet<()>>,
+}
+
+/// The remote server, as the relay sees a child: its input, its output, and a handle to stop
+/// it.
+pub struct Remote {
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Handle,
+    done: std::sync::mpsc::Receiver<()>,
+    pump: tokio::task::AbortHandle,
+    ended: bool,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("url", &self.shared.url)
+            .finish()
+    }
+}
+
+/// A listening proxy's way to the remote server beside the relay: the GET streams and the
+/// session's end, which carry no client message.
+#[derive(Clone)]
+pub struct Passage {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Passage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Passage")
+            .field("url", &self.shared.url)
+            .finish()
+    }
+}
+
+/// The tags a listening proxy shares with the remote side.
+#[derive(Debug, Clone)]
+pub struct Routing {
+    /// Where each server message came from.
+    pub origins: Arc<Tags<Origin>>,
+    /// What each client message came with.
+    pub envelopes: Arc<Tags<Envelope>>,
+}
+
+impl Remote {
+    /// Connects (lazily: nothing is sent before the first message) to the server at `url`.
+    /// The relay writes to the [`LinesOut`] and reads the [`LinesIn`]. `routing` is given when
+    /// the client side is a listening proxy; `log` gets the notes about the server.
+    pub fn connect(
+        url: &str,
+        fixed: Vec<Header>,
+        routing: Option<Routing>,
+        runtime: &tokio::runtime::Handle,
+        log: Box<dyn Write + Send>,
+    ) -> Result<(Remote, LinesOut, LinesIn), RemoteError> {
+        let uri = parse_url(url)?;
+        let client = {
+            // The connector's resolver needs the runtime.
+            let _entered = runtime.enter();
+            client()?
+        };
+        let (to_relay, from_remote) = lines_in();
+        let (to_remote, requests) = lines_out();
+        let shared = Arc::new(Shared {
+            client,
+            url: uri,
+            fixed,
+            to_relay: Mutex::new(Some(to_relay)),
+            origins: routing.as_ref().map(|r| Arc::clone(&r.origins)),
+            envelopes: routing.map(|r| r.envelopes),
+            own: Mutex::new(Own::default()),
+            log: Mutex::new(log),
+            closing: AtomicBool::new(false),
+            background: Mutex::new(JoinSet::new()),
+        });
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let pump = runtime
+            .spawn(pump(Arc::clone(&shared), requests, done_tx))
+            .abort_handle();
+        Ok((
+            Remote {
+                shared,
+                runtime: runtime.clone(),
+                done,
+                pump,
+                ended: false,
+            },
+            to_remote,
+            from_remote,
+        ))
+    }
+
+    /// The listener's way to the server beside the relay.
+    pub fn passage(&self) -> Passage {
+        Passage {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Waits up to `limit` for the connection to be over (its input closed, its answers in,
+    /// its session ended); how it ended, or none.
+    pub fn wait_for(&mut self, limit: Duration) -> Option<String> {
+        if !self.ended {
+            self.ended = self.done.recv_timeout(limit).is_ok();
+        }
+        self.ended.then(|| "its session ended".to_owned())
+    }
+
+    /// Stops every exchange now: requests in flight are abandoned, the relay's input ends.
+    pub fn stop(&mut self) {
+        self.shared.closing.store(true, Ordering::SeqCst);
+        self.pump.abort();
+        if let Ok(mut bg) = self.shared.background.lock() {
+            bg.abort_all();
+        }
+        if let Ok(mut t) = self.shared.to_relay.lock() {
+            *t = None;
+        }
+        let _guard = self.runtime.enter();
+        self.ended = true;
+    }
+}
+
+/// Reads the relay's messages and sends each as its own request; when the relay closes its
+/// end, waits for the answers in flight, ends a session of ours, and closes the relay's input.
+async fn pump(
+    shared: Arc<Shared>,
+    mut requests: mpsc::Receiver<Vec<u8>>,
+    done: std::sync::mpsc::Sender<()>,
+) {
+    let mut tasks = JoinSet::new();
+    while let Some(line) = requests.recv().await {
+        let envelope = shared.envelopes.as_ref().and_then(|t| t.take(&line));
+        tasks.spawn(send(Arc::clone(&shared), line, envelope));
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    shared.closing.store(true, Ordering::SeqCst);
+    if shared.envelopes.is_none() {
+        end_own_session(&shared).await;
+    }
+    if let Ok(mut bg) = shared.background.lock() {
+        bg.abort_all();
+    }
+    if let Ok(mut t) = shared.to_relay.lock() {
+        *t = None;
+    }
+    let _ = done.send(());
+}
+
+impl Shared {
+    fn note(&self, text: &str) {
+        if let Ok(mut log) = self.log.lock() {
+            let _ = writeln!(log, "toolstorm-tui mcp: {}", crate::printable::line(text));
+        }
+    }
+
+    /// Passes a server message to the relay (with where it came from, for a listener).
+    async fn deliver(&self, line: Vec<u8>, origin: Origin) -> bool {
+        let Some(tx) = self.to_relay.lock().ok().and_then(|t| t.clone()) else {
+            return false;
+        };
+        if self.envelopes.is_none() {
+            self.learn_version(&line);
+        }
+        if let Some(o) = &self.origins {
+            o.put(&line, origin);
+        }
+        tx.send(line).await.is_ok()
+    }
+
+    /// Keeps the protocol version the `initialize` answer agreed on (our session's answers
+    /// are looked at only until then).
+    fn learn_version(&self, answer: &[u8]) {
+        let Ok(mut own) = self.own.lock() else {
+            return;
+        };
+        if own.version.is_some() || wire::member(answer, "result").is_none() {
+            return;
+        }
+        if let Message::Response { message, .. } = wire::classify(answer)
+            && let Some(v) = message
+                .as_object()
+                .and_then(|o| o.get("result"))
+                .and_then(|r| r.as_object())
+                .and_then(|r| r.get("protocolVersion"))
+                .and_then(crate::json::Value::as_str)
+        {
+            own.version = Some(v.to_owned());
+        }
+    }
+
+    /// A request for the server: the `--header`s, then the client's own headers (a listener)
+    /// or our session's (a stdio client).
+    fn request(
+        &self,
+        method: Method,
+        envelope: Option<&Envelope>,
+    ) -> hyper::http::request::Builder {
+        let mut b = Request::builder().method(method).uri(self.url.clone());
+        let mut named: Vec<(String, String)> = self.fixed.clone();
+        match envelope {
+            Some(e) => {
+                for (n, v) in &e.headers {
+                    named.retain(|(k, _)| !k.eq_ignore_ascii_case(n));
+                    named.push((n.clone(), v.clone()));
+                }
+            }
+            None if self.envelopes.is_none() => {
+                if let Ok(own) = self.own.lock() {
+                    if let Some(s) = &own.session {
+                        named.push(("Mcp-Session-Id".into(), s.clone()));
+                    }
+                    if let Some(v) = &own.version {
+                        named.push(("MCP-Protocol-Version".into(), v.clone()));
+                    }
+                }
+            }
+            None => {}
+        }
+        for (n, v) in named {
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(n.as_bytes()),
+                HeaderValue::from_str(&v),
+            ) {
+                b = b.header(n, v);
+            }
+        }
+        b
+    }
+
+    fn session_of(&self, envelope: Option<&Envelope>) -> Option<String> {
+        match envelope {
+            Some(e) => e
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("mcp-session-id"))
+                .map(|(_, v)| v.clone()),
+            None => self.own.lock().ok().and_then(|o| o.session.clone()),
+        }
+    }
+}
+
+/// The headers of a server's answer that its client is given.
+fn answer_headers(res: &Response<Incoming>) -> Vec<Header> {
+    headers::passed(
+        res.headers(),
+        &["content-type", "date", "server", "cache-control"],
+    )
+}
+
+/// A message as one line: an answer may be written over several lines (pretty JSON, or data
+/// split over `data:` lines); outside strings a line break is white space, and inside one it
+/// cannot stand unescaped.
+fn one_line(mut bytes: Vec<u8>) -> Vec<u8> {
+    for b in &mut bytes {
+        if *b == b'\n' || *b == b'\r' {
+            *b = b' ';
+        }
+    }
+    while bytes.last() == Some(&b' ') {
+        bytes.pop();
+    }
+    bytes
+}
+
+/// Whether `line` is the answer to the request `id`.
+fn answers(line: &[u8], id: &Id) -> bool {
+    if wire::member(line, "method").is_some() {
+        return false;
+    }
+    let Some(r) = wire::member(line, "id") else {
+        return false;
+    };
+    std::str::from_utf8(&line[r])
+        .ok()
+        .and_then(|t| crate::json::parse(t).ok())
+        .is_some_and(|v| Id::of(&v) == *id)
+}
+
+/// A JSON-RPC error answering `id` in the server's place.
+fn error_answer(id: &Id, message: &str, status: Option<u16>) -> Vec<u8> {
+    let data = status.map(|s| crate::obj! { "http_status" => i64::from(s) });
+    let mut line = wire::error_line(id, -32000, message, data);
+    while line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    line
+}
+
+fn content_type(res: &Response<Incoming>) -> String {
+    res.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// Sends one of the relay's messages and passes on what comes back.
+async fn send(shared: Arc<Shared>, line: Vec<u8>, envelope: Option<Envelope>) {
+    let message = wire::classify(&line);
+    let (id, method) = match &message {
+        Message::Request { id, method, .. } => (Some(id.clone()), Some(method.clone())),
+        Message::Notification { method, .. } => (None, Some(method.clone())),
+        _ => (None, None),
+    };
+    if method.as_deref() == Some("initialize")
+        && shared.envelopes.is_none()
+        && let Ok(mut own) = shared.own.lock()
+    {
+        // A new session begins: nothing of the last one goes with it.
+        *own = Own::default();
+    }
+    let mut b = shared
+        .request(Method::POST, envelope.as_ref())
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "application/json, text/event-stream");
+    if envelope.is_none()
+        && let Message::Request { params, method, .. } | Message::Notification { params, method } =
+            &message
+        && let Some(v) = wire::request_version(params).filter(|v| wire::is_stateless(v))
+    {
+        // 2026-07-28 routes by headers that must agree with the body.
+        b = b
+            .header("MCP-Protocol-Version", v)
+            .header("Mcp-Method", method.as_str());
+        if let Some(name) = params
+            .as_object()
+            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+            .and_then(crate::json::Value::as_str)
+            && let Ok(v) = HeaderValue::from_str(name)
+        {
+            b = b.header("Mcp-Name", v);
+        }
+    }
+    let session = shared.session_of(envelope.as_ref());
+    let stream = id.clone().map_or(Stream::Get, Stream::Post);
+    let origin = |status: u16, headers: Vec<Header>, json: bool| Origin {
+        session: session.clone(),
+        stream: stream.clone(),
+        status,
+        headers,
+        json,
+    };
+    let request = match b.body(Full::new(Bytes::from(line))) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(id) = &id {
+                let why = format!("the request could not be sent to the server: {e}");
+                shared
+                    .deliver(error_answer(id, &why, None), origin(502, vec![], true))
+                    .await;
+            }
+            return;
+        }
+    };
+    let res = match shared.client.request(request).await {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!(
+                "cannot reach the MCP server at {}: {}",
+                shared.url,
+                chain(&e)
+            );
+            shared.note(&why);
+            if let Some(id) = &id {
+                shared
+                    .deliver(error_answer(id, &why, None), origin(502, vec![], true))
+                    .await;
+            }
+            return;
+        }
+    };
+    let status = res.status().as_u16();
+    let headers = answer_headers(&res);
+    if method.as_deref() == Some("initialize")
+        && shared.envelopes.is_none()
+        && let Some(s) = res
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        && let Ok(mut own) = shared.own.lock()
+    {
+        own.session = Some(s.to_owned());
+    }
+    let Some(id) = id else {
+        // A notification or an answer of the client's: 202, nothing to pass on.
+        if !res.status().is_success() {
+            shared.note(&format!(
+                "the server answered HTTP {} to a {}",
+                res.status(),
+                method.as_deref().unwrap_or("client's answer")
+            ));
+            if status == 404 {
+                session_gone(&shared);
+            }
+        }
+        let _ = res.into_body().collect().await;
+        if method.as_deref() == Some("notifications/initialized") && shared.envelopes.is_none() {
+            listen_own(&shared);
+        }
+        return;
+    };
+    if !res.status().is_success() {
+        let ct = content_type(&res);
+        let reason = res.status();
+        let body = read_body(res.into_body(), 64 * 1024)
+            .await
+            .unwrap_or_default();
+        let body = one_line(body);
+        let line = if ct.contains("json") && answers(&body, &id) {
+            body
+        } else {
+            let text = String::from_utf8_lossy(&body);
+            let text: String = text.chars().take(200).collect();
+            let mut why = format!("the MCP server answered HTTP {reason}");
+            if !text.trim().is_empty() {
+                why.push_str(": ");
+                why.push_str(text.trim());
+            }
+            error_answer(&id, &why, Some(status))
+        };
+        if status == 404 {
+            session_gone(&shared);
+        }
+        shared.deliver(line, origin(status, headers, true)).await;
+        return;
+    }
+    let ct = content_type(&res);
+    if ct.starts_with("text/event-stream") {
+        let base = origin(status, headers, false);
+        let got = events(&shared, res.into_body(), &base, Some(&id)).await;
+        if let Err(cut) = got {
+            resume(&shared, &id, cut, base, envelope.as_ref()).await;
+        }
+        return;
+    }
+    match read_body(res.into_body(), MAX_MESSAGE).await {
+        Ok(body) if !body.iter().all(u8::is_ascii_whitespace) => {
+            let body = one_line(body);
+            shared.deliver(body, origin(status, headers, true)).await;
+        }
+        Ok(_) => {
+            let why = format!("the MCP server answered HTTP {status} with no message");
+            shared
+                .deliver(
+                    error_answer(&id, &why, Some(status)),
+                    origin(502, headers, true),
+                )
+                .await;
+        }
+        Err(why) => {
+            let why = format!("the MCP server's answer could not be read: {why}");
+            shared
+                .deliver(error_answer(&id, &why, None), origin(502, headers, true))
+                .await;
+        }
+    }
+}
+
+/// The error and its causes, in one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// The server ended our session (404): the next requests go without it.
+fn session_gone(shared: &Shared) {
+    if shared.envelopes.is_none()
+        && let Ok(mut own) = shared.own.lock()
+        && own.session.take().is_some()
+    {
+        own.listening = false;
+        own.version = None;
+        drop(own);
+        shared.note("the server ended the session (HTTP 404); the client must initialize again");
+    }
+}
+
+/// Reads a whole body, up to `limit` bytes.
+async fn read_body(mut body: Incoming, limit: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| chain(&e))?;
+        if let Some(d) = frame.data_ref() {
+            if out.len() + d.len() > limit {
+                return Err(format!("it is longer than {limit} bytes"));
+            }
+            out.extend_from_slice(d);
+        }
+    }
+    Ok(out)
+}
+
+/// Where a stream was cut: its last event id and the server's `retry:`.
+#[derive(Debug, Default)]
+struct Cut {
+    last_id: Option<String>,
+    retry: Option<u64>,
+    why: String,
+}
+
+/// Passes on every event of a stream; `Ok` once the answer to `want` came (or the stream
+/// ended normally when there is none), else where it was cut.
+async fn events(
+    shared: &Shared,
+    mut body: Incoming,
+    origin: &Origin,
+    want: Option<&Id>,
+) -> Result<(), Cut> {
+    let mut parser = Parser::new(MAX_MESSAGE);
+    let mut cut = Cut::default();
+    let mut out = Vec::new();
+    loop {
+        let frame = match body.frame().await {
+            None => {
+                cut.why = "the stream ended before the answer".into();
+                return if want.is_none() { Ok(()) } else { Err(cut) };
+            }
+            Some(Err(e)) => {
+                cut.why = format!("the stream broke: {}", chain(&e));
+                return Err(cut);
+            }
+            Some(Ok(f)) => f,
+        };
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
+        if let Err(e) = parser.feed(data, &mut out) {
+            cut.why = format!("the stream could not be read: {e}");
+            return Err(cut);
+        }
+        for ev in out.drain(..) {
+            if ev.id.is_some() {
+                cut.last_id = ev.id.clone();
+            }
+            if ev.retry.is_some() {
+                cut.retry = ev.retry;
+            }
+            if ev.data.trim().is_empty() {
+                continue;
+            }
+            let line = one_line(ev.data.into_bytes());
+            let done = want.is_some_and(|id| answers(&line, id));
+            if !shared.deliver(line, origin.clone()).await {
+                return Ok(());
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A stream cut before its answer (by the network or the server, not by us): resumed from its
+/// last event with a GET, as the server allows; when it cannot be, the request is answered
+/// with an error in the server's place.
+async fn resume(
+    shared: &Shared,
+    id: &Id,
+    mut cut: Cut,
+    origin: Origin,
+    envelope: Option<&Envelope>,
+) {
+    for _ in 0..RESUMES {
+        let Some(last) = cut.last_id.clone() else {
+            break;
+        };
+        if shared.closing.load(Ordering::SeqCst) {
+            break;
+        }
+        let wait = cut
+            .retry
+            .map_or(RETRY_DEFAULT, Duration::from_millis)
+            .min(RETRY_MAX);
+        tokio::time::sleep(wait).await;
+        let req = shared
+            .request(Method::GET, envelope)
+            .header(ACCEPT, "text/event-stream")
+            .header("Last-Event-ID", last.as_str())
+            .body(Full::new(Bytes::new()));
+        let Ok(req) = req else { break };
+        let res = match shared.client.request(req).await {
+            Ok(r)
+                if r.status().is_success() && content_type(&r).starts_with("text/event-stream") =>
+            {
+                r
+            }
+            Ok(r) => {
+                cut.why = format!("resuming it was answered HTTP {}", r.status());
+                break;
+            }
+            Err(e) => {
+                cut.why = format!("resuming it failed: {}", chain(&e));
+                continue;
+            }
+        };
+        match events(shared, res.into_body(), &origin, Some(id)).await {
+            Ok(()) => return,
+            Err(next) => {
+                cut = Cut {
+                    last_id: next.last_id.or(Some(last)),
+                    retry: next.retry.or(cut.retry),
+                    why: next.why,
+                };
+            }
+        }
+    }
+    let why = format!("the MCP server's answer stream was cut: {}", cut.why);
+    shared.note(&why);
+    shared
+        .deliver(
+            error_answer(id, &why, None),
+            Origin {
+                json: true,
+                ..origin
+            },
+        )
+        .await;
+}
+
+/// Opens the GET stream of our session, for the server's own requests and notifications,
+/// and keeps it open (resuming after a cut) while the session lasts.
+fn listen_own(shared: &Arc<Shared>) {
+    {
+        let Ok(mut own) = shared.own.lock() else {
+            return;
+        };
+        if own.listening || own.session.is_none() {
+            return;
+        }
+        own.listening = true;
+    }
+    let s = Arc::clone(shared);
+    if let Ok(mut bg) = shared.background.lock() {
+        bg.spawn(async move {
+            let mut last: Option<String> = None;
+            let mut retry = None;
+            let mut failures = 0;
+            while !s.closing.load(Ordering::SeqCst) && failures < RESUMES {
+                let mut b = s
+                    .request(Method::GET, None)
+                    .header(ACCEPT, "text/event-stream");
+                if let Some(l) = &last {
+                    b = b.header("Last-Event-ID", l.as_str());
+                }
+                let Ok(req) = b.body(Full::new(Bytes::new())) else {
+                    return;
+                };
+                let res = match s.client.request(req).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        failures += 1;
+                        tokio::time::sleep(RETRY_DEFAULT).await;
+                        continue;
+                    }
+                };
+                if !res.status().is_success() {
+                    // 405: the server offers no GET stream; 404: the session is over.
+                    return;
+                }
+                let origin = Origin {
+                    session: s.session_of(None),
+                    stream: Stream::Get,
+                    status: 200,
+                    headers: vec![],
+                    json: false,
+                };
+                match events(&s, res.into_body(), &origin, None).await {
+                    Ok(()) => failures = 0,
+                    Err(cut) => {
+                        failures += 1;
+                        last = cut.last_id.or(last);
+                        retry = cut.retry.or(retry);
+                    }
+                }
+                tokio::time::sleep(
+                    retry
+                        .map_or(RETRY_DEFAULT, Duration::from_millis)
+                        .min(RETRY_MAX),
+                )
+                .await;
+            }
+        });
+    }
+}
+
+/// Ends our session with `DELETE` (a server that does not allow it answers 405: fine).
+async fn end_own_session(shared: &Shared) {
+    if shared
+        .own
+        .lock()
+        .ok()
+        .and_then(|o| o.session.clone())
+        .is_none()
+    {
+        return;
+    }
+    let Ok(req) = shared
+        .request(Method::DELETE, None)
+        .body(Full::new(Bytes::new()))
+    else {
+        return;
+    };
+    let ended = tokio::time::timeout(Duration::from_secs(2), shared.client.request(req)).await;
+    if let Ok(Ok(res)) = ended {
+        let _ = res.into_body().collect().await;
+    }
+}
+
+impl Passage {
+    /// Opens a GET stream with the client's headers: its messages go to the relay, tagged as
+    /// the session's GET stream. The server's status and headers come back for the client
+    /// (a stream that could not be opened: 502).
+    pub async fn open_get(&self, envelope: Envelope) -> (u16, Vec<Header>) {
+        let s = Arc::clone(&self.shared);
+        let req = s
+            .request(Method::GET, Some(&envelope))
+            .header(ACCEPT, "text/event-stream")
+            .body(Full::new(Bytes::new()));
+        let Ok(req) = req else {
+            return (400, vec![]);
+        };
+        let res = match s.client.request(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                s.note(&format!(
+                    "the GET stream could not be opened: {}",
+                    chain(&e)
+                ));
+                return (502, vec![]);
+            }
+        };
+        let status = res.status().as_u16();
+        let headers = answer_headers(&res);
+        if !res.status().is_success() || !content_type(&res).starts_with("text/event-stream") {
+            let _ = res.into_body().collect().await;
+            return (if status < 300 { 502 } else { status }, headers);
+        }
+        let origin = Origin {
+            session: s.session_of(Some(&envelope)),
+            stream: Stream::Get,
+            status,
+            headers: headers.clone(),
+            json: false,
+        };
+        let inner = Arc::clone(&s);
+        if let Ok(mut bg) = s.background.lock() {
+            bg.spawn(async move {
+                let _ = events(&inner, res.into_body(), &origin, None).await;
+            });
+        }
+        (status, headers)
+    }
+
+    /// Ends a session with the client's `DELETE`; the server's status and headers.
+    pub async fn delete(&self, envelope: Envelope) -> (u16, Vec<Header>) {
+        let req = self
+            .shared
+            .request(Method::DELETE, Some(&envelope))
+            .body(Full::new(Bytes::new()));
+        let Ok(req) = req else {
+            return (400, vec![]);
+        };
+        match self.shared.client.request(req).await {
+            Ok(res) => {
+                let status = res.status().as_u16();
+                let headers = answer_headers(&res);
+                let _ = res.into_body().collect().await;
+                (status, headers)
+            }
+            Err(_) => (502, vec![]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_one_http_word() {
+        let w = |s: &[&str]| s.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert!(is_url(&w(&["https://host/mcp"])));
+        assert!(is_url(&w(&["HTTP://127.0.0.1:8000/mcp"])));
+        assert!(!is_url(&w(&["python", "server.py"])));
+        assert!(!is_url(&w(&["https://host/mcp", "extra"])));
+        assert!(parse_url("ftp://x").is_err());
+        assert!(parse_url("http://").is_err());
+    }
+
+    #[test]
+    fn an_answer_is_found_by_its_id() {
+        let id = Id::of(&crate::json::Value::from(3));
+        assert!(answers(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#, &id));
+        assert!(!answers(
+            br#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+            &id
+        ));
+        assert!(!answers(br#"{"jsonrpc":"2.0","id":"3","result":{}}"#, &id));
+        assert_eq!(
+            one_line(b"{\n \"a\": 1\r\n}\n".to_vec()),
+            b"{  \"a\": 1  }".to_vec()
+        );
+    }
+}
