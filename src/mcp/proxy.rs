@@ -350,6 +350,36 @@ impl Proxy {
         // The recording exists before the server starts (with no calls yet, or the calls of
         // the session it continues), and a target that cannot be written stops us first.
         let mut facts = facts;
+        if upstream::is_url(&options.server) || options.listen.is_some() {
+            let http = "streamable-http".to_owned();
+            let stdio = "stdio".to_owned();
+            facts.transport = Some(Box::new(super::session::Transport {
+                client: if options.listen.is_some() {
+                    http.clone()
+                } else {
+                    stdio.clone()
+                },
+                server: if upstream::is_url(&options.server) {
+                    http
+                } else {
+                    stdio
+                },
+                url: upstream::is_url(&options.server)
+                    .then(|| super::http::headers::recorded_url(&command[0])),
+                listen: options.listen.as_ref().map(|l| l.addr.clone()),
+                request_headers: options
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.to_ascii_lowercase(), super::http::headers::recorded(n, v)))
+                    .collect(),
+            }));
+            // The URL is the server's whole command: kept as the transport keeps it.
+            if let Some(t) = &facts.transport
+                && let Some(u) = &t.url
+            {
+                facts.server_command = vec![u.clone()];
+            }
+        }
         let mut prior = None;
         let recorder = match &options.record {
             Some(path) => {
@@ -494,6 +524,13 @@ impl Proxy {
                         super::http::listen::PATH
                     );
                     let _ = log.flush();
+                    if let Some(t) = facts.transport.as_mut() {
+                        t.listen = Some(format!(
+                            "http://{}{}",
+                            listening.local,
+                            super::http::listen::PATH
+                        ));
+                    }
                     router = listening.router;
                     control = Some(listening.control);
                     (Box::new(listening.input), &mut router)

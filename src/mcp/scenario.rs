@@ -66,14 +66,24 @@ pub enum Delivery {
     JsonRpcError,
     /// No answer at all: the client's timeout and cancellation take over.
     NoAnswer,
+    /// Over HTTP: the answer's stream (or connection) ends without the answer, and resuming
+    /// it never gives it (a 2026-07-28 client re-issues the request with a new id). On stdio:
+    /// no answer.
+    StreamCut,
+    /// Over HTTP: an HTTP status in place of the answer, as a gateway in front of a server
+    /// sends it (429 with `Retry-After` for a rate limit, 503 for an outage, 504 for a timeout,
+    /// 502 for a lost answer). On stdio: a JSON-RPC error.
+    HttpStatus,
 }
 
 impl Delivery {
     /// Every delivery, in the order messages list them.
-    pub const ALL: [Delivery; 3] = [
+    pub const ALL: [Delivery; 5] = [
         Delivery::IsError,
         Delivery::JsonRpcError,
         Delivery::NoAnswer,
+        Delivery::StreamCut,
+        Delivery::HttpStatus,
     ];
 
     /// The name files use.
@@ -82,6 +92,8 @@ impl Delivery {
             Delivery::IsError => "is_error",
             Delivery::JsonRpcError => "jsonrpc_error",
             Delivery::NoAnswer => "no_answer",
+            Delivery::StreamCut => "stream_cut",
+            Delivery::HttpStatus => "http_status",
         }
     }
 

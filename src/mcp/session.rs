@@ -259,6 +259,75 @@ pub struct McpSession {
     /// that no call can be asked. With `finished` false, the proxy was stopped while the
     /// server exited. Absent in sidecars written before this was kept.
     pub client_closed: Option<bool>,
+    /// How the two sides were reached, when either was over HTTP (absent for stdio on both
+    /// sides, and in sidecars written before HTTP).
+    pub transport: Option<Box<Transport>>,
+}
+
+/// How the proxy reached its client and its server ([`McpSession::transport`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Transport {
+    /// The client's side: `stdio` or `streamable-http`.
+    pub client: String,
+    /// The server's side: `stdio` or `streamable-http`.
+    pub server: String,
+    /// The server's URL, its credentials redacted.
+    pub url: Option<String>,
+    /// Where the proxy listened for its clients.
+    pub listen: Option<String>,
+    /// The headers the client's requests carried (and `--header`s), by name: credentials'
+    /// values never, the rest redacted like arguments.
+    pub request_headers: Vec<(String, String)>,
+}
+
+impl Transport {
+    fn to_value(&self) -> Value {
+        let mut headers = Object::new();
+        for (n, v) in &self.request_headers {
+            headers.push(n.as_str(), v.as_str());
+        }
+        obj! {
+            "client" => self.client.as_str(),
+            "server" => self.server.as_str(),
+            "url" => self.url.as_deref(),
+            "listen" => self.listen.as_deref(),
+            "request_headers" => Value::Object(headers),
+        }
+    }
+
+    fn from_value(v: &Value) -> Result<Transport, ConfigError> {
+        let o = require_keys(
+            v,
+            &["client", "server"],
+            &["url", "listen", "request_headers"],
+        )
+        .map_err(|e| bad("transport", &e.detail.unwrap_or_default()))?;
+        let text = |k: &str| match o.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Str(t)) => Ok(Some(t.to_lossy())),
+            _ => Err(bad(&format!("transport.{k}"), "expected null or a string")),
+        };
+        let mut request_headers = Vec::new();
+        match o.get("request_headers") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(h)) => {
+                for (k, v) in h.iter() {
+                    let v = v.as_str().ok_or_else(|| {
+                        bad("transport.request_headers", "expected strings as values")
+                    })?;
+                    request_headers.push((k.to_lossy(), v.to_owned()));
+                }
+            }
+            _ => return Err(bad("transport.request_headers", "expected an object")),
+        }
+        Ok(Transport {
+            client: text("client")?.ok_or_else(|| bad("transport.client", "expected a string"))?,
+            server: text("server")?.ok_or_else(|| bad("transport.server", "expected a string"))?,
+            url: text("url")?,
+            listen: text("listen")?,
+            request_headers,
+        })
+    }
 }
 
 /// Why and when a recording stopped taking calls ([`McpSession::recording_stopped`]).
@@ -642,6 +711,9 @@ impl McpSession {
         if let Some(c) = self.client_closed {
             o.push("client_closed", c);
         }
+        if let Some(t) = &self.transport {
+            o.push("transport", t.to_value());
+        }
         if let Some(st) = &self.recording_stopped {
             o.push(
                 "recording_stopped",
@@ -681,6 +753,7 @@ impl McpSession {
             "finished",
             "recording_stopped",
             "client_closed",
+            "transport",
         ];
         let o = require_keys(v, &keys, &optional).map_err(|e| ConfigError {
             message: "Invalid MCP session file",
@@ -718,6 +791,10 @@ impl McpSession {
             Value::Null => None,
             Value::Bool(b) => Some(*b),
             _ => return Err(bad("client_closed", "expected true or false")),
+        };
+        let transport = match field("transport") {
+            Value::Null => None,
+            v => Some(Box::new(Transport::from_value(v)?)),
         };
         let recording_stopped = match field("recording_stopped") {
             Value::Null => None,
@@ -835,6 +912,7 @@ impl McpSession {
             finished,
             recording_stopped,
             client_closed,
+            transport,
         })
     }
 
@@ -973,6 +1051,7 @@ mod tests {
                 refused: 2,
             }),
             client_closed: Some(true),
+            transport: None,
         }
     }
 

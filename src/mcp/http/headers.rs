@@ -82,6 +82,54 @@ pub fn recorded(name: &str, value: &str) -> String {
         .map_or_else(|| MARKER.to_owned(), str::to_owned)
 }
 
+/// A URL as the recording keeps it: a password in it, and the value of any query parameter
+/// named like a secret, redacted.
+pub fn recorded_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, tail) = match rest.find(['/', '?', '#']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{MARKER}@{host}"),
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let (query, fragment) = match query.split_once('#') {
+                Some((q, f)) => (q, Some(f)),
+                None => (query, None),
+            };
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, v)) => {
+                        let shown = if is_credential(k) {
+                            MARKER.to_owned()
+                        } else {
+                            recorded(k, v)
+                        };
+                        format!("{k}={shown}")
+                    }
+                    None => pair.to_owned(),
+                })
+                .collect();
+            let mut t = format!("{path}?{}", query.join("&"));
+            if let Some(f) = fragment {
+                t.push('#');
+                t.push_str(f);
+            }
+            t
+        }
+        None => tail.to_owned(),
+    };
+    if scheme.is_empty() {
+        format!("{authority}{tail}")
+    } else {
+        format!("{scheme}://{authority}{tail}")
+    }
+}
+
 /// A `--header 'Name: value'` from the command line, its value read from the environment when
 /// it is `$NAME`.
 pub fn parse_static(
@@ -171,6 +219,22 @@ mod tests {
         }
         assert_eq!(recorded("Mcp-Method", "tools/call"), "tools/call");
         assert!(!is_credential("Mcp-Session-Id"));
+    }
+
+    #[test]
+    fn urls_keep_no_credentials() {
+        assert_eq!(
+            recorded_url("https://user:pw@host/mcp?api_key=abc&x=1"),
+            "https://[REDACTED]@host/mcp?api_key=[REDACTED]&x=1"
+        );
+        assert_eq!(
+            recorded_url("http://127.0.0.1:8000/mcp"),
+            "http://127.0.0.1:8000/mcp"
+        );
+        assert_eq!(
+            recorded_url("http://h/mcp?token=t#f"),
+            "http://h/mcp?token=[REDACTED]#f"
+        );
     }
 
     #[test]

@@ -188,7 +188,12 @@ struct Listener {
     log: Mutex<Box<dyn Write + Send>>,
     /// A name for the sessions we issue.
     salt: String,
+    /// The headers clients' requests carried, by name, as the recording keeps them.
+    seen: Mutex<std::collections::BTreeMap<String, String>>,
 }
+
+/// Header names kept for the recording, at most.
+const SEEN_MAX: usize = 64;
 
 /// What the proxy gets from [`listen`].
 pub struct Listening {
@@ -258,6 +263,7 @@ pub fn listen(
         allow_remote: options.allow_remote,
         log: Mutex::new(log),
         salt: salt.to_owned(),
+        seen: Mutex::default(),
     });
     let accept = Arc::clone(&shared);
     runtime.spawn(async move {
@@ -372,7 +378,24 @@ impl Listener {
         }
     }
 
+    /// Keeps the names (and redacted values) of a request's headers for the recording.
+    fn see(&self, req: &Request<Incoming>) {
+        let Ok(mut seen) = self.seen.lock() else {
+            return;
+        };
+        for (n, v) in req.headers() {
+            if seen.len() >= SEEN_MAX {
+                break;
+            }
+            if !seen.contains_key(n.as_str()) {
+                let v = v.to_str().unwrap_or("");
+                seen.insert(n.as_str().to_owned(), headers::recorded(n.as_str(), v));
+            }
+        }
+    }
+
     async fn handle(&self, req: Request<Incoming>) -> Answer {
+        self.see(&req);
         if let Some(why) = headers::refused(
             header(&req, "host"),
             header(&req, "origin"),
@@ -842,6 +865,9 @@ impl Write for Router {
 
 impl Router {
     fn route(&mut self, line: &[u8]) {
+        if let Some(rest) = line.strip_prefix(b"\0") {
+            return self.act(rest);
+        }
         let origin = self.origins.as_ref().and_then(|o| o.take(line));
         let message = wire::classify(line);
         let Ok(mut face) = self.face.lock() else {
@@ -919,6 +945,37 @@ impl Router {
     }
 }
 
+impl Router {
+    /// Carries out a control line.
+    fn act(&mut self, rest: &[u8]) {
+        let Some(asked) = std::str::from_utf8(rest).ok().and_then(control::read) else {
+            return;
+        };
+        let id_of = |raw: &str| crate::json::parse(raw).ok().map(|v| Id::of(&v));
+        match asked {
+            control::Asked::Cut(raw) => {
+                if let Some(id) = id_of(&raw) {
+                    cut_stream(&self.face, &id);
+                }
+            }
+            control::Asked::Status {
+                status,
+                retry_after,
+                raw_id,
+                text,
+            } => {
+                if let Some(id) = id_of(&raw_id) {
+                    let headers: Vec<Header> = retry_after
+                        .map(|s| ("Retry-After".to_owned(), s.to_string()))
+                        .into_iter()
+                        .collect();
+                    status_answer(&self.face, &id, status, headers, &format!("{text}\n"));
+                }
+            }
+        }
+    }
+}
+
 /// The stream waiting for the answer `id`: the one of the session the answer came in, else
 /// the oldest.
 fn pick_waiter(face: &Face, id: &Id, origin: Option<&Origin>) -> Option<u64> {
@@ -978,6 +1035,53 @@ fn stream_for(face: &Face, params: &crate::json::Value, origin: Option<&Origin>)
         .max()
 }
 
+/// Lines the relay writes among the messages for an HTTP client to act on a stream beyond
+/// writing a message: they go out in order with the messages, after the journal lines that
+/// describe them (the relay's group commit), and never reach a stdio client. A control line
+/// begins with a NUL byte, which no JSON text can.
+pub mod control {
+    /// Cut the stream of the request whose id is the JSON text `raw_id`.
+    pub fn cut(raw_id: &str) -> Vec<u8> {
+        format!("\0cut {raw_id}\n").into_bytes()
+    }
+
+    /// Answer the request `raw_id` with HTTP `status` (and `Retry-After`), `text` its body.
+    pub fn status(raw_id: &str, status: u16, retry_after: Option<u64>, text: &str) -> Vec<u8> {
+        let retry = retry_after.map_or("-".to_owned(), |s| s.to_string());
+        let text = text.replace(['\n', '\r', '\0', '\t'], " ");
+        format!("\0status {status} {retry} {raw_id}\t{text}\n").into_bytes()
+    }
+
+    /// What a control line asks.
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) enum Asked {
+        Cut(String),
+        Status {
+            status: u16,
+            retry_after: Option<u64>,
+            raw_id: String,
+            text: String,
+        },
+    }
+
+    /// Reads a control line (without its NUL and line end).
+    pub(super) fn read(line: &str) -> Option<Asked> {
+        if let Some(id) = line.strip_prefix("cut ") {
+            return Some(Asked::Cut(id.to_owned()));
+        }
+        let rest = line.strip_prefix("status ")?;
+        let (status, rest) = rest.split_once(' ')?;
+        let (retry, rest) = rest.split_once(' ')?;
+        let (raw_id, text) = rest.split_once('\t')?;
+        Some(Asked::Status {
+            status: status.parse().ok()?,
+            retry_after: retry.parse().ok(),
+            raw_id: raw_id.to_owned(),
+            text: text.to_owned(),
+        })
+    }
+}
+
 /// How the relay acts on the clients' HTTP streams beyond writing messages.
 pub struct Control {
     shared: Arc<Listener>,
@@ -989,11 +1093,11 @@ impl std::fmt::Debug for Control {
     }
 }
 
-impl Control {
-    /// Cuts the stream waiting for the answer to `id` without an answer (the `stream_cut`
-    /// delivery): the client sees its connection end; resuming it gives nothing.
-    pub fn cut(&self, id: &Id) -> bool {
-        let Ok(mut face) = self.shared.face.lock() else {
+/// Cuts the stream waiting for the answer to `id` without an answer (the `stream_cut`
+/// delivery): the client sees its connection end; resuming it gives nothing.
+fn cut_stream(face: &Mutex<Face>, id: &Id) -> bool {
+    {
+        let Ok(mut face) = face.lock() else {
             return false;
         };
         let Some(n) = face.waiting.get(id).and_then(|q| q.front().copied()) else {
@@ -1010,11 +1114,19 @@ impl Control {
         end_stream(&mut face, n);
         true
     }
+}
 
-    /// Answers the request `id` with an HTTP status in place of a JSON-RPC answer (the
-    /// `http_status` delivery: what a gateway in front of a server sends).
-    pub fn status(&self, id: &Id, status: u16, headers: Vec<Header>, body: &str) -> bool {
-        let Ok(mut face) = self.shared.face.lock() else {
+/// Answers the request `id` with an HTTP status in place of a JSON-RPC answer (the
+/// `http_status` delivery: what a gateway in front of a server sends).
+fn status_answer(
+    face: &Mutex<Face>,
+    id: &Id,
+    status: u16,
+    headers: Vec<Header>,
+    body: &str,
+) -> bool {
+    {
+        let Ok(mut face) = face.lock() else {
             return false;
         };
         let Some(n) = face.waiting.get(id).and_then(|q| q.front().copied()) else {
@@ -1027,6 +1139,17 @@ impl Control {
         }
         end_stream(&mut face, n);
         true
+    }
+}
+
+impl Control {
+    /// The headers clients' requests carried so far, by name, as the recording keeps them.
+    pub fn headers_seen(&self) -> Vec<Header> {
+        self.shared
+            .seen
+            .lock()
+            .map(|s| s.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default()
     }
 
     /// No more client messages reach the relay (the proxy is ending).

@@ -19,6 +19,7 @@ use super::link::{Answer, HeldAnswer, LongAnswer, LongRequest, Pending, Relay, T
 use crate::error::{Error, Result};
 use crate::json::{Object, Value, canonical, sha256_hex};
 use crate::mcp::evidence::Evidence;
+use crate::mcp::http::listen::control;
 use crate::mcp::scenario::Delivery;
 use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unreadable, keep_borrowed};
 use crate::mcp::wire::{self, FAULT_META_KEY, Id, Message, error_line_as, result_line_as};
@@ -656,7 +657,13 @@ impl Relay<'_> {
             fault.push("retryAfter", Value::Float(*retry_after));
         }
         let text = e.reference_line();
-        match p.delivery {
+        let over_http = self.ends.http.is_some();
+        let delivery = match p.delivery {
+            Delivery::HttpStatus if !over_http => Delivery::JsonRpcError,
+            Delivery::StreamCut if !over_http => Delivery::NoAnswer,
+            d => d,
+        };
+        match delivery {
             Delivery::IsError => {
                 let mut body = wire::text_result(&text, true);
                 if let Value::Object(o) = &mut body {
@@ -681,6 +688,29 @@ impl Relay<'_> {
                 (delivered, Some(line))
             }
             Delivery::NoAnswer => (Delivered::Nothing, None),
+            Delivery::StreamCut => (Delivered::Nothing, Some(control::cut(&p.raw_id))),
+            Delivery::HttpStatus => {
+                let (status, retry_after) = match e {
+                    Error::RateLimited { retry_after } => {
+                        (429, Some(retry_after.max(0.0).ceil() as u64))
+                    }
+                    Error::Timeout(_) => (504, None),
+                    Error::ResponseLost(_) => (502, None),
+                    _ => (503, None),
+                };
+                let mut data = fault;
+                data.push("http_status", i64::from(status));
+                if let Some(s) = retry_after {
+                    data.push("retry_after", s as i64);
+                }
+                let delivered = Delivered::Error(obj! {
+                    "error" => obj! {"code" => -32000, "message" => text.as_str(), "data" => Value::Object(data)},
+                });
+                (
+                    delivered,
+                    Some(control::status(&p.raw_id, status, retry_after, &text)),
+                )
+            }
         }
     }
 

@@ -393,6 +393,13 @@ impl<'a> Relay<'a> {
     /// The session's facts changed: on record with the next lines (at once after a failed
     /// write; the result says whether that write went).
     pub(super) fn facts_changed(&mut self) -> std::io::Result<()> {
+        if let (Some(c), Some(t)) = (&self.ends.http, self.session.transport.as_mut()) {
+            for (n, v) in c.headers_seen() {
+                if !t.request_headers.iter().any(|(k, _)| *k == n) {
+                    t.request_headers.push((n, v));
+                }
+            }
+        }
         match self.recorder.as_mut() {
             Some(r) => r.facts(&self.session),
             None => Ok(()),
