@@ -12,6 +12,7 @@ use super::Io;
 use crate::document::{self, Error, Scenario};
 use crate::exit;
 use crate::json::{Object, Value, pretty};
+use crate::mcp::http::listen::ListenOptions;
 use crate::mcp::proxy::{Options, Proxy};
 use crate::mcp::replay::{Recording, ReplayError};
 use crate::mcp::scenario::McpScenario;
@@ -59,7 +60,7 @@ pub struct McpArgs {
     probability: Option<f64>,
     /// Take the agent over Streamable HTTP on ADDR (HOST:PORT; port 0 picks a free one) instead
     /// of standard input and output; the URL is printed on standard error
-    #[arg(long, value_name = "ADDR", conflicts_with = "print_config")]
+    #[arg(long, value_name = "ADDR")]
     listen: Option<String>,
     /// With --listen: take clients from other machines (the default is loopback only)
     #[arg(long, requires = "listen")]
@@ -79,6 +80,14 @@ pub struct McpArgs {
 }
 
 impl McpArgs {
+    /// `--listen` and `--allow-remote`.
+    fn listen_options(&self) -> Option<ListenOptions> {
+        self.listen.as_ref().map(|addr| ListenOptions {
+            addr: addr.clone(),
+            allow_remote: self.allow_remote,
+        })
+    }
+
     /// The scenario and the server command, whichever way they were given: with `--`, or
     /// without it (the first positional is the scenario only when it names a `.json` file).
     fn positionals(&self) -> (Option<PathBuf>, Vec<OsString>) {
@@ -115,7 +124,12 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         return crate::mcp::proxy::child::watch_group(pgid, std::io::stdin());
     }
     if let Some(path) = &a.replay {
-        return replay(path, a.replay_report.as_deref(), io);
+        return replay(
+            path,
+            a.replay_report.as_deref(),
+            a.listen_options().as_ref(),
+            io,
+        );
     }
     let (scenario_path, command) = a.positionals();
     let scenario = match &scenario_path {
@@ -163,6 +177,7 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
                 .filter(|d| !d.as_os_str().is_empty())
                 .map(Path::to_path_buf);
             let cmd = match s.server.as_ref() {
+                Some(c) if c.is_url => vec![OsString::from(&c.command)],
                 Some(c) => {
                     let program = Path::new(&c.command);
                     let program = match &dir {
@@ -293,6 +308,9 @@ fn print_config(
             "ValueError: --print-config needs the server's command after `--` (or a scenario naming one)",
         );
     }
+    if let Some(addr) = &a.listen {
+        return print_url_config(name, addr, io);
+    }
     // The Python package (pyproject.toml) has the program's name and carries its binary.
     let (command, mut args): (String, Vec<Value>) = match a.launcher {
         Launcher::Path => (
@@ -309,6 +327,10 @@ fn print_config(
     if let Some(r) = &a.record {
         args.push("--record".into());
         args.push(absolute(r).display().to_string().into());
+    }
+    for h in &a.headers {
+        args.push("--header".into());
+        args.push(h.as_str().into());
     }
     if a.append {
         args.push("--append".into());
@@ -373,6 +395,39 @@ fn print_config(
     exit::OK
 }
 
+/// Prints the entry of a client that reaches a listening proxy by URL: `{"type": "http",
+/// "url": ...}` (the `type` is what Claude Code and VS Code ask for; Cursor, pydantic-ai and
+/// the OpenAI Agents SDK read the `url` and pass over it). The proxy is started on its own
+/// with the same command less `--print-config`.
+fn print_url_config(name: &str, addr: &str, io: &mut Io<'_>) -> i32 {
+    let port_zero = addr.rsplit_once(':').is_some_and(|(_, p)| p == "0");
+    if port_zero {
+        return io.fail(
+            "ValueError: --print-config with --listen needs a fixed port (the client is given the URL              before the proxy starts): e.g. --listen 127.0.0.1:8931",
+        );
+    }
+    let host = match addr.rsplit_once(':') {
+        Some(("0.0.0.0" | "[::]", port)) => format!("127.0.0.1:{port}"),
+        _ => addr.to_owned(),
+    };
+    let mut server = Object::new();
+    server.push("type", "http");
+    server.push(
+        "url",
+        format!("http://{host}{}", crate::mcp::http::listen::PATH),
+    );
+    let mut servers = Object::new();
+    servers.push(name, Value::Object(server));
+    let mut root = Object::new();
+    root.push("mcpServers", Value::Object(servers));
+    io.emit(&(pretty(&Value::Object(root)) + "\n"));
+    let _ = writeln!(
+        io.err,
+        "toolstorm-tui mcp: start the proxy with the same command without --print-config; the client connects to it"
+    );
+    exit::OK
+}
+
 /// Whether `mcp WORDS` reads as the scenario and server command given.
 fn reads_as(words: &[String], scenario: Option<&str>, server: &[String]) -> bool {
     #[derive(clap::Parser)]
@@ -392,7 +447,12 @@ fn reads_as(words: &[String], scenario: Option<&str>, server: &[String]) -> bool
 }
 
 /// Serves a recording on standard input and output.
-fn replay(path: &Path, report: Option<&Path>, io: &mut Io<'_>) -> i32 {
+fn replay(
+    path: &Path,
+    report: Option<&Path>,
+    listen: Option<&ListenOptions>,
+    io: &mut Io<'_>,
+) -> i32 {
     let recording = match Recording::load(path) {
         Ok((r, note)) => {
             if let Some(n) = note {
@@ -449,7 +509,38 @@ fn replay(path: &Path, report: Option<&Path>, io: &mut Io<'_>) -> i32 {
     if let Err((file, e)) = write_report(&recording.outcome_before_any_call(), false) {
         return io.fail(Error::io(file, e));
     }
-    match recording.serve(std::io::stdin(), io.out, io.err, &mut |o| {
+    // Over HTTP the recording is served to the clients of a listener (until a signal ends
+    // it; the report is on disk after every call).
+    let runtime;
+    let mut router;
+    let (client_in, client_out): (Box<dyn std::io::Read>, &mut dyn std::io::Write) = match listen {
+        Some(l) => {
+            runtime = match crate::mcp::http::runtime() {
+                Ok(rt) => rt,
+                Err(e) => return io.fail(format!("OSError: cannot start the HTTP server: {e}")),
+            };
+            let listening = match crate::mcp::http::listen::listen(
+                l,
+                runtime.handle(),
+                None,
+                Box::new(std::io::stderr()),
+                &path.display().to_string(),
+            ) {
+                Ok(l) => l,
+                Err(e) => return io.fail(format!("OSError: {e}")),
+            };
+            let _ = writeln!(
+                io.err,
+                "listening on http://{}{}",
+                listening.local,
+                crate::mcp::http::listen::PATH
+            );
+            router = listening.router;
+            (Box::new(listening.input), &mut router)
+        }
+        None => (Box::new(std::io::stdin()), io.out),
+    };
+    match recording.serve(client_in, client_out, io.err, &mut |o| {
         let _ = write_report(o, false);
     }) {
         Ok(outcome) => {

@@ -18,7 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{
     Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError, channel, sync_channel,
@@ -269,9 +269,51 @@ pub struct ServerInfo {
 #[derive(Debug)]
 pub struct McpClient {
     shared: Arc<Shared>,
-    server: Mutex<Server>,
+    server: Mutex<Peer>,
     next_id: AtomicU64,
     info: ServerInfo,
+}
+
+/// The server at the other end: a child process on stdio, or a remote server over
+/// Streamable HTTP (with the runtime its exchanges run on).
+#[derive(Debug)]
+enum Peer {
+    Child(Server),
+    Remote {
+        remote: Box<super::http::upstream::Remote>,
+        /// Kept for as long as the session: its exchanges run on it.
+        _runtime: tokio::runtime::Runtime,
+    },
+}
+
+impl Peer {
+    fn id(&self) -> u32 {
+        match self {
+            Peer::Child(s) => s.id(),
+            Peer::Remote { .. } => 0,
+        }
+    }
+
+    fn wait_for(&mut self, limit: Duration) {
+        match self {
+            Peer::Child(s) => {
+                s.wait_for(limit);
+            }
+            Peer::Remote { remote, .. } => {
+                remote.wait_for(limit);
+            }
+        }
+    }
+
+    fn stop(&mut self) -> Option<ExitStatus> {
+        match self {
+            Peer::Child(s) => s.stop(),
+            Peer::Remote { remote, .. } => {
+                remote.stop();
+                None
+            }
+        }
+    }
 }
 
 impl McpClient {
@@ -288,26 +330,27 @@ impl McpClient {
             .map(|a| a.to_string_lossy().into_owned())
             .collect::<Vec<_>>()
             .join(" ");
-        let (server, streams) =
-            Server::spawn(command, dir, watchdog).map_err(|source| ClientError::Spawn {
-                command: shown,
-                source,
-            })?;
         let shared = Arc::new(Shared::default());
-        if let Some(stdin) = streams.stdin {
+        let Connected {
+            peer: server,
+            input,
+            output,
+            log,
+        } = connect(command, &shown, dir, watchdog, &shared)?;
+        if let Some(stdin) = input {
             let (tx, rx) = sync_channel::<Vec<u8>>(OUTBOX_MESSAGES);
             *locked(&shared.outbox) = Some(tx);
             let _ = std::thread::Builder::new()
                 .name("toolstorm-mcp-write".into())
                 .spawn(move || write_lines(stdin, &rx));
         }
-        if let Some(out) = streams.stdout {
+        if let Some(out) = output {
             let s = Arc::clone(&shared);
             let _ = std::thread::Builder::new()
                 .name("toolstorm-mcp-read".into())
                 .spawn(move || read_lines(out, &s));
         }
-        if let Some(err) = streams.stderr {
+        if let Some(err) = log {
             let s = Arc::clone(&shared);
             let _ = std::thread::Builder::new()
                 .name("toolstorm-mcp-log".into())
@@ -517,9 +560,63 @@ impl Drop for McpClient {
     }
 }
 
+/// The server's ends: the peer, its input, its output and its log.
+struct Connected {
+    peer: Peer,
+    input: Option<Box<dyn Write + Send>>,
+    output: Option<Box<dyn Read + Send>>,
+    log: Option<Box<dyn Read + Send>>,
+}
+
+/// Starts the server `command` (shown as `shown`), or connects to it when it is a URL.
+fn connect(
+    command: &[OsString],
+    shown: &str,
+    dir: Option<&Path>,
+    watchdog: Option<&PathBuf>,
+    shared: &Arc<Shared>,
+) -> Result<Connected, ClientError> {
+    Ok(if super::http::upstream::is_url(command) {
+        let spawn_error = |source| ClientError::Spawn {
+            command: shown.to_owned(),
+            source,
+        };
+        let runtime = super::http::runtime().map_err(spawn_error)?;
+        let (remote, input, output) = super::http::upstream::Remote::connect(
+            shown,
+            Vec::new(),
+            None,
+            runtime.handle(),
+            Box::new(TailLog(Arc::clone(shared))),
+        )
+        .map_err(|e| spawn_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+        Connected {
+            peer: Peer::Remote {
+                remote: Box::new(remote),
+                _runtime: runtime,
+            },
+            input: Some(Box::new(input)),
+            output: Some(Box::new(output)),
+            log: None,
+        }
+    } else {
+        let (server, streams) =
+            Server::spawn(command, dir, watchdog).map_err(|source| ClientError::Spawn {
+                command: shown.to_owned(),
+                source,
+            })?;
+        Connected {
+            peer: Peer::Child(server),
+            input: streams.stdin.map(|w| Box::new(w) as Box<dyn Write + Send>),
+            output: streams.stdout.map(|r| Box::new(r) as Box<dyn Read + Send>),
+            log: streams.stderr.map(|r| Box::new(r) as Box<dyn Read + Send>),
+        }
+    })
+}
+
 /// The writer thread: each queued message in turn, until the queue closes (then the server's
 /// input closes) or the server stops reading for good (the pipe breaks).
-fn write_lines(mut stdin: ChildStdin, rx: &Receiver<Vec<u8>>) {
+fn write_lines(mut stdin: impl Write, rx: &Receiver<Vec<u8>>) {
     while let Ok(bytes) = rx.recv() {
         if stdin
             .write_all(&bytes)
@@ -582,8 +679,29 @@ fn keep_tail(err: impl Read, shared: &Shared) {
         if n == 0 {
             break;
         }
-        let mut tail = locked(&shared.stderr);
-        tail.extend(&buf[..n]);
+        shared.keep_log(&buf[..n]);
+    }
+}
+
+/// The notes about a remote server, kept as a child's standard error is.
+struct TailLog(Arc<Shared>);
+
+impl Write for TailLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.keep_log(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Shared {
+    /// Keeps the tail of what the server logged.
+    fn keep_log(&self, bytes: &[u8]) {
+        let mut tail = locked(&self.stderr);
+        tail.extend(bytes);
         while tail.len() > STDERR_TAIL {
             tail.pop_front();
         }

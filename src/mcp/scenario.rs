@@ -19,12 +19,15 @@
 //! ```
 //! - `delivery`, per rule name: `is_error` (default: a tool result with `isError: true`, which
 //!   the model sees), `jsonrpc_error` (a protocol error, which clients may hide from the model)
-//!   or `no_answer` (nothing: the client's own timeout and `notifications/cancelled` take over).
+//!   or `no_answer` (nothing: the client's own timeout and `notifications/cancelled` take over);
+//!   for an HTTP client also `stream_cut` (the answer's stream ends without it, never given on
+//!   resumption) and `http_status` (429 with `Retry-After`, 503, 504 or 502, as a gateway).
 //! - `effects`, first matching tool glob wins: the effect a successful call commits, the
 //!   argument path of its key, and optionally the result path of the commit's own id (the same
 //!   id again is an idempotent replay, not a new commit); `"effect": "none"` for tools that never
 //!   commit. Paths are dot-separated keys (`order.id`; a number indexes a list).
-//! - `server`, optional: the command `mcp FILE --record F` starts (from the file's folder).
+//! - `server`, optional: the command `mcp FILE --record F` starts (from the file's folder), or
+//!   `{"url": "https://host/mcp"}`: a remote server over Streamable HTTP.
 
 use std::collections::HashSet;
 
@@ -152,13 +155,16 @@ impl EffectSpec {
     }
 }
 
-/// The server command a scenario names.
+/// The server a scenario names: a command to start, or (`{"url": ...}`) a remote server
+/// reached over Streamable HTTP, whose URL is then `command` (and `args` is empty).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerCommand {
-    /// The program.
+    /// The program, or the server's URL.
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
+    /// `command` is a URL.
+    pub is_url: bool,
 }
 
 /// The scenario checks MCP recordings take (the core checks always apply).
@@ -322,6 +328,22 @@ fn server_command(v: Option<&Value>) -> Result<Option<ServerCommand>, ConfigErro
     let Some(v) = v else {
         return Ok(None);
     };
+    if let Some(o) = v.as_object()
+        && o.contains_key("url")
+    {
+        let o = require_keys(v, &["url"], &[])
+            .map_err(|e| scenario_fields::as_invalid(e).within("server"))?;
+        let url = text_field(o, "url", true).map_err(|e| e.within("server"))?;
+        let lower = url.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err(invalid("server.url", "expected an http:// or https:// URL"));
+        }
+        return Ok(Some(ServerCommand {
+            command: url,
+            args: Vec::new(),
+            is_url: true,
+        }));
+    }
     let o = require_keys(v, &["command"], &["args"])
         .map_err(|e| scenario_fields::as_invalid(e).within("server"))?;
     let command = text_field(o, "command", true).map_err(|e| e.within("server"))?;
@@ -338,7 +360,11 @@ fn server_command(v: Option<&Value>) -> Result<Option<ServerCommand>, ConfigErro
             .collect::<Result<_, _>>()?,
         Some(_) => return Err(invalid("server.args", "expected a list of strings")),
     };
-    Ok(Some(ServerCommand { command, args }))
+    Ok(Some(ServerCommand {
+        command,
+        args,
+        is_url: false,
+    }))
 }
 
 impl McpScenario {
@@ -516,7 +542,9 @@ impl McpScenario {
                     .collect(),
             ),
         );
-        if let Some(s) = &self.server {
+        if let Some(s) = self.server.as_ref().filter(|s| s.is_url) {
+            o.push("server", obj! {"url" => s.command.as_str()});
+        } else if let Some(s) = &self.server {
             o.push(
                 "server",
                 obj! {
