@@ -1,0 +1,831 @@
+//! The proxy over Streamable HTTP, driven as a user runs it: the release of the real binary,
+//! `--listen` in front of the example server (stdio) or of a scripted HTTP server, and a stdio
+//! client in front of a scripted HTTP server. The scripted server plays the exchanges real
+//! servers produce rarely on demand (messages before the answer on an SSE stream, a stream cut
+//! by the network, a session the server ended); the official SDKs' clients and FastMCP are in
+//! the interop suite (`tests/interop`, cases `http*` and `conformance`).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
+
+// ----- the proxy -----
+
+/// A running proxy: its child, its URL when it listens, its stderr as it comes.
+struct Proxy {
+    child: Child,
+    url: Option<String>,
+    log: Arc<Mutex<String>>,
+}
+
+impl Proxy {
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Proxy {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("proxy starts");
+        let err = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let log = Arc::clone(&log);
+            thread::spawn(move || {
+                let mut first = true;
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    if first {
+                        let _ = tx.send(line.clone());
+                        first = false;
+                    }
+                    let mut l = log.lock().expect("log");
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            });
+        }
+        let listening = args.contains(&"--listen");
+        let url = listening.then(|| {
+            let line = rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the proxy says where it listens");
+            line.strip_prefix("listening on ")
+                .unwrap_or_else(|| panic!("first stderr line: {line}"))
+                .to_owned()
+        });
+        Proxy { child, url, log }
+    }
+
+    fn url(&self) -> &str {
+        self.url.as_deref().expect("listening")
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Ends it as a user would (SIGTERM) and waits.
+    fn stop(mut self) -> (i32, String) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status();
+        let status = wait_for(&mut self.child, Duration::from_secs(15));
+        thread::sleep(Duration::from_millis(50));
+        (status, self.log.lock().expect("log").clone())
+    }
+}
+
+fn wait_for(child: &mut Child, limit: Duration) -> i32 {
+    let until = Instant::now() + limit;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return s.code().unwrap_or(-1);
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!("the proxy did not exit");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ----- a small HTTP client: one request per connection, read as it comes -----
+
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    }
+
+    /// The JSON messages of an event stream (or the JSON body).
+    fn messages(&self) -> Vec<serde_json::Value> {
+        if self
+            .header("content-type")
+            .is_some_and(|c| c.contains("json"))
+        {
+            return vec![serde_json::from_str(&self.body).expect("a JSON body")];
+        }
+        self.body
+            .split("\n\n")
+            .filter_map(|ev| {
+                let data: Vec<&str> = ev
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                let data = data.join("\n");
+                (!data.trim().is_empty())
+                    .then(|| serde_json::from_str(&data).expect("an event's JSON"))
+            })
+            .collect()
+    }
+}
+
+fn host_port(url: &str) -> String {
+    url.trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("host")
+        .to_owned()
+}
+
+/// Sends a request and reads its whole answer (chunked or until the connection ends).
+fn request(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut s = open(url, method, headers, body);
+    read_answer(&mut s)
+}
+
+fn open(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> TcpStream {
+    let hp = host_port(url);
+    let mut s = TcpStream::connect(&hp).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut text = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        text.push_str(&format!("Host: {hp}\r\n"));
+    }
+    for (k, v) in headers {
+        text.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if method == "POST" {
+        text.push_str("Content-Type: application/json\r\n");
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
+        {
+            text.push_str("Accept: application/json, text/event-stream\r\n");
+        }
+    }
+    text.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    s.write_all(text.as_bytes()).expect("send");
+    s
+}
+
+fn read_answer(s: &mut TcpStream) -> Answer {
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Answer {
+        status,
+        head: head.to_owned(),
+        body,
+    }
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"http-test","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn call(id: u64, order: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"create_shipment","arguments":{{"order_id":"{order}"}},"_meta":{{"progressToken":"p{id}"}}}}}}"#
+    )
+}
+
+/// Initializes a session with a listening proxy; its session id.
+fn initialize(url: &str, extra: &[(&str, &str)]) -> String {
+    let a = request(url, "POST", extra, INIT);
+    assert_eq!(a.status, 200, "initialize: {} {}", a.head, a.body);
+    let session = a.header("mcp-session-id").expect("a session id");
+    let mut h = vec![
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    h.extend_from_slice(extra);
+    let b = request(url, "POST", &h, INITIALIZED);
+    assert_eq!(b.status, 202, "initialized: {}", b.head);
+    session
+}
+
+fn scenario(tag: &str, rules: &str, delivery: &str) -> std::path::PathBuf {
+    let body = format!(
+        r#"{{"schema_version":1,"world":"mcp","name":"http","title":"HTTP faults","code":"T-1","category":"TEST",
+  "description":"faults at the HTTP boundary","lesson":"-","seed":1,"max_calls":10000,"probability":null,
+  "rules":[{rules}],"delivery":{{{delivery}}},
+  "effects":[{{"tool":"create_*","effect":"shipment","key":"order_id","commit_id":"shipment_id"}}],"checks":[]}}"#
+    );
+    common::scratch_file(tag, "scenario.json", &body)
+}
+
+fn check(record: &Path) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(["check", &record.display().to_string()])
+        .output()
+        .expect("check runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+fn files_of(record: &Path) -> String {
+    [
+        record.to_path_buf(),
+        toolstorm::mcp::session::sidecar_path(record),
+        toolstorm::mcp::session::journal_path(record),
+    ]
+    .iter()
+    .filter_map(|p| std::fs::read_to_string(p).ok())
+    .collect()
+}
+
+// ----- listening in front of the example server (stdio) -----
+
+#[test]
+fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
+    let record = common::scratch_recording("http-listen", "listen.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
+        &[],
+    );
+    let url = p.url().to_owned();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+
+    // DNS rebinding: a foreign Host or Origin is refused before anything is read.
+    let evil_host = request(&url, "POST", &[("Host", "evil.example:80")], INIT);
+    assert_eq!(evil_host.status, 403, "{}", evil_host.head);
+    let evil_origin = request(&url, "POST", &[("Origin", "http://evil.example")], INIT);
+    assert_eq!(evil_origin.status, 403, "{}", evil_origin.head);
+    let local_origin = request(&url, "POST", &[("Origin", "http://localhost:3000")], INIT);
+    assert_eq!(local_origin.status, 200, "{}", local_origin.head);
+
+    // The proxy issues the session (the server is on stdio) and then asks for it.
+    let secret = "Bearer sk-live-DO-NOT-KEEP";
+    let auth = [("Authorization", secret), ("X-Api-Key", "key-DO-NOT-KEEP")];
+    let session = initialize(&url, &auth);
+    let no_session = request(&url, "POST", &[], &call(1, "A0"));
+    assert_eq!(no_session.status, 400, "{}", no_session.body);
+    let unknown = request(&url, "POST", &[("Mcp-Session-Id", "nope")], &call(1, "A0"));
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+
+    // A call answered on an event stream, with an event id to resume from.
+    let mut h = vec![("Mcp-Session-Id", session.as_str())];
+    h.extend_from_slice(&auth);
+    let a = request(&url, "POST", &h, &call(1, "A1"));
+    assert_eq!(a.status, 200, "{}", a.head);
+    let msgs = a.messages();
+    let answer = msgs.last().expect("an answer");
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        answer["result"]["structuredContent"]["order_id"], "A1",
+        "{answer}"
+    );
+    assert!(a.body.contains("id: "), "events carry ids: {}", a.body);
+
+    // A client that takes only JSON gets a JSON body.
+    let mut hj = h.clone();
+    hj.push(("Accept", "application/json"));
+    let j = request(&url, "POST", &hj, &call(2, "A2"));
+    assert!(
+        j.header("content-type")
+            .is_some_and(|c| c.contains("application/json")),
+        "{}",
+        j.head
+    );
+    assert_eq!(j.messages()[0]["id"], 2);
+
+    // The session ends with DELETE; then it is unknown.
+    let d = request(&url, "DELETE", &h, "");
+    assert_eq!(d.status, 200, "{}", d.head);
+    let after = request(&url, "POST", &h, &call(3, "A3"));
+    assert_eq!(after.status, 404, "{}", after.body);
+
+    let (code, log) = p.stop();
+    assert_eq!(code, 128 + 15, "{log}");
+    let files = files_of(&record);
+    assert!(
+        !files.contains("DO-NOT-KEEP"),
+        "a credential was written: {files}"
+    );
+    let side: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar"),
+    )
+    .expect("sidecar JSON");
+    let t = &side["transport"];
+    assert_eq!(t["client"], "streamable-http", "{side}");
+    assert_eq!(t["server"], "stdio");
+    assert_eq!(t["request_headers"]["authorization"], "[REDACTED]");
+    assert_eq!(t["request_headers"]["x-api-key"], "[REDACTED]");
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("Call budget: 2 /"),
+        "two calls recorded: {out}"
+    );
+}
+
+#[test]
+fn http_faults_cut_the_stream_or_answer_with_a_status() {
+    let rules = r#"{"name":"cut","tool":"create_*","kind":"response_lost","calls":[1],"probability":1.0,"limit":null,"delay":0.0,"replacement":null},
+                   {"name":"busy","tool":"create_*","kind":"rate_limit","calls":[2],"probability":1.0,"limit":null,"delay":30.0,"replacement":null}"#;
+    let scen = scenario(
+        "http-faults",
+        rules,
+        r#""cut":"stream_cut","busy":"http_status""#,
+    );
+    let record = common::scratch_recording("http-faults", "faults.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let p = Proxy::start(
+        &[
+            &scen.display().to_string(),
+            "--record",
+            &rec,
+            "--listen",
+            "127.0.0.1:0",
+            "--",
+            &server,
+        ],
+        &[],
+    );
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+
+    // The lost acknowledgement: the stream ends without the answer...
+    let cut = request(&url, "POST", &h, &call(1, "A1"));
+    assert_eq!(cut.status, 200);
+    assert!(
+        cut.messages()
+            .iter()
+            .all(|m| m.get("result").is_none() && m.get("error").is_none()),
+        "no answer on a cut stream: {}",
+        cut.body
+    );
+    // ...and resuming it from its first event gives nothing either.
+    let first_id = cut
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .expect("the cut stream had an event id")
+        .to_owned();
+    let resumed = request(
+        &url,
+        "GET",
+        &[
+            ("Mcp-Session-Id", &session),
+            ("Accept", "text/event-stream"),
+            ("Last-Event-ID", &first_id),
+        ],
+        "",
+    );
+    assert!(
+        resumed.messages().is_empty(),
+        "the lost answer came back: {}",
+        resumed.body
+    );
+
+    // The client's retry (a new id) commits again.
+    let retry = request(&url, "POST", &h, &call(2, "A1"));
+    let busy = retry;
+    assert_eq!(
+        busy.status, 429,
+        "the rule on call 2: {} {}",
+        busy.head, busy.body
+    );
+    assert_eq!(busy.header("retry-after").as_deref(), Some("30"));
+    let third = request(&url, "POST", &h, &call(3, "A1"));
+    assert_eq!(third.messages().last().expect("answer")["id"], 3);
+
+    let (_, log) = p.stop();
+    let (code, out) = check(&record);
+    assert_eq!(code, 1, "a duplicate commit fails: {out}\n{log}");
+    assert!(out.contains("duplicate commit: shipment A1"), "{out}");
+}
+
+#[test]
+fn a_remote_listen_address_needs_allow_remote() {
+    let out = Command::new(BIN)
+        .args(["mcp", "--listen", "0.0.0.0:0", "--", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--allow-remote"), "{err}");
+}
+
+#[test]
+fn a_client_gone_mid_stream_leaves_its_call_in_flight_on_record() {
+    let record = common::scratch_recording("http-gone", "gone.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
+        &[("SHIPPING_DELAY_MS", "3000")],
+    );
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let s = open(
+        &url,
+        "POST",
+        &[("Mcp-Session-Id", &session)],
+        &call(1, "A1"),
+    );
+    thread::sleep(Duration::from_millis(300));
+    drop(s);
+    // Killed while the server still works on it: the call is in flight, never lost.
+    let mut p = p;
+    let _ = Command::new("kill")
+        .args(["-KILL", &p.pid().to_string()])
+        .status();
+    wait_for(&mut p.child, Duration::from_secs(5));
+    let (code, out) = check(&record);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("✗ Session finished"), "{out}");
+    assert!(out.contains("Call budget: 1 /"), "{out}");
+}
+
+// ----- a scripted Streamable HTTP server upstream -----
+
+/// What the scripted server saw: (method, headers lower-cased, body).
+type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
+
+/// Serves each request with `script(method, headers, body)`, whose answer is written as is
+/// (status line, headers, body) and the connection closed.
+fn scripted(script: impl Fn(&str, &str, &str) -> String + Send + Sync + 'static) -> (String, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let seen: Seen = Arc::default();
+    let script = Arc::new(script);
+    let log = Arc::clone(&seen);
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let script = Arc::clone(&script);
+            let log = Arc::clone(&log);
+            thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().expect("clone"));
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    head.push_str(&line);
+                }
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                    })
+                    .unwrap_or(0);
+                let mut body = vec![0; len];
+                let _ = reader.read_exact(&mut body);
+                let method = head.split_whitespace().next().unwrap_or("").to_owned();
+                let body = String::from_utf8_lossy(&body).into_owned();
+                let lower = head.to_ascii_lowercase();
+                log.lock()
+                    .expect("log")
+                    .push((method.clone(), lower.clone(), body.clone()));
+                let answer = script(&method, &lower, &body);
+                // An answer may be given in parts: `\u{0}` pauses between them.
+                for part in answer.split('\u{0}') {
+                    let _ = conn.write_all(part.as_bytes());
+                    let _ = conn.flush();
+                    thread::sleep(Duration::from_millis(30));
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn json_answer(extra: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn sse_head() -> String {
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n".to_owned()
+}
+
+const INIT_ANSWER: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}"#;
+
+/// The scripted server's usual answers: initialize (session S1), 202 for notifications and
+/// answers, 405 for GET, 200 for DELETE; `tools` answers a tools/call.
+fn usual(method: &str, body: &str, tools: impl Fn(&str) -> String) -> String {
+    match method {
+        "GET" => {
+            "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .into()
+        }
+        "DELETE" => "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+        _ if body.contains("\"initialize\"") => json_answer("Mcp-Session-Id: S1\r\n", INIT_ANSWER),
+        _ if body.contains("tools/call") => tools(body),
+        _ => "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+    }
+}
+
+/// A stdio client's session with a proxy: lines in, lines out.
+struct Stdio2 {
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Stdio2 {
+    fn of(p: &mut Proxy) -> Stdio2 {
+        Stdio2 {
+            input: p.child.stdin.take().expect("stdin"),
+            output: BufReader::new(p.child.stdout.take().expect("stdout")),
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.input, "{line}").expect("send");
+        self.input.flush().expect("flush");
+    }
+
+    fn next(&mut self) -> serde_json::Value {
+        let mut line = String::new();
+        self.output.read_line(&mut line).expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("a message: {line:?}"))
+    }
+}
+
+#[test]
+fn a_stdio_client_reaches_a_remote_server_with_its_stream_messages_in_order() {
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"shipment_id\":7}"}],"structuredContent":{"shipment_id":7}}}"#;
+    let (url, seen) = scripted(move |m, _, body| {
+        usual(m, body, |_| {
+            format!(
+                "{}id: a1\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"p2\",\"progress\":1}}}}\n\n\u{0}id: a2\ndata: {{\"jsonrpc\":\"2.0\",\"id\":\"srv-1\",\"method\":\"ping\"}}\n\n\u{0}id: a3\ndata: {answer}\n\n",
+                sse_head()
+            )
+        })
+    });
+    let record = common::scratch_recording("http-upstream", "up.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(
+        &[
+            "--record",
+            &rec,
+            "--header",
+            "Authorization: $UP_TOKEN",
+            "--",
+            &url,
+        ],
+        &[("UP_TOKEN", "Bearer up-DO-NOT-KEEP")],
+    );
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    assert_eq!(c.next()["result"]["serverInfo"]["name"], "scripted");
+    c.send(INITIALIZED);
+    c.send(&call(2, "A1"));
+    // Messages before the answer reach the client first, in the order the stream had them.
+    assert_eq!(c.next()["method"], "notifications/progress");
+    let ping = c.next();
+    assert_eq!(ping["method"], "ping");
+    c.send(r#"{"jsonrpc":"2.0","id":"srv-1","result":{}}"#);
+    let done = c.next();
+    assert_eq!(done["id"], 2);
+    assert_eq!(done["result"]["structuredContent"]["shipment_id"], 7);
+    drop(c);
+    let code = wait_for(&mut p.child, Duration::from_secs(15));
+    assert_eq!(code, 0, "{}", p.log.lock().expect("log"));
+
+    let seen = seen.lock().expect("seen").clone();
+    let methods: Vec<&str> = seen.iter().map(|(m, _, _)| m.as_str()).collect();
+    assert_eq!(methods.first(), Some(&"POST"));
+    assert_eq!(
+        methods.last(),
+        Some(&"DELETE"),
+        "the session ends with DELETE: {methods:?}"
+    );
+    for (m, head, body) in &seen[1..] {
+        assert!(
+            head.contains("mcp-session-id: s1"),
+            "{m} {body} without the session: {head}"
+        );
+        assert!(
+            head.contains("mcp-protocol-version: 2025-11-25"),
+            "{m}: {head}"
+        );
+        assert!(
+            head.contains("authorization: bearer up-do-not-keep"),
+            "--header sent: {head}"
+        );
+    }
+    assert!(
+        seen.iter()
+            .any(|(_, _, b)| b.contains("\"srv-1\"") && b.contains("result")),
+        "the client's answer to the server's ping went upstream"
+    );
+    assert_eq!(
+        seen.iter()
+            .filter(|(_, _, b)| b.contains("tools/call"))
+            .count(),
+        1,
+        "never sent twice"
+    );
+    assert!(!files_of(&record).contains("DO-NOT-KEEP"));
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn a_stream_cut_by_the_network_is_resumed_and_a_session_the_server_ended_is_said() {
+    let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
+    let (url, seen) = scripted(move |m, head, body| {
+        if m == "GET" && head.contains("last-event-id: e1") {
+            return format!("{}id: e2\ndata: {answer}\n\n", sse_head());
+        }
+        if body.contains("\"id\":3") {
+            return "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .into();
+        }
+        // The call's stream: a priming event, then the connection ends (no answer).
+        usual(m, body, |_| {
+            format!("{}id: e1\nretry: 50\ndata: \n\n", sse_head())
+        })
+    });
+    let record = common::scratch_recording("http-resume", "resume.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    c.next();
+    c.send(INITIALIZED);
+    c.send(&call(2, "A1"));
+    let resumed = c.next();
+    assert_eq!(resumed["id"], 2, "{resumed}");
+    assert_eq!(resumed["result"]["content"][0]["text"], "ok");
+    c.send(&call(3, "A2"));
+    let gone = c.next();
+    assert_eq!(gone["id"], 3);
+    let message = gone["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("404"), "{gone}");
+    drop(c);
+    wait_for(&mut p.child, Duration::from_secs(15));
+    let seen = seen.lock().expect("seen").clone();
+    assert!(
+        seen.iter()
+            .any(|(m, h, _)| m == "GET" && h.contains("last-event-id: e1")),
+        "resumed with Last-Event-ID"
+    );
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Call budget: 2 /"), "{out}");
+}
+
+#[test]
+fn a_listening_proxy_relays_a_remote_session_and_its_errors_as_they_came() {
+    let (url, seen) = scripted(|m, head, body| {
+        if m == "POST" && !head.contains("authorization: bearer client-do-not-keep") {
+            return "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer resource_metadata=\"http://x/.well-known/oauth-protected-resource\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into();
+        }
+        if body.contains("\"id\":9") {
+            return "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .into();
+        }
+        usual(m, body, |b| {
+            let id = if b.contains("\"id\":1") { 1 } else { 2 };
+            json_answer(
+                "",
+                &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}}}}"#),
+            )
+        })
+    });
+    let record = common::scratch_recording("http-relay", "relay.json");
+    let rec = record.display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
+        &[],
+    );
+    let purl = p.url().to_owned();
+    // No credentials: the server's 401 and its WWW-Authenticate reach the client untouched.
+    let denied = request(&purl, "POST", &[], INIT);
+    assert_eq!(denied.status, 401, "{}", denied.head);
+    assert!(
+        denied
+            .header("www-authenticate")
+            .is_some_and(|v| v.contains("resource_metadata"))
+    );
+    let auth = ("Authorization", "Bearer client-DO-NOT-KEEP");
+    let a = request(&purl, "POST", &[auth], INIT);
+    assert_eq!(
+        a.header("mcp-session-id").as_deref(),
+        Some("S1"),
+        "relayed as is: {}",
+        a.head
+    );
+    let h = [auth, ("Mcp-Session-Id", "S1")];
+    let one = request(&purl, "POST", &h, &call(1, "A1"));
+    assert_eq!(one.messages()[0]["id"], 1);
+    let ended = request(&purl, "POST", &h, &call(9, "A9"));
+    assert_eq!(
+        ended.status, 404,
+        "the server ended the session: {}",
+        ended.head
+    );
+    let (_, log) = p.stop();
+    let seen = seen.lock().expect("seen").clone();
+    assert!(
+        seen.iter()
+            .filter(|(_, _, b)| b.contains("tools/call"))
+            .all(|(_, h, _)| h.contains("mcp-session-id: s1")),
+        "the client's session goes upstream"
+    );
+    assert!(!files_of(&record).contains("DO-NOT-KEEP"), "{log}");
+    assert!(!log.contains("DO-NOT-KEEP"));
+}
+
+#[test]
+fn a_thousand_streams_at_once_are_answered_within_a_bounded_memory() {
+    let record = common::scratch_recording("http-many", "many.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
+        &[("SHIPPING_DELAY_MS", "500")],
+    );
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    let streams: Vec<TcpStream> = (0..1000)
+        .map(|i| open(&url, "POST", &h, &call(10 + i, &format!("O{i}"))))
+        .collect();
+    let mut answered = 0;
+    for mut s in streams {
+        let a = read_answer(&mut s);
+        if a.messages()
+            .last()
+            .is_some_and(|m| m.get("result").is_some())
+        {
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 1000);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", p.pid())).unwrap_or_default();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let _ = p.stop();
+    assert!(peak_kb > 0, "no VmHWM in {status}");
+    assert!(
+        peak_kb < 128 * 1024,
+        "the proxy peaked at {peak_kb} kB for 1,000 streams"
+    );
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Call budget: 1000 /"), "{out}");
+}
