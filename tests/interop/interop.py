@@ -9,6 +9,7 @@ INTEROP_HERE (tests/interop) and, where a case needs them, the servers' commands
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -137,3 +138,75 @@ def wait_until(cond, timeout: float, step: float = 0.05) -> bool:
             return True
         time.sleep(step)
     return cond()
+
+
+# ----- helpers for the HTTP cases: ports, started processes, secrets -----
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (port 0 bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:port."""
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start(cmd: list[str], name: str, env: dict | None = None) -> subprocess.Popen:
+    """Starts `cmd` in a process group of its own (so `stop` ends its children too), its
+    standard output in CASE_DIR/NAME.out and its standard error in CASE_DIR/NAME.err."""
+    say(f"starting {name}: {' '.join(cmd)}")
+    with open(CASE_DIR / f"{name}.out", "wb") as out, open(CASE_DIR / f"{name}.err", "wb") as err:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                env=env, start_new_session=True)
+
+
+def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Sends `sig` to the process group led by `pid` (gone already: nothing)."""
+    try:
+        os.killpg(pid, sig)
+    except OSError:
+        pass
+
+
+def stop(proc: subprocess.Popen, grace: float = 5) -> int | None:
+    """Ends a process `start` started: SIGTERM to its group, SIGKILL after `grace` seconds,
+    then SIGKILL to whatever is left of the group. Its exit code, or None when it had to be
+    killed. Safe to call twice."""
+    killed = False
+    if proc.poll() is None:
+        kill_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            killed = True
+            kill_group(proc.pid)
+            proc.wait(5)
+    kill_group(proc.pid)
+    return None if killed else proc.returncode
+
+
+def listen_url(proxy: subprocess.Popen, name: str, timeout: float = 20) -> str | None:
+    """The URL a `--listen` proxy started as NAME prints first on its standard error."""
+    err = CASE_DIR / f"{name}.err"
+    found: list[str] = []
+
+    def printed() -> bool:
+        first = err.read_text(errors="replace").partition("\n")
+        if first[1] and first[0].startswith("listening on http://"):
+            found.append(first[0].split()[-1])
+        return bool(found) or proxy.poll() is not None
+
+    wait_until(printed, timeout)
+    return found[0] if found else None
+
+
+def files_holding(secret: str, root: Path) -> list[str]:
+    """The files under `root` whose bytes contain `secret`."""
+    needle = secret.encode()
+    return [str(p.relative_to(root)) for p in sorted(root.rglob("*"))
+            if p.is_file() and needle in p.read_bytes()]

