@@ -296,6 +296,9 @@ pub struct CampaignFile {
     pub seeds: Vec<i64>,
     /// The finished runs, by run number.
     pub runs: Vec<RunRecord>,
+    /// The agent reached its proxy over Streamable HTTP (`--agent-transport http`: each run
+    /// had a listening proxy and an `mcpServers` entry with its URL); absent for stdio.
+    pub agent_http: bool,
 }
 
 fn bad(path: &str, why: &str) -> ConfigError {
@@ -380,7 +383,7 @@ impl CampaignFile {
 
     /// The document.
     pub fn to_value(&self) -> Value {
-        obj! {
+        let mut v = obj! {
             "schema_version" => SCHEMA_VERSION,
             "kind" => KIND,
             "scenario" => self.scenario.as_str(),
@@ -394,7 +397,13 @@ impl CampaignFile {
             "verify" => self.verify.as_deref().map_or(Value::Null, Value::from),
             "seeds" => Value::Array(self.seeds.iter().map(|s| Value::from(*s)).collect()),
             "runs" => Value::Array(self.runs.iter().map(RunRecord::to_value).collect()),
+        };
+        if self.agent_http
+            && let Value::Object(o) = &mut v
+        {
+            o.push("agent_transport", "http");
         }
+        v
     }
 
     /// The file text: indented JSON and a final newline.
@@ -421,7 +430,7 @@ impl CampaignFile {
                 "seeds",
                 "runs",
             ],
-            &[],
+            &["agent_transport"],
         )
         .map_err(|e| within(e, "$"))?;
         if o.get("schema_version").and_then(Value::as_i64) != Some(SCHEMA_VERSION) {
@@ -505,6 +514,11 @@ impl CampaignFile {
             verify: optional_text(o, "verify")?,
             seeds,
             runs,
+            agent_http: match optional_text(o, "agent_transport")?.as_deref() {
+                None | Some("stdio") => false,
+                Some("http") => true,
+                Some(_) => return Err(bad("agent_transport", "expected \"stdio\" or \"http\"")),
+            },
         })
     }
 
@@ -553,6 +567,7 @@ mod tests {
                 passed: false,
                 note: None,
             }],
+            agent_http: false,
         }
     }
 
@@ -560,6 +575,13 @@ mod tests {
     fn round_trips_and_refuses_what_it_does_not_know() {
         let c = sample();
         assert_eq!(CampaignFile::from_text(&c.to_text()), Ok(c.clone()));
+        let http = CampaignFile {
+            agent_http: true,
+            ..c.clone()
+        };
+        assert!(http.to_text().contains("\"agent_transport\": \"http\""));
+        assert_eq!(CampaignFile::from_text(&http.to_text()), Ok(http));
+        assert!(!c.to_text().contains("agent_transport"), "stdio files are as before");
         assert!(c.runs[0].oracle_disagrees());
         let mut v = c.to_value();
         if let Some(o) = v.as_object_mut() {

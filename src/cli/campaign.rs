@@ -43,6 +43,11 @@ pub struct CampaignArgs {
     /// Runs at once, each in its own folder
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
+    /// How the agent reaches the proxy: `stdio` (its mcpServers entry starts the proxy) or
+    /// `http` (each run starts a listening proxy on a free port; the entry has its URL, also in
+    /// {mcp_url} and TOOLSTORM_MCP_URL)
+    #[arg(long, value_name = "HOW", default_value = "stdio", value_parser = ["stdio", "http"])]
+    agent_transport: String,
     /// Seconds a run may take; past it the agent's process group is stopped
     #[arg(long, default_value_t = 120.0, value_parser = seconds)]
     timeout: f64,
@@ -219,6 +224,7 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
         bin,
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
         scenario_sha256: crate::json::sha256_hex(&text),
+        agent_http: a.agent_transport == "http",
     };
     let mut file = plan.file();
     if plan.out.exists() {
@@ -530,6 +536,7 @@ fn replan<'f>(
         // Where the campaign ran, so `python agent.py` and relative commands find their files.
         cwd: run::named_path(&out, &file.cwd),
         scenario_sha256,
+        agent_http: file.agent_http,
     };
     Ok((plan, first, out))
 }

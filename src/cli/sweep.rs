@@ -367,6 +367,7 @@ fn as_campaign(
         verify: None,
         seeds,
         runs: Vec::new(),
+        agent_http: false,
     };
     let dir = run::runs_dir(&out);
     let base = out.parent().map_or_else(

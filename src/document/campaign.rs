@@ -64,6 +64,9 @@ pub struct Plan {
     pub cwd: PathBuf,
     /// SHA-256 of the scenario file's bytes.
     pub scenario_sha256: String,
+    /// The agent reaches its proxy over Streamable HTTP: each run starts a listening proxy
+    /// and gives the agent an `mcpServers` entry with its URL.
+    pub agent_http: bool,
 }
 
 impl Plan {
@@ -95,6 +98,7 @@ impl Plan {
                 .map(|c| Redactor::builtin().redact_command_line(c)),
             seeds: self.seeds.clone(),
             runs: Vec::new(),
+            agent_http: self.agent_http,
         }
     }
 
@@ -372,8 +376,27 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         ));
         return finish(r);
     }
+    let mark = (
+        super::adopted::MARK_VAR.to_owned(),
+        super::adopted::mark_for(run, seed),
+    );
+    // Over HTTP the run's proxy listens before the agent starts, and the entry has its URL.
+    let mut listening = None;
+    if plan.agent_http {
+        match listening_proxy(plan, seed, &record_path, &dir, &mark) {
+            Ok(p) => listening = Some(p),
+            Err(e) => {
+                r.note = Some(format!(
+                    "cannot start the run's listening proxy: {e} (see proxy.log)"
+                ));
+                return finish(r);
+            }
+        }
+    }
+    let url = listening.as_ref().map(|l| l.url.clone());
     let config = dir.join("mcp.json");
-    if let Err(e) = crate::atomic::write(&config, mcp_config(plan, seed, &record_path).as_bytes()) {
+    let entry = mcp_config(plan, seed, &record_path, url.as_deref());
+    if let Err(e) = crate::atomic::write(&config, entry.as_bytes()) {
         r.note = Some(format!("cannot write {}: {e}", config.display()));
         return finish(r);
     }
@@ -383,16 +406,14 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         ("run", run.to_string()),
         ("record", record_path.display().to_string()),
         ("run_dir", dir.display().to_string()),
+        ("mcp_url", url.unwrap_or_default()),
     ];
     let mut env: Vec<(String, String)> = values
         .iter()
         .map(|(k, v)| (format!("TOOLSTORM_{}", k.to_ascii_uppercase()), v.clone()))
         .collect();
     // Whatever the run starts carries its mark: what escapes its process group is found by it.
-    env.push((
-        super::adopted::MARK_VAR.to_owned(),
-        super::adopted::mark_for(run, seed),
-    ));
+    env.push(mark);
     if let Some(before) = &plan.before {
         match shell(
             &expand_for_shell(before, &values),
@@ -442,6 +463,10 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
             r.note = Some(format!("cannot start the agent {:?}: {e}", argv[0]));
             return finish(r);
         }
+    }
+    // The agent is done: its listening proxy finishes the recording and leaves.
+    if let Some(l) = listening.take() {
+        l.stop();
     }
     if let Some(verify) = &plan.verify {
         r.oracle = match shell(
@@ -537,22 +562,111 @@ fn judge_recording(path: &Path, r: &mut RunRecord) {
     }
 }
 
-/// The run's `mcpServers` file: our proxy, with the scenario, the seed and the recording.
-fn mcp_config(plan: &Plan, seed: i64, record: &Path) -> String {
-    let mut args: Vec<Value> = vec![
-        "mcp".into(),
-        plan.scenario_path.display().to_string().into(),
-        "--seed".into(),
-        seed.to_string().into(),
+/// A run's listening proxy (`--agent-transport http`).
+struct Listening {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Listening {
+    /// Ends it as a signal would (it finishes the recording), then for good past the grace.
+    fn stop(mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let until = Instant::now() + FINISH_GRACE;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the run's proxy listening on a free loopback port; its URL is the first line it
+/// writes (the rest of its notes go to `proxy.log`).
+fn listening_proxy(
+    plan: &Plan,
+    seed: i64,
+    record: &Path,
+    dir: &Path,
+    mark: &(String, String),
+) -> std::io::Result<Listening> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut args = proxy_args(plan, seed, record);
+    args.retain(|a| a != "--append");
+    args.extend(["--listen".to_owned(), "127.0.0.1:0".to_owned()]);
+    let mut cmd = Command::new(&plan.bin);
+    cmd.args(&args)
+        .current_dir(&plan.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env(&mark.0, &mark.1);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn()?;
+    let mut log = crate::fsread::open_own(&dir.join("proxy.log"), false, true)?;
+    let Some(err) = child.stderr.take() else {
+        return Err(std::io::Error::other("no standard error"));
+    };
+    let mut lines = BufReader::new(err);
+    let mut first = String::new();
+    lines.read_line(&mut first)?;
+    let _ = log.write_all(first.as_bytes());
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut lines, &mut log);
+    });
+    match first.trim_end().strip_prefix("listening on ") {
+        Some(url) => Ok(Listening {
+            child,
+            url: url.to_owned(),
+        }),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(std::io::Error::other(format!(
+                "it said {:?}",
+                first.trim_end()
+            )))
+        }
+    }
+}
+
+/// The proxy's arguments for a run: the scenario, the seed, the recording.
+fn proxy_args(plan: &Plan, seed: i64, record: &Path) -> Vec<String> {
+    let mut args = vec![
+        "mcp".to_owned(),
+        plan.scenario_path.display().to_string(),
+        "--seed".to_owned(),
+        seed.to_string(),
     ];
     if let Some(p) = plan.probability {
         args.push("--probability".into());
-        args.push(crate::json::float::py_repr(p).into());
+        args.push(crate::json::float::py_repr(p));
     }
     args.push("--record".into());
-    args.push(record.display().to_string().into());
+    args.push(record.display().to_string());
     args.push("--append".into());
+    args
+}
+
+/// The run's `mcpServers` file: our proxy, with the scenario, the seed and the recording (or,
+/// over HTTP, the URL of the run's listening proxy).
+fn mcp_config(plan: &Plan, seed: i64, record: &Path, url: Option<&str>) -> String {
     let mut servers = crate::json::Object::new();
+    if let Some(url) = url {
+        servers.push(
+            plan.scenario.name.as_str(),
+            obj! {"type" => "http", "url" => url},
+        );
+        return pretty(&obj! {"mcpServers" => servers}) + "\n";
+    }
+    let args: Vec<Value> = proxy_args(plan, seed, record)
+        .into_iter()
+        .map(Value::from)
+        .collect();
     servers.push(
         plan.scenario.name.as_str(),
         obj! {"command" => plan.bin.display().to_string(), "args" => Value::Array(args)},

@@ -142,4 +142,6 @@ pub struct Origin {
     pub headers: Vec<Header>,
     /// It came as a JSON body, not as an event.
     pub json: bool,
+    /// The `retry:` the server's stream named (passed on to the client's stream).
+    pub retry: Option<u64>,
 }

@@ -5,7 +5,7 @@
 #
 #   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign slowexit
 #                                       inspector pydantic http http_ts http_upstream
-#                                       conformance (default: all)
+#                                       http_campaign conformance (default: all)
 #
 # Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
 # missing or older than the sources), SHIPPING_SERVER (default
@@ -21,7 +21,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream conformance)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign conformance)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -187,6 +187,7 @@ run_case() {
     http) set -- "$VENV/bin/python" "$HERE/http_case.py" python ;;
     http_ts) set -- "$VENV/bin/python" "$HERE/http_case.py" node ;;
     http_upstream) set -- "$VENV/bin/python" "$HERE/http_upstream_case.py" ;;
+    http_campaign) set -- "$VENV/bin/python" "$HERE/http_campaign_case.py" ;;
     conformance) set -- "$VENV/bin/python" "$HERE/conformance_case.py" ;;
   esac
   rm -rf "$dir"

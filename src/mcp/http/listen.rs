@@ -592,7 +592,7 @@ impl Listener {
             StreamState::new(tx, &queued, session.clone(), None, false),
         );
         face.gets.insert(session, n);
-        start_events(&mut face, n, 200, headers_out);
+        start_events(&mut face, n, 200, headers_out, None);
         let unsent: Vec<Vec<u8>> = face.unsent.drain(..).collect();
         for m in unsent {
             push_event(&mut face, n, &m);
@@ -757,7 +757,7 @@ fn sse_answer(mut rx: mpsc::UnboundedReceiver<Out>, queued: Arc<AtomicUsize>) ->
 
 /// Sends a stream's head as an event stream, with a priming event (an id, no data) so the
 /// client can resume before the first message.
-fn start_events(face: &mut Face, n: u64, status: u16, headers: Vec<Header>) {
+fn start_events(face: &mut Face, n: u64, status: u16, headers: Vec<Header>, retry: Option<u64>) {
     let Some(st) = face.streams.get_mut(&n) else {
         return;
     };
@@ -770,7 +770,7 @@ fn start_events(face: &mut Face, n: u64, status: u16, headers: Vec<Header>) {
         });
     }
     let id = format!("{n}-0");
-    let prime = Bytes::from(sse::priming(&id, None));
+    let prime = Bytes::from(sse::priming(&id, retry));
     send_data(st, prime);
 }
 
@@ -911,7 +911,8 @@ impl Router {
                     st.whole(status, headers, Bytes::copy_from_slice(line));
                 } else {
                     if !st.started {
-                        start_events(&mut face, n, status, headers);
+                        let retry = origin.as_ref().and_then(|o| o.retry);
+                        start_events(&mut face, n, status, headers, retry);
                     }
                     push_event(&mut face, n, line);
                 }
@@ -922,8 +923,9 @@ impl Router {
                 match n {
                     Some(n) => {
                         if face.streams.get(&n).is_some_and(|s| !s.started) {
-                            let headers = origin.map(|o| o.headers).unwrap_or_default();
-                            start_events(&mut face, n, 200, headers);
+                            let (headers, retry) =
+                                origin.map(|o| (o.headers, o.retry)).unwrap_or_default();
+                            start_events(&mut face, n, 200, headers, retry);
                         }
                         push_event(&mut face, n, line);
                     }
@@ -1108,7 +1110,7 @@ fn cut_stream(face: &Mutex<Face>, id: &Id) -> bool {
             if !st.started {
                 // A stream not yet begun is begun (so the client has an event id to resume
                 // from, as a real cut stream would), then cut.
-                start_events(&mut face, n, 200, vec![]);
+                start_events(&mut face, n, 200, vec![], None);
             }
         }
         end_stream(&mut face, n);

@@ -441,6 +441,33 @@ fn answers(line: &[u8], id: &Id) -> bool {
         .is_some_and(|v| Id::of(&v) == *id)
 }
 
+/// The server's own JSON-RPC error in an HTTP error's body (its id often null: it could not
+/// read the request), as the answer to `id`, its code and message kept and the HTTP status
+/// added to its data.
+fn error_for(body: &[u8], id: &Id, status: u16) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let v = crate::json::parse(text).ok()?;
+    let e = v.as_object()?.get("error")?.as_object()?;
+    let code = e.get("code")?.as_i64()?;
+    let message = e.get("message")?.as_str()?;
+    let data = match e.get("data") {
+        Some(crate::json::Value::Object(d)) => {
+            let mut d = d.clone();
+            d.push("http_status", i64::from(status));
+            crate::json::Value::Object(d)
+        }
+        Some(other) => {
+            crate::obj! {"http_status" => i64::from(status), "server_data" => other.clone()}
+        }
+        None => crate::obj! {"http_status" => i64::from(status)},
+    };
+    let mut line = wire::error_line(id, code, message, Some(data));
+    while line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Some(line)
+}
+
 /// A JSON-RPC error answering `id` in the server's place.
 fn error_answer(id: &Id, message: &str, status: Option<u16>) -> Vec<u8> {
     let data = status.map(|s| crate::obj! { "http_status" => i64::from(s) });
@@ -504,6 +531,7 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, envelope: Option<Envelope>) {
         status,
         headers,
         json,
+        retry: None,
     };
     let request = match b.body(Full::new(Bytes::from(line))) {
         Ok(r) => r,
@@ -573,6 +601,12 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, envelope: Option<Envelope>) {
         let body = one_line(body);
         let line = if ct.contains("json") && answers(&body, &id) {
             body
+        } else if let Some(line) = ct
+            .contains("json")
+            .then(|| error_for(&body, &id, status))
+            .flatten()
+        {
+            line
         } else {
             let text = String::from_utf8_lossy(&body);
             let text: String = text.chars().take(200).collect();
@@ -679,6 +713,7 @@ async fn events(
 ) -> Result<(), Cut> {
     let mut parser = Parser::new(MAX_MESSAGE);
     let mut cut = Cut::default();
+    let mut origin = origin.clone();
     let mut out = Vec::new();
     loop {
         let frame = match body.frame().await {
@@ -705,6 +740,7 @@ async fn events(
             }
             if ev.retry.is_some() {
                 cut.retry = ev.retry;
+                origin.retry = ev.retry;
             }
             if ev.data.trim().is_empty() {
                 continue;
@@ -834,6 +870,7 @@ fn listen_own(shared: &Arc<Shared>) {
                     status: 200,
                     headers: vec![],
                     json: false,
+                    retry: None,
                 };
                 match events(&s, res.into_body(), &origin, None).await {
                     Ok(()) => failures = 0,
@@ -912,6 +949,7 @@ impl Passage {
             status,
             headers: headers.clone(),
             json: false,
+            retry: None,
         };
         let inner = Arc::clone(&s);
         if let Ok(mut bg) = s.background.lock() {
