@@ -581,7 +581,10 @@ mod tests {
         };
         assert!(http.to_text().contains("\"agent_transport\": \"http\""));
         assert_eq!(CampaignFile::from_text(&http.to_text()), Ok(http));
-        assert!(!c.to_text().contains("agent_transport"), "stdio files are as before");
+        assert!(
+            !c.to_text().contains("agent_transport"),
+            "stdio files are as before"
+        );
         assert!(c.runs[0].oracle_disagrees());
         let mut v = c.to_value();
         if let Some(o) = v.as_object_mut() {

@@ -135,6 +135,16 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
                 name(&m.server_info),
                 m.calls.len()
             ));
+            if let Some(t) = &m.transport {
+                let mut line = format!("transport: {} client, {} server", t.client, t.server);
+                if let Some(u) = &t.url {
+                    line.push_str(&format!(" at {u}"));
+                }
+                if let Some(l) = &t.listen {
+                    line.push_str(&format!("; the proxy listened on {l}"));
+                }
+                io.println(&crate::printable::line(&line));
+            }
             if let [c] = trace.cassettes.as_slice() {
                 for line in mcp_inspect_lines(&c.report, m) {
                     io.println(&line);
