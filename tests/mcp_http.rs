@@ -829,3 +829,110 @@ fn a_thousand_streams_at_once_are_answered_within_a_bounded_memory() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("Call budget: 1000 /"), "{out}");
 }
+
+/// Reads from `s` until `needle` has come (or the connection ends, or 10 s pass).
+fn read_until(s: &mut TcpStream, needle: &str) -> String {
+    let until = Instant::now() + Duration::from_secs(10);
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while Instant::now() < until && !String::from_utf8_lossy(&got).contains(needle) {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn a_get_stream_carries_the_servers_own_messages_to_an_http_client() {
+    let (url, seen) = scripted(|m, _, body| {
+        if m == "GET" {
+            return format!(
+                "{}id: g1\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}}\n\n\u{0}",
+                sse_head()
+            );
+        }
+        usual(m, body, |_| {
+            json_answer("", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#)
+        })
+    });
+    let record = common::scratch_recording("http-get", "get.json");
+    let rec = record.display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
+        &[],
+    );
+    let purl = p.url().to_owned();
+    let a = request(&purl, "POST", &[], INIT);
+    assert_eq!(a.header("mcp-session-id").as_deref(), Some("S1"));
+    let mut get = open(
+        &purl,
+        "GET",
+        &[("Mcp-Session-Id", "S1"), ("Accept", "text/event-stream")],
+        "",
+    );
+    let text = read_until(&mut get, "list_changed");
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("text/event-stream"), "{text}");
+    assert!(text.contains("notifications/tools/list_changed"), "{text}");
+    drop(get);
+    let _ = p.stop();
+    let seen = seen.lock().expect("seen").clone();
+    assert!(
+        seen.iter()
+            .any(|(m, h, _)| m == "GET" && h.contains("mcp-session-id: s1")),
+        "the client's GET went upstream with its session"
+    );
+}
+
+#[test]
+fn under_2026_07_28_a_broken_answer_stream_is_the_clients_cancel() {
+    let pause = "\u{0}".repeat(60);
+    let (url, _seen) = scripted(move |m, _, body| {
+        usual(m, body, |_| {
+            format!(
+                "{}id: c1\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"p5\",\"progress\":1}}}}\n\n{pause}id: c2\ndata: {{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{{\"content\":[]}}}}\n\n",
+                sse_head()
+            )
+        })
+    });
+    let record = common::scratch_recording("http-2026", "cancel.json");
+    let rec = record.display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
+        &[],
+    );
+    let purl = p.url().to_owned();
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"A5"},"_meta":{"progressToken":"p5","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let mut s = open(
+        &purl,
+        "POST",
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "create_shipment"),
+        ],
+        call,
+    );
+    let first = read_until(&mut s, "notifications/progress");
+    assert!(first.contains("notifications/progress"), "{first}");
+    drop(s);
+    thread::sleep(Duration::from_millis(500));
+    let (_, log) = p.stop();
+    assert!(
+        log.contains(
+            "the client cancelled request 5 (2026-07-28): its stream to the server was closed"
+        ),
+        "{log}"
+    );
+    let side =
+        std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar");
+    assert!(
+        side.contains("cancel"),
+        "the call is recorded as cancelled: {side}"
+    );
+}

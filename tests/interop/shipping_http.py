@@ -27,12 +27,12 @@ def new_token() -> str:
     return "tok" + secrets.token_hex(16)
 
 
-def start_server(f: Failures, token: str):
-    """Starts the shipping server on a free port; (process, its /mcp URL), or (process, None)
-    when it did not come up."""
+def start_server(f: Failures, token: str, script: str = "http_shipping_server.py", extra_env: dict | None = None):
+    """Starts the shipping server (`script`, in tests/interop, run by this Python) on a free
+    port; (process, its /mcp URL), or (process, None) when it did not come up."""
     port = free_port()
-    env = {**os.environ, "SHIPPING_DB": str(DB), "HTTP_TOKEN": token}
-    server = start([sys.executable, str(HERE / "http_shipping_server.py"), str(port)], "server", env)
+    env = {**os.environ, "SHIPPING_DB": str(DB), "HTTP_TOKEN": token, **(extra_env or {})}
+    server = start([sys.executable, str(HERE / script), str(port)], "server", env)
     up = wait_until(lambda: port_open(port) or server.poll() is not None, 30) and server.poll() is None
     if not f.check(up, f"the shipping server did not listen on port {port} (see server.err)"):
         return server, None

@@ -116,6 +116,9 @@ struct StreamState {
     takes_json: bool,
     /// The request it answers, when it is a POST's.
     request: Option<Id>,
+    /// Its events carry ids and it can be resumed (not under 2026-07-28, whose streams are
+    /// not resumable: a client whose stream ends without the answer re-issues the request).
+    resumable: bool,
 }
 
 impl StreamState {
@@ -138,6 +141,7 @@ impl StreamState {
             cut: false,
             takes_json,
             request,
+            resumable: true,
         }
     }
 }
@@ -302,6 +306,21 @@ pub fn listen(
 struct ChannelBody {
     rx: mpsc::UnboundedReceiver<Out>,
     queued: Arc<AtomicUsize>,
+    /// Runs when the connection lets the body go (it ended, or the client went away).
+    _on_drop: OnDrop,
+}
+
+/// Something to do when the answer is let go: the connection dropped the body, or the
+/// handler before it had one (the client went away first).
+#[derive(Default)]
+struct OnDrop(Option<Box<dyn FnOnce() + Send + Sync>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
 }
 
 impl hyper::body::Body for ChannelBody {
@@ -462,6 +481,7 @@ impl Listener {
             accept.contains("application/json") || accept.contains("*/*") || accept.is_empty();
         let envelope = Listener::envelope(&req);
         let session = header(&req, "mcp-session-id").map(str::to_owned);
+        let version = header(&req, "mcp-protocol-version").map(str::to_owned);
         let body = match read_limited(req.into_body(), MAX_MESSAGE).await {
             Ok(b) => b,
             Err(status) => return rpc_refusal(status, None, "the message could not be read"),
@@ -484,6 +504,10 @@ impl Listener {
             }
         };
         let initialize = method.as_deref() == Some("initialize");
+        let stateless = version.as_deref().is_some_and(wire::is_stateless)
+            || params
+                .and_then(wire::request_version)
+                .is_some_and(|v| wire::is_stateless(&v));
         if let Some(refusal) = self.session_refusal(session.as_deref(), initialize, id.as_ref()) {
             return refusal;
         }
@@ -509,17 +533,18 @@ impl Listener {
             .map(Id::of);
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
+        let stream_no;
         {
             let Ok(mut face) = self.face.lock() else {
                 return plain(500, &[], "");
             };
             let n = face.next_stream;
+            stream_no = n;
             face.next_stream += 1;
             let takes_json = takes_json && (!takes_sse || self.passage.is_some());
-            face.streams.insert(
-                n,
-                StreamState::new(tx, &queued, session, Some(id.clone()), takes_json),
-            );
+            let mut st = StreamState::new(tx, &queued, session, Some(id.clone()), takes_json);
+            st.resumable = !stateless;
+            face.streams.insert(n, st);
             face.waiting.entry(id.clone()).or_default().push_back(n);
             if let Some(t) = token {
                 face.progress.insert(t, n);
@@ -531,7 +556,38 @@ impl Listener {
         if !self.send(line, envelope).await {
             return plain(503, &[], "the proxy's session is over\n");
         }
-        answer_from(rx, queued).await
+        // Under 2026-07-28 a broken answer stream is the client's cancel: the relay hears it
+        // as `notifications/cancelled` (recorded; passed on to the server, or, for a remote
+        // server on that revision, its own request's stream is closed).
+        let cancel = OnDrop(stateless.then(|| self.cancel_on_break(id.clone(), stream_no)));
+        answer_from(rx, queued, cancel).await
+    }
+
+    /// What runs when a 2026-07-28 request's answer stream is let go: unless its answer went
+    /// out (or the proxy cut it), the client broke it, which is its cancel.
+    fn cancel_on_break(&self, id: Id, n: u64) -> Box<dyn FnOnce() + Send + Sync> {
+        let face = Arc::clone(&self.face);
+        let to_relay = self.to_relay.lock().ok().and_then(|t| t.clone());
+        Box::new(move || {
+            let broken = face.lock().is_ok_and(|mut f| match f.streams.get_mut(&n) {
+                Some(st) if !st.done && !st.cut => {
+                    st.tx = None;
+                    true
+                }
+                _ => false,
+            });
+            if broken && let Some(tx) = to_relay {
+                let cancel = crate::obj! {
+                    "jsonrpc" => "2.0",
+                    "method" => "notifications/cancelled",
+                    "params" => crate::obj! {
+                        "requestId" => crate::json::parse(&id.0).unwrap_or_default(),
+                        "reason" => "the client's answer stream broke (a cancel under 2026-07-28)",
+                    },
+                };
+                let _ = tx.try_send(crate::json::compact(&cancel).into_bytes());
+            }
+        })
     }
 
     async fn send(&self, line: Vec<u8>, envelope: Envelope) -> bool {
@@ -554,6 +610,12 @@ impl Listener {
             );
         }
         let session = header(&req, "mcp-session-id").map(str::to_owned);
+        if self.passage.is_none()
+            && header(&req, "mcp-protocol-version").is_some_and(wire::is_stateless)
+        {
+            // 2026-07-28 has no GET stream.
+            return plain(405, &[("Allow".into(), "POST".into())], "");
+        }
         if let Some(last) = header(&req, "last-event-id") {
             return self.resume(last);
         }
@@ -612,7 +674,11 @@ impl Listener {
         let Ok(mut face) = self.face.lock() else {
             return plain(500, &[], "");
         };
-        let Some(st) = face.streams.get_mut(&n) else {
+        let Some(st) = face
+            .streams
+            .get_mut(&n)
+            .filter(|st| !st.cut && st.resumable)
+        else {
             return plain(404, &[], "Not Found: no such stream to resume\n");
         };
         let (tx, rx) = mpsc::unbounded_channel();
@@ -692,7 +758,11 @@ async fn read_limited(mut body: Incoming, limit: usize) -> Result<Vec<u8>, u16> 
 
 /// The answer to a POST: waits for its head (the first message routed to it), then a JSON
 /// body or an event stream.
-async fn answer_from(mut rx: mpsc::UnboundedReceiver<Out>, queued: Arc<AtomicUsize>) -> Answer {
+async fn answer_from(
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    queued: Arc<AtomicUsize>,
+    on_drop: OnDrop,
+) -> Answer {
     let Some(Out::Head {
         status,
         headers,
@@ -724,7 +794,11 @@ async fn answer_from(mut rx: mpsc::UnboundedReceiver<Out>, queued: Arc<AtomicUsi
         r = r
             .header(CONTENT_TYPE, "text/event-stream")
             .header("Cache-Control", "no-cache");
-        http_body_util::Either::Right(ChannelBody { rx, queued })
+        http_body_util::Either::Right(ChannelBody {
+            rx,
+            queued,
+            _on_drop: on_drop,
+        })
     };
     r.body(body)
         .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
@@ -751,8 +825,12 @@ fn sse_answer(mut rx: mpsc::UnboundedReceiver<Out>, queued: Arc<AtomicUsize>) ->
             r = r.header(n, v);
         }
     }
-    r.body(http_body_util::Either::Right(ChannelBody { rx, queued }))
-        .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
+    r.body(http_body_util::Either::Right(ChannelBody {
+        rx,
+        queued,
+        _on_drop: OnDrop::default(),
+    }))
+    .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
 }
 
 /// Sends a stream's head as an event stream, with a priming event (an id, no data) so the
@@ -769,9 +847,11 @@ fn start_events(face: &mut Face, n: u64, status: u16, headers: Vec<Header>, retr
             json: false,
         });
     }
-    let id = format!("{n}-0");
-    let prime = Bytes::from(sse::priming(&id, retry));
-    send_data(st, prime);
+    if st.resumable {
+        let id = format!("{n}-0");
+        let prime = Bytes::from(sse::priming(&id, retry));
+        send_data(st, prime);
+    }
 }
 
 /// Queues bytes on a stream (a client that stopped reading loses the stream, not the proxy).
@@ -792,7 +872,8 @@ fn push_event(face: &mut Face, n: u64, message: &[u8]) {
     };
     let k = st.next_event;
     st.next_event += 1;
-    let bytes = Bytes::from(sse::event(Some(&format!("{n}-{k}")), message));
+    let id = st.resumable.then(|| format!("{n}-{k}"));
+    let bytes = Bytes::from(sse::event(id.as_deref(), message));
     st.kept_bytes += bytes.len();
     st.kept.push_back((k, bytes.clone()));
     while st.kept_bytes > KEPT_FOR_RESUME && st.kept.len() > 1 {

@@ -292,10 +292,43 @@ async fn pump(
     done: std::sync::mpsc::Sender<()>,
 ) {
     let mut tasks = JoinSet::new();
+    // Requests in flight on the 2026-07-28 revision, where closing a request's stream is its
+    // cancel: a `notifications/cancelled` for one of them closes it instead of being sent.
+    let mut closable: crate::hashing::Map<Id, tokio::task::AbortHandle> = Default::default();
     while let Some(line) = requests.recv().await {
         let envelope = shared.envelopes.as_ref().and_then(|t| t.take(&line));
-        tasks.spawn(send(Arc::clone(&shared), line, envelope));
+        let message = wire::classify(&line);
+        if let Some(id) = cancelled(&message)
+            && let Some(task) = closable.remove(&id)
+        {
+            task.abort();
+            shared.note(&format!(
+                "the client cancelled request {} (2026-07-28): its stream to the server was closed",
+                crate::printable::line(&id.0)
+            ));
+            continue;
+        }
+        let stateless = match &message {
+            Message::Request { id, params, .. } => {
+                let header = envelope.as_ref().and_then(|e| {
+                    e.headers
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case("mcp-protocol-version"))
+                        .map(|(_, v)| v.clone())
+                });
+                header
+                    .or_else(|| wire::request_version(params))
+                    .is_some_and(|v| wire::is_stateless(&v))
+                    .then(|| id.clone())
+            }
+            _ => None,
+        };
+        let task = tasks.spawn(send(Arc::clone(&shared), line, message, envelope));
+        if let Some(id) = stateless {
+            closable.insert(id, task);
+        }
         while tasks.try_join_next().is_some() {}
+        closable.retain(|_, t| !t.is_finished());
     }
     while tasks.join_next().await.is_some() {}
     shared.closing.store(true, Ordering::SeqCst);
@@ -487,8 +520,7 @@ fn content_type(res: &Response<Incoming>) -> String {
 }
 
 /// Sends one of the relay's messages and passes on what comes back.
-async fn send(shared: Arc<Shared>, line: Vec<u8>, envelope: Option<Envelope>) {
-    let message = wire::classify(&line);
+async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Option<Envelope>) {
     let (id, method) = match &message {
         Message::Request { id, method, .. } => (Some(id.clone()), Some(method.clone())),
         Message::Notification { method, .. } => (None, Some(method.clone())),
@@ -652,6 +684,17 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, envelope: Option<Envelope>) {
                 .deliver(error_answer(&id, &why, None), origin(502, headers, true))
                 .await;
         }
+    }
+}
+
+/// The request a `notifications/cancelled` cancels.
+fn cancelled(message: &Message) -> Option<Id> {
+    match message {
+        Message::Notification { method, params } if method == "notifications/cancelled" => params
+            .as_object()
+            .and_then(|p| p.get("requestId"))
+            .map(Id::of),
+        _ => None,
     }
 }
 

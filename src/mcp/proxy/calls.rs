@@ -305,6 +305,13 @@ impl Relay<'_> {
                 }
             }
         };
+        // Headers an HTTP client first sent with this call (`Mcp-Name`, `Mcp-Param-*`) go on
+        // record with the facts before the call does.
+        if self.headers_grew()
+            && let Err(e) = self.facts_changed()
+        {
+            self.journal_failed(&e);
+        }
         let rule = handle.rule_index().map(|i| self.rules[i].clone());
         let delivery = rule.as_ref().map_or(Delivery::IsError, |r| {
             self.scenario

@@ -389,17 +389,26 @@ impl<'a> Relay<'a> {
         }
     }
 
-    /// The journal learns the session's facts again (after the handshake or a listing).
-    /// The session's facts changed: on record with the next lines (at once after a failed
-    /// write; the result says whether that write went).
-    pub(super) fn facts_changed(&mut self) -> std::io::Result<()> {
+    /// Takes the header names HTTP clients sent since the last look into the session's
+    /// facts; whether there were new ones.
+    pub(super) fn headers_grew(&mut self) -> bool {
+        let mut grew = false;
         if let (Some(c), Some(t)) = (&self.ends.http, self.session.transport.as_mut()) {
             for (n, v) in c.headers_seen() {
                 if !t.request_headers.iter().any(|(k, _)| *k == n) {
                     t.request_headers.push((n, v));
+                    grew = true;
                 }
             }
         }
+        grew
+    }
+
+    /// The journal learns the session's facts again (after the handshake or a listing).
+    /// The session's facts changed: on record with the next lines (at once after a failed
+    /// write; the result says whether that write went).
+    pub(super) fn facts_changed(&mut self) -> std::io::Result<()> {
+        self.headers_grew();
         match self.recorder.as_mut() {
             Some(r) => r.facts(&self.session),
             None => Ok(()),
