@@ -27,6 +27,7 @@
 
 pub mod adopted;
 pub mod campaign;
+pub mod compare;
 mod error;
 pub mod explain;
 mod scenario;

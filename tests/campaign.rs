@@ -277,7 +277,8 @@ fn rerun_meets_the_same_faults_on_the_same_calls() {
     let failing = predicted_failures(43..=46);
     let seed = failing.first().copied().unwrap_or(43).to_string();
     let (code, out, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--rerun", &seed]);
-    assert_eq!(code, 0, "{out}{err}");
+    // The exit status is the re-run's verdict: the naive agent fails a failing seed again.
+    assert_eq!(code, if failing.is_empty() { 0 } else { 1 }, "{out}{err}");
     assert!(out.contains("the same faults on the same calls"), "{out}");
     if !failing.is_empty() {
         assert!(out.contains("lost-receipt on create_shipment #1"), "{out}");
@@ -537,5 +538,81 @@ fn a_daemon_the_agent_starts_in_a_session_of_its_own_does_not_outlive_its_run() 
     assert!(
         left.is_empty(),
         "the daemons outlived the campaign: {left:?}"
+    );
+}
+
+#[test]
+fn rerun_with_edited_rules_prints_the_comparison_and_exits_by_the_new_run() {
+    let (dir, scenario) = workspace("rerun-edited");
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--seeds".into(),
+        "43..44".into(),
+        "--probability".into(),
+        "0.5".into(),
+    ];
+    args.extend(agent_args(false));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = campaign(&dir, &args);
+    assert_eq!(code, 0, "{err}");
+    let seed = *predicted_failures(43..=44)
+        .first()
+        .expect("a failing seed in 43..44");
+    // The edit: the acknowledgement is lost on the second call instead of the first.
+    let text = std::fs::read_to_string(&scenario).expect("scenario");
+    let mut v = parse(&text).expect("json");
+    if let Some(Value::Array(rules)) = v.as_object_mut().and_then(|o| o.get_mut("rules"))
+        && let Some(Value::Object(rule)) = rules.first_mut()
+    {
+        rule.insert("calls", Value::Array(vec![Value::from(2)]));
+    }
+    std::fs::write(dir.join("edited.json"), toolstorm::json::pretty(&v)).expect("write");
+    let seed_text = seed.to_string();
+    let (code, out, err) = campaign(
+        &dir,
+        &[
+            "mcp-lost-ack.campaign.json",
+            "--rerun",
+            &seed_text,
+            "--scenario",
+            "edited.json",
+        ],
+    );
+    let recording = dir.join(format!(
+        "mcp-lost-ack.campaign.rerun-{seed}.runs/run-001/recording.json"
+    ));
+    let expected = format!(
+        "seed {seed}: first run FAIL (lost-receipt on create_shipment #1); rerun with the rules of edited.json PASS (no faults) · the faults differ
+run 1 (seed {seed}) → rerun: calls +0 -1 ~1 · faults 1→0 · duplicates 1→0 · 2 verdict(s) flipped
+    tool              arguments                   fault: first → rerun              client got: first → rerun · commits
+  ~ create_shipment   {{\"order_id\":\"o-1\"}}          lost-receipt → -                  a result with isError: true (the model sees the error) → the result · 1 → 1
+  - create_shipment   {{\"order_id\":\"o-1\"}}          - → (none)                        the result → (none) · 1 → 0
+  verdicts: first → rerun
+    ✓ → ✗  Fault exercised: lost-receipt: Triggered 0 time(s) (coverage, not part of a run's verdict)
+    ✗ → ✓  No duplicate side effects: 0 duplicate effect(s) across 1 commits
+    ✓ → ✓  Call budget: 1 / 10000 calls
+    ✓ → ✓  Session finished: the proxy finished the session; no call was left in flight
+    ✓ → ✓  Recording complete: the recording took every tools/call the client sent
+rerun recording: {}
+",
+        recording.display()
+    );
+    assert_eq!(out, expected, "{err}");
+    assert_eq!(code, 0, "the re-run passed: {err}");
+    // Rules that make the re-run fail make it exit 1.
+    let (code, out, _) = campaign(
+        &dir,
+        &[
+            "mcp-lost-ack.campaign.json",
+            "--rerun",
+            &seed_text,
+            "--scenario",
+            "mcp-lost-ack.json",
+        ],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rerun with the rules of mcp-lost-ack.json FAIL"),
+        "{out}"
     );
 }

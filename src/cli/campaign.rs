@@ -82,6 +82,10 @@ pub struct CampaignArgs {
         conflicts_with = "rerun"
     )]
     shrink: Option<i64>,
+    /// With --rerun: run the seed with this scenario's rules instead (an edited copy of the
+    /// campaign's scenario) and compare the two runs call by call
+    #[arg(long, value_name = "FILE", requires = "rerun")]
+    scenario: Option<PathBuf>,
     /// With --shrink: most runs of the agent the search may take
     #[arg(long, default_value_t = 16, requires = "shrink")]
     budget: usize,
@@ -492,12 +496,18 @@ fn replan<'f>(
         )));
     }
     let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
-    let scenario_path = run::scenario_of(&out, file);
+    let edited = a.scenario.as_ref().filter(|_| what == "rerun");
+    let scenario_path = match edited {
+        Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.clone()),
+        None => run::scenario_of(&out, file),
+    };
     let scenario_sha256 = match crate::fsread::read_document(&scenario_path) {
         Ok(bytes) => crate::json::sha256_hex(&bytes),
         Err(e) => return Err(io.fail(Error::io(&scenario_path, e))),
     };
-    if scenario_sha256 != file.scenario_sha256 {
+    // An edited scenario is the point of its re-run: only the campaign's own must not have
+    // changed under it.
+    if edited.is_none() && scenario_sha256 != file.scenario_sha256 {
         return Err(io.fail(format!(
             "ValueError: {} changed since the campaign ran: its runs cannot be reproduced \
              with other rules (restore it, or start a new campaign)",
@@ -618,11 +628,16 @@ fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i
         (Err(e), _) | (_, Err(e)) => return io.fail(e),
     };
     let same = before == after;
+    let with = a
+        .scenario
+        .as_ref()
+        .map(|p| format!(" with the rules of {}", p.display()))
+        .unwrap_or_default();
     let _ = writeln!(
         io.out,
         "{}",
         crate::printable::line(&format!(
-            "seed {seed}: first run {} ({}); rerun {} ({}) · {}",
+            "seed {seed}: first run {} ({}); rerun{with} {} ({}) · {}",
             if first.passed { "PASS" } else { "FAIL" },
             show(&before),
             if again.passed { "PASS" } else { "FAIL" },
@@ -630,19 +645,110 @@ fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i
             if same {
                 "the same faults on the same calls"
             } else {
-                "the faults differ: the agent's calls changed"
+                "the faults differ"
             }
         ))
     );
-    let _ = writeln!(
-        io.out,
-        "rerun recording: {}",
-        run::recording_path(&plan.out, &again).display()
-    );
-    if same {
+    let first_path = run::recording_path(&out, first);
+    let again_path = run::recording_path(&plan.out, &again);
+    match crate::document::compare::RecordingDiff::open(&first_path, &again_path) {
+        Ok(d) => print_comparison(&d, first.run, seed, io),
+        Err(e) => {
+            let _ = writeln!(io.err, "toolstorm-tui: cannot compare the two runs: {e}");
+        }
+    }
+    let _ = writeln!(io.out, "rerun recording: {}", again_path.display());
+    // The exit status is the re-run's verdict.
+    if again.passed {
         0
     } else {
         crate::exit::CONTRACT_FAILED
+    }
+}
+
+/// The two runs call by call (tool, arguments, fault, what the client got, commits), then
+/// every check side by side.
+fn print_comparison(
+    d: &crate::document::compare::RecordingDiff,
+    run_no: u64,
+    seed: i64,
+    io: &mut Io<'_>,
+) {
+    let mut lines = vec![format!(
+        "run {run_no} (seed {seed}) → rerun: {}",
+        d.diff.summary()
+    )];
+    lines.push(format!(
+        "  {:<2}{:<18}{:<28}{:<34}{}",
+        "", "tool", "arguments", "fault: first → rerun", "client got: first → rerun · commits"
+    ));
+    for row in &d.diff.rows {
+        let b = row.before().and_then(|i| d.side(false, i));
+        let a = row.after().and_then(|i| d.side(true, i));
+        let args = a
+            .as_ref()
+            .or(b.as_ref())
+            .map(|s| s.arguments.clone())
+            .unwrap_or_default();
+        let args: String = if args.chars().count() > 26 {
+            args.chars().take(25).chain(std::iter::once('…')).collect()
+        } else {
+            args
+        };
+        let f = |s: &Option<crate::document::compare::CallSide>,
+                 pick: fn(&crate::document::compare::CallSide) -> String| {
+            s.as_ref().map_or_else(|| "(none)".to_owned(), pick)
+        };
+        lines.push(format!(
+            "  {:<2}{:<18}{:<28}{:<34}{} → {} · {} → {}",
+            row.marker(),
+            d.tool(row),
+            args,
+            format!(
+                "{} → {}",
+                f(&b, |s| s.fault.clone()),
+                f(&a, |s| s.fault.clone())
+            ),
+            f(&b, |s| s.got.clone()),
+            f(&a, |s| s.got.clone()),
+            b.as_ref().map_or(0, |s| s.commits),
+            a.as_ref().map_or(0, |s| s.commits),
+        ));
+    }
+    lines.push("  verdicts: first → rerun".to_owned());
+    let mut names: Vec<&str> = d.before_checks.iter().map(|c| c.name.as_str()).collect();
+    for c in &d.after_checks {
+        if !names.contains(&c.name.as_str()) {
+            names.push(c.name.as_str());
+        }
+    }
+    let mark = |checks: &[crate::contract::Check], name: &str| {
+        checks
+            .iter()
+            .find(|c| c.name == name)
+            .map_or("-", |c| if c.passed { "✓" } else { "✗" })
+    };
+    for name in names {
+        let detail = d
+            .after_checks
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.detail.clone())
+            .unwrap_or_default();
+        // A campaign judges a run without it: it is the scenario's coverage on that seed.
+        let aside = if name.starts_with("Fault exercised") {
+            " (coverage, not part of a run's verdict)"
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "    {} → {}  {name}: {detail}{aside}",
+            mark(&d.before_checks, name),
+            mark(&d.after_checks, name)
+        ));
+    }
+    for l in lines {
+        let _ = writeln!(io.out, "{}", crate::printable::line(&l));
     }
 }
 
