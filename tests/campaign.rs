@@ -144,6 +144,42 @@ fn the_naive_agent_fails_on_exactly_the_seeds_the_decisions_predict() {
         .and_then(Value::as_number_f64)
         .expect("pass^1");
     assert!((first - (20 - want.len()) as f64 / 20.0).abs() < 1e-12);
+    // Per run, for CI scripts: the seed, the outcome, what failed, where the recording is.
+    let results = v
+        .as_object()
+        .and_then(|o| o.get("results"))
+        .and_then(Value::as_array)
+        .expect("results");
+    assert_eq!(results.len(), 20);
+    for r in results {
+        let o = r.as_object().expect("a run");
+        let seed = o.get("seed").and_then(Value::as_i64).expect("seed");
+        let fired = want.contains(&seed);
+        let failed: Vec<&str> = o
+            .get("failed_checks")
+            .and_then(Value::as_array)
+            .expect("failed_checks")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let expected: Vec<&str> = if fired {
+            vec!["No duplicate side effects"]
+        } else {
+            vec![]
+        };
+        assert_eq!(failed, expected, "seed {seed}");
+        assert_eq!(o.get("passed").and_then(Value::as_bool), Some(!fired));
+        assert_eq!(
+            o.get("duplicates").and_then(Value::as_i64),
+            Some(i64::from(fired))
+        );
+        assert_eq!(o.get("outcome").and_then(Value::as_str), Some("finished"));
+        let recording = o
+            .get("recording")
+            .and_then(Value::as_str)
+            .expect("recording");
+        assert!(dir.join(recording).is_file(), "{recording}");
+    }
     // Every failure is the duplicate commit, and the file says so run by run.
     let file = CampaignFile::from_text(
         &std::fs::read_to_string(dir.join("mcp-lost-ack.campaign.json")).expect("file"),

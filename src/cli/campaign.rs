@@ -341,6 +341,22 @@ fn summary_value(path: &Path, file: &CampaignFile) -> Value {
             "seeds" => Value::Array(seeds.into_iter().map(Value::from).collect()),
         }).collect()),
         "oracle_disagrees" => Value::Array(file.runs.iter().filter(|r| r.oracle_disagrees()).map(|r| Value::from(r.seed)).collect()),
+        // Per run, for CI scripts that need more than the counts (no table parsing).
+        "results" => Value::Array(file.runs.iter().map(|r| obj! {
+            "run" => r.run,
+            "seed" => r.seed,
+            "outcome" => r.outcome.as_str(),
+            "passed" => r.passed,
+            "faults" => r.faults,
+            "commits" => r.commits,
+            "duplicates" => r.duplicates,
+            "failed_checks" => Value::Array(r.checks.iter().filter(|c| !c.passed).map(|c| Value::from(c.name.as_str())).collect()),
+            "oracle" => r.oracle.map_or(Value::Null, Value::Bool),
+            "exit" => r.exit.map_or(Value::Null, Value::from),
+            "seconds" => Value::Float(r.seconds),
+            "note" => r.note.as_deref().map_or(Value::Null, Value::from),
+            "recording" => run::recording_path(path, r).display().to_string(),
+        }).collect()),
     }
 }
 
