@@ -345,6 +345,12 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
 
     let (code, log) = p.stop();
     assert_eq!(code, 128 + 15, "{log}");
+    let lock = toolstorm::mcp::session::journal_path(&record).with_extension("lock");
+    assert!(
+        !lock.exists(),
+        "the session's lock file is left behind: {}",
+        lock.display()
+    );
     let files = files_of(&record);
     assert!(
         !files.contains("DO-NOT-KEEP"),
@@ -640,6 +646,8 @@ fn a_stdio_client_reaches_a_remote_server_with_its_stream_messages_in_order() {
     drop(c);
     let code = wait_for(&mut p.child, Duration::from_secs(15));
     assert_eq!(code, 0, "{}", p.log.lock().expect("log"));
+    let lock = toolstorm::mcp::session::journal_path(&record).with_extension("lock");
+    assert!(!lock.exists(), "the session's lock file is left behind");
 
     let seen = seen.lock().expect("seen").clone();
     let methods: Vec<&str> = seen.iter().map(|(m, _, _)| m.as_str()).collect();

@@ -381,7 +381,25 @@ impl Recorder {
         if ended.is_ok() && done.error.is_none() && done.full.is_none() {
             let _ = std::fs::remove_file(journal_path(&self.cassette));
         }
+        // The lock file goes while we still hold it: a session waiting on it finds, once it
+        // holds it, that the path names no file or another one, and takes the lock anew
+        // ([`lock`]), so no two sessions ever hold the recording at once.
+        let _ = std::fs::remove_file(lock_path(&self.cassette));
         done
+    }
+}
+
+/// The lock file of the recording at `cassette`.
+fn lock_path(cassette: &Path) -> std::path::PathBuf {
+    journal_path(cassette).with_extension("lock")
+}
+
+/// Whether `path` still names the open `file`.
+fn still_named(file: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -394,13 +412,19 @@ pub fn lock(
     waiting: &mut dyn FnMut(),
     interrupted: &mut dyn FnMut() -> bool,
 ) -> io::Result<std::fs::File> {
-    let path = journal_path(cassette).with_extension("lock");
-    let file = crate::fsread::open_own(&path, true, false)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let path = lock_path(cassette);
+    let open = || {
+        crate::fsread::open_own(&path, true, false)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+    };
+    let mut file = open()?;
     let mut told = false;
     loop {
         match file.try_lock() {
-            Ok(()) => return Ok(file),
+            // The session before may have removed the file as it ended (holding it): a lock
+            // on a file the path no longer names is no lock; take the new one.
+            Ok(()) if still_named(&file, &path) => return Ok(file),
+            Ok(()) => file = open()?,
             Err(std::fs::TryLockError::WouldBlock) => {
                 if !told {
                     waiting();
