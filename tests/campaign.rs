@@ -417,6 +417,30 @@ fn shrink_finds_the_single_rule_single_call_schedule() {
         text.contains(r#""calls":[1]"#) && text.contains(r#""tool":"create_shipment""#),
         "{text}"
     );
+    // A search with a smaller budget finds less: the better earlier result is kept, the new
+    // one goes beside it, and that is said.
+    let before = std::fs::read_to_string(&shrunk).expect("shrunk");
+    let (code, out, err) = campaign(
+        &dir,
+        &[
+            "mcp-lost-ack.campaign.json",
+            "--shrink",
+            "43",
+            "--budget",
+            "1",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("2 faults → 2"), "{out}");
+    assert_eq!(std::fs::read_to_string(&shrunk).expect("kept"), before);
+    assert!(
+        err.contains("an earlier search found a smaller schedule (1 fault(s))"),
+        "{err}"
+    );
+    assert!(
+        dir.join("mcp-lost-ack.campaign.shrunk-43-2.json").is_file(),
+        "{out}"
+    );
 }
 
 /// Processes whose command line holds `mark`.

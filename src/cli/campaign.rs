@@ -768,6 +768,19 @@ fn print_comparison(
     }
 }
 
+/// How many faults a shrunk scenario at `path` pins (each rule's calls), when there is one.
+fn pinned_faults(path: &Path) -> Option<usize> {
+    let text = crate::fsread::read_text(path).ok()?;
+    let v = crate::json::parse(&text).ok()?;
+    let rules = v.as_object()?.get("rules")?.as_array()?;
+    Some(
+        rules
+            .iter()
+            .filter_map(|r| r.as_object()?.get("calls")?.as_array().map(Vec::len))
+            .sum(),
+    )
+}
+
 /// `--shrink SEED`: a smallest fault schedule on which the seed still fails, found by
 /// re-running the agent ([`run::shrink`]), written as a scenario file ready to open.
 fn shrink(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> i32 {
@@ -830,13 +843,40 @@ fn shrink(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> 
         );
         return crate::exit::CONTRACT_FAILED;
     }
-    let target = out.with_file_name(format!(
-        "{}.shrunk-{seed}.json",
-        out.file_stem()
-            .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned())
-    ));
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
+    let mut target = out.with_file_name(format!("{stem}.shrunk-{seed}.json"));
+    // An earlier search's result is not thrown away: a smaller one stays, and this one goes
+    // beside it; one no smaller is replaced, and that is said.
+    let mut said = None;
+    if let Some(earlier) = pinned_faults(&target) {
+        if earlier < found.schedule.len() {
+            let mut n = 2;
+            while target.exists() {
+                target = out.with_file_name(format!("{stem}.shrunk-{seed}-{n}.json"));
+                n += 1;
+            }
+            said = Some(format!(
+                "an earlier search found a smaller schedule ({earlier} fault(s)): it stays in \
+                 {stem}.shrunk-{seed}.json"
+            ));
+        } else {
+            said = Some(format!(
+                "replaced an earlier result of {earlier} fault(s) in {}",
+                target.display()
+            ));
+        }
+    }
     if let Err(e) = crate::atomic::write(&target, (pretty(&found.scenario) + "\n").as_bytes()) {
         return io.fail(Error::io(&target, e));
+    }
+    if let Some(s) = said {
+        let _ = writeln!(
+            io.err,
+            "toolstorm-tui campaign: {}",
+            crate::printable::line(&s)
+        );
     }
     let _ = writeln!(
         io.out,
