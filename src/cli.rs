@@ -109,10 +109,17 @@ impl Io<'_> {
         let colour = self.people
             && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
             && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
-        let trimmed = line.trim_start();
-        let code = if trimmed.starts_with("FAIL") || trimmed.starts_with('✗') {
+        let trimmed = line.trim();
+        // A verdict leads the line (`FAIL`, `✓ check`) or ends a table's row (`... PASS`).
+        let code = if trimmed.starts_with("FAIL")
+            || trimmed.starts_with('✗')
+            || trimmed.ends_with(" FAIL")
+        {
             Some("31")
-        } else if trimmed.starts_with("PASS") || trimmed.starts_with('✓') {
+        } else if trimmed.starts_with("PASS")
+            || trimmed.starts_with('✓')
+            || trimmed.ends_with(" PASS")
+        {
             Some("32")
         } else {
             None

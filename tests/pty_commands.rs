@@ -158,13 +158,20 @@ fn sweep_shows_progress_on_a_terminal_only() {
 
 /// `check` on a pseudo-terminal, with `NO_COLOR` set or not: what the terminal got.
 fn check_on_a_terminal(no_color: bool) -> String {
+    on_a_terminal_coloured(&["check", "cassettes/incident.json"], no_color, 1)
+}
+
+/// `toolstorm-tui ARGS` on a pseudo-terminal (from the repository), `NO_COLOR` set or not,
+/// exiting `code`: what the terminal got.
+fn on_a_terminal_coloured(args: &[&str], no_color: bool, code: i32) -> String {
     let bin = env!("CARGO_BIN_EXE_toolstorm-tui");
     let log = std::env::temp_dir().join(format!(
-        "toolstorm-pty-colour-{}-{no_color}.log",
-        std::process::id()
+        "toolstorm-pty-colour-{}-{no_color}-{}.log",
+        std::process::id(),
+        args.join("-").replace('/', "_")
     ));
     let mut cmd = Command::new("script");
-    cmd.args(["-qec", &format!("{bin} check cassettes/incident.json")])
+    cmd.args(["-qec", &format!("{bin} {}", args.join(" "))])
         .arg(&log)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("TERM", "xterm-256color")
@@ -176,7 +183,7 @@ fn check_on_a_terminal(no_color: bool) -> String {
         cmd.env("NO_COLOR", "1");
     }
     let status = cmd.status().expect("script runs");
-    assert_eq!(status.code(), Some(1));
+    assert_eq!(status.code(), Some(code));
     let shown = std::fs::read_to_string(&log).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
     shown
@@ -199,4 +206,16 @@ fn verdicts_are_coloured_on_a_terminal_only() {
         .output()
         .expect("runs");
     assert!(!piped.stdout.contains(&0x1b), "piped output stays plain");
+}
+
+#[test]
+fn a_campaigns_table_is_coloured_by_each_runs_result() {
+    let shown = on_a_terminal_coloured(&["campaign", "cassettes/lost-ack-campaign.json"], false, 0);
+    assert!(shown.contains("FAIL\x1b[0m"), "{shown:?}");
+    assert!(shown.contains("PASS\x1b[0m"), "{shown:?}");
+    let plain = on_a_terminal_coloured(&["campaign", "cassettes/lost-ack-campaign.json"], true, 0);
+    assert!(
+        !plain.contains('\x1b') && plain.contains("FAIL"),
+        "NO_COLOR: {plain:?}"
+    );
 }

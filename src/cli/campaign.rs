@@ -367,7 +367,7 @@ fn report(a: &CampaignArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -
         let _ = writeln!(io.out, "{}", pretty(&summary_value(path, file)));
     } else {
         for line in text_lines(path, file) {
-            let _ = writeln!(io.out, "{}", crate::printable::line(&line));
+            io.println_verdict(&line);
         }
     }
     match a.min_pass {
