@@ -609,7 +609,12 @@ pub fn read_bytes(name: &Path, bytes: &[u8]) -> Result<Contents, Error> {
             .map(|c| Contents::Campaign(Box::new(c)))
             .map_err(|e| Error::invalid(Some(name), e));
     }
-    if value.as_object().is_some_and(|o| o.contains_key("world")) {
+    // A scenario has a world and no report; an executor's `run --output` file has both (the
+    // world it ran, and the report of what happened): it is a recording.
+    let scenario = value
+        .as_object()
+        .is_some_and(|o| o.contains_key("world") && !o.contains_key("report"));
+    if scenario {
         scenario_from_value(name, &value).map(Contents::Scenario)
     } else {
         trace_from_value(name, value).map(Contents::Trace)

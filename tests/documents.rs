@@ -342,3 +342,21 @@ fn a_file_of_another_kind_says_what_it_is() {
         assert_eq!(message.matches("runs[0]").count(), 0, "{message}");
     }
 }
+
+#[test]
+fn an_executor_run_output_opens_as_a_recording() {
+    let out = common::scratch_dir("run-output").join("out.json");
+    let done = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["run", "scenarios/orbit-parallel.json", "--output"])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run");
+    assert!(out.is_file(), "{}", String::from_utf8_lossy(&done.stderr));
+    // It names its world (as a scenario does) and holds a report: a recording, not a
+    // scenario to run ("missing schema_version" before).
+    let doc = Document::open(&out).expect("the run's output opens");
+    assert_eq!(doc.runs.len(), 1);
+    let calls = doc.runs[0].timeline.len();
+    assert_eq!(calls, 5, "the five calls of the parallel batch");
+}
