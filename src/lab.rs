@@ -271,6 +271,19 @@ impl LabRun {
         verdict(&self.checks)
     }
 
+    /// Whether the policy recovered: every check but `Fault exercised` passed (whether the
+    /// fault fired on this seed is the scenario's coverage, not the policy's doing). A run of
+    /// a sweep and of a campaign is judged by this one definition.
+    pub fn recovered(&self) -> bool {
+        let judged: Vec<Check> = self
+            .checks
+            .iter()
+            .filter(|c| !c.name.starts_with("Fault exercised"))
+            .cloned()
+            .collect();
+        verdict(&judged)
+    }
+
     /// Whether the task reported a confirmed shipment.
     pub fn completed(&self) -> bool {
         self.outcome

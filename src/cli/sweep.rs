@@ -139,6 +139,9 @@ pub fn grid(a: &SweepArgs) -> Result<Grid, String> {
     ))
 }
 
+/// What makes a run pass, said under both tables (`sweep` and `sweep --campaign`).
+pub const RUN_VERDICT: &str = "a run passes when every check but Fault exercised holds (whether the fault fired on a seed is the scenario's coverage: see faults)";
+
 /// One `--jsonl` line.
 pub fn jsonl_line(grid: &Grid, point: &Point, o: &Outcome) -> String {
     let mut v = Object::new();
@@ -185,7 +188,7 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     let mut any_failed = false;
     if a.jsonl {
         let line = |_: usize, p: &Point, run: Result<&lab::LabRun, String>| {
-            run.map(|r| (jsonl_line(&grid, p, &Outcome::from(r)), r.passed()))
+            run.map(|r| (jsonl_line(&grid, p, &Outcome::from(r)), r.recovered()))
         };
         stream(
             &grid,
@@ -206,7 +209,7 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     } else {
         let mut table = Table::default();
         let verdict = |_: usize, p: &Point, run: Result<&lab::LabRun, String>| {
-            run.map(|r| (p.scenario, p.policy, p.config.seed, r.passed()))
+            run.map(|r| (p.scenario, p.policy, p.config.seed, r.recovered()))
         };
         stream(
             &grid,
@@ -278,6 +281,7 @@ impl Table {
 
     fn print(&self, grid: &Grid, io: &mut Io<'_>) {
         io.println(&format!("{} runs", self.runs));
+        io.println(RUN_VERDICT);
         io.println(&format!(
             "{:<14} {:<11} {:>6} {:>6}  failing seeds",
             "scenario", "policy", "pass", "fail"
@@ -429,6 +433,7 @@ fn as_campaign(
     for line in super::campaign::text_lines(&out, &file) {
         io.emit_line(&crate::printable::line(&line));
     }
+    io.emit_line(RUN_VERDICT);
     if a.fail_on_contract && file.runs.iter().any(|r| !r.passed) {
         exit::CONTRACT_FAILED
     } else {

@@ -99,7 +99,7 @@ impl Grid {
 pub struct Outcome {
     /// Report digest.
     pub digest: String,
-    /// Contract verdict.
+    /// The run's verdict: every check but `Fault exercised` ([`LabRun::recovered`]).
     pub passed: bool,
     /// Recorded calls.
     pub calls: usize,
@@ -115,7 +115,7 @@ impl From<&LabRun> for Outcome {
     fn from(r: &LabRun) -> Self {
         Outcome {
             digest: r.digest.clone(),
-            passed: r.passed(),
+            passed: r.recovered(),
             calls: r.report.calls.len(),
             effects: r.shipments.len(),
             faults: r.faults(),
