@@ -81,6 +81,31 @@ fn search_finds_payload_text_and_n_moves_between_matches() {
     // Enter on an empty search repeats the last one.
     type_keys(&mut app, "/\n");
     assert_eq!(app.cursor, Some(second));
+    assert!(!app.status.contains("(wrapped)"), "{}", app.status);
+    // Going on past the last match goes round to the first, and says so.
+    let mut went_round = false;
+    for _ in 0..50 {
+        type_keys(&mut app, "n");
+        if app.status.contains("match 1 of") {
+            assert!(app.status.contains("(wrapped)"), "{}", app.status);
+            went_round = true;
+            break;
+        }
+        assert!(!app.status.contains("(wrapped)"), "{}", app.status);
+    }
+    assert!(went_round, "the search never came back to its first match");
+    // And back from the first to the last.
+    type_keys(&mut app, "N");
+    assert!(
+        app.status.contains("(wrapped)"),
+        "back past the first: {}",
+        app.status
+    );
+    type_keys(&mut app, "n");
+    type_keys(&mut app, "g");
+    type_keys(&mut app, "/order-1729\n");
+    type_keys(&mut app, "n");
+    assert_eq!(app.cursor, Some(second));
     type_keys(&mut app, "k");
     // A search that matches nothing says so and keeps the cursor.
     type_keys(&mut app, "/no-such-thing\n");
@@ -295,6 +320,15 @@ fn copy_gives_the_call_and_the_command_and_shows_them() {
         "the selected call, as JSON"
     );
     assert!(matches!(app.mode, Mode::Show(..)), "shown as well");
+    assert!(
+        app.status.contains("copied call #"),
+        "y says it copied: {}",
+        app.status
+    );
+    let Mode::Show(title, _) = &app.mode else {
+        panic!("shown");
+    };
+    assert!(title.ends_with("· copied"), "{title}");
     type_keys(&mut app, "x");
     type_keys(&mut app, "sY");
     let Mode::Show(_, command) = &app.mode else {

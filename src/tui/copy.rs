@@ -30,7 +30,10 @@ fn command_line(words: &[String]) -> String {
 
 impl App {
     fn show_and_copy(&mut self, title: String, text: String) -> Vec<Command> {
-        self.mode = Mode::Show(title, text.clone());
+        self.info(format!(
+            "copied {title} to the clipboard (OSC 52; shown here too, Esc closes)"
+        ));
+        self.mode = Mode::Show(format!("{title} · copied"), text.clone());
         vec![Command::Copy(text)]
     }
 

@@ -109,11 +109,19 @@ impl App {
                 .unwrap_or(matches[matches.len() - 1])
         };
         let n = matches.iter().position(|&i| i == target).unwrap_or(0) + 1;
+        // Past the last match (or before the first) the search goes round: said, as a pager does.
+        let wrapped = self.cursor.is_some()
+            && if forward {
+                target < here || (target == here && !here_counts)
+            } else {
+                target >= here
+            };
         self.move_to(Some(target), "match");
         self.follow_match = true;
         self.info(format!(
-            "match {n} of {} · n / N next / previous",
-            matches.len()
+            "match {n} of {}{} · n / N next / previous",
+            matches.len(),
+            if wrapped { " (wrapped)" } else { "" }
         ));
     }
 
