@@ -672,6 +672,20 @@ fn filters_take_field_terms_and_combine_them() {
         .count();
     assert_eq!(app.visible().len(), want);
     assert_eq!(want, 707);
+    assert_eq!(app.status_kind, StatusKind::Info);
+    assert!(
+        app.status
+            .contains("filter applied: 707 of 10000 calls shown"),
+        "{}",
+        app.status
+    );
+    // A half-typed filter's error does not outlive the finished one.
+    type_keys(&mut app, "\\");
+    dispatch(&mut app, Action::Cancel);
+    type_keys(&mut app, "\\status:");
+    type_keys(&mut app, "error\n");
+    assert_eq!(app.status_kind, StatusKind::Info, "{}", app.status);
+    assert!(app.status.contains("778 of 10000"), "{}", app.status);
     // is:dup keeps the calls that committed a duplicate; d / D move between them unfiltered.
     type_keys(&mut app, "\\");
     dispatch(&mut app, Action::Cancel);

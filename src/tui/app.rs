@@ -685,17 +685,28 @@ impl App {
     }
 
     pub(super) fn apply_filter(&mut self, filter: Option<String>) {
-        match filter.as_deref().map(super::filter::Filter::parse) {
-            Some(Err(why)) => self.error(why),
-            Some(Ok(f)) => {
-                if let Some(note) = f.note() {
-                    self.info(note);
-                }
+        let note = match filter.as_deref().map(super::filter::Filter::parse) {
+            Some(Err(why)) => {
+                self.error(why);
+                None
             }
-            None => {}
-        }
+            Some(Ok(f)) => Some(f.note()),
+            None => None,
+        };
         self.filter = filter;
         let visible = self.visible();
+        // The filter applied replaces whatever the half-typed one said (an error included).
+        if let Some(note) = note {
+            let shown = format!(
+                "filter applied: {} of {} calls shown",
+                visible.len(),
+                self.timeline().report().calls.len()
+            );
+            self.info(match note {
+                Some(n) => format!("{n} · {shown}"),
+                None => shown,
+            });
+        }
         if let Some(c) = self.cursor
             && !visible.contains(&c)
         {
