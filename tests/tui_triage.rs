@@ -951,3 +951,26 @@ fn the_summary_title_counts_in_words() {
         "{screen}"
     );
 }
+
+#[test]
+fn q_quits_from_every_view_and_esc_closes() {
+    // The summary, the help and a copy pop-up: q quits (it used to close them, and the keys
+    // typed next landed as commands); Esc closes.
+    for opener in ["T", "?", "y"] {
+        let mut app = open("scenarios/lost_ack.json");
+        draw(&mut app, 120, 40);
+        type_keys(&mut app, opener);
+        assert!(!matches!(app.mode, Mode::Browse), "{opener} opens a view");
+        press(&mut app, key(KeyCode::Char('q')));
+        assert!(app.quit, "q in the view {opener} quits");
+        let mut app = open("scenarios/lost_ack.json");
+        draw(&mut app, 120, 40);
+        type_keys(&mut app, opener);
+        press(&mut app, key(KeyCode::Esc));
+        assert!(matches!(app.mode, Mode::Browse), "Esc closes {opener}");
+    }
+    // In a text prompt q is a letter.
+    let mut app = open("scenarios/lost_ack.json");
+    type_keys(&mut app, "/q");
+    assert!(matches!(app.mode, Mode::Typing(Purpose::Search, _)));
+}

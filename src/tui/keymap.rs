@@ -477,6 +477,10 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             _ => {}
         }
     }
+    // One rule everywhere but a text field: `q` quits, `Esc` closes what is open.
+    if key.code == KeyCode::Char('q') && !matches!(mode, Mode::Typing(..) | Mode::Confirm(_)) {
+        return Some(Action::Quit);
+    }
     match mode {
         Mode::Typing(..) => match key.code {
             KeyCode::Enter => Some(Action::Submit),
@@ -495,6 +499,7 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Esc => Some(Action::Answer('n')),
             _ => None,
         },
+        // Any other key closes a pop-up (and is not taken as a command).
         Mode::Show(..) => Some(Action::Back),
         Mode::Summary(_) => match key.code {
             KeyCode::Char('j') | KeyCode::Down => Some(Action::Pick(1)),
@@ -503,7 +508,7 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Char('h') | KeyCode::Left | KeyCode::BackTab => Some(Action::SortBy(-1)),
             KeyCode::Char('r') => Some(Action::ReverseSort),
             KeyCode::Enter => Some(Action::Submit),
-            KeyCode::Esc | KeyCode::Char('T') | KeyCode::Char('q') => Some(Action::ToggleSummary),
+            KeyCode::Esc | KeyCode::Char('T') => Some(Action::ToggleSummary),
             _ => None,
         },
         Mode::Runs(_) => match key.code {
@@ -515,12 +520,12 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::PageUp => Some(Action::Pick(-10)),
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Char('c') => Some(Action::CompareRun),
-            KeyCode::Esc | KeyCode::Char('L') | KeyCode::Char('q') => Some(Action::ToggleRuns),
+            KeyCode::Esc | KeyCode::Char('L') => Some(Action::ToggleRuns),
             _ => None,
         },
         Mode::Edit => find(EDITOR, key.code).or_else(|| find(RUNNER, key.code)),
         Mode::Help => match key.code {
-            KeyCode::Char('?') | KeyCode::Esc | KeyCode::Char('q') => Some(Action::ToggleHelp),
+            KeyCode::Char('?') | KeyCode::Esc => Some(Action::ToggleHelp),
             KeyCode::Char('j') | KeyCode::Down => Some(Action::ScrollDown),
             KeyCode::Char('k') | KeyCode::Up => Some(Action::ScrollUp),
             KeyCode::PageDown | KeyCode::Char(' ') => Some(Action::PageDown),
