@@ -69,6 +69,18 @@ fn enter_opens_a_run_and_c_compares_two() {
     // The failing run (left) retried: its second call is not in the passing run (right).
     assert!(screen.contains("create_shipment#2"), "{screen}");
     assert!(screen.contains("FAIL → PASS"), "{screen}");
+    // Two runs of a campaign are named by run and seed, not previous / new.
+    assert!(
+        screen.contains("Compare · campaign run 1 (seed 43)")
+            && screen.contains("→ campaign run 2 (seed 44)"),
+        "{screen}"
+    );
+    // z does not hide it; Esc closes it.
+    press(&mut app, key(KeyCode::Char('z')));
+    assert_eq!(app.screen, Screen::Compare);
+    assert!(!app.zoom);
+    press(&mut app, key(KeyCode::Esc));
+    assert_eq!(app.screen, Screen::Explore);
 }
 
 /// A fresh folder holding the bundled campaign's runs, and the campaign file's JSON to edit

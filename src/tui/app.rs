@@ -442,6 +442,9 @@ impl App {
             Action::StartJump => self.mode = Mode::Typing(Purpose::Jump, TextField::default()),
             Action::SearchNext => self.search_step(true),
             Action::SearchPrev => self.search_step(false),
+            Action::ToggleZoom if self.screen != Screen::Explore => {
+                self.info("z zooms a pane of the explorer: Esc closes this view first".into());
+            }
             Action::ToggleZoom => {
                 self.zoom = !self.zoom;
                 if self.zoom {
@@ -561,6 +564,8 @@ impl App {
     /// `Esc`: close what is open, innermost first. It never quits.
     fn back(&mut self) {
         match self.mode {
+            // The comparison and the policies side by side close first (they cover the rest).
+            Mode::Browse if self.screen != Screen::Explore => self.screen = Screen::Explore,
             Mode::Browse if self.zoom => self.zoom = false,
             Mode::Browse if self.story => self.story = false,
             Mode::Browse if self.search.is_some() => {

@@ -57,9 +57,25 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         return;
     };
     let after = app.tab();
+    // Two runs of a campaign are named by run and seed; a re-run of one run is previous/new.
+    let (name, from, to) = if before.name() == after.name() {
+        (
+            format!("{} · ", after.name()),
+            "previous".to_owned(),
+            "new".to_owned(),
+        )
+    } else {
+        let named = |r: &crate::document::Run| {
+            format!(
+                "{} (seed {})",
+                r.name(),
+                r.timeline.report().seed.to_decimal()
+            )
+        };
+        (String::new(), named(before), named(after))
+    };
     let title = format!(
-        " Compare · {} · previous {} → new {} · {} → {} ",
-        after.name(),
+        " Compare · {name}{from} {} → {to} {} · {} → {} ",
         &before.digest[..8.min(before.digest.len())],
         &after.digest[..8.min(after.digest.len())],
         pass_word(diff.passed.0),
