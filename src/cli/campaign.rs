@@ -495,76 +495,18 @@ fn replan<'f>(
     what: &str,
     io: &mut Io<'_>,
 ) -> Result<(Plan, &'f RunRecord, PathBuf), i32> {
-    let Some(first) = file.runs.iter().find(|r| r.seed == seed) else {
-        return Err(io.fail(format!(
-            "ValueError: the campaign has no finished run of seed {seed} (its seeds: {})",
-            file.runs
-                .iter()
-                .map(|r| r.seed.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    };
-    if let Some(name) = file.scenario.strip_prefix("lab:") {
-        return Err(io.fail(format!(
-            "ValueError: this campaign is a sweep of the bundled lab: run seed {seed} again with \
-             `toolstorm-tui sweep --scenarios {name} --seeds {seed} ...`, or open a run's cassette"
-        )));
-    }
     let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
     let edited = a.scenario.as_ref().filter(|_| what == "rerun");
-    let scenario_path = match edited {
-        Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.clone()),
-        None => run::scenario_of(&out, file),
-    };
-    let scenario_sha256 = match crate::fsread::read_document(&scenario_path) {
-        Ok(bytes) => crate::json::sha256_hex(&bytes),
-        Err(e) => return Err(io.fail(Error::io(&scenario_path, e))),
-    };
-    // An edited scenario is the point of its re-run: only the campaign's own must not have
-    // changed under it.
-    if edited.is_none() && scenario_sha256 != file.scenario_sha256 {
-        return Err(io.fail(format!(
-            "ValueError: {} changed since the campaign ran: its runs cannot be reproduced \
-             with other rules (restore it, or start a new campaign)",
-            scenario_path.display()
-        )));
-    }
-    let scenario = match document::open_scenario(&scenario_path) {
-        Ok(Scenario::Mcp(s)) => s,
-        Ok(_) => {
-            return Err(
-                io.fail("ValueError: the campaign's scenario is no longer of world \"mcp\"")
-            );
-        }
-        Err(e) => return Err(io.fail(e)),
-    };
-    let bin = match std::env::current_exe() {
-        Ok(b) => b,
-        Err(e) => return Err(io.fail(format!("OSError: cannot find this program's path: {e}"))),
-    };
-    let stem = out
-        .file_stem()
-        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
     let (agent, before, verify) = commands_of(a, file).map_err(|e| io.fail(e))?;
-    let plan = Plan {
-        scenario_path,
-        scenario,
+    let again = run::Again {
         agent,
-        seeds: vec![seed],
-        jobs: 1,
-        timeout: Duration::from_secs_f64(file.timeout),
         before,
         verify,
-        probability: file.probability,
-        out: out.with_file_name(format!("{stem}.{what}-{seed}.json")),
-        bin,
-        // Where the campaign ran, so `python agent.py` and relative commands find their files.
-        cwd: run::named_path(&out, &file.cwd),
-        scenario_sha256,
-        agent_http: file.agent_http,
     };
-    Ok((plan, first, out))
+    match run::replan(&out, file, seed, edited.map(PathBuf::as_path), what, again) {
+        Ok((plan, first)) => Ok((plan, first, out)),
+        Err(e) => Err(io.fail(e)),
+    }
 }
 
 /// The agent, `--before` and `--verify` commands to run a campaign's seed again: the file's,

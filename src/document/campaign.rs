@@ -173,6 +173,117 @@ pub fn scenario_of(out: &Path, file: &CampaignFile) -> PathBuf {
     named_path(out, &file.scenario)
 }
 
+/// The commands that run a campaign's seed again (the file keeps them with secrets redacted:
+/// where it did, the caller gives them again).
+#[derive(Clone, Debug)]
+pub struct Again {
+    /// The agent's command, placeholders unexpanded.
+    pub agent: Vec<String>,
+    /// `--before`.
+    pub before: Option<String>,
+    /// `--verify`.
+    pub verify: Option<String>,
+}
+
+impl Again {
+    /// The file's own commands, when none of them keeps a redacted secret.
+    pub fn from_file(file: &CampaignFile) -> Result<Again, String> {
+        let secret = file.agent.iter().any(|w| w.contains(crate::redact::MARKER))
+            || [&file.before, &file.verify].iter().any(|c| {
+                c.as_deref()
+                    .is_some_and(|c| c.contains(crate::redact::MARKER))
+            });
+        if secret {
+            return Err(
+                "the campaign file keeps the agent's command with a secret redacted: re-run this \
+                 seed from the command line, giving the commands again (campaign FILE --rerun SEED \
+                 -- AGENT ...)"
+                    .into(),
+            );
+        }
+        Ok(Again {
+            agent: file.agent.clone(),
+            before: file.before.clone(),
+            verify: file.verify.clone(),
+        })
+    }
+}
+
+/// The plan that runs `seed` of the campaign at `out` again, its files named
+/// `<campaign>.<what>-SEED`, with the rules of `edited` when given (else the campaign's own
+/// scenario, which must not have changed); and the finished run of that seed.
+pub fn replan<'f>(
+    out: &Path,
+    file: &'f CampaignFile,
+    seed: i64,
+    edited: Option<&Path>,
+    what: &str,
+    again: Again,
+) -> Result<(Plan, &'f RunRecord), String> {
+    let Some(first) = file.runs.iter().find(|r| r.seed == seed) else {
+        return Err(format!(
+            "ValueError: the campaign has no finished run of seed {seed} (its seeds: {})",
+            file.runs
+                .iter()
+                .map(|r| r.seed.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    if let Some(name) = file.scenario.strip_prefix("lab:") {
+        return Err(format!(
+            "ValueError: this campaign is a sweep of the bundled lab: run seed {seed} again with \
+             `toolstorm-tui sweep --scenarios {name} --seeds {seed} ...`, or open a run's cassette"
+        ));
+    }
+    let scenario_path = match edited {
+        Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
+        None => scenario_of(out, file),
+    };
+    let scenario_sha256 = crate::fsread::read_document(&scenario_path)
+        .map(|bytes| crate::json::sha256_hex(&bytes))
+        .map_err(|e| Error::io(&scenario_path, e).to_string())?;
+    // An edited scenario is the point of its re-run: only the campaign's own must not have
+    // changed under it.
+    if edited.is_none() && scenario_sha256 != file.scenario_sha256 {
+        return Err(format!(
+            "ValueError: {} changed since the campaign ran: its runs cannot be reproduced \
+             with other rules (restore it, or start a new campaign)",
+            scenario_path.display()
+        ));
+    }
+    let scenario = match super::open_scenario(&scenario_path) {
+        Ok(super::Scenario::Mcp(s)) => s,
+        Ok(_) => {
+            return Err("ValueError: the campaign's scenario is no longer of world \"mcp\"".into());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let bin = std::env::current_exe()
+        .map_err(|e| format!("OSError: cannot find this program's path: {e}"))?;
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
+    let plan = Plan {
+        scenario_path,
+        scenario,
+        agent: again.agent,
+        seeds: vec![seed],
+        jobs: 1,
+        timeout: Duration::from_secs_f64(file.timeout),
+        before: again.before,
+        verify: again.verify,
+        probability: file.probability,
+        out: out.with_file_name(format!("{stem}.{what}-{seed}.json")),
+        bin,
+        // Where the campaign ran, so `python agent.py` and relative commands find their files.
+        cwd: named_path(out, &file.cwd),
+        scenario_sha256,
+        agent_http: file.agent_http,
+    };
+    Ok((plan, first))
+}
+
 /// The campaign file's folder (recordings are named relative to it).
 fn base_of(out: &Path) -> PathBuf {
     out.parent()
