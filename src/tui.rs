@@ -23,6 +23,7 @@ pub mod runtime;
 pub mod summary;
 pub mod theme;
 pub mod view;
+pub mod whatif;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

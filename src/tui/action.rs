@@ -118,6 +118,10 @@ pub enum Action {
     FileChanged,
     /// A reload finished.
     Reloaded(Result<Box<Document>, Error>),
+    /// `p`: what if, at the selected call — the fault picker.
+    PinFault,
+    /// The agent's re-run finished: the new run's recording (or why not), and what it pinned.
+    AgentRan(Result<Box<Document>, String>, String),
     /// A reload that asked a person for approvals finished: every answer so far, how many
     /// questions were asked now and how many were answered from earlier answers.
     ReloadedAsking {
@@ -239,4 +243,18 @@ pub enum Command {
     CheckDeterminism,
     /// Put text on the terminal's clipboard (OSC 52).
     Copy(String),
+    /// Run a campaign's seed again with the rules of `scenario` (in the background) and answer
+    /// with [`Action::AgentRan`].
+    RerunAgent {
+        /// The campaign file.
+        campaign: PathBuf,
+        /// The seed.
+        seed: i64,
+        /// The scenario with the pinned fault.
+        scenario: PathBuf,
+        /// What was pinned, for people.
+        label: String,
+        /// The proxy program the agent starts (this one when none).
+        bin: Option<PathBuf>,
+    },
 }

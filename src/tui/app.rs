@@ -39,6 +39,8 @@ pub enum Mode {
     Summary(SummaryCursor),
     /// Every run of the document as a list (a campaign's runs), with the selected row.
     Runs(usize),
+    /// What if, at this call: the faults to pin to it (the index of the highlighted one).
+    PinFault(usize),
 }
 
 /// The summary table's selection and order.
@@ -180,6 +182,10 @@ pub struct App {
     pub save_path: Option<PathBuf>,
     /// The runs before the last rerun, for the compare view.
     pub previous: Option<Vec<Run>>,
+    /// An agent's re-run (`p`) is under way in the background.
+    pub agent_running: bool,
+    /// The program an agent's re-run starts as its proxy (none: this one).
+    pub proxy_bin: Option<std::path::PathBuf>,
     /// What the main area shows.
     pub screen: Screen,
     /// The rule editor's selection.
@@ -246,6 +252,8 @@ impl App {
             editor: None,
             save_path: None,
             previous: None,
+            agent_running: false,
+            proxy_bin: None,
             screen: Screen::Explore,
             edit: EditCursor::default(),
             edit_error: None,
@@ -392,6 +400,9 @@ impl App {
     }
 
     fn apply(&mut self, action: Action) -> Vec<Command> {
+        if let Some(commands) = self.pin_action(&action) {
+            return commands;
+        }
         match action {
             Action::ScrollDown | Action::ScrollUp | Action::PageDown | Action::PageUp
                 if self.mode == Mode::Help =>
@@ -406,6 +417,8 @@ impl App {
                 self.help_scroll = (i32::from(self.help_scroll) + by).clamp(0, max) as u16;
             }
             Action::Quit => return self.request_quit(),
+            Action::PinFault => self.open_pin(),
+            Action::AgentRan(result, label) => self.agent_ran(result, label),
             Action::Back => self.back(),
             Action::Next => self.step(1),
             Action::Prev => self.step(-1),

@@ -21,4 +21,6 @@ pub enum Event {
     Loaded(u64, Result<Box<Document>, Error>),
     /// A second passed.
     Tick,
+    /// An agent's re-run finished (the new run, or why not; what it pinned).
+    AgentRan(Result<Box<Document>, String>, String),
 }

@@ -350,6 +350,12 @@ pub const RUNNER: &[Binding] = &[
         action: || Action::ToggleCompare,
     },
     Binding {
+        keys: "p",
+        help: "what if: pin a fault to the selected call and re-run the agent (a campaign's run)",
+        codes: &[KeyCode::Char('p')],
+        action: || Action::PinFault,
+    },
+    Binding {
         keys: "v",
         help: "policies side by side",
         codes: &[KeyCode::Char('v')],
@@ -486,6 +492,13 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Esc => Some(Action::Cancel),
             _ => super::prompt::request(key).map(Action::Input),
+        },
+        Mode::PinFault(_) => match key.code {
+            KeyCode::Up | KeyCode::Char('k') => Some(Action::Pick(-1)),
+            KeyCode::Down | KeyCode::Char('j') => Some(Action::Pick(1)),
+            KeyCode::Enter => Some(Action::Submit),
+            KeyCode::Esc => Some(Action::Cancel),
+            _ => None,
         },
         Mode::PickKind(_) => match key.code {
             KeyCode::Up | KeyCode::Char('k') => Some(Action::Pick(-1)),

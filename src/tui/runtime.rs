@@ -82,6 +82,7 @@ pub fn to_actions(event: Event, app: &App) -> Vec<Action> {
         Event::Suspend => vec![Action::Suspend],
         Event::Loaded(_, result) => vec![Action::Reloaded(result)],
         Event::Tick => vec![Action::Tick],
+        Event::AgentRan(result, label) => vec![Action::AgentRan(result, label)],
         Event::Terminal(TermEvent::Key(k)) if k.kind != KeyEventKind::Release => {
             keymap::map(k, &app.mode).into_iter().collect()
         }
@@ -118,6 +119,16 @@ pub fn perform(command: Command, app: &App) -> Option<Action> {
     Some(match command {
         Command::Reload => Action::Reloaded(load(app.doc.path.as_deref())),
         Command::Suspend | Command::Copy(_) => return None,
+        Command::RerunAgent {
+            campaign,
+            seed,
+            scenario,
+            label,
+            bin,
+        } => Action::AgentRan(
+            super::whatif::run_agent(&campaign, seed, &scenario, bin.as_deref()),
+            label,
+        ),
         Command::Rerun => Action::Reran(runner::rerun(app)),
         Command::CheckDeterminism => Action::DeterminismChecked(runner::determinism(app)),
         Command::Write { kind, path, force } => {
@@ -211,6 +222,22 @@ pub fn run<B: Backend>(
                 }
                 Command::Copy(text) => {
                     copy = Some(text);
+                    None
+                }
+                // The agent takes its time: it runs beside the screen, which keeps answering.
+                Command::RerunAgent {
+                    campaign,
+                    seed,
+                    scenario,
+                    label,
+                    bin,
+                } => {
+                    let tx = tx.clone();
+                    std::thread::spawn(move || {
+                        let result =
+                            super::whatif::run_agent(&campaign, seed, &scenario, bin.as_deref());
+                        let _ = tx.send(Event::AgentRan(result, label));
+                    });
                     None
                 }
                 other => perform(other, app),

@@ -326,6 +326,11 @@ impl App {
         match &self.mode {
             Mode::Help => help::render(self.help_scroll, area, buf, theme),
             Mode::Show(title, text) => overlay::show(title, text, area, buf, theme),
+            Mode::PinFault(at) => {
+                let (title, text) = self.pin_text(*at);
+                let footer = "j/k choose · Enter re-runs the agent on the same seed · Esc cancels";
+                overlay::show_with(&title, &text, footer, area, buf, theme);
+            }
             _ => {}
         }
     }

@@ -156,6 +156,10 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             "pick the fault kind: ↑↓ choose · Enter apply · Esc cancel",
             theme.title,
         ),
+        Mode::PinFault(_) => Line::styled(
+            "what if: pick the fault for the selected call · ↑↓ choose · Enter re-runs the agent · Esc cancel",
+            theme.title,
+        ),
         Mode::Confirm(q) => {
             let text = match q {
                 Question::Overwrite(_, path) => format!(

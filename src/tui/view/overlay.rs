@@ -109,10 +109,22 @@ pub fn story(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
 
 /// Draws a shown text with its title until a key is pressed.
 pub fn show(title: &str, text: &str, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    show_with(title, text, "any key closes this", area, buf, theme);
+}
+
+/// [`show`] with another last line (what the keys do).
+pub fn show_with(
+    title: &str,
+    text: &str,
+    footer: &str,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &Theme,
+) {
     let mut lines: Vec<Line<'static>> = text
         .lines()
         .map(|l| Line::raw(format!(" {}", printable::line(l))))
         .collect();
-    lines.push(Line::styled(" any key closes this", theme.dim));
+    lines.push(Line::styled(format!(" {footer}"), theme.dim));
     draw(format!(" {title} "), lines, area, buf, theme);
 }

@@ -1,0 +1,276 @@
+//! "What if, at this call": on a campaign's run, `p` offers the faults that fit the selected
+//! call — its acknowledgement lost after it committed, a timeout, a rate limit with a wait, an
+//! outage, a replaced answer — and re-runs the agent on the same seed with that one fault
+//! pinned to that call (the pinned form `--shrink` writes), then shows the two runs side by
+//! side. The agent runs in the background (the screen keeps answering); its recording is
+//! judged from its own files.
+
+use std::path::{Path, PathBuf};
+
+use super::action::{Action, Command};
+use super::app::{App, Mode, Screen};
+use crate::campaign::CampaignFile;
+use crate::document::Document;
+use crate::document::campaign as run;
+use crate::json::{Value, pretty};
+use crate::obj;
+
+/// A fault the picker offers: what people read, the rule's kind, its delay, and its
+/// replacement.
+pub struct Choice {
+    /// Shown in the picker.
+    pub label: &'static str,
+    /// The rule's kind.
+    pub kind: &'static str,
+    /// The rule's delay (a rate limit's wait).
+    pub delay: f64,
+    /// A replaced answer's text.
+    pub replacement: Option<&'static str>,
+}
+
+/// The faults offered, in the picker's order.
+pub const CHOICES: [Choice; 5] = [
+    Choice {
+        label: "its acknowledgement lost after it committed (response_lost)",
+        kind: "response_lost",
+        delay: 0.0,
+        replacement: None,
+    },
+    Choice {
+        label: "a timeout: the tool does not run (timeout)",
+        kind: "timeout",
+        delay: 0.0,
+        replacement: None,
+    },
+    Choice {
+        label: "a rate limit: retry after 30 s (rate_limit)",
+        kind: "rate_limit",
+        delay: 30.0,
+        replacement: None,
+    },
+    Choice {
+        label: "an outage: the server is unavailable (unavailable)",
+        kind: "unavailable",
+        delay: 0.0,
+        replacement: None,
+    },
+    Choice {
+        label: "a replaced answer: an empty result (replace)",
+        kind: "replace",
+        delay: 0.0,
+        replacement: Some("(the answer was replaced by toolstorm)"),
+    },
+];
+
+/// The file a campaign's what-if scenario for `seed` is written to, beside the campaign.
+pub fn scenario_path(campaign: &Path, seed: i64) -> PathBuf {
+    let stem = campaign
+        .file_stem()
+        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
+    campaign.with_file_name(format!("{stem}.what-if-{seed}.json"))
+}
+
+/// The campaign's scenario with its rules replaced by one: `choice` pinned to call `ordinal`
+/// of `tool` (its delivery the campaign's default).
+pub fn pinned_scenario(
+    campaign: &Path,
+    file: &CampaignFile,
+    tool: &str,
+    ordinal: u64,
+    choice: &Choice,
+) -> Result<Value, String> {
+    let path = run::scenario_of(campaign, file);
+    let text = crate::fsread::read_text(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut v = crate::json::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let rule = obj! {
+        "name" => "what-if",
+        "tool" => tool,
+        "kind" => choice.kind,
+        "calls" => Value::Array(vec![Value::from(ordinal as i64)]),
+        "probability" => Value::Float(1.0),
+        "limit" => Value::Null,
+        "delay" => Value::Float(choice.delay),
+        "replacement" => choice.replacement.map_or(Value::Null, Value::from),
+    };
+    let Some(o) = v.as_object_mut() else {
+        return Err(format!("{}: not a scenario object", path.display()));
+    };
+    o.insert("rules", Value::Array(vec![rule]));
+    o.insert("delivery", obj! {});
+    // The scenario may name its server by a path from its own folder: the copy beside the
+    // campaign names it from there too.
+    if let Some(Value::Object(server)) = o.get_mut("server")
+        && let Some(cmd) = server.get("command").and_then(Value::as_str)
+        && cmd.contains('/')
+        && Path::new(cmd).is_relative()
+        && let Some(dir) = path.parent()
+    {
+        let absolute = std::path::absolute(dir.join(cmd)).unwrap_or_else(|_| dir.join(cmd));
+        server.insert("command", absolute.display().to_string());
+    }
+    Ok(v)
+}
+
+/// Runs seed `seed` of the campaign at `campaign` again with the rules of `scenario`: the new
+/// run's recording, opened.
+/// `bin` is the program the agent's `mcpServers` entry starts as the proxy (this one unless
+/// given).
+pub fn run_agent(
+    campaign: &Path,
+    seed: i64,
+    scenario: &Path,
+    bin: Option<&Path>,
+) -> Result<Box<Document>, String> {
+    let text =
+        crate::fsread::read_text(campaign).map_err(|e| format!("{}: {e}", campaign.display()))?;
+    let file =
+        CampaignFile::from_text(&text).map_err(|e| format!("{}: {e}", campaign.display()))?;
+    let again = run::Again::from_file(&file)?;
+    let (mut plan, _) = run::replan(campaign, &file, seed, Some(scenario), "what-if", again)?;
+    // The pinned fault fires on its call: the campaign's probability override is not for it.
+    plan.probability = None;
+    if let Some(b) = bin {
+        plan.bin = b.to_path_buf();
+    }
+    let record = run::run_one(&plan, 1, seed);
+    let recording = run::recording_path(&plan.out, &record);
+    let mut doc = Document::open(&recording).map_err(|e| match &record.note {
+        Some(n) => format!("{e} ({n})"),
+        None => e.to_string(),
+    })?;
+    if let Some(r) = doc.runs.first_mut() {
+        r.label = "what-if".into();
+    }
+    Ok(Box::new(doc))
+}
+
+impl App {
+    /// `p`: the picker, on a campaign's run with a call selected.
+    pub(super) fn open_pin(&mut self) {
+        if self.doc.campaign.is_none() {
+            self.info(
+                "p re-runs an agent with a fault pinned to a call: open a campaign's run (its \
+                 agent is known) — a single recording does not say how to start its agent"
+                    .into(),
+            );
+            return;
+        }
+        if self.selected().is_none() {
+            self.info("select a call first: the fault is pinned to it".into());
+            return;
+        }
+        self.mode = Mode::PinFault(0);
+    }
+
+    /// The picker's title and text.
+    pub fn pin_text(&self, at: usize) -> (String, String) {
+        let call = self.selected().map_or_else(String::new, |c| {
+            format!("call #{} {} #{}", c.id, c.tool.to_lossy(), c.ordinal)
+        });
+        let title = format!("what if, at {call}?");
+        let text = CHOICES
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{} {}", if i == at { "▸" } else { " " }, c.label))
+            .collect::<Vec<_>>()
+            .join("\n");
+        (title, text)
+    }
+
+    /// Keys in the picker.
+    pub(super) fn pin_action(&mut self, action: &Action) -> Option<Vec<Command>> {
+        let Mode::PinFault(at) = self.mode else {
+            return None;
+        };
+        match action {
+            Action::Pick(d) => {
+                let n = CHOICES.len() as isize;
+                self.mode = Mode::PinFault((at as isize + d).rem_euclid(n) as usize);
+                Some(Vec::new())
+            }
+            Action::Submit => Some(self.pin_submit(at)),
+            Action::Cancel | Action::Back => {
+                self.mode = Mode::Browse;
+                Some(Vec::new())
+            }
+            _ => None,
+        }
+    }
+
+    fn pin_submit(&mut self, at: usize) -> Vec<Command> {
+        self.mode = Mode::Browse;
+        let (Some(campaign), Some(path), Some(call)) = (
+            self.doc.campaign.as_ref(),
+            self.doc.path.clone(),
+            self.selected().cloned(),
+        ) else {
+            return Vec::new();
+        };
+        let Some(seed) = campaign.records.get(self.run).map(|r| r.seed) else {
+            self.info("this run is not one of the campaign's: open one from the list (L)".into());
+            return Vec::new();
+        };
+        let choice = &CHOICES[at.min(CHOICES.len() - 1)];
+        let tool = call.tool.to_lossy();
+        let scenario = match pinned_scenario(&path, &campaign.file, &tool, call.ordinal, choice) {
+            Ok(v) => v,
+            Err(e) => {
+                self.error(format!("cannot write the what-if scenario: {e}"));
+                return Vec::new();
+            }
+        };
+        let target = scenario_path(&path, seed);
+        if let Err(e) = crate::atomic::write(&target, (pretty(&scenario) + "\n").as_bytes()) {
+            self.error(format!("cannot write {}: {e}", target.display()));
+            return Vec::new();
+        }
+        let label = format!("{} on {tool} #{}", choice.kind, call.ordinal);
+        self.info(format!(
+            "re-running the agent on seed {seed} with {label} (rules in {}) …",
+            target.display()
+        ));
+        self.agent_running = true;
+        vec![Command::RerunAgent {
+            campaign: path,
+            seed,
+            scenario: target,
+            label,
+            bin: self.proxy_bin.clone(),
+        }]
+    }
+
+    /// The re-run is over: on success, the new run beside the old one, compared.
+    pub(super) fn agent_ran(&mut self, result: Result<Box<Document>, String>, label: String) {
+        self.agent_running = false;
+        let mut doc = match result {
+            Ok(d) => d,
+            Err(e) => {
+                self.error(format!("the agent's re-run with {label} failed: {e}"));
+                return;
+            }
+        };
+        let Some(mut new) = doc.runs.pop() else {
+            return;
+        };
+        new.label = format!("{}: {label}", new.label);
+        let old = self.tab().clone();
+        // Judged as a campaign judges a run: whether the fault fired is not the agent's doing.
+        let judged = |checks: &[crate::contract::Check]| {
+            let passed = checks
+                .iter()
+                .filter(|c| !c.name.starts_with("Fault exercised"))
+                .all(|c| c.passed);
+            if passed { "PASS" } else { "FAIL" }
+        };
+        self.info(format!(
+            "the agent re-ran with {label}: {} → {} · Esc returns, c toggles the comparison",
+            judged(&old.checks),
+            judged(&new.checks)
+        ));
+        self.doc.runs.push(new);
+        self.run = self.doc.runs.len() - 1;
+        self.previous = Some(vec![old]);
+        self.screen = Screen::Compare;
+        self.cursor = Some(0);
+    }
+}
