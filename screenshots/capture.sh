@@ -44,3 +44,6 @@ shot summary 120 36 tests/fixtures/reference/api/large_public_10000.cassette.jso
 # A campaign: its runs as a list, with pass^k (the naive agent, 10 seeds at probability 0.5).
 shot campaign-runs 120 36 cassettes/lost-ack-campaign.json j j
 echo "wrote screenshots/*.svg"
+# What if, at this call (p): made by hand on a campaign of the debug example agent
+# (tests/tui_whatif.rs builds the same one): whatif-picker (Enter p j j j) and whatif-compare
+# (Enter p j j j Enter) — the re-run writes files beside its campaign, so not from cassettes/.
