@@ -944,3 +944,54 @@ fn under_2026_07_28_a_broken_answer_stream_is_the_clients_cancel() {
         "the call is recorded as cancelled: {side}"
     );
 }
+
+#[test]
+fn two_sessions_using_one_id_at_once_each_get_and_record_their_own_answer() {
+    let record = common::scratch_recording("http-ids", "ids.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
+        &[("SHIPPING_DELAY_MS", "300")],
+    );
+    let url = p.url().to_owned();
+    let sessions: Vec<String> = (0..2).map(|_| initialize(&url, &[])).collect();
+    // Both sessions send request id 7 at the same time, for different orders.
+    let mut streams: Vec<TcpStream> = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            open(
+                &url,
+                "POST",
+                &[("Mcp-Session-Id", s)],
+                &call(7, &format!("S{i}")),
+            )
+        })
+        .collect();
+    for (i, s) in streams.iter_mut().enumerate() {
+        let a = read_answer(s);
+        let answer = a.messages().pop().expect("an answer");
+        assert_eq!(answer["id"], 7, "the client's own id comes back: {answer}");
+        assert_eq!(
+            answer["result"]["structuredContent"]["order_id"],
+            format!("S{i}"),
+            "session {i} got another session's answer: {answer}"
+        );
+    }
+    let _ = p.stop();
+    // The recording pairs each call with its own answer.
+    let trace = toolstorm::document::open_trace(&record).expect("the recording");
+    let calls = &trace.cassettes[0].report.calls;
+    assert_eq!(calls.len(), 2);
+    for c in calls {
+        let asked = toolstorm::json::compact(&c.arguments);
+        let got = toolstorm::json::compact(&c.output);
+        let order = if asked.contains("S0") { "S0" } else { "S1" };
+        assert!(
+            got.contains(order),
+            "call #{} asked {asked} but recorded {got}",
+            c.id
+        );
+    }
+}

@@ -119,6 +119,8 @@ struct StreamState {
     /// Its events carry ids and it can be resumed (not under 2026-07-28, whose streams are
     /// not resumable: a client whose stream ends without the answer re-issues the request).
     resumable: bool,
+    /// The client's own id (as written), when its request went on under one of ours.
+    original: Option<Vec<u8>>,
 }
 
 impl StreamState {
@@ -142,6 +144,7 @@ impl StreamState {
             takes_json,
             request,
             resumable: true,
+            original: None,
         }
     }
 }
@@ -511,7 +514,7 @@ impl Listener {
         if let Some(refusal) = self.session_refusal(session.as_deref(), initialize, id.as_ref()) {
             return refusal;
         }
-        let Some(id) = id else {
+        let Some(mut id) = id else {
             // A notification or an answer: accepted, and passed on.
             if !self.send(line, envelope).await {
                 return plain(503, &[], "the proxy's session is over\n");
@@ -541,9 +544,23 @@ impl Listener {
             let n = face.next_stream;
             stream_no = n;
             face.next_stream += 1;
+            // A client's ids are unique within its session only: a request whose id another
+            // stream still waits on (another session's, most often) goes on under an id of the
+            // proxy's own, so the relay never takes one session's answer for another's call;
+            // its answer comes back under the client's id.
+            let mut original = None;
+            if face.waiting.contains_key(&id)
+                && let Some(at) = wire::member(&line, "id")
+            {
+                let raw = format!("\"toolstorm-{n}\"");
+                original = Some(line[at.clone()].to_vec());
+                line.splice(at, raw.bytes());
+                id = Id::of(&crate::json::Value::from(format!("toolstorm-{n}")));
+            }
             let takes_json = takes_json && (!takes_sse || self.passage.is_some());
             let mut st = StreamState::new(tx, &queued, session, Some(id.clone()), takes_json);
             st.resumable = !stateless;
+            st.original = original;
             face.streams.insert(n, st);
             face.waiting.entry(id.clone()).or_default().push_back(n);
             if let Some(t) = token {
@@ -987,6 +1004,17 @@ impl Router {
                 let json = origin.as_ref().is_none_or(|o| o.json || o.status >= 300);
                 let Some(st) = face.streams.get_mut(&n) else {
                     return;
+                };
+                // The client gets its answer under the id it wrote.
+                let restored;
+                let line: &[u8] = match (&st.original, wire::member(line, "id")) {
+                    (Some(o), Some(at)) => {
+                        let mut l = line.to_vec();
+                        l.splice(at, o.iter().copied());
+                        restored = l;
+                        &restored
+                    }
+                    _ => line,
                 };
                 if !st.started && (json && st.takes_json || status >= 300) {
                     st.whole(status, headers, Bytes::copy_from_slice(line));
