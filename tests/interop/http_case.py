@@ -8,6 +8,7 @@ naive agent (http_client.py on the official Python SDK's streamable_http_client,
 http_client.mjs on the TypeScript SDK's StreamableHTTPClientTransport, from HTTP_CLIENT_MJS)
 talks to the proxy with the token in its Authorization header. The lost acknowledgement makes it
 retry: two rows for A1, `check` exits 1 naming the duplicate, and the token is written nowhere.
+Then `mcp --replay --listen` serves the recording to the same client offline: the same answers.
 The proxy runs until SIGTERM; every process started here is ended, whatever happens.
 """
 
@@ -29,23 +30,47 @@ def client_cmd(kind: str, url: str, token: str) -> list[str]:
     return ["node", os.environ["HTTP_CLIENT_MJS"], url, token]
 
 
-def run_agent(kind: str, url: str, token: str) -> None:
+def run_agent(kind: str, url: str, token: str, name: str = "client") -> dict | None:
     done = subprocess.run(client_cmd(kind, url, token), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, timeout=70)
-    (CASE_DIR / "client.out").write_text(done.stdout)
-    (CASE_DIR / "client.err").write_text(done.stderr)
+    (CASE_DIR / f"{name}.out").write_text(done.stdout)
+    (CASE_DIR / f"{name}.err").write_text(done.stderr)
     try:
         out = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         f.check(False, f"the {kind} client printed no result (exit {done.returncode}): {done.stderr.strip()[-300:]}")
-        return
-    say(f"client: {done.stdout.strip()[:600]}")
+        return None
+    say(f"{name}: {done.stdout.strip()[:600]}")
     f.check(out.get("fatal") is None, f"the {kind} client stopped early: {out.get('fatal')}")
     tries = out.get("attempts") or []
     f.check([a.get("isError") for a in tries] == [True, False],
             f"the agent's create_shipment attempts were {tries}, expected an isError (the lost ack) then a success")
     a1 = [s for s in out.get("shipments") or [] if s.get("order_id") == "A1"]
     f.check(len(a1) == 2, f"list_shipments through the proxy showed {len(a1)} shipment(s) for A1, expected 2")
+    return out
+
+
+def replay_over_http(kind: str, token: str, live: dict) -> None:
+    """`mcp --replay --listen` serves the recording to the same client, offline: the same
+    answers (attempts and shipments), every recorded call matched."""
+    report = CASE_DIR / "replay-report.json"
+    replay = start([BIN, "mcp", "--replay", str(CASSETTE), "--replay-report", str(report),
+                    "--listen", "127.0.0.1:0"], "replay")
+    try:
+        url = listen_url(replay, "replay")
+        if not f.check(url is not None, f"the replay printed no `listening on` line (exit {replay.poll()})"):
+            return
+        again = run_agent(kind, url, token, "replayed")
+        if again is None:
+            return
+        for key in ("attempts", "shipments", "tools"):
+            f.check(again.get(key) == live.get(key),
+                    f"replay over HTTP gave other {key}: {again.get(key)} (live: {live.get(key)})")
+        verdict = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
+        f.check(verdict.get("passed") is True and verdict.get("mismatched") == 0,
+                f"the replay's report: {verdict}")
+    finally:
+        stop(replay)
 
 
 def main(kind: str) -> None:
@@ -58,12 +83,15 @@ def main(kind: str) -> None:
             proxy = start([BIN, "mcp", str(SCENARIO), "--record", str(CASSETTE),
                            "--listen", "127.0.0.1:0", "--", upstream], "proxy")
             url = listen_url(proxy, "proxy")
+            live = None
             if f.check(url is not None, f"the proxy printed no `listening on` line (exit {proxy.poll()})"):
-                run_agent(kind, url, token)
+                live = run_agent(kind, url, token)
             code = stop(proxy, grace=10)
             f.check(code is not None, "the proxy did not exit within 10 s of SIGTERM")
             say(f"proxy exit code after SIGTERM: {code}")
             outputs = assert_duplicate(f, CASSETTE)
+            if live is not None:
+                replay_over_http(kind, token, live)
     finally:
         for p in (proxy, server):
             if p is not None:
