@@ -130,6 +130,7 @@ pub mod exit;
 pub mod fsread;
 pub mod hashing;
 pub mod json;
+pub mod junit;
 pub mod lab;
 pub mod mcp;
 pub mod printable;

@@ -65,3 +65,33 @@ fn json_outputs_are_whole_lines_of_json() {
         );
     }
 }
+
+#[test]
+fn check_writes_junit_with_one_case_per_check_and_the_calls_behind_a_failure() {
+    let out = std::env::temp_dir().join(format!("toolstorm-junit-{}.xml", std::process::id()));
+    let done = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["check", "cassettes/incident.json", "--junit"])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("check runs");
+    assert_eq!(done.status.code(), Some(1));
+    let xml = std::fs::read_to_string(&out).expect("the JUnit file");
+    assert_eq!(xml.matches("<testcase ").count(), 3, "{xml}");
+    assert!(
+        xml.contains(r#"<testsuites name="toolstorm" tests="3" failures="1""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<failure message="No duplicate side effects: 1 duplicate effect(s) across 2 commits""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("call #3 committed shipment order-1729 again; call #2 committed it first"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<property name="seed" value="42"/>"#),
+        "{xml}"
+    );
+}

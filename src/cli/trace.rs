@@ -36,6 +36,10 @@ pub struct CheckArgs {
     /// few per check without it
     #[arg(long)]
     why: bool,
+    /// Also write the verdict as JUnit XML to FILE (one test case per check, the reason and
+    /// the calls behind each failure in its message), for CI systems
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
 }
 
 /// Reasons a check shows on a terminal without `--why`.
@@ -226,12 +230,62 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
                     let _ = writeln!(io.err, "{}", crate::printable::line(&line));
                 }
             }
+            if let Some(file) = &a.junit {
+                let xml = crate::junit::to_xml(&junit_suites(&a.path, &trace, &summary));
+                if let Err(e) = crate::atomic::write(file, xml.as_bytes()) {
+                    return io.fail(document::Error::io(file, e));
+                }
+            }
             let code = summary.exit_code();
             std::mem::forget(trace);
             code
         }
         Err(e) => io.fail(format!("ConfigurationError: {}", e.message)),
     }
+}
+
+/// The verdict as JUnit suites: one per run of the file, one case per check; a failed
+/// check's message is its detail and its text the calls behind it (every reason).
+fn junit_suites(
+    path: &std::path::Path,
+    trace: &document::Trace,
+    summary: &crate::cassette::CheckSummary,
+) -> Vec<crate::junit::Suite> {
+    let file = path.display().to_string();
+    summary
+        .runs
+        .iter()
+        .zip(&trace.cassettes)
+        .enumerate()
+        .map(|(i, (checks, c))| {
+            let explainer = document::explain::Explainer::new(&c.report, trace.mcp.as_ref());
+            let name = if trace.cassettes.len() > 1 {
+                format!("{file} · {}", run_label(trace, i))
+            } else {
+                file.clone()
+            };
+            crate::junit::Suite {
+                name: name.clone(),
+                properties: vec![
+                    ("recording".into(), file.clone()),
+                    ("seed".into(), c.report.seed.to_decimal()),
+                ],
+                cases: checks
+                    .iter()
+                    .map(|check| crate::junit::Case {
+                        name: check.name.clone(),
+                        classname: format!("toolstorm.check.{name}"),
+                        failure: (!check.passed).then(|| crate::junit::Failure {
+                            message: format!("{}: {}", check.name, check.detail),
+                            kind: check.name.clone(),
+                            text: reason_lines(&explainer, check, usize::MAX).join("\n"),
+                        }),
+                        ..crate::junit::Case::default()
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 /// An MCP recording read through its journal says so, in one line on standard error.

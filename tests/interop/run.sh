@@ -21,7 +21,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 conformance)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit conformance)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -188,6 +188,7 @@ run_case() {
     http_ts) set -- "$VENV/bin/python" "$HERE/http_case.py" node ;;
     http_upstream) set -- "$VENV/bin/python" "$HERE/http_upstream_case.py" ;;
     http_campaign) set -- "$VENV/bin/python" "$HERE/http_campaign_case.py" ;;
+    junit) set -- "$VENV/bin/python" "$HERE/junit_case.py" ;;
     http_2026) set -- "$PYD_VENV/bin/python" "$HERE/http_2026_case.py" ;;
     conformance) set -- "$VENV/bin/python" "$HERE/conformance_case.py" ;;
   esac
