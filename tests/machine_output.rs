@@ -95,3 +95,35 @@ fn check_writes_junit_with_one_case_per_check_and_the_calls_behind_a_failure() {
         "{xml}"
     );
 }
+
+#[test]
+fn campaign_writes_junit_with_one_case_per_run_and_seed() {
+    let out = std::env::temp_dir().join(format!(
+        "toolstorm-campaign-junit-{}.xml",
+        std::process::id()
+    ));
+    let done = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["campaign", "cassettes/lost-ack-campaign.json", "--junit"])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("campaign runs");
+    assert_eq!(done.status.code(), Some(0));
+    let xml = std::fs::read_to_string(&out).expect("the JUnit file");
+    let table = String::from_utf8_lossy(&done.stdout);
+    let failing = table
+        .lines()
+        .filter(|l| l.trim_end().ends_with("FAIL"))
+        .count();
+    assert_eq!(xml.matches("<testcase ").count(), 10, "{xml}");
+    assert_eq!(xml.matches("<failure ").count(), failing, "{table}\n{xml}");
+    assert!(xml.contains(r#"<testcase name="run 1 · seed 43""#), "{xml}");
+    assert!(
+        xml.contains("call #2 committed shipment o-1 again"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<property name="recording" value="cassettes/lost-ack-campaign.runs/run-001/recording.json"/>"#),
+        "{xml}"
+    );
+}

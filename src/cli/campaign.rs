@@ -67,6 +67,10 @@ pub struct CampaignArgs {
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
+    /// Also write the runs as JUnit XML to FILE (one test case per run and seed, the failed
+    /// checks and the calls behind them in its message), for CI systems
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
     /// Exit 1 when pass^1 is below P (0 to 1)
     #[arg(long, value_name = "P", value_parser = super::parse_python_float)]
     min_pass: Option<f64>,
@@ -370,10 +374,105 @@ fn report(a: &CampaignArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -
             io.println_verdict(&line);
         }
     }
+    if let Some(out) = &a.junit {
+        let xml = crate::junit::to_xml(&[junit_suite(path, file)]);
+        if let Err(e) = crate::atomic::write(out, xml.as_bytes()) {
+            return io.fail(Error::io(out, e));
+        }
+    }
     match a.min_pass {
         Some(min) if n == 0 || (passed as f64 / n as f64) < min => crate::exit::CONTRACT_FAILED,
         _ => 0,
     }
+}
+
+/// The campaign as a JUnit suite: one case per run and seed, a failed run's message the
+/// checks it failed (and a failed oracle, or how the run ended) and its text the calls behind
+/// each failed check, read from the run's recording.
+fn junit_suite(path: &Path, file: &CampaignFile) -> crate::junit::Suite {
+    let cases = file
+        .runs
+        .iter()
+        .map(|r| {
+            let recording = run::recording_path(path, r);
+            let mut why: Vec<String> = r
+                .checks
+                .iter()
+                .filter(|c| !c.passed)
+                .map(|c| format!("{}: {}", c.name, c.detail))
+                .collect();
+            if r.oracle == Some(false) {
+                why.push("the oracle (--verify) failed".into());
+            }
+            if r.outcome != crate::campaign::Outcome::Finished {
+                why.push(format!("the run {}", r.outcome.as_str()));
+            }
+            if let Some(n) = &r.note {
+                why.push(n.clone());
+            }
+            let failure = (!r.passed).then(|| crate::junit::Failure {
+                message: why.join("; "),
+                kind: r
+                    .checks
+                    .iter()
+                    .find(|c| !c.passed)
+                    .map_or_else(|| r.outcome.as_str().to_owned(), |c| c.name.clone()),
+                text: calls_behind(&recording, r),
+            });
+            crate::junit::Case {
+                name: format!("run {} · seed {}", r.run, r.seed),
+                classname: format!("toolstorm.campaign.{}", file.scenario_name),
+                time: r.seconds,
+                properties: vec![
+                    ("seed".into(), r.seed.to_string()),
+                    ("recording".into(), recording.display().to_string()),
+                ],
+                failure,
+                skipped: None,
+            }
+        })
+        .collect();
+    crate::junit::Suite {
+        name: path.display().to_string(),
+        properties: vec![
+            ("scenario".into(), file.scenario.clone()),
+            ("scenario_sha256".into(), file.scenario_sha256.clone()),
+        ],
+        cases,
+    }
+}
+
+/// The calls behind each check a run failed, from its recording (what `check --why` says).
+fn calls_behind(recording: &Path, r: &RunRecord) -> String {
+    let Ok(trace) = document::open_trace(recording) else {
+        return format!("(the recording {} cannot be read)", recording.display());
+    };
+    let (Ok(summary), Some(c)) = (document::judge(&trace, None), trace.cassettes.first()) else {
+        return String::new();
+    };
+    let explainer = document::explain::Explainer::new(&c.report, trace.mcp.as_ref());
+    let failed: Vec<&str> = r
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.name.as_str())
+        .collect();
+    summary
+        .runs
+        .first()
+        .into_iter()
+        .flatten()
+        .filter(|check| failed.contains(&check.name.as_str()))
+        .flat_map(|check| {
+            std::iter::once(format!("{}:", check.name)).chain(
+                explainer
+                    .reasons(check)
+                    .into_iter()
+                    .map(|reason| format!("  ↳ {}", reason.text)),
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn cell(r: &RunRecord) -> String {

@@ -4,7 +4,9 @@ PyPI), as a CI system reads it.
 On cassettes/incident.json (the lost acknowledgement and the duplicate shipment): one test case
 per check, the failed one's message naming the check and its detail, its text the calls behind
 it (call #3 committed the shipment again; call #2 first), the passing ones without a failure, and
-the suite's properties naming the recording and its seed.
+the suite's properties naming the recording and its seed. And `campaign --junit` on
+cassettes/lost-ack-campaign.json: one case per run and seed, the failing runs' failures naming
+the calls behind them.
 """
 
 from junitparser import Failure, JUnitXml
@@ -37,4 +39,20 @@ if f.check(out.is_file(), "no JUnit file written"):
     f.check(props.get("seed") is not None and str(cassette) in (props.get("recording") or ""),
             f"suite properties: {props}")
     f.check(xml.tests == len(lines) and xml.failures == 1, f"totals: {xml.tests} tests, {xml.failures} failures")
+
+# A campaign: one case per run and seed; a failing run's failure names the calls behind it.
+campaign = (HERE / ".." / ".." / "cassettes" / "lost-ack-campaign.json").resolve()
+out = CASE_DIR / "campaign.junit.xml"
+done = run_bin("campaign", str(campaign), "--junit", str(out), join=False)
+f.check(done.returncode == 0, f"campaign exited {done.returncode}: {done.stderr[-300:]}")
+failing = sum(1 for line in done.stdout.splitlines() if line.rstrip().endswith("FAIL"))
+if f.check(out.is_file(), "no campaign JUnit file written"):
+    xml = JUnitXml.fromfile(str(out))
+    cases = [c for s in xml for c in s]
+    f.check(len(cases) == 10, f"{len(cases)} cases, expected the campaign's 10 runs")
+    failed = [c for c in cases if any(isinstance(r, Failure) for r in c.result)]
+    f.check(len(failed) == failing and failing > 0, f"{len(failed)} failed cases, the table shows {failing}")
+    for c in failed:
+        (failure,) = [r for r in c.result if isinstance(r, Failure)]
+        f.check("committed shipment o-1 again" in (failure.text or ""), f"{c.name}: {failure.text}")
 f.done()
