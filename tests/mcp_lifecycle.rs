@@ -1201,6 +1201,7 @@ fn replay_keeps_its_verdict_in_a_report_file() {
         [("", 0, 0, false), ("o-2", 0, 1, false), ("o-1", 1, 0, true)]
     {
         let report = scratch(&format!("replay-report-{order}.json"));
+        let junit = scratch(&format!("replay-junit-{order}.xml"));
         let mut child = Command::new(BIN)
             .args([
                 "mcp",
@@ -1208,6 +1209,8 @@ fn replay_keeps_its_verdict_in_a_report_file() {
                 text(&incident),
                 "--replay-report",
                 text(&report),
+                "--junit",
+                text(&junit),
             ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -1262,6 +1265,16 @@ fn replay_keeps_its_verdict_in_a_report_file() {
         );
         assert_eq!(field("passed").as_bool(), Some(passed), "{}", canonical(&v));
         assert_eq!(field("finished").as_bool(), Some(false));
+        // The JUnit file says the same, for CI, however the replay was ended.
+        let xml = std::fs::read_to_string(&junit).expect("junit");
+        assert_eq!(xml.matches("<testcase ").count(), 3, "{xml}");
+        assert_eq!(xml.contains("<failure "), !passed, "{xml}");
+        if mismatched > 0 {
+            assert!(
+                xml.contains("1 call(s) did not match their recording"),
+                "{xml}"
+            );
+        }
     }
 }
 

@@ -37,6 +37,10 @@ pub struct McpArgs {
     /// With --replay: keep the replay's verdict as JSON in FILE (rewritten after every call)
     #[arg(long, value_name = "FILE", requires = "replay")]
     replay_report: Option<PathBuf>,
+    /// With --replay: keep the replay's verdict as JUnit XML in FILE too (rewritten after every
+    /// call): whether every call matched, every recorded call was used, every answer given back
+    #[arg(long, value_name = "FILE", requires = "replay")]
+    junit: Option<PathBuf>,
     /// Internal: the watchdog that stops the server's process group PGID when the proxy that
     /// started it goes away (its standard input closes)
     #[arg(long, value_name = "PGID", hide = true, exclusive = true)]
@@ -127,6 +131,7 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         return replay(
             path,
             a.replay_report.as_deref(),
+            a.junit.as_deref(),
             a.listen_options().as_ref(),
             io,
         );
@@ -446,10 +451,56 @@ fn reads_as(words: &[String], scenario: Option<&str>, server: &[String]) -> bool
     })
 }
 
+/// A replay's verdict as a JUnit suite: three cases, as the exit status judges it.
+fn replay_suite(path: &Path, o: &crate::mcp::replay::ReplayOutcome) -> crate::junit::Suite {
+    let ids = |v: &[u64]| {
+        v.iter()
+            .map(|i| format!("#{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let case = |name: &str, failed: Option<String>| crate::junit::Case {
+        name: name.to_owned(),
+        classname: format!("toolstorm.replay.{}", path.display()),
+        failure: failed.map(|message| crate::junit::Failure {
+            kind: name.to_owned(),
+            text: message.clone(),
+            message,
+        }),
+        ..crate::junit::Case::default()
+    };
+    crate::junit::Suite {
+        name: format!("replay of {}", path.display()),
+        properties: vec![("recording".into(), path.display().to_string())],
+        cases: vec![
+            case(
+                "every call matched its recording",
+                (o.mismatched > 0).then(|| {
+                    format!(
+                        "{} call(s) did not match their recording ({} matched)",
+                        o.mismatched, o.matched
+                    )
+                }),
+            ),
+            case(
+                "every recorded call was asked for",
+                (!o.unused.is_empty())
+                    .then(|| format!("recorded calls never asked for: {}", ids(&o.unused))),
+            ),
+            case(
+                "every recorded answer was given back",
+                (!o.unreproduced.is_empty())
+                    .then(|| format!("answers too large to keep: {}", ids(&o.unreproduced))),
+            ),
+        ],
+    }
+}
+
 /// Serves a recording on standard input and output.
 fn replay(
     path: &Path,
     report: Option<&Path>,
+    junit: Option<&Path>,
     listen: Option<&ListenOptions>,
     io: &mut Io<'_>,
 ) -> i32 {
@@ -482,12 +533,18 @@ fn replay(
     // The verdict is on disk after every call: clients kill their replay server at exit and
     // never show its exit status.
     let total = recording.len();
-    let write_report = |outcome: &crate::mcp::replay::ReplayOutcome, done: bool| match report {
-        Some(file) => {
-            let text = pretty(&outcome.to_value(path, total, done)) + "\n";
-            crate::atomic::write(file, text.as_bytes()).map_err(|e| (file, e))
+    let write_report = |outcome: &crate::mcp::replay::ReplayOutcome, done: bool| {
+        if let Some(file) = junit {
+            let xml = crate::junit::to_xml(&[replay_suite(path, outcome)]);
+            crate::atomic::write(file, xml.as_bytes()).map_err(|e| (file, e))?;
         }
-        None => Ok(()),
+        match report {
+            Some(file) => {
+                let text = pretty(&outcome.to_value(path, total, done)) + "\n";
+                crate::atomic::write(file, text.as_bytes()).map_err(|e| (file, e))
+            }
+            None => Ok(()),
+        }
     };
     // A report that cannot be written stops us before the client is served.
     if let Some(file) = report
