@@ -974,3 +974,29 @@ fn q_quits_from_every_view_and_esc_closes() {
     type_keys(&mut app, "/q");
     assert!(matches!(app.mode, Mode::Typing(Purpose::Search, _)));
 }
+
+#[test]
+fn help_at_120_columns_cuts_no_entry_and_names_every_mark() {
+    let mut app = open("cassettes/incident.json");
+    draw(&mut app, 120, 70);
+    type_keys(&mut app, "?");
+    let screen = text(&mut app, 120, 70);
+    for line in screen.lines() {
+        let shown = line.replace("1 … 6", "");
+        assert!(!shown.contains('…'), "a help entry is cut: {line}");
+        // A wrapped entry would start its second line under the keys' column.
+        let inner = line.trim_matches('"').trim_matches('│');
+        assert!(
+            inner.trim().is_empty() || !inner.starts_with("   "),
+            "an entry wraps: {line}"
+        );
+    }
+    assert!(
+        screen.contains("» named by the selected verdict"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("what if: pin a fault, re-run the agent"),
+        "{screen}"
+    );
+}

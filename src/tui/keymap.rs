@@ -95,13 +95,13 @@ pub const BROWSE: &[Binding] = &[
     },
     Binding {
         keys: "L",
-        help: "every run as a list: a campaign's runs (Enter opens one, c compares)",
+        help: "the runs as a list (Enter opens, c compares)",
         codes: &[KeyCode::Char('L')],
         action: || Action::ToggleRuns,
     },
     Binding {
         keys: "T",
-        help: "summary of the run: per tool and rule (Enter filters)",
+        help: "summary per tool and rule (Enter filters)",
         codes: &[KeyCode::Char('T')],
         action: || Action::ToggleSummary,
     },
@@ -119,7 +119,7 @@ pub const BROWSE: &[Binding] = &[
     },
     Binding {
         keys: "x / X",
-        help: "next / previous call behind the failed (or selected) verdict",
+        help: "next / previous call behind the verdict(s)",
         codes: &[KeyCode::Char('x')],
         action: || Action::NextFailure,
     },
@@ -185,7 +185,7 @@ pub const BROWSE: &[Binding] = &[
     },
     Binding {
         keys: "1 … 6",
-        help: "focus timeline, details, lanes, coverage, effects, verdicts",
+        help: "focus a pane by number (the order of Tab)",
         codes: &[KeyCode::Char('1')],
         action: || Action::FocusPane(0),
     },
@@ -275,7 +275,7 @@ pub const BROWSE: &[Binding] = &[
     },
     Binding {
         keys: "Esc",
-        help: "close: zoom, story, search, prompts",
+        help: "close what is open (never quits)",
         codes: &[KeyCode::Esc],
         action: || Action::Back,
     },
@@ -351,7 +351,7 @@ pub const RUNNER: &[Binding] = &[
     },
     Binding {
         keys: "p",
-        help: "what if: pin a fault to the selected call and re-run the agent (a campaign's run)",
+        help: "what if: pin a fault, re-run the agent",
         codes: &[KeyCode::Char('p')],
         action: || Action::PinFault,
     },

@@ -8,11 +8,11 @@ use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
 use super::super::keymap::{EDITOR, RUNNER, help_rows, rows};
-use super::super::theme::{DUPLICATE, FAILED, INJECTED, SELECTED_ONLY, Theme};
+use super::super::theme::{BLAMED, DUPLICATE, FAILED, INJECTED, SELECTED_ONLY, Theme};
 use super::pane;
 
-/// Width from which the two key tables stand side by side.
-const TWO_COLUMNS: u16 = 90;
+/// Width from which the two key tables stand side by side (below it one column, nothing cut).
+const TWO_COLUMNS: u16 = 110;
 
 fn key_lines(rows: &[(&str, &str)], key_w: usize) -> Vec<String> {
     rows.iter()
@@ -35,6 +35,11 @@ fn lines(area: Rect, theme: &Theme) -> Vec<Line<'static>> {
             let left = browse.get(i).map_or("", String::as_str);
             let right = other.get(i).map_or("", String::as_str);
             let left = super::calls::clip(left, half);
+            // Each column keeps to its half: a long entry is cut, never wrapped into the other.
+            let right = super::calls::clip(
+                right,
+                (area.width.saturating_sub(2) as usize).saturating_sub(half),
+            );
             out.push(Line::raw(format!("{left:<half$}{right}")));
         }
     } else {
@@ -51,7 +56,7 @@ fn lines(area: Rect, theme: &Theme) -> Vec<Line<'static>> {
     out.push(Line::styled(
         format!(
             " {FAILED} failed  {INJECTED} fault injected  {SELECTED_ONLY} selected only  \
-             {DUPLICATE} duplicate effect"
+             {DUPLICATE} duplicate effect  {BLAMED} named by the selected verdict"
         ),
         theme.dim,
     ));
