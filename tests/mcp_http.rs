@@ -706,7 +706,12 @@ fn a_stream_cut_by_the_network_is_resumed_and_a_session_the_server_ended_is_said
     });
     let record = common::scratch_recording("http-resume", "resume.json");
     let rec = record.display().to_string();
-    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    // An SSL_CERT_FILE that cannot be read is for https:// servers only: it never stops an
+    // http:// one from being reached.
+    let mut p = Proxy::start(
+        &["--record", &rec, "--", &url],
+        &[("SSL_CERT_FILE", "/nonexistent/ca.pem")],
+    );
     let mut c = Stdio2::of(&mut p);
     c.send(INIT);
     c.next();

@@ -96,22 +96,35 @@ pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
     Ok(uri)
 }
 
-/// The client, verifying certificates against Mozilla's roots (bundled) and those in the file
-/// `SSL_CERT_FILE` names, when it is set.
-fn client() -> Result<HttpClient, RemoteError> {
+/// The client, verifying certificates against Mozilla's roots (bundled) and, for an https://
+/// server, those in the file `SSL_CERT_FILE` names when it is set. That file is extra: when it
+/// cannot be read (or a certificate in it cannot be used) `log` is told, and the bundled
+/// roots verify alone; it never stops an http:// server from being reached.
+fn client(https: bool, log: &mut dyn Write) -> Result<HttpClient, RemoteError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Some(path) = std::env::var_os("SSL_CERT_FILE") {
+    if let Some(path) = std::env::var_os("SSL_CERT_FILE").filter(|_| https) {
         let shown = std::path::Path::new(&path).display().to_string();
-        let certs = CertificateDer::pem_file_iter(&path)
-            .map_err(|e| RemoteError::Tls(format!("SSL_CERT_FILE {shown}: {e}")))?;
-        for cert in certs {
-            let cert = cert.map_err(|e| RemoteError::Tls(format!("SSL_CERT_FILE {shown}: {e}")))?;
-            roots
-                .add(cert)
-                .map_err(|e| RemoteError::Tls(format!("SSL_CERT_FILE {shown}: {e}")))?;
+        match CertificateDer::pem_file_iter(&path) {
+            Ok(certs) => {
+                let skipped = certs
+                    .filter(|c| !c.as_ref().is_ok_and(|c| roots.add(c.clone()).is_ok()))
+                    .count();
+                if skipped > 0 {
+                    let _ = writeln!(
+                        log,
+                        "toolstorm-tui mcp: SSL_CERT_FILE {shown}: {skipped} certificate(s) could not be used"
+                    );
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    log,
+                    "toolstorm-tui mcp: SSL_CERT_FILE {shown} cannot be read ({e}): the bundled roots verify the server alone"
+                );
+            }
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -217,10 +230,11 @@ impl Remote {
         log: Box<dyn Write + Send>,
     ) -> Result<(Remote, LinesOut, LinesIn), RemoteError> {
         let uri = parse_url(url)?;
+        let mut log = log;
         let client = {
             // The connector's resolver needs the runtime.
             let _entered = runtime.enter();
-            client()?
+            client(uri.scheme_str() == Some("https"), &mut *log)?
         };
         let (to_relay, from_remote) = lines_in();
         let (to_remote, requests) = lines_out();
