@@ -408,7 +408,7 @@ fn print_url_config(name: &str, addr: &str, io: &mut Io<'_>) -> i32 {
     let port_zero = addr.rsplit_once(':').is_some_and(|(_, p)| p == "0");
     if port_zero {
         return io.fail(
-            "ValueError: --print-config with --listen needs a fixed port (the client is given the URL              before the proxy starts): e.g. --listen 127.0.0.1:8931",
+            "ValueError: --print-config with --listen needs a fixed port (the client is given the URL before the proxy starts): e.g. --listen 127.0.0.1:8931",
         );
     }
     let host = match addr.rsplit_once(':') {
