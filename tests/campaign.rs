@@ -26,25 +26,7 @@ fn agent() -> PathBuf {
 
 /// A fresh folder with `mcp-lost-ack.json`, its server the example binary.
 fn workspace(tag: &str) -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("toolstorm-campaign-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/mcp-lost-ack.json"
-    ))
-    .expect("scenario");
-    let mut v = parse(&text).expect("json");
-    let server = toolstorm::obj! {
-        "command" => common::example_server().display().to_string(),
-        "args" => Value::Array(Vec::new()),
-    };
-    if let Some(o) = v.as_object_mut() {
-        o.insert("server", server);
-    }
-    let scenario = dir.join("mcp-lost-ack.json");
-    std::fs::write(&scenario, toolstorm::json::pretty(&v)).expect("write");
-    (dir, scenario)
+    common::lost_ack_workspace(tag)
 }
 
 fn campaign(dir: &Path, args: &[&str]) -> (i32, String, String) {
@@ -72,6 +54,24 @@ fn agent_args(idempotent: bool) -> Vec<String> {
         a.push("--idempotent".into());
     }
     a
+}
+
+/// A finished campaign of the naive agent on seeds `seeds` at probability 0.5, in a fresh
+/// folder `tag`: the folder and its scenario.
+fn naive_campaign(tag: &str, seeds: &str) -> (PathBuf, PathBuf) {
+    let (dir, scenario) = workspace(tag);
+    let mut args = vec![
+        scenario.to_str().expect("path").to_owned(),
+        "--seeds".into(),
+        seeds.into(),
+        "--probability".into(),
+        "0.5".into(),
+    ];
+    args.extend(agent_args(false));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = campaign(&dir, &args);
+    assert_eq!(code, 0, "{err}");
+    (dir, scenario)
 }
 
 fn summary(stdout: &str) -> Value {
@@ -298,18 +298,7 @@ fn a_killed_campaign_keeps_its_finished_runs_and_resumes() {
 
 #[test]
 fn rerun_meets_the_same_faults_on_the_same_calls() {
-    let (dir, scenario) = workspace("rerun");
-    let mut args = vec![
-        scenario.to_str().expect("path").to_owned(),
-        "--seeds".into(),
-        "43..46".into(),
-        "--probability".into(),
-        "0.5".into(),
-    ];
-    args.extend(agent_args(false));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, err) = campaign(&dir, &args);
-    assert_eq!(code, 0, "{err}");
+    let (dir, _) = naive_campaign("rerun", "43..46");
     let failing = predicted_failures(43..=46);
     let seed = failing.first().copied().unwrap_or(43).to_string();
     let (code, out, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--rerun", &seed]);
@@ -603,18 +592,7 @@ fn a_daemon_the_agent_starts_in_a_session_of_its_own_does_not_outlive_its_run() 
 
 #[test]
 fn rerun_with_edited_rules_prints_the_comparison_and_exits_by_the_new_run() {
-    let (dir, scenario) = workspace("rerun-edited");
-    let mut args = vec![
-        scenario.to_str().expect("path").to_owned(),
-        "--seeds".into(),
-        "43..44".into(),
-        "--probability".into(),
-        "0.5".into(),
-    ];
-    args.extend(agent_args(false));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, err) = campaign(&dir, &args);
-    assert_eq!(code, 0, "{err}");
+    let (dir, scenario) = naive_campaign("rerun-edited", "43..44");
     let seed = *predicted_failures(43..=44)
         .first()
         .expect("a failing seed in 43..44");

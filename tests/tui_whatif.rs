@@ -21,28 +21,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
 
 /// A campaign of seeds 43..44 at probability 0.5 in a fresh folder: its file.
 fn campaign(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolstorm-whatif-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/mcp-lost-ack.json"
-    ))
-    .expect("scenario");
-    let mut v = parse(&text).expect("json");
+    let (dir, _) = common::lost_ack_workspace(&format!("whatif-{tag}"));
     let server = common::example_server();
-    if let Some(o) = v.as_object_mut() {
-        o.insert(
-            "server",
-            toolstorm::obj! {"command" => server.display().to_string(), "args" => Value::Array(vec![])},
-        );
-    }
-    std::fs::write(dir.join("s.json"), toolstorm::json::pretty(&v)).expect("write");
     let agent = server.with_file_name("mcp_agent");
     let out = Command::new(BIN)
         .args([
             "campaign",
-            "s.json",
+            "mcp-lost-ack.json",
             "--seeds",
             "43..44",
             "--probability",
@@ -60,7 +45,7 @@ fn campaign(tag: &str) -> PathBuf {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    dir.join("s.campaign.json")
+    dir.join("mcp-lost-ack.campaign.json")
 }
 
 fn open(path: &Path) -> App {
@@ -110,7 +95,8 @@ fn p_pins_a_fault_to_the_selected_call_and_reruns_the_agent() {
     );
     assert!(calls[0].injected && !calls[0].executed, "{:?}", calls[0]);
     assert_eq!(new.timeline.report().effects.len(), 1);
-    let recording = file.with_file_name("s.campaign.what-if-43.runs/run-001/recording.json");
+    let recording =
+        file.with_file_name("mcp-lost-ack.campaign.what-if-43.runs/run-001/recording.json");
     let on_disk = toolstorm::document::open_trace(&recording).expect("the re-run's recording");
     assert_eq!(
         on_disk.cassettes[0].report.calls[0]
@@ -122,7 +108,8 @@ fn p_pins_a_fault_to_the_selected_call_and_reruns_the_agent() {
     );
     // The pinned scenario is a file beside the campaign: one rule on that call.
     let pinned =
-        std::fs::read_to_string(file.with_file_name("s.campaign.what-if-43.json")).expect("pinned");
+        std::fs::read_to_string(file.with_file_name("mcp-lost-ack.campaign.what-if-43.json"))
+            .expect("pinned");
     let v = parse(&pinned).expect("json");
     let rules = v
         .as_object()

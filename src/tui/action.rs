@@ -243,18 +243,22 @@ pub enum Command {
     CheckDeterminism,
     /// Put text on the terminal's clipboard (OSC 52).
     Copy(String),
-    /// Run a campaign's seed again with the rules of `scenario` (in the background) and answer
-    /// with [`Action::AgentRan`].
-    RerunAgent {
-        /// The campaign file.
-        campaign: PathBuf,
-        /// The seed.
-        seed: i64,
-        /// The scenario with the pinned fault.
-        scenario: PathBuf,
-        /// What was pinned, for people.
-        label: String,
-        /// The proxy program the agent starts (this one when none).
-        bin: Option<PathBuf>,
-    },
+    /// Run a campaign's seed again with other rules (in the background) and answer with
+    /// [`Action::AgentRan`].
+    RerunAgent(AgentRerun),
+}
+
+/// A campaign's seed to run again with the rules of `scenario` (`p`, what if).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentRerun {
+    /// The campaign file.
+    pub campaign: PathBuf,
+    /// The seed.
+    pub seed: i64,
+    /// The scenario with the pinned fault.
+    pub scenario: PathBuf,
+    /// What was pinned, for people.
+    pub label: String,
+    /// The proxy program the agent starts (this one when none).
+    pub bin: Option<PathBuf>,
 }

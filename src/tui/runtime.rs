@@ -119,16 +119,7 @@ pub fn perform(command: Command, app: &App) -> Option<Action> {
     Some(match command {
         Command::Reload => Action::Reloaded(load(app.doc.path.as_deref())),
         Command::Suspend | Command::Copy(_) => return None,
-        Command::RerunAgent {
-            campaign,
-            seed,
-            scenario,
-            label,
-            bin,
-        } => Action::AgentRan(
-            super::whatif::run_agent(&campaign, seed, &scenario, bin.as_deref()),
-            label,
-        ),
+        Command::RerunAgent(rerun) => super::whatif::rerun(rerun),
         Command::Rerun => Action::Reran(runner::rerun(app)),
         Command::CheckDeterminism => Action::DeterminismChecked(runner::determinism(app)),
         Command::Write { kind, path, force } => {
@@ -225,18 +216,12 @@ pub fn run<B: Backend>(
                     None
                 }
                 // The agent takes its time: it runs beside the screen, which keeps answering.
-                Command::RerunAgent {
-                    campaign,
-                    seed,
-                    scenario,
-                    label,
-                    bin,
-                } => {
+                Command::RerunAgent(rerun) => {
                     let tx = tx.clone();
                     std::thread::spawn(move || {
-                        let result =
-                            super::whatif::run_agent(&campaign, seed, &scenario, bin.as_deref());
-                        let _ = tx.send(Event::AgentRan(result, label));
+                        if let Action::AgentRan(result, label) = super::whatif::rerun(rerun) {
+                            let _ = tx.send(Event::AgentRan(result, label));
+                        }
                     });
                     None
                 }

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::action::{Action, Command};
+use super::action::{Action, AgentRerun, Command};
 use super::app::{App, Mode, Screen};
 use crate::campaign::CampaignFile;
 use crate::document::Document;
@@ -109,6 +109,12 @@ pub fn pinned_scenario(
         server.insert("command", absolute.display().to_string());
     }
     Ok(v)
+}
+
+/// Runs a re-run the picker asked for (it takes the agent's time): the answer for the app.
+pub fn rerun(r: AgentRerun) -> Action {
+    let result = run_agent(&r.campaign, r.seed, &r.scenario, r.bin.as_deref());
+    Action::AgentRan(result, r.label)
 }
 
 /// Runs seed `seed` of the campaign at `campaign` again with the rules of `scenario`: the new
@@ -230,13 +236,13 @@ impl App {
             target.display()
         ));
         self.agent_running = true;
-        vec![Command::RerunAgent {
+        vec![Command::RerunAgent(AgentRerun {
             campaign: path,
             seed,
             scenario: target,
             label,
             bin: self.proxy_bin.clone(),
-        }]
+        })]
     }
 
     /// The re-run is over: on success, the new run beside the old one, compared.

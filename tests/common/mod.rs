@@ -171,3 +171,27 @@ pub fn scratch_file(tag: &str, name: &str, body: &str) -> PathBuf {
     std::fs::write(&p, body).expect("write");
     p
 }
+
+/// A fresh folder `toolstorm-campaign-TAG-PID` holding `mcp-lost-ack.json` whose server is the
+/// example binary: (the folder, the scenario).
+pub fn lost_ack_workspace(tag: &str) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("toolstorm-campaign-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/mcp-lost-ack.json"
+    ))
+    .expect("scenario");
+    let mut v = parse(&text).expect("json");
+    let server = toolstorm::obj! {
+        "command" => example_server().display().to_string(),
+        "args" => Value::Array(Vec::new()),
+    };
+    if let Some(o) = v.as_object_mut() {
+        o.insert("server", server);
+    }
+    let scenario = dir.join("mcp-lost-ack.json");
+    std::fs::write(&scenario, toolstorm::json::pretty(&v)).expect("write");
+    (dir, scenario)
+}
