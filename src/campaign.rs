@@ -5,10 +5,14 @@
 //!
 //! - [`file`]: the campaign file: its plan (scenario, agent command, seeds, oracle) and each
 //!   finished run's record (faults, commits, duplicates, checks, the oracle's word).
+//! - [`shard`]: a plan split over several machines (`--shard I/N`, `k8s/N`, `ci`).
+//! - [`merge`]: shard files joined into one campaign, checking they are parts of one plan.
 //! - [`passk`]: pass^k, the chance that k runs in a row all pass, estimated without bias from
 //!   n runs (the estimator tau-bench uses).
 
 pub mod file;
+pub mod merge;
 pub mod passk;
+pub mod shard;
 
 pub use file::{CampaignFile, CheckResult, Outcome, RunRecord};

@@ -20,8 +20,9 @@
 //! }
 //! ```
 
+use super::shard::Shard;
 use crate::error::ConfigError;
-use crate::json::{Object, Value, parse, pretty};
+use crate::json::{Object, Value, canonical, parse, pretty, sha256_hex};
 use crate::obj;
 use crate::rule::require_keys;
 
@@ -299,6 +300,9 @@ pub struct CampaignFile {
     /// The agent reached its proxy over Streamable HTTP (`--agent-transport http`: each run
     /// had a listening proxy and an `mcpServers` entry with its URL); absent for stdio.
     pub agent_http: bool,
+    /// The part of the plan this file runs (`--shard I/N`); `None` for the whole plan (a
+    /// campaign run on one machine, or shards merged).
+    pub shard: Option<Shard>,
 }
 
 fn bad(path: &str, why: &str) -> ConfigError {
@@ -378,7 +382,34 @@ impl CampaignFile {
             && self.timeout == other.timeout
             && self.before == other.before
             && self.verify == other.verify
+            && self.agent_http == other.agent_http
+            && self.shard == other.shard
             && other.seeds.starts_with(&self.seeds)
+    }
+
+    /// SHA-256 of the agent's command as the file keeps it (secrets redacted) and how it
+    /// reached the proxy: the agent's identity when shards are merged.
+    pub fn agent_sha256(&self) -> String {
+        let agent = Value::Array(self.agent.iter().map(|a| a.as_str().into()).collect());
+        let transport = if self.agent_http { "http" } else { "stdio" };
+        sha256_hex(canonical(&obj! {"agent" => agent, "agent_transport" => transport}).as_bytes())
+    }
+
+    /// The runs this file plans (run number and seed): every seed of the plan, or a shard's.
+    pub fn planned(&self) -> impl Iterator<Item = (u64, i64)> + '_ {
+        self.seeds
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as u64 + 1, *s))
+            .filter(|(run, _)| self.shard.is_none_or(|sh| sh.owns(*run)))
+    }
+
+    /// The seeds this file plans that have no finished run, in plan order.
+    pub fn missing(&self) -> Vec<i64> {
+        self.planned()
+            .filter(|(run, _)| self.run(*run).is_none())
+            .map(|(_, s)| s)
+            .collect()
     }
 
     /// The document.
@@ -398,10 +429,16 @@ impl CampaignFile {
             "seeds" => Value::Array(self.seeds.iter().map(|s| Value::from(*s)).collect()),
             "runs" => Value::Array(self.runs.iter().map(RunRecord::to_value).collect()),
         };
-        if self.agent_http
-            && let Value::Object(o) = &mut v
-        {
-            o.push("agent_transport", "http");
+        if let Value::Object(o) = &mut v {
+            if self.agent_http {
+                o.push("agent_transport", "http");
+            }
+            if let Some(sh) = self.shard {
+                // A shard names what merging checks: its part, and the digests of the
+                // scenario (above) and of the agent.
+                o.push("shard", obj! {"index" => sh.index, "total" => sh.total});
+                o.push("agent_sha256", self.agent_sha256());
+            }
         }
         v
     }
@@ -430,7 +467,7 @@ impl CampaignFile {
                 "seeds",
                 "runs",
             ],
-            &["agent_transport"],
+            &["agent_transport", "shard", "agent_sha256"],
         )
         .map_err(|e| within(e, "$"))?;
         if o.get("schema_version").and_then(Value::as_i64) != Some(SCHEMA_VERSION) {
@@ -478,7 +515,31 @@ impl CampaignFile {
                 ));
             }
         }
+        let shard = match o.get("shard") {
+            None | Some(Value::Null) => None,
+            Some(v) => {
+                let part = |k: &str| {
+                    v.as_object()
+                        .and_then(|s| s.get(k))
+                        .and_then(Value::as_i64)
+                        .and_then(|n| u32::try_from(n).ok())
+                };
+                match (part("index"), part("total")) {
+                    (Some(i), Some(n)) if v.as_object().is_some_and(|s| s.len() == 2) => Some(
+                        Shard::new(i, n)
+                            .ok_or_else(|| bad("shard", "expected 1 <= index <= total <= 1000"))?,
+                    ),
+                    _ => return Err(bad("shard", "expected {\"index\": I, \"total\": N}")),
+                }
+            }
+        };
         for (i, r) in runs.iter().enumerate() {
+            if shard.is_some_and(|s| !s.owns(r.run)) {
+                return Err(bad(
+                    &format!("runs[{i}]"),
+                    "its run number is not this shard's",
+                ));
+            }
             let planned = usize::try_from(r.run)
                 .ok()
                 .and_then(|n| n.checked_sub(1))
@@ -519,6 +580,18 @@ impl CampaignFile {
                 Some("http") => true,
                 Some(_) => return Err(bad("agent_transport", "expected \"stdio\" or \"http\"")),
             },
+            shard,
+        })
+        .and_then(|f| {
+            // The digest is checked, so a hand-edited agent cannot pass for the shard's.
+            match o.get("agent_sha256") {
+                None | Some(Value::Null) => Ok(f),
+                Some(d) if d.as_str() == Some(f.agent_sha256().as_str()) => Ok(f),
+                Some(_) => Err(bad(
+                    "agent_sha256",
+                    "it is not the digest of this file's agent: the file was edited",
+                )),
+            }
         })
     }
 
@@ -568,6 +641,7 @@ mod tests {
                 note: None,
             }],
             agent_http: false,
+            shard: None,
         }
     }
 
@@ -598,6 +672,23 @@ mod tests {
         let mut twice = c.clone();
         twice.runs.push(c.runs[0].clone());
         assert!(CampaignFile::from_text(&twice.to_text()).is_err());
+        // A shard names its part and the agent's digest, which must be its agent's.
+        let shard = CampaignFile {
+            shard: Some(Shard { index: 2, total: 2 }),
+            ..c.clone()
+        };
+        let text = shard.to_text();
+        assert!(text.contains("\"agent_sha256\": \"") && text.contains("\"total\": 2"));
+        assert_eq!(CampaignFile::from_text(&text), Ok(shard.clone()));
+        assert!(!shard.same_plan(&c) && !c.same_plan(&shard));
+        let edited = text.replace("\"{mcp_config}\"", "\"--other\"");
+        let e = CampaignFile::from_text(&edited).expect_err("digest");
+        assert!(e.to_string().contains("agent_sha256"), "{e}");
+        let other_part = text.replace("\"index\": 2", "\"index\": 1");
+        let e = CampaignFile::from_text(&other_part).expect_err("run 2 is shard 2's");
+        assert!(e.to_string().contains("not this shard's"), "{e}");
+        assert_eq!(shard.missing(), Vec::<i64>::new());
+        assert_eq!(c.missing(), vec![3]);
         // Fewer seeds would drop finished runs: not the same plan.
         let mut fewer = c.clone();
         fewer.seeds.pop();

@@ -14,6 +14,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Io;
+use crate::campaign::shard::Shard;
 use crate::campaign::{CampaignFile, RunRecord, passk};
 use crate::document::campaign::{self as run, Plan};
 use crate::document::{self, Error, Scenario};
@@ -22,24 +23,41 @@ use crate::obj;
 
 /// Flags of `campaign`.
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  \
+#[command(
+    after_help = "Examples:\n  \
       toolstorm-tui campaign scenarios/mcp-lost-ack.json --runs 20 --jobs 4 \\\n      \
       --verify 'test \"$(sqlite3 orders.db \"select count(*) from orders\")\" = 1' \\\n      \
       -- python agent.py --mcp-config {mcp_config}\n  \
       toolstorm-tui campaign mcp-lost-ack.campaign.json              (the table again)\n  \
       toolstorm-tui campaign mcp-lost-ack.campaign.json --rerun 47   (one seed again)\n\n\
+      toolstorm-tui campaign scenarios/mcp-lost-ack.json --seeds 1..200 --shard 2/4 -- AGENT ...\n  \
+      toolstorm-tui campaign merge all.campaign.json shards/   (the shards joined)\n\n\
       Placeholders in the agent's command: {mcp_config} {seed} {run} {record} {run_dir}\n\
-      (also in TOOLSTORM_MCP_CONFIG, TOOLSTORM_SEED, TOOLSTORM_RUN, TOOLSTORM_RECORD, TOOLSTORM_RUN_DIR).")]
+      (also in TOOLSTORM_MCP_CONFIG, TOOLSTORM_SEED, TOOLSTORM_RUN, TOOLSTORM_RECORD, TOOLSTORM_RUN_DIR).",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 pub struct CampaignArgs {
+    /// Join shard files into one campaign
+    #[command(subcommand)]
+    command: Option<CampaignCommand>,
     /// A scenario of world "mcp" naming its server (a new campaign, or the rest of one), or a
     /// campaign file (its table; with --rerun, one seed again)
-    file: PathBuf,
+    #[arg(required = true)]
+    file: Option<PathBuf>,
     /// How many runs: seeds are the scenario's seed plus 1, 2, ... (default 10, at most 10000)
     #[arg(long, conflicts_with = "seeds", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     runs: Option<u32>,
     /// The runs' seeds, a range A..B (inclusive)
     #[arg(long, value_name = "A..B", value_parser = seed_range)]
     seeds: Option<(i64, i64)>,
+    /// Run only part of the seeds, for a CI matrix: `I/N` (shard I of N, from 1), `k8s/N`
+    /// (I from JOB_COMPLETION_INDEX, a Kubernetes Indexed Job's), or `ci` (from the CI
+    /// system's variables: CI_NODE_INDEX/CI_NODE_TOTAL, CIRCLE_NODE_INDEX/CIRCLE_NODE_TOTAL,
+    /// BUILDKITE_PARALLEL_JOB/_COUNT, SEMAPHORE_JOB_INDEX/_COUNT,
+    /// BITBUCKET_PARALLEL_STEP/_COUNT). Run n of the plan is shard ((n - 1) mod N) + 1's
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
     /// Runs at once, each in its own folder
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
@@ -64,16 +82,8 @@ pub struct CampaignArgs {
     /// The campaign file (default: SCENARIO's name + .campaign.json, here)
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Print the summary as JSON
-    #[arg(long)]
-    json: bool,
-    /// Also write the runs as JUnit XML to FILE (one test case per run and seed, the failed
-    /// checks and the calls behind them in its message), for CI systems
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Exit 1 when pass^1 is below P (0 to 1)
-    #[arg(long, value_name = "P", value_parser = super::parse_python_float)]
-    min_pass: Option<f64>,
+    #[command(flatten)]
+    report: ReportArgs,
     /// With a campaign file: run this seed again and compare its faults with the first run's
     #[arg(long, value_name = "SEED", allow_hyphen_values = true)]
     rerun: Option<i64>,
@@ -96,6 +106,54 @@ pub struct CampaignArgs {
     /// The agent's command, after `--`
     #[arg(last = true, value_name = "AGENT")]
     agent: Vec<OsString>,
+}
+
+/// How a finished campaign is reported: `campaign`'s and `campaign merge`'s flags.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ReportArgs {
+    /// Print the summary as JSON
+    #[arg(long)]
+    json: bool,
+    /// Also write the runs as JUnit XML to FILE (one test case per run and seed, the failed
+    /// checks and the calls behind them in its message; seeds not run are skipped cases), for
+    /// CI systems
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Exit 1 when the share of planned runs that passed is below P (0 to 1); a seed not run
+    /// counts as not passed
+    #[arg(long, value_name = "P", value_parser = super::parse_python_float)]
+    min_pass: Option<f64>,
+}
+
+/// `campaign`'s subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum CampaignCommand {
+    /// Join shard files (or folders holding them, e.g. downloaded CI artifacts) into one
+    /// campaign file: they must be parts of one plan (scenario, agent, seeds, settings), each
+    /// seed run at most once; then the table, as `campaign FILE` prints it
+    Merge(MergeArgs),
+}
+
+/// Flags of `campaign merge`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+      toolstorm-tui campaign merge all.campaign.json shards/ --junit junit.xml --min-pass 0.9\n  \
+      toolstorm-tui campaign merge all.campaign.json a.campaign.json b.campaign.json --copy-runs")]
+pub struct MergeArgs {
+    /// The merged campaign file to write
+    out: PathBuf,
+    /// Shard files, or folders searched for *.campaign.json
+    #[arg(required = true, value_name = "SHARD")]
+    shards: Vec<PathBuf>,
+    /// Merge even when seeds were run by no shard (they are reported as missing, never as
+    /// passed)
+    #[arg(long)]
+    allow_missing: bool,
+    /// Copy each run's folder beside the merged file (OUT's stem + .runs/), so it stands alone
+    #[arg(long)]
+    copy_runs: bool,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 fn seed_range(s: &str) -> Result<(i64, i64), String> {
@@ -134,30 +192,96 @@ fn seconds(s: &str) -> Result<f64, String> {
 
 /// `campaign`.
 pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
-    let text = match crate::fsread::read_document(&a.file) {
+    let Some(CampaignCommand::Merge(m)) = &a.command else {
+        return match &a.file {
+            Some(file) => campaign(a, file, io),
+            None => io.fail("ValueError: campaign needs a scenario or a campaign file"),
+        };
+    };
+    merge(m, io)
+}
+
+/// `campaign merge`.
+fn merge(m: &MergeArgs, io: &mut Io<'_>) -> i32 {
+    let done = match run::merge::merge_into(&m.out, &m.shards, m.allow_missing, m.copy_runs) {
+        Ok(done) => done,
+        Err(e) => return io.fail(e),
+    };
+    let _ = writeln!(
+        io.err,
+        "campaign merge: {} file{} → {}: {} of {} runs{}{}{}",
+        done.parts.len(),
+        if done.parts.len() == 1 { "" } else { "s" },
+        m.out.display(),
+        done.file.runs.len(),
+        done.file.seeds.len(),
+        if done.repeated > 0 {
+            format!(" ({} found twice, the same each time)", done.repeated)
+        } else {
+            String::new()
+        },
+        if done.copied > 0 {
+            format!(", {} run folders copied", done.copied)
+        } else {
+            String::new()
+        },
+        if done.missing.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; MISSING {} seeds: {}",
+                done.missing.len(),
+                run::merge::list(&done.missing)
+            )
+        }
+    );
+    report(&m.report, &m.out, &done.file, io)
+}
+
+/// `campaign FILE`: a new campaign (or the rest of one), or a finished one's table.
+fn campaign(a: &CampaignArgs, path: &Path, io: &mut Io<'_>) -> i32 {
+    let text = match crate::fsread::read_document(path) {
         Ok(b) => b,
-        Err(e) => return io.fail(Error::io(&a.file, e)),
+        Err(e) => return io.fail(Error::io(path, e)),
     };
     let parsed = crate::json::parse(&String::from_utf8_lossy(&text)).ok();
     if parsed.as_ref().is_some_and(CampaignFile::is_campaign) {
+        if a.shard.is_some() {
+            return io.fail(
+                "ValueError: --shard runs part of a new campaign: give the scenario (a shard's \
+                 file resumes as `campaign SCENARIO --shard I/N --out FILE`)",
+            );
+        }
         let file = match CampaignFile::from_text(&String::from_utf8_lossy(&text)) {
             Ok(f) => f,
-            Err(e) => return io.fail(Error::invalid(Some(&a.file), e)),
+            Err(e) => return io.fail(Error::invalid(Some(path), e)),
         };
         return match (a.rerun, a.shrink) {
             (Some(seed), _) => rerun(a, &file, seed, io),
             (None, Some(seed)) => shrink(a, &file, seed, io),
-            (None, None) => report(a, &a.file, &file, io),
+            (None, None) => report(&a.report, path, &file, io),
         };
     }
     if a.rerun.is_some() || a.shrink.is_some() {
         return io.fail("ValueError: --rerun and --shrink take a campaign file, not a scenario");
     }
-    let scenario = match document::open_scenario(&a.file) {
+    let shard = match a
+        .shard
+        .as_deref()
+        .map(|t| Shard::parse(t, &|k| std::env::var(k).ok()))
+    {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => {
+            let given = a.shard.as_deref().unwrap_or_default();
+            return io.fail(format!("ValueError: --shard {given}: {e}"));
+        }
+    };
+    let scenario = match document::open_scenario(path) {
         Ok(Scenario::Mcp(s)) => s,
         Ok(other) => {
             return io.fail(Error::invalid(
-                Some(&a.file),
+                Some(path),
                 crate::scenario_fields::invalid(
                     "world",
                     &format!(
@@ -171,7 +295,7 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
     };
     if scenario.server.is_none() {
         return io.fail(Error::invalid(
-            Some(&a.file),
+            Some(path),
             crate::scenario_fields::invalid(
                 "server",
                 "a campaign starts the scenario's own server for every run: name it in \
@@ -204,18 +328,23 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
         );
     }
     let out = a.out.clone().unwrap_or_else(|| {
-        let stem = a
-            .file
+        let stem = path
             .file_stem()
             .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from(format!("{stem}.campaign.json"))
+        match shard {
+            Some(sh) => PathBuf::from(format!(
+                "{stem}.shard-{}-of-{}.campaign.json",
+                sh.index, sh.total
+            )),
+            None => PathBuf::from(format!("{stem}.campaign.json")),
+        }
     });
     let bin = match std::env::current_exe() {
         Ok(b) => b,
         Err(e) => return io.fail(format!("OSError: cannot find this program's path: {e}")),
     };
     let plan = Plan {
-        scenario_path: std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone()),
+        scenario_path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
         scenario,
         agent: a
             .agent
@@ -233,6 +362,7 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
         scenario_sha256: crate::json::sha256_hex(&text),
         agent_http: a.agent_transport == "http",
+        shard,
     };
     let mut file = plan.file();
     if plan.out.exists() {
@@ -254,7 +384,7 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
                         "campaign: resuming {}: {} of {} runs already finished",
                         plan.out.display(),
                         file.runs.len(),
-                        file.seeds.len()
+                        file.planned().count()
                     );
                 }
             }
@@ -268,13 +398,30 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
             Err(e) => return io.fail(e),
         }
     }
-    let todo: Vec<u64> = (1..=file.seeds.len() as u64)
+    let todo: Vec<u64> = file
+        .planned()
+        .map(|(n, _)| n)
         .filter(|n| file.run(*n).is_none())
         .collect();
-    let bar = if a.json || !std::io::stderr().is_terminal() {
+    let planned = file.planned().count();
+    if let Some(sh) = shard {
+        let _ = writeln!(
+            io.err,
+            "campaign: shard {sh}: {planned} of the plan's {} seeds (runs {}{}) → {}",
+            file.seeds.len(),
+            file.planned()
+                .take(3)
+                .map(|(n, _)| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if planned > 3 { ", ..." } else { "" },
+            plan.out.display(),
+        );
+    }
+    let bar = if a.report.json || !std::io::stderr().is_terminal() {
         ProgressBar::hidden()
     } else {
-        ProgressBar::with_draw_target(Some(file.seeds.len() as u64), ProgressDrawTarget::stderr())
+        ProgressBar::with_draw_target(Some(planned as u64), ProgressDrawTarget::stderr())
     };
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} runs · {msg} · {eta} left")
@@ -293,7 +440,7 @@ pub fn run(a: &CampaignArgs, io: &mut Io<'_>) -> i32 {
     if let Err(e) = result {
         return io.fail(e);
     }
-    report(a, &plan.out, &file, io)
+    report(&a.report, &plan.out, &file, io)
 }
 
 /// The seeds of failed runs.
@@ -335,9 +482,13 @@ fn summary_value(path: &Path, file: &CampaignFile) -> Value {
     obj! {
         "campaign" => path.display().to_string(),
         "scenario" => file.scenario_name.as_str(),
-        "planned" => file.seeds.len(),
+        "planned" => file.planned().count(),
         "runs" => n,
         "passed" => passed,
+        // Planned seeds with no run (a shard missing from a merge, a campaign cut short):
+        // never counted as passed.
+        "missing_seeds" => Value::Array(file.missing().into_iter().map(Value::from).collect()),
+        "shard" => file.shard.map_or(Value::Null, |s| Value::from(s.to_string())),
         "pass_hat" => Value::Array(table.iter().map(|(k, p)| obj! {"k" => *k, "p" => Value::Float(*p)}).collect()),
         "failing_seeds" => Value::Array(failing(file).into_iter().map(Value::from).collect()),
         "by_check" => Value::Array(by_reason(file).into_iter().map(|(name, seeds)| obj! {
@@ -365,7 +516,7 @@ fn summary_value(path: &Path, file: &CampaignFile) -> Value {
 }
 
 /// The table, pass^k, failing seeds and failures by check; exit 1 below `--min-pass`.
-fn report(a: &CampaignArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -> i32 {
+fn report(a: &ReportArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -> i32 {
     let (passed, n) = file.passed();
     if a.json {
         let _ = writeln!(io.out, "{}", pretty(&summary_value(path, file)));
@@ -380,8 +531,13 @@ fn report(a: &CampaignArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -
             return io.fail(Error::io(out, e));
         }
     }
+    // A planned seed that was not run counts as not passed (a shard lost on CI must not
+    // raise the pass rate).
+    let planned = n + file.missing().len();
     match a.min_pass {
-        Some(min) if n == 0 || (passed as f64 / n as f64) < min => crate::exit::CONTRACT_FAILED,
+        Some(min) if planned == 0 || (passed as f64 / planned as f64) < min => {
+            crate::exit::CONTRACT_FAILED
+        }
         _ => 0,
     }
 }
@@ -390,7 +546,7 @@ fn report(a: &CampaignArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -
 /// checks it failed (and a failed oracle, or how the run ended) and its text the calls behind
 /// each failed check, read from the run's recording.
 fn junit_suite(path: &Path, file: &CampaignFile) -> crate::junit::Suite {
-    let cases = file
+    let mut cases: Vec<crate::junit::Case> = file
         .runs
         .iter()
         .map(|r| {
@@ -432,6 +588,19 @@ fn junit_suite(path: &Path, file: &CampaignFile) -> crate::junit::Suite {
             }
         })
         .collect();
+    // A planned seed not run is a skipped case: CI shows it, and never as a pass.
+    cases.extend(
+        file.planned()
+            .filter(|(n, _)| file.run(*n).is_none())
+            .map(|(n, seed)| crate::junit::Case {
+                name: format!("run {n} · seed {seed}"),
+                classname: format!("toolstorm.campaign.{}", file.scenario_name),
+                time: 0.0,
+                properties: vec![("seed".into(), seed.to_string())],
+                failure: None,
+                skipped: Some("not run: no shard's file has this seed (missing)".into()),
+            }),
+    );
     crate::junit::Suite {
         name: path.display().to_string(),
         properties: vec![
@@ -488,11 +657,15 @@ fn cell(r: &RunRecord) -> String {
 pub fn text_lines(path: &Path, file: &CampaignFile) -> Vec<String> {
     let (passed, n) = file.passed();
     let mut lines = vec![format!(
-        "campaign {} · {} · {} of {} runs",
+        "campaign {} · {} · {} of {} runs{}",
         path.display(),
         file.scenario_name,
         n,
-        file.seeds.len()
+        file.planned().count(),
+        file.shard.map_or_else(String::new, |s| format!(
+            " · shard {s} of a plan of {} seeds",
+            file.seeds.len()
+        ))
     )];
     let check_names: Vec<&str> = file
         .runs
@@ -557,6 +730,15 @@ pub fn text_lines(path: &Path, file: &CampaignFile) -> Vec<String> {
             ));
         }
     }
+    let missing = file.missing();
+    if !missing.is_empty() {
+        lines.push(format!(
+            "MISSING {} planned seed{} not run (not counted as passed): {}",
+            missing.len(),
+            if missing.len() == 1 { "" } else { "s" },
+            run::merge::list(&missing)
+        ));
+    }
     let disagree: Vec<String> = file
         .runs
         .iter()
@@ -594,7 +776,8 @@ fn replan<'f>(
     what: &str,
     io: &mut Io<'_>,
 ) -> Result<(Plan, &'f RunRecord, PathBuf), i32> {
-    let out = std::path::absolute(&a.file).unwrap_or_else(|_| a.file.clone());
+    let given = a.file.clone().unwrap_or_default();
+    let out = std::path::absolute(&given).unwrap_or(given);
     let edited = a.scenario.as_ref().filter(|_| what == "rerun");
     let (agent, before, verify) = commands_of(a, file).map_err(|e| io.fail(e))?;
     let again = run::Again {

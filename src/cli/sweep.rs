@@ -372,6 +372,7 @@ fn as_campaign(
         seeds,
         runs: Vec::new(),
         agent_http: false,
+        shard: None,
     };
     let dir = run::runs_dir(&out);
     let base = out.parent().map_or_else(

@@ -19,6 +19,8 @@
 //! `Fault exercised` checks are left out: whether a rule fired is the scenario's coverage on
 //! that seed, not the agent's recovery (the run's `faults` count says it).
 
+pub mod merge;
+
 use crate::redact::Redactor;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -67,6 +69,8 @@ pub struct Plan {
     /// The agent reaches its proxy over Streamable HTTP: each run starts a listening proxy
     /// and gives the agent an `mcpServers` entry with its URL.
     pub agent_http: bool,
+    /// The part of the seeds this machine runs (`--shard I/N`), or all of them.
+    pub shard: Option<crate::campaign::shard::Shard>,
 }
 
 impl Plan {
@@ -99,6 +103,7 @@ impl Plan {
             seeds: self.seeds.clone(),
             runs: Vec::new(),
             agent_http: self.agent_http,
+            shard: self.shard,
         }
     }
 
@@ -280,6 +285,7 @@ pub fn replan<'f>(
         cwd: named_path(out, &file.cwd),
         scenario_sha256,
         agent_http: file.agent_http,
+        shard: None,
     };
     Ok((plan, first))
 }

@@ -21,7 +21,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit conformance)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit ci conformance)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -70,6 +70,15 @@ if [ -z "${SHIPPING_SERVER:-}" ]; then
     cargo build --quiet --example mcp_shipping_server >&2 || setup_failed "cargo build --example mcp_shipping_server failed"
   fi
 fi
+# The example agent (examples/mcp_agent.rs) beside it, for the CI examples' campaigns.
+MCP_AGENT="${MCP_AGENT:-$(dirname "$SHIPPING_SERVER")/mcp_agent}"
+if [ ! -x "$MCP_AGENT" ] || stale "$MCP_AGENT" examples/mcp_agent.rs Cargo.toml Cargo.lock; then
+  if [ "$MCP_AGENT" = "$ROOT/target/debug/examples/mcp_agent" ]; then
+    echo "interop: building $MCP_AGENT" >&2
+    cargo build --quiet --example mcp_agent >&2 || setup_failed "cargo build --example mcp_agent failed"
+  fi
+fi
+[ -x "$MCP_AGENT" ] || setup_failed "MCP_AGENT=$MCP_AGENT is not an executable file"
 [ -x "$SHIPPING_SERVER" ] || setup_failed "SHIPPING_SERVER=$SHIPPING_SERVER is not an executable file"
 
 # ----- Python: the official SDK and mcp-server-sqlite, from PyPI -----
@@ -167,7 +176,7 @@ INSTALLED=$(date +%s)
 echo "interop: $PY_VERSIONS $NODE_VERSIONS; proxy $BIN; setup took $((INSTALLED - START))s" >&2
 
 # ----- the cases -----
-export TOOLSTORM_BIN="$BIN" INTEROP_HERE="$HERE" SHIPPING_SERVER
+export TOOLSTORM_BIN="$BIN" INTEROP_HERE="$HERE" SHIPPING_SERVER MCP_AGENT
 export SQLITE_SERVER="$VENV/bin/mcp-server-sqlite" FS_SERVER INSPECTOR
 export HTTP_CLIENT_MJS="$NODE_DIR/http_client.mjs" CONFORMANCE_NODE_DIR="$CONF_DIR"
 export PYTHONDONTWRITEBYTECODE=1
@@ -189,6 +198,7 @@ run_case() {
     http_upstream) set -- "$VENV/bin/python" "$HERE/http_upstream_case.py" ;;
     http_campaign) set -- "$VENV/bin/python" "$HERE/http_campaign_case.py" ;;
     junit) set -- "$VENV/bin/python" "$HERE/junit_case.py" ;;
+    ci) set -- "$VENV/bin/python" "$HERE/ci_case.py" ;;
     http_2026) set -- "$PYD_VENV/bin/python" "$HERE/http_2026_case.py" ;;
     conformance) set -- "$VENV/bin/python" "$HERE/conformance_case.py" ;;
   esac

@@ -1,0 +1,262 @@
+//! `campaign merge`'s files: finding the shard files among what was given (files, or folders
+//! such as downloaded CI artifacts, searched for `*.campaign.json`), reading them, naming
+//! each run's recording from where the merged file will be (or copying the run's folder in,
+//! `--copy-runs`), and writing the merged campaign atomically. Whether the parts belong
+//! together is [`crate::campaign::merge`]'s.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::{base_of, named_path, relative_to, runs_dir};
+use crate::campaign::CampaignFile;
+use crate::campaign::merge::{MergeError, Part, merge};
+use crate::document::Error;
+
+/// How deep a folder given to merge is searched.
+const DEPTH: usize = 8;
+
+/// Why a merge did not happen.
+#[derive(Debug)]
+pub enum MergeFailure {
+    /// A file could not be read, parsed or written, or a run's folder copied.
+    File(Error),
+    /// A folder given holds no campaign file.
+    NoFiles(PathBuf),
+    /// The parts are not one campaign's.
+    Parts(MergeError),
+    /// Seeds no part ran (merging anyway needs `--allow-missing`).
+    Missing {
+        /// The seeds, in plan order.
+        seeds: Vec<i64>,
+        /// Seeds in the plan.
+        planned: usize,
+    },
+}
+
+impl fmt::Display for MergeFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MergeFailure::File(e) => write!(f, "{e}"),
+            MergeFailure::NoFiles(dir) => write!(
+                f,
+                "ValueError: {} holds no campaign file (*.campaign.json): name the shard files",
+                dir.display()
+            ),
+            MergeFailure::Parts(e) => write!(f, "ValueError: cannot merge: {e}"),
+            MergeFailure::Missing { seeds, planned } => write!(
+                f,
+                "ValueError: {} of {planned} seeds were run by no shard: {} (a shard is missing \
+                 or did not finish; --allow-missing merges anyway and reports them as missing)",
+                seeds.len(),
+                list(seeds)
+            ),
+        }
+    }
+}
+
+/// Seeds as text, the first twenty and how many more.
+pub fn list(seeds: &[i64]) -> String {
+    let mut s = seeds
+        .iter()
+        .take(20)
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if seeds.len() > 20 {
+        s.push_str(&format!(" and {} more", seeds.len() - 20));
+    }
+    s
+}
+
+/// What a merge wrote.
+#[derive(Debug)]
+pub struct Merged {
+    /// The merged campaign, as written.
+    pub file: CampaignFile,
+    /// The shard files read, in the order merged.
+    pub parts: Vec<PathBuf>,
+    /// Seeds no part ran.
+    pub missing: Vec<i64>,
+    /// Runs found in more than one part, saying the same.
+    pub repeated: usize,
+    /// Run folders copied in (`--copy-runs`).
+    pub copied: usize,
+}
+
+/// The campaign files among `inputs`: each file as given, each folder's `*.campaign.json`
+/// (searched to a few levels, links to folders not followed), sorted; never `out` itself.
+pub fn find_parts(inputs: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>, MergeFailure> {
+    let out_id = std::fs::canonicalize(out).ok();
+    let mut found = Vec::new();
+    for input in inputs {
+        let meta = std::fs::metadata(input).map_err(|e| MergeFailure::File(Error::io(input, e)))?;
+        if meta.is_dir() {
+            let mut here = Vec::new();
+            walk(input, DEPTH, &mut here);
+            here.sort();
+            if here.is_empty() {
+                return Err(MergeFailure::NoFiles(input.clone()));
+            }
+            found.extend(here);
+        } else {
+            found.push(input.clone());
+        }
+    }
+    found.retain(|p| out_id.is_none() || std::fs::canonicalize(p).ok() != out_id);
+    found.dedup();
+    Ok(found)
+}
+
+fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() && depth > 0 {
+            walk(&path, depth - 1, out);
+        } else if kind.is_file()
+            && path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(".campaign.json"))
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// Where a part's file names things from: its own folder (shards merged where they ran), or
+/// the merged file's (a CI artifact keeps the shard's file but not the checkout it ran in,
+/// which is the merge's own). The scenario decides: the folder from which the name finds a
+/// file with the scenario's digest (else one that exists), and `cwd` is read from the same.
+fn frame(part: &Path, file: &CampaignFile, out: &Path) -> PathBuf {
+    let frames = [base_of(part), base_of(out)];
+    let scenario = |base: &PathBuf| named_path(&base.join("x"), &file.scenario);
+    let digest_of = |p: &Path| {
+        crate::fsread::read_document(p)
+            .ok()
+            .map(|b| crate::json::sha256_hex(&b))
+    };
+    frames
+        .iter()
+        .find(|b| digest_of(&scenario(b)).as_deref() == Some(file.scenario_sha256.as_str()))
+        .or_else(|| frames.iter().find(|b| scenario(b).exists()))
+        .unwrap_or(&frames[0])
+        .clone()
+}
+
+/// `named` (a path a part names, relative to `frame` when relative) said from `out`'s folder.
+fn rebased(frame: &Path, named: &str, out: &Path) -> String {
+    let p = named_path(&frame.join("x"), named);
+    relative_to(&absolute(&p), &absolute(&base_of(out)))
+        .display()
+        .to_string()
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Merges the shard files among `inputs` into `out` (written atomically). Refuses parts of
+/// another campaign, a seed run twice with different outcomes, and — unless `allow_missing`
+/// — seeds no part ran. With `copy_runs`, each run's folder is copied beside `out` and
+/// named from there; else each recording is named where it is.
+pub fn merge_into(
+    out: &Path,
+    inputs: &[PathBuf],
+    allow_missing: bool,
+    copy_runs: bool,
+) -> Result<Merged, MergeFailure> {
+    let paths = find_parts(inputs, out)?;
+    let base = absolute(&base_of(out));
+    let mut parts: Vec<Part> = Vec::with_capacity(paths.len());
+    for path in &paths {
+        let text =
+            crate::fsread::read_text(path).map_err(|e| MergeFailure::File(Error::io(path, e)))?;
+        let mut file = CampaignFile::from_text(&text)
+            .map_err(|e| MergeFailure::File(Error::invalid(Some(path), e)))?;
+        let part_base = absolute(&base_of(path));
+        for r in &mut file.runs {
+            r.recording = relative_to(&part_base.join(&r.recording), &base)
+                .display()
+                .to_string();
+        }
+        if !file.scenario.starts_with("lab:") {
+            let from = frame(path, &file, out);
+            file.scenario = rebased(&from, &file.scenario, out);
+            file.cwd = rebased(&from, &file.cwd, out);
+        }
+        parts.push((path.display().to_string(), file));
+    }
+    let merged = merge(&parts).map_err(MergeFailure::Parts)?;
+    if !merged.missing.is_empty() && !allow_missing {
+        return Err(MergeFailure::Missing {
+            seeds: merged.missing,
+            planned: merged.file.seeds.len(),
+        });
+    }
+    let mut file = merged.file;
+    let mut copied = 0;
+    if copy_runs {
+        let into = runs_dir(out);
+        for r in &mut file.runs {
+            let recording = base.join(&r.recording);
+            let (Some(from), Some(name)) = (recording.parent(), recording.file_name()) else {
+                continue;
+            };
+            let to = into.join(format!("run-{:03}", r.run));
+            if absolute(from) != absolute(&to) {
+                copy_folder(from, &to).map_err(|e| MergeFailure::File(Error::io(from, e)))?;
+                copied += 1;
+            }
+            r.recording = relative_to(&absolute(&to.join(name)), &base)
+                .display()
+                .to_string();
+        }
+    }
+    crate::atomic::write(out, file.to_text().as_bytes())
+        .map_err(|e| MergeFailure::File(Error::io(out, e)))?;
+    Ok(Merged {
+        file,
+        parts: paths,
+        missing: merged.missing,
+        repeated: merged.repeated,
+        copied,
+    })
+}
+
+/// Copies the folder `from` to `to` (replacing what is there): into a fresh folder beside
+/// `to`, renamed over it when whole, so an interrupted copy leaves no half folder under the
+/// run's name. Regular files and folders are copied; links and special files are not.
+fn copy_folder(from: &Path, to: &Path) -> std::io::Result<()> {
+    let parent = to.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let name = to
+        .file_name()
+        .map_or_else(|| "run".into(), |n| n.to_string_lossy().into_owned());
+    let staging = parent.join(format!(".{name}.merging-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    copy_tree(from, &staging)?;
+    if to.exists() {
+        std::fs::remove_dir_all(to)?;
+    }
+    std::fs::rename(&staging, to)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,460 @@
+//! Campaigns split over machines: `--shard I/N` (and the index read from a Kubernetes Indexed
+//! Job's or a CI system's variables), and `campaign merge`. A 40-seed campaign of the example
+//! agent (examples/mcp_agent.rs, naive: the lost acknowledgement fails it on some seeds), run
+//! once and as four shards in parallel processes, merges into the same runs, pass^k and
+//! failing seeds; merge refuses parts of another campaign and a seed run twice with different
+//! outcomes, and reports a missing shard's seeds as missing, never as passed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use toolstorm::campaign::CampaignFile;
+use toolstorm::json::{Value, parse, pretty};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
+
+fn agent() -> String {
+    let path = common::example_server().with_file_name("mcp_agent");
+    assert!(path.exists(), "{} (built by `cargo test`)", path.display());
+    path.display().to_string()
+}
+
+fn cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("campaign").args(args).current_dir(dir);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("CI_NODE")
+            || k.starts_with("CIRCLE_NODE")
+            || k.starts_with("BUILDKITE_PARALLEL")
+            || k.starts_with("SEMAPHORE_JOB")
+            || k.starts_with("BITBUCKET_PARALLEL")
+            || k == "JOB_COMPLETION_INDEX"
+        {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+fn text(o: &Output) -> (i32, String, String) {
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn campaign(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    text(&cmd(dir, args).output().expect("run campaign"))
+}
+
+/// The arguments of a campaign of the naive agent on `seeds` at probability 0.5.
+fn plan_args(scenario: &Path, seeds: &str, extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        scenario.display().to_string(),
+        "--seeds".into(),
+        seeds.into(),
+        "--probability".into(),
+        "0.5".into(),
+    ];
+    a.extend(extra.iter().map(|s| (*s).to_owned()));
+    a.extend([
+        "--".into(),
+        agent(),
+        "--mcp-config".into(),
+        "{mcp_config}".into(),
+    ]);
+    a
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Runs shards 1..=4 of `seeds` at once, each a process of its own, in `dir`: their files.
+fn four_shards(dir: &Path, scenario: &Path, seeds: &str) -> Vec<PathBuf> {
+    let children: Vec<_> = (1..=4)
+        .map(|i| {
+            let args = plan_args(scenario, seeds, &["--shard", &format!("{i}/4")]);
+            cmd(dir, &strs(&args))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start shard")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("shard");
+        assert!(out.status.success(), "{:?}", text(&out));
+    }
+    (1..=4)
+        .map(|i| dir.join(format!("mcp-lost-ack.shard-{i}-of-4.campaign.json")))
+        .collect()
+}
+
+fn load(path: &Path) -> CampaignFile {
+    let t = std::fs::read_to_string(path).expect("read");
+    CampaignFile::from_text(&t).expect("a campaign file")
+}
+
+fn json(stdout: &str) -> Value {
+    parse(stdout).unwrap_or_else(|e| panic!("--json prints JSON ({e}): {stdout}"))
+}
+
+fn field<'a>(v: &'a Value, k: &str) -> &'a Value {
+    v.as_object()
+        .and_then(|o| o.get(k))
+        .unwrap_or_else(|| panic!("no {k}"))
+}
+
+/// A run's result without what differs between two runs of one seed on one machine and on
+/// four (its time, its folder).
+fn result_of(r: &Value) -> String {
+    let mut r = r.clone();
+    if let Some(o) = r.as_object_mut() {
+        o.remove("seconds");
+        o.remove("recording");
+    }
+    pretty(&r)
+}
+
+#[test]
+fn forty_seeds_on_one_machine_and_in_four_shards_merge_to_the_same_campaign() {
+    let (dir, scenario) = common::lost_ack_workspace("shards-forty");
+    let single = plan_args(
+        &scenario,
+        "1..40",
+        &["--out", "single.campaign.json", "--json"],
+    );
+    let (code, single_out, err) = campaign(&dir, &strs(&single));
+    assert_eq!(code, 0, "{err}");
+    let single_json = json(&single_out);
+
+    let shards = four_shards(&dir, &scenario, "1..40");
+    for (i, s) in shards.iter().enumerate() {
+        let f = load(s);
+        assert_eq!(f.seeds.len(), 40, "a shard names the whole plan");
+        assert_eq!(f.runs.len(), 10);
+        assert!(
+            f.runs.iter().all(|r| (r.run - 1) % 4 == i as u64),
+            "shard {} ran {:?}",
+            i + 1,
+            f.runs.iter().map(|r| r.run).collect::<Vec<_>>()
+        );
+        let raw = std::fs::read_to_string(s).expect("read");
+        assert!(raw.contains("\"agent_sha256\"") && raw.contains("\"scenario_sha256\""));
+    }
+
+    let mut merge = vec!["merge".to_owned(), "merged.campaign.json".into()];
+    merge.extend(shards.iter().map(|p| p.display().to_string()));
+    merge.extend(["--json".into(), "--junit".into(), "merged.junit.xml".into()]);
+    let (code, merged_out, err) = campaign(&dir, &strs(&merge));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("4 files") && err.contains("40 of 40 runs"),
+        "{err}"
+    );
+    let merged_json = json(&merged_out);
+    for k in [
+        "pass_hat",
+        "failing_seeds",
+        "by_check",
+        "passed",
+        "runs",
+        "planned",
+        "missing_seeds",
+    ] {
+        assert_eq!(field(&merged_json, k), field(&single_json, k), "{k}");
+    }
+    let failing = field(&single_json, "failing_seeds")
+        .as_array()
+        .expect("list")
+        .len();
+    assert!(
+        failing > 0 && failing < 40,
+        "the naive agent fails some seeds at p 0.5: {failing}"
+    );
+    let results = |v: &Value| -> Vec<String> {
+        field(v, "results")
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(result_of)
+            .collect()
+    };
+    assert_eq!(results(&merged_json), results(&single_json));
+
+    // The merged file is an ordinary campaign file: the table, --min-pass, --rerun.
+    let merged = load(&dir.join("merged.campaign.json"));
+    assert_eq!(merged.shard, None);
+    assert!(
+        merged.runs.iter().all(|r| dir.join(&r.recording).is_file()),
+        "recordings named from the merged file"
+    );
+    let (code, table, _) = campaign(&dir, &["merged.campaign.json"]);
+    assert_eq!(code, 0);
+    assert!(
+        table.contains("40 of 40 runs") && !table.contains("MISSING"),
+        "{table}"
+    );
+    let (code, _, _) = campaign(&dir, &["merged.campaign.json", "--min-pass", "1.0"]);
+    assert_eq!(code, 1, "below --min-pass");
+    let seed = merged
+        .runs
+        .iter()
+        .find(|r| !r.passed)
+        .map(|r| r.seed)
+        .expect("a failing seed");
+    let mut rerun = vec![
+        "merged.campaign.json".to_owned(),
+        "--rerun".into(),
+        seed.to_string(),
+        "--".into(),
+    ];
+    rerun.extend([agent(), "--mcp-config".into(), "{mcp_config}".into()]);
+    let (code, out, err) = campaign(&dir, &strs(&rerun));
+    assert_eq!(
+        code, 1,
+        "the rerun of a failing seed fails again: {out}{err}"
+    );
+    assert!(out.contains("same faults"), "{out}");
+
+    // JUnit: one case per run, the failing ones failed, naming the calls behind.
+    let xml = std::fs::read_to_string(dir.join("merged.junit.xml")).expect("junit");
+    assert_eq!(xml.matches("<testcase ").count(), 40);
+    assert_eq!(xml.matches("<failure ").count(), failing);
+    assert!(xml.contains("committed shipment o-1 again"), "{xml}");
+
+    // --copy-runs: the merged campaign stands alone once the shards are gone.
+    let elsewhere = dir.join("ci-merge");
+    std::fs::create_dir_all(&elsewhere).expect("dir");
+    let mut copy = vec!["merge".to_owned(), "all.campaign.json".into()];
+    copy.extend(shards.iter().map(|p| p.display().to_string()));
+    copy.push("--copy-runs".into());
+    let (code, _, err) = campaign(&elsewhere, &strs(&copy));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("40 run folders copied"), "{err}");
+    for s in &shards {
+        let runs = s.with_file_name(format!(
+            "{}.runs",
+            s.file_stem().expect("stem").to_string_lossy()
+        ));
+        std::fs::remove_dir_all(runs).expect("remove a shard's runs");
+    }
+    let copied = load(&elsewhere.join("all.campaign.json"));
+    assert_eq!(
+        (copied.scenario.as_str(), copied.cwd.as_str()),
+        ("../mcp-lost-ack.json", ".."),
+        "named from the merged file's folder"
+    );
+    assert!(
+        copied
+            .runs
+            .iter()
+            .all(|r| r.recording.starts_with("all.campaign.runs/run-")
+                && elsewhere.join(&r.recording).is_file())
+    );
+    let (code, _, err) = campaign(&elsewhere, &["all.campaign.json", "--junit", "j.xml"]);
+    assert_eq!(code, 0, "{err}");
+    let xml = std::fs::read_to_string(elsewhere.join("j.xml")).expect("junit");
+    assert!(
+        xml.contains("committed shipment o-1 again") && !xml.contains("cannot be read"),
+        "{xml}"
+    );
+}
+
+#[test]
+fn merge_refuses_parts_of_other_campaigns_and_reports_missing_seeds() {
+    let (dir, scenario) = common::lost_ack_workspace("shards-refuse");
+    let shards = four_shards(&dir, &scenario, "1..8");
+
+    // Another scenario: the same name, other rules.
+    let other_dir = dir.join("other");
+    std::fs::create_dir_all(&other_dir).expect("dir");
+    let edited = std::fs::read_to_string(&scenario)
+        .expect("scenario")
+        .replacen("\"probability\": 1.0", "\"probability\": 0.9", 1);
+    let other_scenario = other_dir.join("mcp-lost-ack.json");
+    std::fs::write(&other_scenario, edited).expect("write");
+    let args = plan_args(&other_scenario, "1..8", &["--shard", "2/4"]);
+    let (code, _, err) = campaign(&other_dir, &strs(&args));
+    assert_eq!(code, 0, "{err}");
+    let other = other_dir.join("mcp-lost-ack.shard-2-of-4.campaign.json");
+    let (code, _, err) = campaign(
+        &dir,
+        &[
+            "merge",
+            "m.campaign.json",
+            &shards[0].display().to_string(),
+            &other.display().to_string(),
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("another scenario") && err.contains("shard-2-of-4"),
+        "{err}"
+    );
+    assert!(!dir.join("m.campaign.json").exists(), "nothing written");
+
+    // Another agent: the idempotent one.
+    let mut args = plan_args(
+        &scenario,
+        "1..8",
+        &["--shard", "2/4", "--out", "idem.campaign.json"],
+    );
+    args.push("--idempotent".into());
+    let (code, _, err) = campaign(&dir, &strs(&args));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = campaign(
+        &dir,
+        &[
+            "merge",
+            "m.campaign.json",
+            &shards[0].display().to_string(),
+            "idem.campaign.json",
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("idem.campaign.json is not a part") && err.contains("another agent"),
+        "{err}"
+    );
+
+    // A seed run twice, saying otherwise the second time.
+    let mut v = parse(&std::fs::read_to_string(&shards[1]).expect("read")).expect("json");
+    let seed = {
+        let run = v
+            .as_object_mut()
+            .and_then(|o| o.get_mut("runs"))
+            .and_then(|r| r.as_array_mut())
+            .and_then(|r| r.first_mut())
+            .and_then(Value::as_object_mut)
+            .expect("a run");
+        let passed = run.get("passed").and_then(Value::as_bool).expect("passed");
+        run.insert("passed", Value::Bool(!passed));
+        run.get("seed").and_then(Value::as_i64).expect("seed")
+    };
+    let twice = dir.join("twice");
+    std::fs::create_dir_all(&twice).expect("dir");
+    std::fs::write(twice.join("again.campaign.json"), pretty(&v)).expect("write");
+    let (code, _, err) = campaign(
+        &dir,
+        &[
+            "merge",
+            "m.campaign.json",
+            &shards[1].display().to_string(),
+            "twice",
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(&format!(
+            "seed {seed} (run 2) was run twice with different outcomes"
+        )) && err.contains("again.campaign.json"),
+        "{err}"
+    );
+
+    // A missing shard: its seeds are named; --allow-missing merges and reports them missing.
+    let three: Vec<String> = [0, 1, 3]
+        .iter()
+        .map(|i| shards[*i].display().to_string())
+        .collect();
+    let mut args = vec!["merge".to_owned(), "m.campaign.json".into()];
+    args.extend(three.iter().cloned());
+    let (code, _, err) = campaign(&dir, &strs(&args));
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("2 of 8 seeds were run by no shard: 3, 7"),
+        "{err}"
+    );
+    args.extend(["--allow-missing".into(), "--junit".into(), "m.xml".into()]);
+    let (code, table, err) = campaign(&dir, &strs(&args));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        table.contains("6 of 8 runs")
+            && table.contains("MISSING 2 planned seeds not run (not counted as passed): 3, 7"),
+        "{table}"
+    );
+    let xml = std::fs::read_to_string(dir.join("m.xml")).expect("junit");
+    assert_eq!(xml.matches("<skipped ").count(), 2, "{xml}");
+    assert!(xml.contains("seed 3") && xml.contains("seed 7"));
+    let (code, out, _) = campaign(&dir, &["m.campaign.json", "--json", "--min-pass", "0.0"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        pretty(field(&json(&out), "missing_seeds")),
+        "[\n  3,\n  7\n]"
+    );
+    // Missing seeds count against --min-pass: 8 planned, at most 6 passed.
+    let (code, _, _) = campaign(&dir, &["m.campaign.json", "--min-pass", "0.8"]);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn the_shard_comes_from_kubernetes_or_the_ci_system_when_asked() {
+    let (dir, scenario) = common::lost_ack_workspace("shards-env");
+    let args = plan_args(
+        &scenario,
+        "1..8",
+        &["--shard", "k8s/4", "--out", "k8s.campaign.json"],
+    );
+    let out = cmd(&dir, &strs(&args))
+        .env("JOB_COMPLETION_INDEX", "2")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{:?}", text(&out));
+    let f = load(&dir.join("k8s.campaign.json"));
+    assert_eq!(f.shard.map(|s| s.to_string()), Some("3/4".into()));
+    assert_eq!(
+        f.runs.iter().map(|r| r.seed).collect::<Vec<_>>(),
+        vec![3, 7]
+    );
+
+    let args = plan_args(&scenario, "1..8", &["--shard", "ci"]);
+    let out = cmd(&dir, &strs(&args))
+        .env("CIRCLE_NODE_INDEX", "0")
+        .env("CIRCLE_NODE_TOTAL", "2")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{:?}", text(&out));
+    let f = load(&dir.join("mcp-lost-ack.shard-1-of-2.campaign.json"));
+    assert_eq!(
+        f.runs.iter().map(|r| r.seed).collect::<Vec<_>>(),
+        vec![1, 3, 5, 7]
+    );
+
+    for (shard, env, said) in [
+        (
+            "k8s/4",
+            None,
+            "--shard k8s/4: the shard's index is read from JOB_COMPLETION_INDEX, which is not set",
+        ),
+        (
+            "ci",
+            None,
+            "none of the CI systems' variables are set (CI_NODE_INDEX/CI_NODE_TOTAL",
+        ),
+        ("5/4", None, "expected 1 <= I <= N"),
+        (
+            "k8s/4",
+            Some(("JOB_COMPLETION_INDEX", "4")),
+            "shard 5 of 4 does not exist",
+        ),
+    ] {
+        let args = plan_args(&scenario, "1..8", &["--shard", shard]);
+        let mut c = cmd(&dir, &strs(&args));
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let (code, _, err) = text(&c.output().expect("run"));
+        assert_eq!(code, 2, "{shard}: {err}");
+        assert!(
+            err.contains(said) && !err.contains("panicked"),
+            "{shard}: {err}"
+        );
+    }
+    let (code, _, err) = campaign(&dir, &["k8s.campaign.json", "--shard", "1/2"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--shard runs part of a new campaign"), "{err}");
+}
