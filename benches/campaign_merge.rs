@@ -151,6 +151,25 @@ fn merge_bench(bin: &Path) {
         times.iter().copied().fold(f64::INFINITY, f64::min) * 1e3,
         peak_kib as f64 / 1024.0
     );
+    // A campaign rewrites its file after every run: what that costs when the file is this big.
+    let merged = CampaignFile::from_text(
+        &std::fs::read_to_string(dir.join("merged.campaign.json")).expect("merged"),
+    )
+    .expect("campaign");
+    let mut rewrite = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        toolstorm::atomic::write(
+            &dir.join("rewrite.campaign.json"),
+            merged.to_text().as_bytes(),
+        )
+        .expect("write");
+        rewrite.push(start.elapsed().as_secs_f64());
+    }
+    println!(
+        "  rewriting a {RUNS}-run campaign file after a run (atomic, synced): median {:.0} ms",
+        median(rewrite) * 1e3
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -588,6 +588,10 @@ pub fn read(path: &Path) -> Result<Contents, Error> {
         return Ok(Contents::Trace(t));
     }
     let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
+    // A campaign file grows with its runs past the documents' limit: it has its own.
+    if bytes.len() > MAX_DOCUMENT_BYTES && crate::campaign::file::looks_like_campaign(&bytes) {
+        return campaign::read_file(path).map(|c| Contents::Campaign(Box::new(c)));
+    }
     let contents = match bare_trace(path, bytes) {
         Ok(trace) => Contents::Trace(trace?),
         Err(bytes) => read_bytes(path, &bytes)?,

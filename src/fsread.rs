@@ -15,6 +15,11 @@ use crate::json::MAX_DOCUMENT_BYTES;
 /// "too large". Errors keep the OS error (so `ENOENT`, `EISDIR`, `ELOOP`, `EACCES` reach the
 /// user as such); special files get an `InvalidInput` error naming what they are.
 pub fn read_document(path: &Path) -> io::Result<Vec<u8>> {
+    read_document_within(path, MAX_DOCUMENT_BYTES)
+}
+
+/// [`read_document`] with another limit: at most `max_bytes + 1` bytes are read.
+pub fn read_document_within(path: &Path, max_bytes: usize) -> io::Result<Vec<u8>> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() && !meta.is_dir() {
         return Err(special(&meta));
@@ -29,12 +34,9 @@ pub fn read_document(path: &Path) -> io::Result<Vec<u8>> {
     }
     // Sized from the file's length (one allocation, no copies as it grows); the limit still
     // holds, whatever the length said.
-    let expected = usize::try_from(meta.len())
-        .unwrap_or(0)
-        .min(MAX_DOCUMENT_BYTES + 1);
+    let expected = usize::try_from(meta.len()).unwrap_or(0).min(max_bytes + 1);
     let mut raw = Vec::with_capacity(expected + 1);
-    file.take(MAX_DOCUMENT_BYTES as u64 + 1)
-        .read_to_end(&mut raw)?;
+    file.take(max_bytes as u64 + 1).read_to_end(&mut raw)?;
     Ok(raw)
 }
 

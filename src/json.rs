@@ -18,7 +18,7 @@ pub use encode::{
 pub use float::write_py_repr;
 pub use parse::{
     MAX_DEPTH, MAX_DOCUMENT_BYTES, MAX_INT_DIGITS, ParseError, ParseErrorKind, Reader, parse,
-    parse_at_depth,
+    parse_at_depth, parse_within,
 };
 pub(crate) use scan::string_run_end;
 pub use text::Text;

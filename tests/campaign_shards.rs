@@ -458,3 +458,74 @@ fn the_shard_comes_from_kubernetes_or_the_ci_system_when_asked() {
     assert_eq!(code, 2);
     assert!(err.contains("--shard runs part of a new campaign"), "{err}");
 }
+
+#[test]
+fn a_campaign_of_ten_thousand_runs_merges_and_reads_back_past_the_documents_limit() {
+    use toolstorm::campaign::file::{CheckResult, Outcome, RunRecord};
+    use toolstorm::campaign::shard::Shard;
+    let dir = common::fresh_dir("shards-big");
+    let seeds: Vec<i64> = (1..=10_000).collect();
+    let detail = "the proxy finished the session: every answer reached the client ".repeat(6);
+    for index in 1..=10 {
+        let shard = Shard { index, total: 10 };
+        let runs = (1..=10_000u64)
+            .filter(|r| shard.owns(*r))
+            .map(|run| RunRecord {
+                run,
+                seed: run as i64,
+                outcome: Outcome::Finished,
+                exit: Some(0),
+                seconds: 1.0,
+                recording: format!("runs/run-{run:05}/recording.json"),
+                calls: 2,
+                faults: 0,
+                commits: 1,
+                duplicates: 0,
+                checks: vec![CheckResult {
+                    name: "Session finished".into(),
+                    passed: run % 10 != 0,
+                    detail: detail.clone(),
+                }],
+                oracle: None,
+                passed: run % 10 != 0,
+                note: None,
+            })
+            .collect();
+        let file = CampaignFile {
+            scenario: "s.json".into(),
+            scenario_name: "s".into(),
+            scenario_sha256: "ab".repeat(32),
+            cwd: ".".into(),
+            agent: vec!["agent".into()],
+            probability: None,
+            timeout: 60.0,
+            before: None,
+            verify: None,
+            seeds: seeds.clone(),
+            runs,
+            agent_http: false,
+            shard: Some(shard),
+        };
+        std::fs::write(dir.join(format!("s{index}.campaign.json")), file.to_text()).expect("write");
+    }
+    let (code, _, err) = campaign(&dir, &["merge", "all.campaign.json", "."]);
+    assert_eq!(code, 0, "{err}");
+    let size = std::fs::metadata(dir.join("all.campaign.json"))
+        .expect("merged")
+        .len();
+    assert!(
+        size > 8_000_000,
+        "the merged file is past the documents' limit: {size}"
+    );
+    let (code, out, err) = campaign(&dir, &["all.campaign.json", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(pretty(field(&v, "runs")), "10000");
+    assert_eq!(pretty(field(&v, "passed")), "9000");
+    // The explorer's reader takes it too (it says which recording is missing, not its size).
+    let e = toolstorm::document::Document::open(&dir.join("all.campaign.json"))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(!e.contains("exceeds") && e.contains("recording"), "{e}");
+}

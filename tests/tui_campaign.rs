@@ -193,3 +193,46 @@ fn a_campaign_of_many_runs_reads_a_run_when_it_is_shown() {
     let c = app.doc.campaign.as_ref().expect("a campaign");
     assert!(!c.unloaded.contains_key(&2) && c.unloaded.len() < 1999);
 }
+
+#[test]
+fn a_merged_campaign_missing_a_shard_says_which_seeds_in_the_failure_colour() {
+    // The bundled campaign with two of its runs dropped, as a merge with --allow-missing
+    // writes it when a shard never arrived.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cassettes/lost-ack-campaign.json");
+    let mut file = toolstorm::campaign::CampaignFile::from_text(
+        &std::fs::read_to_string(&path).expect("read"),
+    )
+    .expect("campaign");
+    file.runs.retain(|r| r.run != 3 && r.run != 7);
+    let dir = std::env::temp_dir().join(format!("toolstorm-tui-merged-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    // Recordings named from the copy's folder.
+    let base = path.parent().expect("folder");
+    for r in &mut file.runs {
+        r.recording = base.join(&r.recording).display().to_string();
+    }
+    file.scenario = base.join(&file.scenario).display().to_string();
+    let merged = dir.join("merged.campaign.json");
+    std::fs::write(&merged, file.to_text()).expect("write");
+    let mut app = App::new(Document::open(&merged).expect("opens"));
+    let t = draw(&mut app, 120, 36);
+    let screen = t.backend().to_string();
+    assert!(screen.contains("(10 planned)"), "{screen}");
+    assert!(
+        screen.contains("MISSING 2 planned seeds not run: 45, 49"),
+        "{screen}"
+    );
+    let buf = t.backend().buffer();
+    let y = (0..buf.area.height)
+        .find(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, *y)].symbol().to_owned())
+                .collect::<String>()
+                .contains("MISSING")
+        })
+        .expect("the line");
+    let x = (0..buf.area.width)
+        .find(|x| buf[(*x, y)].symbol() == "M")
+        .expect("M");
+    assert_eq!(buf[(x, y)].fg, Color::Red);
+}

@@ -71,6 +71,20 @@ impl fmt::Display for MergeError {
 
 impl std::error::Error for MergeError {}
 
+/// Seeds as text for people: the first twenty, and how many more.
+pub fn seed_list(seeds: &[i64]) -> String {
+    let mut s = seeds
+        .iter()
+        .take(20)
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if seeds.len() > 20 {
+        s.push_str(&format!(" and {} more", seeds.len() - 20));
+    }
+    s
+}
+
 /// The merged campaign and what merging found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Merged {
@@ -172,18 +186,21 @@ pub fn merge(parts: &[Part]) -> Result<Merged, MergeError> {
         shard: None,
         ..first.clone()
     };
-    // Where each kept run came from, by run number.
-    let mut from: std::collections::BTreeMap<u64, &str> = std::collections::BTreeMap::new();
+    // Each kept run and the part it came from, by run number (one sort at the end: parts
+    // interleave their runs, so inserting into the file's list one by one would move it
+    // about for every run).
+    let mut kept: std::collections::BTreeMap<u64, (&RunRecord, &str)> =
+        std::collections::BTreeMap::new();
     let mut repeated = 0;
     for (name, part) in parts {
         for r in &part.runs {
-            match file.run(r.run) {
-                Some(kept) => {
-                    if let Some((says, otherwise)) = outcome_difference(kept, r) {
+            match kept.get(&r.run) {
+                Some((first, from)) => {
+                    if let Some((says, otherwise)) = outcome_difference(first, r) {
                         return Err(MergeError::Conflict {
                             seed: r.seed,
                             run: r.run,
-                            first: from.get(&r.run).copied().unwrap_or_default().to_owned(),
+                            first: (*from).to_owned(),
                             second: name.clone(),
                             says,
                             otherwise,
@@ -192,12 +209,12 @@ pub fn merge(parts: &[Part]) -> Result<Merged, MergeError> {
                     repeated += 1;
                 }
                 None => {
-                    from.insert(r.run, name);
-                    file.record(r.clone());
+                    kept.insert(r.run, (r, name));
                 }
             }
         }
     }
+    file.runs = kept.into_values().map(|(r, _)| r.clone()).collect();
     let missing = file.missing();
     Ok(Merged {
         file,

@@ -231,7 +231,7 @@ fn merge(m: &MergeArgs, io: &mut Io<'_>) -> i32 {
             format!(
                 "; MISSING {} seeds: {}",
                 done.missing.len(),
-                run::merge::list(&done.missing)
+                crate::campaign::merge::seed_list(&done.missing)
             )
         }
     );
@@ -244,17 +244,20 @@ fn campaign(a: &CampaignArgs, path: &Path, io: &mut Io<'_>) -> i32 {
         Ok(b) => b,
         Err(e) => return io.fail(Error::io(path, e)),
     };
-    let parsed = crate::json::parse(&String::from_utf8_lossy(&text)).ok();
-    if parsed.as_ref().is_some_and(CampaignFile::is_campaign) {
+    let campaign_file = crate::campaign::file::looks_like_campaign(&text)
+        || crate::json::parse(&String::from_utf8_lossy(&text))
+            .ok()
+            .is_some_and(|v| CampaignFile::is_campaign(&v));
+    if campaign_file {
         if a.shard.is_some() {
             return io.fail(
                 "ValueError: --shard runs part of a new campaign: give the scenario (a shard's \
                  file resumes as `campaign SCENARIO --shard I/N --out FILE`)",
             );
         }
-        let file = match CampaignFile::from_text(&String::from_utf8_lossy(&text)) {
+        let file = match run::read_file(path) {
             Ok(f) => f,
-            Err(e) => return io.fail(Error::invalid(Some(path), e)),
+            Err(e) => return io.fail(e),
         };
         return match (a.rerun, a.shrink) {
             (Some(seed), _) => rerun(a, &file, seed, io),
@@ -366,11 +369,7 @@ fn campaign(a: &CampaignArgs, path: &Path, io: &mut Io<'_>) -> i32 {
     };
     let mut file = plan.file();
     if plan.out.exists() {
-        let earlier = crate::fsread::read_text(&plan.out)
-            .map_err(|e| Error::io(&plan.out, e))
-            .and_then(|t| {
-                CampaignFile::from_text(&t).map_err(|e| Error::invalid(Some(&plan.out), e))
-            });
+        let earlier = run::read_file(&plan.out);
         match earlier {
             Ok(earlier) if earlier.same_plan(&file) => {
                 for r in earlier.runs {
@@ -736,7 +735,7 @@ pub fn text_lines(path: &Path, file: &CampaignFile) -> Vec<String> {
             "MISSING {} planned seed{} not run (not counted as passed): {}",
             missing.len(),
             if missing.len() == 1 { "" } else { "s" },
-            run::merge::list(&missing)
+            crate::campaign::merge::seed_list(&missing)
         ));
     }
     let disagree: Vec<String> = file

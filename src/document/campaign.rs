@@ -290,6 +290,32 @@ pub fn replan<'f>(
     Ok((plan, first))
 }
 
+/// Reads a campaign file (to [`crate::campaign::file::MAX_FILE_BYTES`], its own limit).
+pub fn read_file(path: &Path) -> Result<CampaignFile, Error> {
+    use crate::campaign::file::MAX_FILE_BYTES;
+    let bytes = crate::fsread::read_document_within(path, MAX_FILE_BYTES)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a campaign file may hold at most {MAX_FILE_BYTES} bytes"),
+            ),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the file is not UTF-8 text",
+            ),
+        )
+    })?;
+    CampaignFile::from_text(&text).map_err(|e| Error::invalid(Some(path), e))
+}
+
 /// The campaign file's folder (recordings are named relative to it).
 fn base_of(out: &Path) -> PathBuf {
     out.parent()

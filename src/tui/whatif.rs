@@ -127,10 +127,7 @@ pub fn run_agent(
     scenario: &Path,
     bin: Option<&Path>,
 ) -> Result<Box<Document>, String> {
-    let text =
-        crate::fsread::read_text(campaign).map_err(|e| format!("{}: {e}", campaign.display()))?;
-    let file =
-        CampaignFile::from_text(&text).map_err(|e| format!("{}: {e}", campaign.display()))?;
+    let file = run::read_file(campaign).map_err(|e| e.to_string())?;
     let again = run::Again::from_file(&file)?;
     let (mut plan, _) = run::replan(campaign, &file, seed, Some(scenario), "what-if", again)?;
     // The pinned fault fires on its call: the campaign's probability override is not for it.

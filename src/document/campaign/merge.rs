@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::{base_of, named_path, relative_to, runs_dir};
 use crate::campaign::CampaignFile;
-use crate::campaign::merge::{MergeError, Part, merge};
+use crate::campaign::merge::{MergeError, Part, merge, seed_list};
 use crate::document::Error;
 
 /// How deep a folder given to merge is searched.
@@ -48,24 +48,10 @@ impl fmt::Display for MergeFailure {
                 "ValueError: {} of {planned} seeds were run by no shard: {} (a shard is missing \
                  or did not finish; --allow-missing merges anyway and reports them as missing)",
                 seeds.len(),
-                list(seeds)
+                seed_list(seeds)
             ),
         }
     }
-}
-
-/// Seeds as text, the first twenty and how many more.
-pub fn list(seeds: &[i64]) -> String {
-    let mut s = seeds
-        .iter()
-        .take(20)
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
-    if seeds.len() > 20 {
-        s.push_str(&format!(" and {} more", seeds.len() - 20));
-    }
-    s
 }
 
 /// What a merge wrote.

@@ -95,11 +95,27 @@ pub fn lines(
             .join(" · ");
         out.push(Line::styled(
             format!(
-                "{passed}/{n} passed ({} planned) · {table}",
-                c.file.seeds.len()
+                "{passed}/{n} passed ({} planned{}) · {table}",
+                c.file.planned().count(),
+                c.file
+                    .shard
+                    .map_or_else(String::new, |s| format!(", shard {s}"))
             ),
             theme.text,
         ));
+        // Planned seeds with no run (a shard missing from a merge): never passes.
+        let not_run = c.file.missing();
+        if !not_run.is_empty() {
+            out.push(Line::styled(
+                format!(
+                    "MISSING {} planned seed{} not run: {}",
+                    not_run.len(),
+                    if not_run.len() == 1 { "" } else { "s" },
+                    crate::campaign::merge::seed_list(&not_run)
+                ),
+                theme.failed,
+            ));
+        }
         for (seed, why) in &c.missing {
             out.push(Line::styled(
                 format!("seed {seed}: no recording to open ({why})"),
