@@ -6,7 +6,10 @@
 //! and its answer timed from its write to the last byte of its JSON body) calls that server
 //! directly and through `toolstorm-tui mcp SCENARIO --record R --listen 127.0.0.1:0 -- URL`
 //! (the release binary), in alternating rounds of the same run, and the latencies are compared
-//! per percentile; the same without `--record` shows what the recording costs. Targets (with
+//! per percentile; the same without `--record` shows what the recording costs, and the same
+//! through a bare HTTP forwarder (this bench run as `--forwarder URL`: hyper server and
+//! client on two worker threads, bodies passed on untouched) shows the floor — what any HTTP
+//! proxy adds on this machine, queueing for the same cores as client and server. Targets (with
 //! `--record`): added p50 < 0.5 ms and p99 < 3 ms at 1 and 16 requests in flight; 256 sessions
 //! open at once (each its own `initialize` through the proxy, then four calls, all in flight
 //! together) under 64 MB peak RSS of the proxy (`VmHWM`). Every answer is checked to be the
@@ -465,17 +468,34 @@ struct Proxy {
     log: Arc<Mutex<String>>,
 }
 
+/// What stands between the client and the server in a latency case.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// `toolstorm-tui mcp`, recording or not.
+    Toolstorm { recording: bool },
+    /// The floor: a bare HTTP forwarder (hyper server and client, two worker threads, no
+    /// JSON, no relay, no recording): what any HTTP proxy costs on this machine.
+    Forwarder,
+}
+
 impl Proxy {
-    /// `mcp SCENARIO [--record R] --listen 127.0.0.1:0 -- URL`.
-    fn start(scenario: &str, record: Option<&std::path::Path>, upstream: &str) -> Proxy {
-        let bin = std::env::var_os("MCP_HTTP_BIN").unwrap_or_else(|| BIN.into());
-        let mut cmd = Command::new(bin);
-        cmd.args(["mcp", scenario]);
-        if let Some(r) = record {
-            cmd.arg("--record").arg(r);
-        }
+    /// `mcp SCENARIO [--record R] --listen 127.0.0.1:0 -- URL`, or the bare forwarder.
+    fn start(scenario: &str, record: Option<&std::path::Path>, upstream: &str, via: Via) -> Proxy {
+        let mut cmd = if via == Via::Forwarder {
+            let mut c = Command::new(std::env::current_exe().expect("the bench"));
+            c.args(["--forwarder", upstream]);
+            c
+        } else {
+            let bin = std::env::var_os("MCP_HTTP_BIN").unwrap_or_else(|| BIN.into());
+            let mut c = Command::new(bin);
+            c.args(["mcp", scenario]);
+            if let Some(r) = record {
+                c.arg("--record").arg(r);
+            }
+            c.args(["--listen", "127.0.0.1:0", "--", upstream]);
+            c
+        };
         let mut child = cmd
-            .args(["--listen", "127.0.0.1:0", "--", upstream])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -521,6 +541,79 @@ impl Proxy {
         std::thread::sleep(Duration::from_millis(50));
         self.log.lock().expect("log").clone()
     }
+}
+
+/// The floor's process (`--forwarder URL`): forwards each request to `upstream` with its
+/// headers and body, and the answer back, on a two-worker runtime as the proxy's.
+fn run_forwarder(upstream: &str) {
+    use hyper_util::client::legacy::Client;
+    use hyper_util::client::legacy::connect::HttpConnector;
+    use hyper_util::rt::TokioExecutor;
+    let upstream: hyper::Uri = upstream.parse().expect("the upstream URL");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        eprintln!(
+            "listening on http://{}/mcp",
+            listener.local_addr().expect("address")
+        );
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let client: Client<HttpConnector, Full<Bytes>> =
+            Client::builder(TokioExecutor::new()).build(connector);
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
+            let (client, upstream) = (client.clone(), upstream.clone());
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let (client, upstream) = (client.clone(), upstream.clone());
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let body = body
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        let mut out = Request::builder().method(parts.method).uri(upstream);
+                        for (name, value) in &parts.headers {
+                            if name != hyper::header::HOST {
+                                out = out.header(name, value);
+                            }
+                        }
+                        let answer = match client
+                            .request(out.body(Full::new(body)).expect("request"))
+                            .await
+                        {
+                            Ok(r) => {
+                                let (parts, body) = r.into_parts();
+                                let body = body
+                                    .collect()
+                                    .await
+                                    .map(|b| b.to_bytes())
+                                    .unwrap_or_default();
+                                Response::from_parts(parts, Full::new(body))
+                            }
+                            Err(_) => empty(502),
+                        };
+                        Ok::<_, std::convert::Infallible>(answer)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .await;
+            });
+        }
+    });
 }
 
 /// A process's `VmHWM` (peak RSS) or another `Vm*` line of its status, in KiB.
@@ -644,12 +737,13 @@ struct Figures {
 
 /// Times `window` requests in flight, direct and through a fresh proxy (`--record` or not),
 /// in `rounds` alternating rounds of `per_round` calls per side.
-fn latency_case(setup: &Setup, window: usize, recording: bool) -> (Figures, String) {
+fn latency_case(setup: &Setup, window: usize, via: Via) -> (Figures, String) {
     let (rt, server, scenario) = (&setup.rt, setup.server.as_str(), setup.scenario.as_str());
     let (dir, rounds, per_round) = (&setup.dir, setup.rounds, setup.per_round);
     let record = dir.join(format!("latency-{window}.json"));
     let _ = std::fs::remove_file(&record);
-    let proxy = Proxy::start(scenario, recording.then_some(record.as_path()), server);
+    let recording = via == Via::Toolstorm { recording: true };
+    let proxy = Proxy::start(scenario, recording.then_some(record.as_path()), server, via);
     let pid = proxy.pid();
     let each = per_round.div_ceil(window);
     let (mut direct, mut proxied, wrong, cpu, ways) = rt.block_on(async {
@@ -760,7 +854,12 @@ fn sessions_case(setup: &Setup) -> (Crowd, String) {
     let dir = &setup.dir;
     let record = dir.join("sessions.json");
     let _ = std::fs::remove_file(&record);
-    let proxy = Proxy::start(scenario, Some(&record), server);
+    let proxy = Proxy::start(
+        scenario,
+        Some(&record),
+        server,
+        Via::Toolstorm { recording: true },
+    );
     let pid = proxy.pid();
     let rss_start_kib = status_kib(pid, "VmRSS:");
     let url = proxy.url.clone();
@@ -867,6 +966,10 @@ fn show_log(log: &str) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--forwarder") {
+        run_forwarder(args.get(at + 1).expect("--forwarder URL"));
+        return;
+    }
     // Words after the flags pick the cases whose label holds one of them.
     let filters: Vec<String> = args
         .iter()
@@ -909,10 +1012,28 @@ fn main() {
     let mut met = true;
     let mut measured = false;
     let cases = [
-        ("--record, 1 in flight", 1, true),
-        ("--record, 16 in flight", 16, true),
-        ("relay only, 1 in flight", 1, false),
-        ("relay only, 16 in flight", 16, false),
+        (
+            "--record, 1 in flight",
+            1,
+            Via::Toolstorm { recording: true },
+        ),
+        (
+            "--record, 16 in flight",
+            16,
+            Via::Toolstorm { recording: true },
+        ),
+        (
+            "relay only, 1 in flight",
+            1,
+            Via::Toolstorm { recording: false },
+        ),
+        (
+            "relay only, 16 in flight",
+            16,
+            Via::Toolstorm { recording: false },
+        ),
+        ("floor, 1 in flight", 1, Via::Forwarder),
+        ("floor, 16 in flight", 16, Via::Forwarder),
     ];
     if cases.iter().any(|c| wanted(c.0)) {
         println!(
@@ -924,11 +1045,12 @@ fn main() {
         );
     }
     // The targets are for --record; the relay alone shows what the recording costs.
-    for (label, window, recording) in cases {
+    for (label, window, via) in cases {
         if !wanted(label) {
             continue;
         }
-        let (f, log) = latency_case(&setup, window, recording);
+        let recording = via == Via::Toolstorm { recording: true };
+        let (f, log) = latency_case(&setup, window, via);
         if recording {
             measured = true;
             met &= f.added.0 < 0.5 && f.added.1 < 3.0;
