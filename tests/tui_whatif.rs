@@ -138,7 +138,127 @@ fn p_says_what_it_needs_on_a_single_recording() {
     press(&mut app, key(KeyCode::Char('p')));
     assert!(matches!(app.mode, Mode::Browse));
     assert!(
-        app.status.contains("open a campaign's run"),
+        app.status.contains("does not say how to start its agent")
+            && app.status.contains("--agent-cmd"),
+        "{}",
+        app.status
+    );
+    // R says the same, and never re-runs the lab on an MCP recording.
+    let runs = app.doc.runs.len();
+    press(&mut app, key(KeyCode::Char('R')));
+    assert_eq!(app.doc.runs.len(), runs, "nothing ran");
+    assert!(app.previous.is_none(), "no lab comparison");
+    assert!(
+        app.status.contains("the lab is not re-run"),
+        "{}",
+        app.status
+    );
+    // Nor does the rule editor open on it (its rules are the scenario file's).
+    press(&mut app, key(KeyCode::Char('i')));
+    assert!(matches!(app.mode, Mode::Browse), "{:?}", app.mode);
+    assert!(app.editor.is_none());
+    assert!(app.status.contains("press R"), "{}", app.status);
+}
+
+/// A recording of the naive agent made through `mcp --agent-cmd`, as a user makes one: the
+/// agent's own mcpServers file starts the proxy, which records and keeps the agent's command.
+fn agent_recording(tag: &str) -> (PathBuf, PathBuf) {
+    agent_recording_with(tag, "")
+}
+
+fn agent_recording_with(tag: &str, extra: &str) -> (PathBuf, PathBuf) {
+    let (dir, scenario) = common::lost_ack_workspace(&format!("agentcmd-{tag}"));
+    let agent = common::example_server().with_file_name("mcp_agent");
+    let config = toolstorm::obj! {"mcpServers" => toolstorm::obj! {"shipping" => toolstorm::obj! {
+        "command" => BIN,
+        "args" => Value::Array(vec![
+            "mcp".into(), "mcp-lost-ack.json".into(), "--record".into(), "rec.json".into(),
+            "--agent-cmd".into(), format!("{} --mcp-config {{mcp_config}}{extra}", agent.display()).into(),
+        ]),
+    }}};
+    std::fs::write(dir.join("mcp.json"), toolstorm::json::pretty(&config)).expect("config");
+    let out = Command::new(&agent)
+        .args(["--mcp-config", "mcp.json"])
+        .current_dir(&dir)
+        .output()
+        .expect("the agent");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir.join("rec.json"), scenario)
+}
+
+#[test]
+fn r_reruns_the_agent_of_a_recording_with_its_scenario_as_edited() {
+    let (recording, scenario) = agent_recording("r");
+    let sidecar =
+        std::fs::read_to_string(recording.with_file_name("rec.mcp.json")).expect("sidecar");
+    assert!(sidecar.contains("\"agent\":{\"command\""), "{sidecar}");
+    let mut app = open(&recording);
+    draw(&mut app, 120, 36);
+    // The first run: the acknowledgement of call 1 lost, the naive agent retried, two commits.
+    assert_eq!(app.tab().timeline.report().effects.len(), 2);
+    // The user moves the lost acknowledgement to the second call, in the scenario file.
+    let text = std::fs::read_to_string(&scenario).expect("scenario");
+    let edited = text.replacen(
+        "\"calls\": [\n        1\n      ]",
+        "\"calls\": [\n        2\n      ]",
+        1,
+    );
+    assert_ne!(edited, text, "the rule's calls were found");
+    std::fs::write(&scenario, edited).expect("write");
+    press(&mut app, key(KeyCode::Char('R')));
+    assert!(!app.agent_running, "the re-run is over: {}", app.status);
+    assert_eq!(app.screen, Screen::Compare, "{}", app.status);
+    assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
+    let new = app.tab().clone();
+    assert_eq!(new.label, "re-run: the rules of mcp-lost-ack.json now");
+    // Judged from its own recording: no fault on the first call, one commit, no retry.
+    let report = new.timeline.report();
+    assert_eq!(report.calls.len(), 1);
+    assert!(report.calls[0].fault.is_none());
+    assert_eq!(report.effects.len(), 1);
+    let own = recording.with_file_name("rec.re-run-42.runs/run-001/recording.json");
+    assert!(
+        toolstorm::document::open_trace(&own).is_ok(),
+        "{}",
+        own.display()
+    );
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("✗→✓ No duplicate side effects"), "{screen}");
+    // And p pins a fault on such a recording too: the timeout on its (now only) call.
+    press(&mut app, key(KeyCode::Esc));
+    app.cursor = Some(0);
+    press(&mut app, key(KeyCode::Char('p')));
+    assert!(
+        matches!(app.mode, Mode::PinFault(0)),
+        "{:?} {}",
+        app.mode,
+        app.status
+    );
+}
+
+#[test]
+fn an_agent_command_keeps_no_secret_and_r_asks_for_it_again() {
+    let (recording, _) = agent_recording_with("secret", " --api-key sk-live-4242");
+    let sidecar =
+        std::fs::read_to_string(recording.with_file_name("rec.mcp.json")).expect("sidecar");
+    assert!(!sidecar.contains("sk-live-4242"), "{sidecar}");
+    let (code, out, _) = common::cli(&["inspect", recording.to_str().expect("path")]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("agent (R in the explorer starts it again):") && !out.contains("sk-live-4242"),
+        "{out}"
+    );
+    let mut app = open(&recording);
+    draw(&mut app, 120, 36);
+    let runs = app.doc.runs.len();
+    press(&mut app, key(KeyCode::Char('R')));
+    assert_eq!(app.doc.runs.len(), runs, "nothing ran");
+    assert!(
+        app.status.contains("secret redacted") && app.status.contains("environment"),
         "{}",
         app.status
     );

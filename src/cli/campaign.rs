@@ -366,6 +366,7 @@ fn campaign(a: &CampaignArgs, path: &Path, io: &mut Io<'_>) -> i32 {
         scenario_sha256: crate::json::sha256_hex(&text),
         agent_http: a.agent_transport == "http",
         shard,
+        server: Vec::new(),
     };
     let mut file = plan.file();
     if plan.out.exists() {

@@ -69,6 +69,11 @@ pub struct McpArgs {
     /// With --listen: take clients from other machines (the default is loopback only)
     #[arg(long, requires = "listen")]
     allow_remote: bool,
+    /// With --record: the agent's command line (run by `sh -c` in this folder), kept in the
+    /// recording with its secrets redacted, so the explorer can start it again on other
+    /// rules (`R`, `p`). Placeholders: {mcp_config} {seed} {record} {run_dir} {mcp_url}
+    #[arg(long, value_name = "CMD", requires = "record")]
+    agent_cmd: Option<String>,
     /// A header sent with every request to a server reached by URL, as 'Name: value' (a value
     /// written `$NAME` is read from the environment variable NAME); repeat for more
     #[arg(long = "header", value_name = "'NAME: VALUE'")]
@@ -246,6 +251,15 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
             .map(|addr| crate::mcp::http::listen::ListenOptions {
                 addr: addr.clone(),
                 allow_remote: a.allow_remote,
+            }),
+        agent: a
+            .agent_cmd
+            .as_ref()
+            .map(|cmd| crate::mcp::session::AgentCommand {
+                command: crate::redact::Redactor::builtin().redact_command_line(cmd),
+                cwd: std::env::current_dir()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_else(|_| ".".into()),
             }),
     };
     let proxy = match Proxy::new(options) {

@@ -149,6 +149,12 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
                 }
                 io.println(&crate::printable::line(&line));
             }
+            if let Some(a) = &m.agent {
+                io.println(&format!(
+                    "agent (R in the explorer starts it again): {} (in {})",
+                    a.command, a.cwd
+                ));
+            }
             if let [c] = trace.cassettes.as_slice() {
                 for line in mcp_inspect_lines(&c.report, m) {
                     io.println(&line);

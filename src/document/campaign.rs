@@ -71,6 +71,9 @@ pub struct Plan {
     pub agent_http: bool,
     /// The part of the seeds this machine runs (`--shard I/N`), or all of them.
     pub shard: Option<crate::campaign::shard::Shard>,
+    /// The server's command for the proxy, when the scenario names none (a recording made
+    /// with the server after `--`); empty: the scenario's own.
+    pub server: Vec<String>,
 }
 
 impl Plan {
@@ -286,6 +289,7 @@ pub fn replan<'f>(
         scenario_sha256,
         agent_http: file.agent_http,
         shard: None,
+        server: Vec::new(),
     };
     Ok((plan, first))
 }
@@ -314,6 +318,96 @@ pub fn read_file(path: &Path) -> Result<CampaignFile, Error> {
         )
     })?;
     CampaignFile::from_text(&text).map_err(|e| Error::invalid(Some(path), e))
+}
+
+/// The placeholders an agent's command may hold.
+const PLACEHOLDERS: [&str; 6] = ["mcp_config", "seed", "run", "record", "run_dir", "mcp_url"];
+
+/// The plan that starts the agent of the MCP recording at `recording` again on `seed`, with
+/// the rules of `scenario` — the agent its sidecar names (`mcp --agent-cmd`, run by `sh -c`
+/// in the folder it ran in), its files named `<recording>.<what>-SEED`. The error says what
+/// is missing and how to give it.
+pub fn replan_recording(
+    recording: &Path,
+    seed: i64,
+    scenario: &Path,
+    what: &str,
+) -> Result<Plan, String> {
+    let side = crate::mcp::session::sidecar_path(recording);
+    let mcp = crate::mcp::session::McpSession::load(&side)
+        .map_err(|e| format!("{}: {e}", side.display()))?;
+    let Some(agent) = mcp.agent.as_ref() else {
+        return Err(format!(
+            "{} does not say how to start its agent: record with `toolstorm-tui mcp SCENARIO \
+             --record FILE --agent-cmd 'python agent.py --mcp-config {{mcp_config}}' ...`, or run \
+             the agent as a campaign (`toolstorm-tui campaign SCENARIO -- AGENT ...`)",
+            recording.display()
+        ));
+    };
+    if agent.command.contains(crate::redact::MARKER) {
+        return Err(format!(
+            "{} keeps its agent's command with a secret redacted, so it cannot be started \
+             again: give the agent its secret through the environment (which is passed on, and \
+             never written), not its command line",
+            recording.display()
+        ));
+    }
+    // The command runs in a shell; each placeholder becomes the variable holding its value,
+    // quoted for where it stands.
+    let values: Vec<(&str, String)> = PLACEHOLDERS.iter().map(|p| (*p, String::new())).collect();
+    let command = expand_for_shell(&agent.command, &values);
+    let record = RunRecord {
+        run: 1,
+        seed,
+        outcome: Outcome::Finished,
+        exit: None,
+        seconds: 0.0,
+        recording: recording.display().to_string(),
+        calls: 0,
+        faults: 0,
+        commits: 0,
+        duplicates: 0,
+        checks: Vec::new(),
+        oracle: None,
+        passed: false,
+        note: None,
+    };
+    let file = CampaignFile {
+        scenario: scenario.display().to_string(),
+        scenario_name: String::new(),
+        scenario_sha256: String::new(),
+        cwd: agent.cwd.clone(),
+        agent: vec!["sh".into(), "-c".into(), command],
+        probability: None,
+        timeout: 300.0,
+        before: None,
+        verify: None,
+        seeds: vec![seed],
+        runs: vec![record],
+        agent_http: mcp
+            .transport
+            .as_ref()
+            .is_some_and(|t| t.client == "streamable-http"),
+        shard: None,
+    };
+    let again = Again::from_file(&file)?;
+    let (mut plan, _) = replan(recording, &file, seed, Some(scenario), what, again)?;
+    if plan.scenario.server.is_none() {
+        if mcp.server_command.is_empty()
+            || mcp
+                .server_command
+                .iter()
+                .any(|w| w.contains(crate::redact::MARKER))
+        {
+            return Err(format!(
+                "neither {} nor the recording names the server with what it needs (a secret \
+                 was redacted): put it in the scenario's \"server\"",
+                scenario.display()
+            ));
+        }
+        plan.server = mcp.server_command.clone();
+    }
+    Ok(plan)
 }
 
 /// The campaign file's folder (recordings are named relative to it).
@@ -792,6 +886,10 @@ fn proxy_args(plan: &Plan, seed: i64, record: &Path) -> Vec<String> {
     args.push("--record".into());
     args.push(record.display().to_string());
     args.push("--append".into());
+    if !plan.server.is_empty() {
+        args.push("--".into());
+        args.extend(plan.server.iter().cloned());
+    }
     args
 }
 

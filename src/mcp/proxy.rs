@@ -68,6 +68,8 @@ pub struct Options {
     pub headers: Vec<super::http::Header>,
     /// Take the client over Streamable HTTP on this address instead of our stdin and stdout.
     pub listen: Option<ListenOptions>,
+    /// The agent's command (`--agent-cmd`, redacted), kept in the recording's sidecar.
+    pub agent: Option<super::session::AgentCommand>,
 }
 
 /// The server end, its input and its output.
@@ -345,6 +347,7 @@ impl Proxy {
                 .as_ref()
                 .map(|s| s.checks.clone())
                 .unwrap_or_default(),
+            agent: options.agent.clone(),
             ..McpSession::default()
         };
         // The recording exists before the server starts (with no calls yet, or the calls of

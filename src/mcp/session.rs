@@ -262,6 +262,19 @@ pub struct McpSession {
     /// How the two sides were reached, when either was over HTTP (absent for stdio on both
     /// sides, and in sidecars written before HTTP).
     pub transport: Option<Box<Transport>>,
+    /// The agent that made this recording, when the proxy was told (`mcp --agent-cmd`): how
+    /// the explorer starts it again.
+    pub agent: Option<AgentCommand>,
+}
+
+/// How to start the agent of a recording again ([`McpSession::agent`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentCommand {
+    /// A shell command line, its secrets redacted; `{mcp_config}`, `{seed}`, `{record}`,
+    /// `{run_dir}`, `{mcp_url}` are the run's.
+    pub command: String,
+    /// The folder it runs in (the proxy's when it recorded).
+    pub cwd: String,
 }
 
 /// How the proxy reached its client and its server ([`McpSession::transport`]).
@@ -714,6 +727,12 @@ impl McpSession {
         if let Some(t) = &self.transport {
             o.push("transport", t.to_value());
         }
+        if let Some(a) = &self.agent {
+            o.push(
+                "agent",
+                obj! {"command" => a.command.as_str(), "cwd" => a.cwd.as_str()},
+            );
+        }
         if let Some(st) = &self.recording_stopped {
             o.push(
                 "recording_stopped",
@@ -754,6 +773,7 @@ impl McpSession {
             "recording_stopped",
             "client_closed",
             "transport",
+            "agent",
         ];
         let o = require_keys(v, &keys, &optional).map_err(|e| ConfigError {
             message: "Invalid MCP session file",
@@ -795,6 +815,23 @@ impl McpSession {
         let transport = match field("transport") {
             Value::Null => None,
             v => Some(Box::new(Transport::from_value(v)?)),
+        };
+        let agent = match field("agent") {
+            Value::Null => None,
+            v => {
+                let ao = require_keys(v, &["command", "cwd"], &[])
+                    .map_err(|_| bad("agent", "expected {\"command\": ..., \"cwd\": ...}"))?;
+                let text = |k: &str| {
+                    ao.get(k)
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .ok_or_else(|| bad(&format!("agent.{k}"), "expected a string"))
+                };
+                Some(AgentCommand {
+                    command: text("command")?,
+                    cwd: text("cwd")?,
+                })
+            }
         };
         let recording_stopped = match field("recording_stopped") {
             Value::Null => None,
@@ -913,6 +950,7 @@ impl McpSession {
             recording_stopped,
             client_closed,
             transport,
+            agent,
         })
     }
 
@@ -1000,6 +1038,15 @@ pub enum SessionError {
     Invalid(ConfigError),
 }
 
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionError::Io(e) => write!(f, "{e}"),
+            SessionError::Invalid(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1052,6 +1099,10 @@ mod tests {
             }),
             client_closed: Some(true),
             transport: None,
+            agent: Some(AgentCommand {
+                command: "python agent.py --api-key [REDACTED] --mcp-config {mcp_config}".into(),
+                cwd: "/work/agent".into(),
+            }),
         }
     }
 

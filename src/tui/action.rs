@@ -248,17 +248,29 @@ pub enum Command {
     RerunAgent(AgentRerun),
 }
 
-/// A campaign's seed to run again with the rules of `scenario` (`p`, what if).
+/// Where the agent to start again is known from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentSource {
+    /// A campaign file (its agent, folder and commands).
+    Campaign(PathBuf),
+    /// An MCP recording whose sidecar names its agent (`mcp --agent-cmd`).
+    Recording(PathBuf),
+}
+
+/// A seed to run again with the rules of `scenario` (`p`, what if; `R` on an MCP recording).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentRerun {
-    /// The campaign file.
-    pub campaign: PathBuf,
+    /// Where the agent is known from.
+    pub source: AgentSource,
     /// The seed.
     pub seed: i64,
     /// The scenario with the pinned fault.
     pub scenario: PathBuf,
     /// What was pinned, for people.
     pub label: String,
+    /// The new run's name and its files' (`what-if` for a pinned fault, `re-run` for the
+    /// scenario as it is).
+    pub tag: &'static str,
     /// The proxy program the agent starts (this one when none).
     pub bin: Option<PathBuf>,
 }

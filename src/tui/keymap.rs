@@ -339,7 +339,7 @@ pub const RUNNER: &[Binding] = &[
     },
     Binding {
         keys: "R",
-        help: "rerun now",
+        help: "rerun now (an MCP run: its agent)",
         codes: &[KeyCode::Char('R')],
         action: || Action::Rerun,
     },

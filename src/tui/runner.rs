@@ -38,6 +38,20 @@ impl App {
         if self.editor.is_some() {
             return true;
         }
+        if self.doc.mcp.is_some() || self.doc.campaign.is_some() {
+            let scenario = self
+                .doc
+                .mcp
+                .as_ref()
+                .and_then(|m| m.scenario.clone())
+                .unwrap_or_else(|| "its scenario file".into());
+            self.error(format!(
+                "the rule editor edits lab scenarios: for this agent's run, edit {scenario} in \
+                 your editor and press R (the agent re-runs with it), or p to pin one fault to \
+                 the selected call"
+            ));
+            return false;
+        }
         if self.doc.kind == DocKind::Scenario && self.doc.scenario.is_none() {
             self.error(
                 "Orbit scenarios are not editable here: edit the file in your editor and the \
@@ -245,6 +259,11 @@ impl App {
             }
             Action::CyclePolicy => {
                 return self.edit_with("policy changed", |e, _| e.cycle_policy());
+            }
+            // An MCP recording's (or a campaign run's) agent is real: it is started again,
+            // never replaced by the lab.
+            Action::Rerun if self.doc.mcp.is_some() || self.doc.campaign.is_some() => {
+                return self.rerun_agent_now();
             }
             Action::Rerun if self.ensure_editor() => {
                 return vec![Command::Rerun];

@@ -7,9 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::action::{Action, AgentRerun, Command};
+use super::action::{Action, AgentRerun, AgentSource, Command};
 use super::app::{App, Mode, Screen};
-use crate::campaign::CampaignFile;
 use crate::document::Document;
 use crate::document::campaign as run;
 use crate::json::{Value, pretty};
@@ -70,17 +69,15 @@ pub fn scenario_path(campaign: &Path, seed: i64) -> PathBuf {
     campaign.with_file_name(format!("{stem}.what-if-{seed}.json"))
 }
 
-/// The campaign's scenario with its rules replaced by one: `choice` pinned to call `ordinal`
-/// of `tool` (its delivery the campaign's default).
+/// The scenario at `path` with its rules replaced by one: `choice` pinned to call `ordinal`
+/// of `tool` (its delivery the default).
 pub fn pinned_scenario(
-    campaign: &Path,
-    file: &CampaignFile,
+    path: &Path,
     tool: &str,
     ordinal: u64,
     choice: &Choice,
 ) -> Result<Value, String> {
-    let path = run::scenario_of(campaign, file);
-    let text = crate::fsread::read_text(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::fsread::read_text(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut v = crate::json::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let rule = obj! {
         "name" => "what-if",
@@ -111,26 +108,33 @@ pub fn pinned_scenario(
     Ok(v)
 }
 
-/// Runs a re-run the picker asked for (it takes the agent's time): the answer for the app.
+/// Runs a re-run the picker (or `R`) asked for (it takes the agent's time): the answer for
+/// the app.
 pub fn rerun(r: AgentRerun) -> Action {
-    let result = run_agent(&r.campaign, r.seed, &r.scenario, r.bin.as_deref());
+    let result = run_agent(&r.source, r.seed, &r.scenario, r.bin.as_deref(), r.tag);
     Action::AgentRan(result, r.label)
 }
 
-/// Runs seed `seed` of the campaign at `campaign` again with the rules of `scenario`: the new
+/// Runs seed `seed` of the agent `source` knows again with the rules of `scenario`: the new
 /// run's recording, opened.
 /// `bin` is the program the agent's `mcpServers` entry starts as the proxy (this one unless
 /// given).
 pub fn run_agent(
-    campaign: &Path,
+    source: &AgentSource,
     seed: i64,
     scenario: &Path,
     bin: Option<&Path>,
+    tag: &str,
 ) -> Result<Box<Document>, String> {
-    let file = run::read_file(campaign).map_err(|e| e.to_string())?;
-    let again = run::Again::from_file(&file)?;
-    let (mut plan, _) = run::replan(campaign, &file, seed, Some(scenario), "what-if", again)?;
-    // The pinned fault fires on its call: the campaign's probability override is not for it.
+    let mut plan = match source {
+        AgentSource::Campaign(campaign) => {
+            let file = run::read_file(campaign).map_err(|e| e.to_string())?;
+            let again = run::Again::from_file(&file)?;
+            run::replan(campaign, &file, seed, Some(scenario), tag, again)?.0
+        }
+        AgentSource::Recording(recording) => run::replan_recording(recording, seed, scenario, tag)?,
+    };
+    // The rules fire as the scenario says: a campaign's probability override is not for them.
     plan.probability = None;
     if let Some(b) = bin {
         plan.bin = b.to_path_buf();
@@ -142,20 +146,96 @@ pub fn run_agent(
         None => e.to_string(),
     })?;
     if let Some(r) = doc.runs.first_mut() {
-        r.label = "what-if".into();
+        r.label = tag.into();
     }
     Ok(Box::new(doc))
 }
 
 impl App {
-    /// `p`: the picker, on a campaign's run with a call selected.
+    /// Where the agent of the run shown is known from, its seed, and its scenario file: a
+    /// campaign's run (the campaign), or an MCP recording whose sidecar names its agent. The
+    /// error says why it cannot be started, and how to make it so.
+    pub(super) fn agent_context(&self) -> Result<(AgentSource, i64, PathBuf), String> {
+        let path = self
+            .doc
+            .path
+            .clone()
+            .ok_or("this run has no file: nothing says how to start its agent")?;
+        if let Some(c) = &self.doc.campaign {
+            let seed = c
+                .records
+                .get(self.run)
+                .map(|r| r.seed)
+                .ok_or("this run is not one of the campaign's: open one from the list (L)")?;
+            return Ok((
+                AgentSource::Campaign(path.clone()),
+                seed,
+                run::scenario_of(&path, &c.file),
+            ));
+        }
+        let Some(mcp) = &self.doc.mcp else {
+            return Err("re-running an agent needs an MCP recording or a campaign".into());
+        };
+        if mcp.agent.is_none() {
+            return Err(format!(
+                "{} does not say how to start its agent: record it with `mcp SCENARIO --record \
+                 FILE --agent-cmd 'CMD' -- SERVER` (or run it as a campaign); the lab is not \
+                 re-run for an MCP recording",
+                path.display()
+            ));
+        }
+        let scenario = mcp.scenario.clone().ok_or(
+            "the recording was made without a scenario: there are no rules to change (record \
+             with `mcp SCENARIO ...`)",
+        )?;
+        let seed = self
+            .tab()
+            .timeline
+            .report()
+            .seed
+            .as_i64()
+            .ok_or("the recording's seed is not a 64-bit integer")?;
+        Ok((AgentSource::Recording(path), seed, PathBuf::from(scenario)))
+    }
+
+    /// `R` on an MCP recording or a campaign's run: the agent again, on the same seed, with
+    /// its scenario's rules as the file holds them now (edited in any editor), compared.
+    pub(super) fn rerun_agent_now(&mut self) -> Vec<Command> {
+        if self.agent_running {
+            self.info("the agent is running: its run comes when it is done".into());
+            return Vec::new();
+        }
+        let (source, seed, scenario) = match self.agent_context() {
+            Ok(c) => c,
+            Err(e) => {
+                self.error(e);
+                return Vec::new();
+            }
+        };
+        let name = scenario
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let label = format!("the rules of {name} now");
+        self.info(format!(
+            "re-running the agent on seed {seed} with {label} …"
+        ));
+        self.agent_running = true;
+        vec![Command::RerunAgent(AgentRerun {
+            source,
+            seed,
+            scenario,
+            label,
+            tag: "re-run",
+            bin: self.proxy_bin.clone(),
+        })]
+    }
+
+    /// `p`: the picker, on a run whose agent is known, with a call selected.
     pub(super) fn open_pin(&mut self) {
-        if self.doc.campaign.is_none() {
-            self.info(
-                "p re-runs an agent with a fault pinned to a call: open a campaign's run (its \
-                 agent is known) — a single recording does not say how to start its agent"
-                    .into(),
-            );
+        if let Err(e) = self.agent_context() {
+            self.info(format!(
+                "p re-runs the agent with a fault pinned to a call: {e}"
+            ));
             return;
         }
         if self.selected().is_none() {
@@ -202,20 +282,19 @@ impl App {
 
     fn pin_submit(&mut self, at: usize) -> Vec<Command> {
         self.mode = Mode::Browse;
-        let (Some(campaign), Some(path), Some(call)) = (
-            self.doc.campaign.as_ref(),
-            self.doc.path.clone(),
-            self.selected().cloned(),
-        ) else {
+        let (Some(path), Some(call)) = (self.doc.path.clone(), self.selected().cloned()) else {
             return Vec::new();
         };
-        let Some(seed) = campaign.records.get(self.run).map(|r| r.seed) else {
-            self.info("this run is not one of the campaign's: open one from the list (L)".into());
-            return Vec::new();
+        let (source, seed, scenario_file) = match self.agent_context() {
+            Ok(c) => c,
+            Err(e) => {
+                self.info(e);
+                return Vec::new();
+            }
         };
         let choice = &CHOICES[at.min(CHOICES.len() - 1)];
         let tool = call.tool.to_lossy();
-        let scenario = match pinned_scenario(&path, &campaign.file, &tool, call.ordinal, choice) {
+        let scenario = match pinned_scenario(&scenario_file, &tool, call.ordinal, choice) {
             Ok(v) => v,
             Err(e) => {
                 self.error(format!("cannot write the what-if scenario: {e}"));
@@ -234,10 +313,11 @@ impl App {
         ));
         self.agent_running = true;
         vec![Command::RerunAgent(AgentRerun {
-            campaign: path,
+            source,
             seed,
             scenario: target,
             label,
+            tag: "what-if",
             bin: self.proxy_bin.clone(),
         })]
     }
