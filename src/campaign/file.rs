@@ -129,6 +129,26 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A run that has not been judged yet: no calls, no checks, not passed.
+    pub fn new(run: u64, seed: i64, outcome: Outcome, recording: String) -> RunRecord {
+        RunRecord {
+            run,
+            seed,
+            outcome,
+            exit: None,
+            seconds: 0.0,
+            recording,
+            calls: 0,
+            faults: 0,
+            commits: 0,
+            duplicates: 0,
+            checks: Vec::new(),
+            oracle: None,
+            passed: false,
+            note: None,
+        }
+    }
+
     /// Whether the oracle and our checks disagree (one says pass, the other fail).
     pub fn oracle_disagrees(&self) -> bool {
         self.oracle

@@ -356,22 +356,7 @@ pub fn replan_recording(
     // quoted for where it stands.
     let values: Vec<(&str, String)> = PLACEHOLDERS.iter().map(|p| (*p, String::new())).collect();
     let command = expand_for_shell(&agent.command, &values);
-    let record = RunRecord {
-        run: 1,
-        seed,
-        outcome: Outcome::Finished,
-        exit: None,
-        seconds: 0.0,
-        recording: recording.display().to_string(),
-        calls: 0,
-        faults: 0,
-        commits: 0,
-        duplicates: 0,
-        checks: Vec::new(),
-        oracle: None,
-        passed: false,
-        note: None,
-    };
+    let record = RunRecord::new(1, seed, Outcome::Finished, recording.display().to_string());
     let file = CampaignFile {
         scenario: scenario.display().to_string(),
         scenario_name: String::new(),
@@ -585,22 +570,7 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         .map_or_else(|_| record_path.clone(), Path::to_path_buf)
         .display()
         .to_string();
-    let mut r = RunRecord {
-        run,
-        seed,
-        outcome: Outcome::StartFailed,
-        exit: None,
-        seconds: 0.0,
-        recording: relative,
-        calls: 0,
-        faults: 0,
-        commits: 0,
-        duplicates: 0,
-        checks: Vec::new(),
-        oracle: None,
-        passed: false,
-        note: None,
-    };
+    let mut r = RunRecord::new(run, seed, Outcome::StartFailed, relative);
     let finish = |mut r: RunRecord| {
         r.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         r
