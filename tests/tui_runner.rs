@@ -148,13 +148,22 @@ fn rule_list_operations_and_settings_keys() {
     dispatch(&mut app, Action::ShiftBudget(-1));
     dispatch(&mut app, Action::CycleProbability);
     dispatch(&mut app, Action::CyclePolicy);
-    let cfg = app.editor.as_ref().expect("editor").file().config.clone();
+    let cfg = app
+        .editor
+        .as_ref()
+        .expect("editor")
+        .lab()
+        .expect("a lab scenario")
+        .config
+        .clone();
     assert_eq!(
         (cfg.seed, cfg.max_calls, cfg.probability),
         (43, 7, Some(0.5))
     );
     assert_eq!(
-        app.editor.as_ref().map(|e| e.file().policy),
+        app.editor
+            .as_ref()
+            .map(|e| e.lab().expect("a lab scenario").policy),
         Some(PolicyChoice::One(Policy::Optimistic))
     );
     assert_eq!(app.doc.runs.len(), 1);
@@ -169,7 +178,9 @@ fn rule_list_operations_and_settings_keys() {
         dispatch(&mut app, Action::ShiftBudget(1));
     }
     assert_eq!(
-        app.editor.as_ref().map(|e| e.file().config.max_calls),
+        app.editor
+            .as_ref()
+            .map(|e| e.lab().expect("a lab scenario").config.max_calls),
         Some(20)
     );
     assert!(
@@ -217,7 +228,7 @@ fn a_shipping_cassette_becomes_an_unsaved_scenario_and_orbit_says_no() {
     let e = app.editor.as_ref().expect("editor from the cassette");
     assert!(!e.dirty(), "nothing edited yet");
     assert_eq!(
-        e.file().policy,
+        e.lab().expect("a lab scenario").policy,
         PolicyChoice::One(Policy::Retry),
         "the policy that reproduces the cassette"
     );
@@ -391,11 +402,19 @@ fn a_change_on_disk_reruns_and_a_conflict_keeps_both() {
     assert_eq!(app.mode, Mode::Confirm(Question::Conflict));
     dispatch(&mut app, Action::Answer('m'));
     let e = app.editor.as_ref().expect("editor");
-    assert_eq!((e.file().config.seed, e.file().config.max_calls), (43, 8));
+    assert_eq!(
+        (
+            e.lab().expect("a lab scenario").config.seed,
+            e.lab().expect("a lab scenario").config.max_calls
+        ),
+        (43, 8)
+    );
     assert!(e.dirty());
     dispatch(&mut app, Action::Undo);
     assert_eq!(
-        app.editor.as_ref().map(|e| e.file().config.max_calls),
+        app.editor
+            .as_ref()
+            .map(|e| e.lab().expect("a lab scenario").config.max_calls),
         Some(5),
         "the disk version is one undo step back"
     );
@@ -408,9 +427,20 @@ fn a_change_on_disk_reruns_and_a_conflict_keeps_both() {
     assert_eq!(app.mode, Mode::Confirm(Question::Conflict));
     dispatch(&mut app, Action::Answer('d'));
     let e = app.editor.as_ref().expect("editor");
-    assert_eq!((e.file().config.seed, e.file().config.max_calls), (42, 6));
+    assert_eq!(
+        (
+            e.lab().expect("a lab scenario").config.seed,
+            e.lab().expect("a lab scenario").config.max_calls
+        ),
+        (42, 6)
+    );
     dispatch(&mut app, Action::Undo);
-    assert_eq!(app.editor.as_ref().map(|e| e.file().config.seed), Some(43));
+    assert_eq!(
+        app.editor
+            .as_ref()
+            .map(|e| e.lab().expect("a lab scenario").config.seed),
+        Some(43)
+    );
 
     // Our own save is not a conflict.
     dispatch(&mut app, Action::Save);

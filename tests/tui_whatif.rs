@@ -153,11 +153,15 @@ fn p_says_what_it_needs_on_a_single_recording() {
         "{}",
         app.status
     );
-    // Nor does the rule editor open on it (its rules are the scenario file's).
+    // Nor does the rule editor open on it: there is no agent to re-run with the rules.
     press(&mut app, key(KeyCode::Char('i')));
     assert!(matches!(app.mode, Mode::Browse), "{:?}", app.mode);
     assert!(app.editor.is_none());
-    assert!(app.status.contains("press R"), "{}", app.status);
+    assert!(
+        app.status.contains("cannot edit this run's rules") && app.status.contains("--agent-cmd"),
+        "{}",
+        app.status
+    );
 }
 
 /// A recording of the naive agent made through `mcp --agent-cmd`, as a user makes one: the
@@ -261,5 +265,63 @@ fn an_agent_command_keeps_no_secret_and_r_asks_for_it_again() {
         app.status.contains("secret redacted") && app.status.contains("environment"),
         "{}",
         app.status
+    );
+}
+
+#[test]
+fn the_rule_editor_edits_an_agent_recordings_scenario_and_r_reruns_the_agent_with_it() {
+    let (recording, scenario) = agent_recording("editor");
+    let before = std::fs::read_to_string(&scenario).expect("scenario");
+    let mut app = open(&recording);
+    draw(&mut app, 120, 36);
+    // i opens the same editor as the lab's, on the recording's scenario.
+    press(&mut app, key(KeyCode::Char('i')));
+    assert!(
+        matches!(app.mode, Mode::Edit),
+        "{:?} {}",
+        app.mode,
+        app.status
+    );
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("Rules · mcp-lost-ack"), "{screen}");
+    assert!(
+        screen.contains("budget 10000 · agent") && !screen.contains("policy"),
+        "no policy for an agent: {screen}"
+    );
+    // The lost acknowledgement moves to the second call: Down to `calls`, Enter, type 2.
+    for _ in 0..3 {
+        press(&mut app, key(KeyCode::Down));
+    }
+    press(&mut app, key(KeyCode::Enter));
+    keys::enter_text(&mut app, "2");
+    assert!(app.status.contains("R re-runs the agent"), "{}", app.status);
+    assert_eq!(app.doc.runs.len(), 1, "an edit does not start the agent");
+    // The policy key has nothing to cycle for an agent.
+    press(&mut app, key(KeyCode::Esc));
+    press(&mut app, key(KeyCode::Char('R')));
+    assert!(!app.agent_running, "{}", app.status);
+    assert_eq!(app.screen, Screen::Compare, "{}", app.status);
+    assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
+    let report = app.tab().timeline.report().clone();
+    assert_eq!(report.calls.len(), 1, "no retry");
+    assert!(report.calls[0].fault.is_none(), "call 1 is not faulted now");
+    // The edited rules were run from a file of their own; the scenario is unchanged until w.
+    let edited = recording.with_file_name("rec.edited-42.json");
+    let text = std::fs::read_to_string(&edited).expect("the edited rules");
+    assert!(toolstorm::json::compact(&parse(&text).expect("json")).contains(r#""calls":[2]"#));
+    assert_eq!(
+        std::fs::read_to_string(&scenario).expect("scenario"),
+        before
+    );
+    press(&mut app, key(KeyCode::Char('w')));
+    let saved = std::fs::read_to_string(&scenario).expect("scenario");
+    assert!(
+        toolstorm::json::compact(&parse(&saved).expect("json")).contains(r#""calls":[2]"#),
+        "w saves the edited scenario: {saved} ({})",
+        app.status
+    );
+    assert!(
+        saved.contains("\"server\""),
+        "the scenario keeps its server"
     );
 }

@@ -316,7 +316,12 @@ mod tests {
         let before = run(&f.scenario, Policy::Retry, &f.config).expect("run");
         let mut e = Editor::new(&f).expect("editor");
         e.set_field(0, Field::Calls, "5").expect("calls");
-        let after = run(&e.file().scenario, Policy::Retry, &e.file().config).expect("run");
+        let after = run(
+            &e.lab().expect("a lab scenario").scenario,
+            Policy::Retry,
+            &e.lab().expect("a lab scenario").config,
+        )
+        .expect("run");
         let d = compare(&before.report, &before.checks, &after.report, &after.checks);
         assert_eq!(d.duplicates, (1, 0));
         assert_eq!(d.faults, (1, 0));

@@ -1,15 +1,17 @@
-//! An editable scenario: the rule list and run settings of a [`ScenarioFile`], changed one
-//! validated edit at a time, with undo and redo of whole snapshots.
+//! An editable scenario: the rule list and run settings of a lab [`ScenarioFile`] or of an
+//! MCP scenario (the rules a real agent meets through the proxy), changed one validated edit
+//! at a time, with undo and redo of whole snapshots.
 //!
 //! Every edit builds a candidate file and validates it exactly as loading the saved file would
-//! ([`ScenarioFile::from_value`]), so an edit is applied only when the result could be saved
-//! and run; otherwise the reference's message and the JSON path come back as a
-//! [`ConfigError`] and the previous valid scenario stays. Field text is parsed as typed:
+//! ([`ScenarioFile::from_value`], [`McpScenario::from_value`]), so an edit is applied only
+//! when the result could be saved and run; otherwise the reference's message and the JSON
+//! path come back as a [`ConfigError`] and the previous valid scenario stays. Field text is parsed as typed:
 //! names, globs and kinds as strings, ordinals as a list of integers (`1, 2` or `[1, 2]`),
 //! numbers as numbers, the limit as an integer or `none`, the replacement as JSON.
 
 use crate::error::ConfigError;
-use crate::json::{Object, Value, canonical, parse};
+use crate::json::{Object, Value, canonical, parse, pretty};
+use crate::mcp::scenario::McpScenario;
 use crate::report::Report;
 use crate::rule::RULE_KEYS;
 use crate::scenario_fields::Story;
@@ -61,14 +63,55 @@ impl Field {
 /// Probability overrides the `P` key cycles through (`None` keeps each rule's own).
 pub const PROBABILITY_STEPS: [Option<f64>; 5] = [None, Some(1.0), Some(0.5), Some(0.25), Some(0.0)];
 
+/// What an editor edits.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Edited {
+    /// A lab scenario: rules, seed, probability, budget and the policies that run.
+    Lab(Box<ScenarioFile>),
+    /// An MCP scenario: rules, seed, probability and budget (the agent is the policy).
+    Mcp(Box<McpScenario>),
+}
+
+impl Edited {
+    fn rules(&self) -> &[Value] {
+        match self {
+            Edited::Lab(f) => &f.scenario.rules,
+            Edited::Mcp(m) => &m.rules,
+        }
+    }
+
+    fn rules_mut(&mut self) -> &mut Vec<Value> {
+        match self {
+            Edited::Lab(f) => &mut f.scenario.rules,
+            Edited::Mcp(m) => &mut m.rules,
+        }
+    }
+
+    /// The form it would be read back from disk in (rule objects spelled out).
+    fn normalized(&self) -> Result<Edited, ConfigError> {
+        Ok(match self {
+            Edited::Lab(f) => Edited::Lab(Box::new(normalized(f)?)),
+            Edited::Mcp(m) => Edited::Mcp(Box::new(McpScenario::from_value(&m.to_value())?)),
+        })
+    }
+
+    /// The file text: indented JSON and a final newline.
+    pub fn to_text(&self) -> String {
+        match self {
+            Edited::Lab(f) => f.to_text(),
+            Edited::Mcp(m) => pretty(&m.to_value()) + "\n",
+        }
+    }
+}
+
 /// A scenario being edited: the current valid file, the last saved (or loaded) one, and the
 /// undo/redo history.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Editor {
-    file: ScenarioFile,
-    saved: Option<ScenarioFile>,
-    undo: Vec<ScenarioFile>,
-    redo: Vec<ScenarioFile>,
+    file: Edited,
+    saved: Option<Edited>,
+    undo: Vec<Edited>,
+    redo: Vec<Edited>,
 }
 
 /// Most snapshots kept for undo.
@@ -83,7 +126,16 @@ pub fn normalized(file: &ScenarioFile) -> Result<ScenarioFile, ConfigError> {
 impl Editor {
     /// Starts editing `file` (which counts as saved).
     pub fn new(file: &ScenarioFile) -> Result<Editor, ConfigError> {
-        let file = normalized(file)?;
+        Editor::of(Edited::Lab(Box::new(file.clone())))
+    }
+
+    /// Starts editing an MCP scenario (which counts as saved).
+    pub fn mcp(scenario: &McpScenario) -> Result<Editor, ConfigError> {
+        Editor::of(Edited::Mcp(Box::new(scenario.clone())))
+    }
+
+    fn of(file: Edited) -> Result<Editor, ConfigError> {
+        let file = file.normalized()?;
         Ok(Editor {
             saved: Some(file.clone()),
             file,
@@ -99,14 +151,75 @@ impl Editor {
         Ok(e)
     }
 
-    /// The current valid scenario file.
-    pub fn file(&self) -> &ScenarioFile {
+    /// What is being edited, as it is now.
+    pub fn edited(&self) -> &Edited {
         &self.file
+    }
+
+    /// The lab scenario being edited (`None` for an MCP scenario).
+    pub fn lab(&self) -> Option<&ScenarioFile> {
+        match &self.file {
+            Edited::Lab(f) => Some(f),
+            Edited::Mcp(_) => None,
+        }
+    }
+
+    /// The MCP scenario being edited (`None` for a lab scenario).
+    pub fn mcp_scenario(&self) -> Option<&McpScenario> {
+        match &self.file {
+            Edited::Mcp(m) => Some(m),
+            Edited::Lab(_) => None,
+        }
+    }
+
+    /// The scenario's name.
+    pub fn name(&self) -> &str {
+        match &self.file {
+            Edited::Lab(f) => &f.scenario.name,
+            Edited::Mcp(m) => &m.name,
+        }
+    }
+
+    /// Its story (title, lesson...).
+    pub fn story(&self) -> &Story {
+        match &self.file {
+            Edited::Lab(f) => &f.scenario.story,
+            Edited::Mcp(m) => &m.story,
+        }
+    }
+
+    /// The decision seed.
+    pub fn seed(&self) -> i64 {
+        match &self.file {
+            Edited::Lab(f) => f.config.seed,
+            Edited::Mcp(m) => m.seed,
+        }
+    }
+
+    /// The probability override (`None`: each rule's own).
+    pub fn probability(&self) -> Option<f64> {
+        match &self.file {
+            Edited::Lab(f) => f.config.probability,
+            Edited::Mcp(m) => m.probability,
+        }
+    }
+
+    /// The call budget.
+    pub fn budget(&self) -> i64 {
+        match &self.file {
+            Edited::Lab(f) => f.config.max_calls,
+            Edited::Mcp(m) => m.max_calls,
+        }
+    }
+
+    /// Which policies run (`None` for an MCP scenario: the agent is the policy).
+    pub fn policy(&self) -> Option<PolicyChoice> {
+        self.lab().map(|f| f.policy)
     }
 
     /// The rule objects, in order (first eligible rule that hits wins).
     pub fn rules(&self) -> &[Value] {
-        &self.file.scenario.rules
+        self.file.rules()
     }
 
     /// Whether there are edits not yet saved.
@@ -121,13 +234,13 @@ impl Editor {
 
     /// Whether `disk` has the same meaning as the current file.
     pub fn same_as(&self, disk: &ScenarioFile) -> bool {
-        normalized(disk).is_ok_and(|d| d == self.file)
+        normalized(disk).is_ok_and(|d| self.file == Edited::Lab(Box::new(d)))
     }
 
     /// Replaces the file with one read from disk: it becomes the saved version, and the
     /// current one goes on the undo stack (so nothing is lost).
     pub fn take_disk(&mut self, disk: &ScenarioFile) -> Result<(), ConfigError> {
-        let disk = normalized(disk)?;
+        let disk = Edited::Lab(Box::new(normalized(disk)?));
         if disk != self.file {
             self.push_undo();
             self.file = disk.clone();
@@ -139,7 +252,7 @@ impl Editor {
     /// Keeps the current edits although `disk` changed: the disk version becomes the saved
     /// baseline (so the edits still count as unsaved) and is put on the undo stack.
     pub fn keep_local(&mut self, disk: &ScenarioFile) -> Result<(), ConfigError> {
-        let disk = normalized(disk)?;
+        let disk = Edited::Lab(Box::new(normalized(disk)?));
         self.undo.push(disk.clone());
         self.saved = Some(disk);
         Ok(())
@@ -159,8 +272,8 @@ impl Editor {
     }
 
     /// Validates `candidate` like a loaded file and, if valid, makes it current.
-    fn apply(&mut self, candidate: ScenarioFile) -> Result<(), ConfigError> {
-        let valid = normalized(&candidate)?;
+    fn apply(&mut self, candidate: Edited) -> Result<(), ConfigError> {
+        let valid = candidate.normalized()?;
         if valid != self.file {
             self.push_undo();
             self.file = valid;
@@ -215,7 +328,7 @@ impl Editor {
         let at = format!("rules[{rule}].{}", field.key());
         let value = parse_field(field, text).map_err(|e| e.at(at.clone()))?;
         let mut candidate = self.file.clone();
-        let Some(Value::Object(o)) = candidate.scenario.rules.get_mut(rule) else {
+        let Some(Value::Object(o)) = candidate.rules_mut().get_mut(rule) else {
             return Err(ConfigError::new("Invalid scenario file")
                 .at(format!("rules[{rule}]"))
                 .because("no such rule"));
@@ -229,7 +342,13 @@ impl Editor {
         let name = self.unique_name("rule");
         let mut o = Object::new();
         o.push("name", name.as_str());
-        o.push("tool", shipping::INVENTORY);
+        // A lab rule starts on the inventory tool; an MCP rule on every tool (the user names
+        // the server's).
+        let tool = match &self.file {
+            Edited::Lab(_) => shipping::INVENTORY,
+            Edited::Mcp(_) => "*",
+        };
+        o.push("tool", tool);
         o.push("kind", "timeout");
         o.push("calls", Value::Array(vec![Value::from(1)]));
         self.insert_rule(after, Value::Object(o))
@@ -252,7 +371,7 @@ impl Editor {
 
     fn insert_rule(&mut self, after: Option<usize>, rule: Value) -> Result<usize, ConfigError> {
         let mut candidate = self.file.clone();
-        let rules = &mut candidate.scenario.rules;
+        let rules = candidate.rules_mut();
         let at = after.map_or(rules.len(), |i| (i + 1).min(rules.len()));
         rules.insert(at, rule);
         self.apply(candidate)?;
@@ -265,7 +384,7 @@ impl Editor {
             return Err(no_rule(index));
         }
         let mut candidate = self.file.clone();
-        candidate.scenario.rules.remove(index);
+        candidate.rules_mut().remove(index);
         self.apply(candidate)
     }
 
@@ -277,8 +396,9 @@ impl Editor {
         }
         let to = (index as isize + by).clamp(0, n as isize - 1) as usize;
         let mut candidate = self.file.clone();
-        let rule = candidate.scenario.rules.remove(index);
-        candidate.scenario.rules.insert(to, rule);
+        let rules = candidate.rules_mut();
+        let rule = rules.remove(index);
+        rules.insert(to, rule);
         self.apply(candidate)?;
         Ok(to)
     }
@@ -286,25 +406,31 @@ impl Editor {
     /// Sets the seed.
     pub fn set_seed(&mut self, seed: i64) -> Result<(), ConfigError> {
         let mut candidate = self.file.clone();
-        candidate.config.seed = seed;
+        match &mut candidate {
+            Edited::Lab(f) => f.config.seed = seed,
+            Edited::Mcp(m) => m.seed = seed,
+        }
         self.apply(candidate)
     }
 
     /// Changes the seed by `by`.
     pub fn shift_seed(&mut self, by: i64) -> Result<(), ConfigError> {
-        self.set_seed(self.file.config.seed.saturating_add(by))
+        self.set_seed(self.seed().saturating_add(by))
     }
 
     /// Sets the probability override.
     pub fn set_probability(&mut self, p: Option<f64>) -> Result<(), ConfigError> {
         let mut candidate = self.file.clone();
-        candidate.config.probability = p;
+        match &mut candidate {
+            Edited::Lab(f) => f.config.probability = p,
+            Edited::Mcp(m) => m.probability = p,
+        }
         self.apply(candidate)
     }
 
     /// Moves to the next probability override in [`PROBABILITY_STEPS`].
     pub fn cycle_probability(&mut self) -> Result<(), ConfigError> {
-        let now = self.file.config.probability;
+        let now = self.probability();
         let i = PROBABILITY_STEPS
             .iter()
             .position(|p| *p == now)
@@ -312,35 +438,47 @@ impl Editor {
         self.set_probability(PROBABILITY_STEPS[i])
     }
 
-    /// Changes the call budget by `by` (the lab allows 1–20).
+    /// Changes the call budget by `by` (the lab allows 1–20; an MCP scenario at least 1).
     pub fn shift_budget(&mut self, by: i64) -> Result<(), ConfigError> {
-        let to = self.file.config.max_calls.saturating_add(by);
-        if !LAB_MAX_CALLS.contains(&to) {
-            return Err(
-                ConfigError::new("Demo call budget must be between 1 and 20")
-                    .at("max_calls")
-                    .because(format!("{to} is out of range")),
-            );
-        }
+        let to = self.budget().saturating_add(by);
         let mut candidate = self.file.clone();
-        candidate.config.max_calls = to;
+        match &mut candidate {
+            Edited::Lab(f) => {
+                if !LAB_MAX_CALLS.contains(&to) {
+                    return Err(
+                        ConfigError::new("Demo call budget must be between 1 and 20")
+                            .at("max_calls")
+                            .because(format!("{to} is out of range")),
+                    );
+                }
+                f.config.max_calls = to;
+            }
+            Edited::Mcp(m) => m.max_calls = to,
+        }
         self.apply(candidate)
     }
 
-    /// Sets which policies run.
+    /// Sets which policies run (a lab scenario's; an MCP scenario's agent is its policy).
     pub fn set_policy(&mut self, policy: PolicyChoice) -> Result<(), ConfigError> {
         let mut candidate = self.file.clone();
-        candidate.policy = policy;
+        match &mut candidate {
+            Edited::Lab(f) => f.policy = policy,
+            Edited::Mcp(_) => {
+                return Err(ConfigError::new("Invalid scenario file")
+                    .at("policy")
+                    .because("an MCP scenario has no policy: the agent you re-run is the policy"));
+            }
+        }
         self.apply(candidate)
     }
 
     /// Cycles optimistic → retry → resilient → all.
     pub fn cycle_policy(&mut self) -> Result<(), ConfigError> {
-        let next = match self.file.policy {
-            PolicyChoice::One(Policy::Optimistic) => PolicyChoice::One(Policy::Retry),
-            PolicyChoice::One(Policy::Retry) => PolicyChoice::One(Policy::Resilient),
-            PolicyChoice::One(Policy::Resilient) => PolicyChoice::All,
-            PolicyChoice::All => PolicyChoice::One(Policy::Optimistic),
+        let next = match self.policy() {
+            Some(PolicyChoice::One(Policy::Optimistic)) => PolicyChoice::One(Policy::Retry),
+            Some(PolicyChoice::One(Policy::Retry)) => PolicyChoice::One(Policy::Resilient),
+            Some(PolicyChoice::One(Policy::Resilient)) => PolicyChoice::All,
+            Some(PolicyChoice::All) | None => PolicyChoice::One(Policy::Optimistic),
         };
         self.set_policy(next)
     }
@@ -601,24 +739,30 @@ mod tests {
         assert!(!e.dirty());
         e.shift_seed(1).expect("seed");
         e.cycle_policy().expect("policy");
-        assert_eq!(e.file().config.seed, 43);
-        assert_eq!(e.file().policy, PolicyChoice::One(Policy::Optimistic));
+        assert_eq!(e.lab().expect("a lab scenario").config.seed, 43);
+        assert_eq!(
+            e.lab().expect("a lab scenario").policy,
+            PolicyChoice::One(Policy::Optimistic)
+        );
         assert!(e.undo());
-        assert_eq!(e.file().policy, PolicyChoice::All);
+        assert_eq!(e.lab().expect("a lab scenario").policy, PolicyChoice::All);
         assert!(e.undo());
         assert!(!e.dirty());
         assert!(!e.undo());
         assert!(e.redo());
-        assert_eq!(e.file().config.seed, 43);
+        assert_eq!(e.lab().expect("a lab scenario").config.seed, 43);
         // A new edit drops the redo branch.
         e.shift_budget(1).expect("budget");
         assert!(!e.redo());
         assert!(e.shift_budget(100).is_err());
-        assert_eq!(e.file().config.max_calls, 9);
+        assert_eq!(e.lab().expect("a lab scenario").config.max_calls, 9);
         e.mark_saved();
         assert!(!e.dirty());
         e.cycle_probability().expect("p");
-        assert_eq!(e.file().config.probability, Some(0.5));
+        assert_eq!(
+            e.lab().expect("a lab scenario").config.probability,
+            Some(0.5)
+        );
     }
 
     #[test]
@@ -629,16 +773,24 @@ mod tests {
         disk.config.max_calls = 3;
         e.keep_local(&disk).expect("keep");
         assert!(e.dirty());
-        assert_eq!(e.file().config.seed, 47);
+        assert_eq!(e.lab().expect("a lab scenario").config.seed, 47);
         assert!(e.undo());
-        assert_eq!(e.file().config.max_calls, 3, "disk version in undo");
+        assert_eq!(
+            e.lab().expect("a lab scenario").config.max_calls,
+            3,
+            "disk version in undo"
+        );
         let mut e = editor();
         e.shift_seed(5).expect("seed");
         e.take_disk(&disk).expect("take");
         assert!(!e.dirty());
         assert!(e.same_as(&disk));
         assert!(e.undo());
-        assert_eq!(e.file().config.seed, 47, "local edits in undo");
+        assert_eq!(
+            e.lab().expect("a lab scenario").config.seed,
+            47,
+            "local edits in undo"
+        );
     }
 
     #[test]

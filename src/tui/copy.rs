@@ -71,10 +71,9 @@ impl App {
                 file.clone(),
             ]));
             lines.push(command_line(&[program, "check".into(), file]));
-        } else if let Some(editor) = &self.editor
+        } else if let Some(f) = self.editor.as_ref().and_then(|e| e.lab())
             && (self.doc.kind == DocKind::Scenario || self.save_path.is_some())
         {
-            let f = editor.file();
             // The shown run's policy: the command reproduces this run.
             let policy = self
                 .tab()
@@ -97,7 +96,7 @@ impl App {
                 words.extend(["--probability".into(), crate::json::float::py_repr(p)]);
             }
             lines.push(command_line(&words));
-            if editor.dirty() {
+            if self.editor.as_ref().is_some_and(|e| e.dirty()) {
                 lines.push("# the rules have unsaved edits: save them first (w)".into());
             }
         } else if self.doc.orbit.is_some() {

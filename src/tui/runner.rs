@@ -39,18 +39,7 @@ impl App {
             return true;
         }
         if self.doc.mcp.is_some() || self.doc.campaign.is_some() {
-            let scenario = self
-                .doc
-                .mcp
-                .as_ref()
-                .and_then(|m| m.scenario.clone())
-                .unwrap_or_else(|| "its scenario file".into());
-            self.error(format!(
-                "the rule editor edits lab scenarios: for this agent's run, edit {scenario} in \
-                 your editor and press R (the agent re-runs with it), or p to pin one fault to \
-                 the selected call"
-            ));
-            return false;
+            return self.ensure_agent_editor();
         }
         if self.doc.kind == DocKind::Scenario && self.doc.scenario.is_none() {
             self.error(
@@ -109,14 +98,20 @@ impl App {
         let Some(editor) = self.editor.as_mut() else {
             return Vec::new();
         };
-        let before = editor.file().clone();
+        let before = editor.edited().clone();
         match op(editor, &mut cursor) {
             Ok(()) => {
-                let changed = editor.file() != &before;
+                let changed = editor.edited() != &before;
+                let agent = editor.mcp_scenario().is_some();
                 self.edit = cursor;
                 self.clamp_edit_cursor();
                 self.edit_error = None;
-                if changed {
+                if changed && agent {
+                    // A real agent commits for real: it re-runs when asked, not on every key.
+                    self.info(format!("{what}; R re-runs the agent with these rules"));
+                    self.last_edit = Some(what.to_owned());
+                    Vec::new()
+                } else if changed {
                     self.info(format!("{what}; rerunning"));
                     self.last_edit = Some(what.to_owned());
                     vec![Command::Rerun]
@@ -192,7 +187,7 @@ impl App {
                         let text = e.field_text(self.edit.rule, self.edit_field());
                         self.mode = Mode::Typing(Purpose::Field, TextField::new(text));
                         if self.edit_field() == Field::Probability
-                            && let Some(p) = e.file().config.probability
+                            && let Some(p) = e.probability()
                         {
                             self.info(format!(
                                 "note: the scenario's probability ({}) overrides every rule's; \
@@ -323,7 +318,7 @@ impl App {
                     let overridden = self
                         .editor
                         .as_ref()
-                        .and_then(|e| e.file().config.probability)
+                        .and_then(|e| e.probability())
                         .filter(|_| which == Field::Probability);
                     let what = match overridden {
                         None if which == Field::Calls && text.trim().is_empty() => {
@@ -615,7 +610,14 @@ pub fn rerun(app: &App) -> Result<Box<Document>, Error> {
             ConfigError::new("Nothing to rerun").because("no scenario is being edited"),
         ));
     };
-    Document::run_shipping(app.doc.path.clone(), editor.file()).map(Box::new)
+    let Some(file) = editor.lab() else {
+        return Err(Error::run(
+            None,
+            ConfigError::new("Nothing to rerun")
+                .because("an MCP scenario's rules are re-run with its agent (R)"),
+        ));
+    };
+    Document::run_shipping(app.doc.path.clone(), file).map(Box::new)
 }
 
 fn lab_runs(file: &ScenarioFile) -> Result<Vec<LabRun>, String> {
@@ -629,11 +631,15 @@ pub fn content(app: &App, kind: WriteKind) -> Result<String, String> {
     let file = || {
         app.editor
             .as_ref()
-            .map(Editor::file)
-            .ok_or_else(|| "no scenario to write".to_owned())
+            .and_then(Editor::lab)
+            .ok_or_else(|| "no lab scenario: the verdicts are the agent's run's".to_owned())
     };
     match kind {
-        WriteKind::Scenario => Ok(file()?.to_text()),
+        WriteKind::Scenario => app
+            .editor
+            .as_ref()
+            .map(|e| e.edited().to_text())
+            .ok_or_else(|| "no scenario to write".to_owned()),
         WriteKind::Cassette => Cassette::from_report(app.timeline().report())
             .map(|c| c.dumps())
             .map_err(|e| format!("ConfigurationError: {e}")),
@@ -651,8 +657,8 @@ pub fn determinism(app: &App) -> Result<String, String> {
     let file = app
         .editor
         .as_ref()
-        .map(Editor::file)
-        .ok_or("nothing to run")?;
+        .and_then(Editor::lab)
+        .ok_or("nothing to run: the determinism check runs lab scenarios")?;
     let (a, b) = (lab_runs(file)?, lab_runs(file)?);
     let mut same = true;
     let mut parts = Vec::new();

@@ -69,6 +69,15 @@ pub fn scenario_path(campaign: &Path, seed: i64) -> PathBuf {
     campaign.with_file_name(format!("{stem}.what-if-{seed}.json"))
 }
 
+/// The file the explorer's edited rules for `seed` are written to before a re-run, beside
+/// the recording (or campaign) at `beside`.
+pub fn edited_path(beside: &Path, seed: i64) -> PathBuf {
+    let stem = beside
+        .file_stem()
+        .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
+    beside.with_file_name(format!("{stem}.edited-{seed}.json"))
+}
+
 /// The scenario at `path` with its rules replaced by one: `choice` pinned to call `ordinal`
 /// of `tool` (its delivery the default).
 pub fn pinned_scenario(
@@ -94,18 +103,23 @@ pub fn pinned_scenario(
     };
     o.insert("rules", Value::Array(vec![rule]));
     o.insert("delivery", obj! {});
-    // The scenario may name its server by a path from its own folder: the copy beside the
-    // campaign names it from there too.
-    if let Some(Value::Object(server)) = o.get_mut("server")
+    anchor_server(&mut v, path);
+    Ok(v)
+}
+
+/// A copy of the scenario at `from` written elsewhere: a server it names by a path from its
+/// own folder is named absolutely, so the copy starts the same server.
+pub fn anchor_server(v: &mut Value, from: &Path) {
+    if let Some(o) = v.as_object_mut()
+        && let Some(Value::Object(server)) = o.get_mut("server")
         && let Some(cmd) = server.get("command").and_then(Value::as_str)
         && cmd.contains('/')
         && Path::new(cmd).is_relative()
-        && let Some(dir) = path.parent()
+        && let Some(dir) = from.parent()
     {
         let absolute = std::path::absolute(dir.join(cmd)).unwrap_or_else(|_| dir.join(cmd));
         server.insert("command", absolute.display().to_string());
     }
-    Ok(v)
 }
 
 /// Runs a re-run the picker (or `R`) asked for (it takes the agent's time): the answer for
@@ -198,14 +212,42 @@ impl App {
         Ok((AgentSource::Recording(path), seed, PathBuf::from(scenario)))
     }
 
-    /// `R` on an MCP recording or a campaign's run: the agent again, on the same seed, with
-    /// its scenario's rules as the file holds them now (edited in any editor), compared.
+    /// The rule editor on the scenario of a run whose agent is known (an MCP recording or a
+    /// campaign's run): the same editor as the lab's, its seed the run's. `w` writes back to
+    /// a recording's scenario file; a campaign's stays as the campaign ran it (`w` asks where).
+    pub(super) fn ensure_agent_editor(&mut self) -> bool {
+        let made = self.agent_context().and_then(|(_, seed, path)| {
+            let text =
+                crate::fsread::read_text(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let v = crate::json::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut scenario = crate::mcp::scenario::McpScenario::from_value(&v)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            scenario.seed = seed;
+            let editor = crate::lab::edit::Editor::mcp(&scenario).map_err(|e| e.to_string())?;
+            Ok((editor, path))
+        });
+        match made {
+            Ok((editor, path)) => {
+                self.editor = Some(editor);
+                self.save_path = self.doc.campaign.is_none().then_some(path);
+                true
+            }
+            Err(e) => {
+                self.error(format!("cannot edit this run's rules: {e}"));
+                false
+            }
+        }
+    }
+
+    /// `R` on an MCP recording or a campaign's run: the agent again, with the rules being
+    /// edited (on the editor's seed), or else its scenario's rules as the file holds them
+    /// now (on the run's seed); then the two runs compared.
     pub(super) fn rerun_agent_now(&mut self) -> Vec<Command> {
         if self.agent_running {
             self.info("the agent is running: its run comes when it is done".into());
             return Vec::new();
         }
-        let (source, seed, scenario) = match self.agent_context() {
+        let (source, mut seed, mut scenario) = match self.agent_context() {
             Ok(c) => c,
             Err(e) => {
                 self.error(e);
@@ -215,7 +257,26 @@ impl App {
         let name = scenario
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let label = format!("the rules of {name} now");
+        let mut label = format!("the rules of {name} now");
+        if let (Some(editor), Some(path)) = (&self.editor, &self.doc.path)
+            && editor.mcp_scenario().is_some()
+        {
+            // The edited rules go to a file of their own beside the run (the scenario file is
+            // written only by w).
+            seed = editor.seed();
+            let target = edited_path(path, seed);
+            let mut v = crate::json::parse(&editor.edited().to_text()).unwrap_or_default();
+            anchor_server(&mut v, &scenario);
+            if let Err(e) = crate::atomic::write(&target, (pretty(&v) + "\n").as_bytes()) {
+                self.error(format!("cannot write {}: {e}", target.display()));
+                return Vec::new();
+            }
+            label = format!(
+                "the edited rules ({})",
+                self.last_edit.as_deref().unwrap_or("as loaded")
+            );
+            scenario = target;
+        }
         self.info(format!(
             "re-running the agent on seed {seed} with {label} …"
         ));

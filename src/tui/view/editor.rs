@@ -16,7 +16,7 @@ use crate::rule::FaultKind;
 /// The settings line: seed, probability override, budget, policy.
 pub fn settings(app: &App) -> String {
     app.editor.as_ref().map_or_else(String::new, |e| {
-        format!("seed {} · {}", e.file().config.seed, settings_tail(app))
+        format!("seed {} · {}", e.seed(), settings_tail(app))
     })
 }
 
@@ -25,14 +25,14 @@ pub fn settings_tail(app: &App) -> String {
     let Some(e) = &app.editor else {
         return String::new();
     };
-    let c = &e.file().config;
-    let p = c
-        .probability
+    let p = e
+        .probability()
         .map_or_else(|| "per rule".to_owned(), |p| format!("{p:?}"));
     format!(
-        "p {p} · budget {} · policy {}",
-        c.max_calls,
-        e.file().policy.as_str()
+        "p {p} · budget {} · {}",
+        e.budget(),
+        e.policy()
+            .map_or_else(|| "agent".to_owned(), |p| format!("policy {}", p.as_str()))
     )
 }
 
@@ -143,7 +143,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let (undo, redo) = e.history();
     let title = format!(
         " Rules · {}{} · undo {undo} redo {redo} ",
-        e.file().scenario.name,
+        e.name(),
         if e.dirty() { " · unsaved" } else { "" }
     );
     let lines = lines(app, area.width.saturating_sub(2) as usize, theme);

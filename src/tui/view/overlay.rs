@@ -29,7 +29,7 @@ fn story_text(app: &App) -> (String, Vec<(String, String)>) {
         )
     };
     if let Some(e) = &app.editor {
-        return told(&e.file().scenario.story);
+        return told(e.story());
     }
     if let Some(s) = &app.doc.orbit {
         return told(&s.story);
