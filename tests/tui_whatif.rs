@@ -325,3 +325,77 @@ fn the_rule_editor_edits_an_agent_recordings_scenario_and_r_reruns_the_agent_wit
         "the scenario keeps its server"
     );
 }
+
+#[test]
+fn a_rerun_under_way_stops_when_asked_and_says_so() {
+    use toolstorm::document::campaign::StopFlag;
+    use toolstorm::tui::action::{AgentRerun, AgentSource};
+    let (recording, scenario) = agent_recording("stop");
+    // An agent that takes its time (and prints a line first, as agents do).
+    let side = recording.with_file_name("rec.mcp.json");
+    let text = std::fs::read_to_string(&side).expect("sidecar");
+    let v = parse(&text).expect("json");
+    let command = v
+        .as_object()
+        .and_then(|o| o.get("agent"))
+        .and_then(Value::as_object)
+        .and_then(|a| a.get("command"))
+        .and_then(Value::as_str)
+        .expect("the agent's command")
+        .to_owned();
+    let slow = text.replacen(
+        &toolstorm::json::compact(&Value::from(command.as_str())),
+        &toolstorm::json::compact(&Value::from("echo thinking; sleep 30")),
+        1,
+    );
+    std::fs::write(&side, slow).expect("write");
+    let stop = StopFlag::default();
+    let rerun = AgentRerun {
+        source: AgentSource::Recording(recording.clone()),
+        seed: 42,
+        scenario: scenario.clone(),
+        label: "the rules now".into(),
+        tag: "re-run",
+        bin: Some(PathBuf::from(BIN)),
+        stop: stop.clone(),
+    };
+    let started = std::time::Instant::now();
+    let worker = std::thread::spawn(move || {
+        toolstorm::tui::whatif::run_agent(&rerun, 42, &scenario).map(|_| ())
+    });
+    let log = recording.with_file_name("rec.re-run-42.runs/run-001/agent.log");
+    while std::fs::read_to_string(&log).map_or(true, |l| !l.contains("thinking")) {
+        assert!(started.elapsed().as_secs() < 20, "the agent never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    stop.stop();
+    let result = worker.join().expect("the worker");
+    let e = result.expect_err("a stopped run is not compared");
+    assert!(e.starts_with("stopped"), "{e}");
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "stopped long before the agent's 30 s: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn while_the_agent_runs_the_status_line_shows_its_last_line_and_esc_stops_it() {
+    let (recording, _) = agent_recording("progress");
+    let mut app = open(&recording);
+    let log = recording.with_file_name("agent-progress.log");
+    std::fs::write(&log, "starting\ncalling create_shipment for o-1\n\n").expect("log");
+    let stop = toolstorm::document::campaign::StopFlag::default();
+    app.agent_run = Some(toolstorm::tui::app::AgentRunning {
+        stop: stop.clone(),
+        log,
+        started: std::time::Instant::now(),
+    });
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(
+        screen.contains("agent running 0s · calling create_shipment for o-1 · Esc stops it"),
+        "{screen}"
+    );
+    press(&mut app, key(KeyCode::Esc));
+    assert!(stop.stopped(), "Esc asks the run to stop");
+}

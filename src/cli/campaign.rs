@@ -367,6 +367,7 @@ fn campaign(a: &CampaignArgs, path: &Path, io: &mut Io<'_>) -> i32 {
         agent_http: a.agent_transport == "http",
         shard,
         server: Vec::new(),
+        stop: run::StopFlag::default(),
     };
     let mut file = plan.file();
     if plan.out.exists() {

@@ -74,7 +74,34 @@ pub struct Plan {
     /// The server's command for the proxy, when the scenario names none (a recording made
     /// with the server after `--`); empty: the scenario's own.
     pub server: Vec<String>,
+    /// Set from elsewhere (the explorer's stop key): the agent's process group is stopped as
+    /// past its timeout, and the run says it was stopped.
+    pub stop: StopFlag,
 }
+
+/// A flag another thread sets to stop a run; two flags are equal when they are one flag.
+#[derive(Clone, Debug, Default)]
+pub struct StopFlag(pub Arc<std::sync::atomic::AtomicBool>);
+
+impl StopFlag {
+    /// Asks the run to stop.
+    pub fn stop(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether it was asked to.
+    pub fn stopped(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl PartialEq for StopFlag {
+    fn eq(&self, other: &StopFlag) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for StopFlag {}
 
 impl Plan {
     /// The campaign file this plan starts (no runs yet). The scenario is named relative to
@@ -290,6 +317,7 @@ pub fn replan<'f>(
         agent_http: file.agent_http,
         shard: None,
         server: Vec::new(),
+        stop: StopFlag::default(),
     };
     Ok((plan, first))
 }
@@ -646,18 +674,14 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         }
     }
     let argv: Vec<String> = plan.agent.iter().map(|a| expand(a, &values)).collect();
-    match spawn_and_wait(
-        &argv,
-        &plan.cwd,
-        &dir,
-        &env,
-        "agent.log",
-        plan.timeout,
-        &plan.bin,
-    ) {
+    match spawn_and_wait(&argv, plan, &dir, &env, "agent.log") {
         Ok(Some(code)) => {
             r.outcome = Outcome::Finished;
             r.exit = Some(code);
+        }
+        Ok(None) if plan.stop.stopped() => {
+            r.outcome = Outcome::TimedOut;
+            r.note = Some("stopped by the user".into());
         }
         Ok(None) => {
             r.outcome = Outcome::TimedOut;
@@ -895,7 +919,7 @@ fn shell(
     log: &str,
 ) -> std::io::Result<Option<i64>> {
     let argv = ["sh".to_owned(), "-c".to_owned(), command.to_owned()];
-    spawn_and_wait(&argv, &plan.cwd, logs, env, log, plan.timeout, &plan.bin)
+    spawn_and_wait(&argv, plan, logs, env, log)
 }
 
 /// Starts `argv` in `cwd` in a process group of its own, output to `logs/log`, and waits up
@@ -906,13 +930,12 @@ fn shell(
 /// dies — Ctrl-C or a kill — so no agent outlives it.
 fn spawn_and_wait(
     argv: &[String],
-    cwd: &Path,
+    plan: &Plan,
     logs: &Path,
     env: &[(String, String)],
     log: &str,
-    limit: Duration,
-    bin: &Path,
 ) -> std::io::Result<Option<i64>> {
+    let (cwd, limit, bin, stop) = (&plan.cwd, plan.timeout, &plan.bin, &plan.stop);
     let Some((program, args)) = argv.split_first() else {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -949,7 +972,7 @@ fn spawn_and_wait(
         if let Some(s) = child.try_wait()? {
             break Some(s);
         }
-        if Instant::now() >= until {
+        if Instant::now() >= until || stop.stopped() {
             break None;
         }
         std::thread::sleep(Duration::from_millis(20));

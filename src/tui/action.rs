@@ -273,4 +273,6 @@ pub struct AgentRerun {
     pub tag: &'static str,
     /// The proxy program the agent starts (this one when none).
     pub bin: Option<PathBuf>,
+    /// Set to stop the agent (Esc while it runs).
+    pub stop: crate::document::campaign::StopFlag,
 }

@@ -137,6 +137,46 @@ pub const MESSAGE_LOG: usize = 50;
 /// Seconds an information message stays on the status line.
 pub const MESSAGE_SECONDS: u16 = 6;
 
+/// An agent's re-run under way in the background.
+#[derive(Debug, Clone)]
+pub struct AgentRunning {
+    /// Set by Esc: the agent's process group is stopped.
+    pub stop: crate::document::campaign::StopFlag,
+    /// The agent's output (`agent.log` in the re-run's folder).
+    pub log: std::path::PathBuf,
+    /// When it started (the explorer's clock, for the elapsed time shown).
+    pub started: std::time::Instant,
+}
+
+impl AgentRunning {
+    /// What the status line shows while it runs: the time so far and the agent's last line.
+    pub fn progress(&self) -> String {
+        let last = read_tail(&self.log)
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .unwrap_or_else(|| "(no output yet)".into());
+        format!(
+            "agent running {:.0}s · {last} · Esc stops it",
+            self.started.elapsed().as_secs_f64()
+        )
+    }
+}
+
+/// The last few KB of a log (a growing file, read without holding it).
+fn read_tail(path: &std::path::Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = crate::fsread::open_regular(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(4096)));
+    let mut buf = Vec::new();
+    let _ = f.take(4096).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 /// The application state.
 #[derive(Clone, Debug)]
 pub struct App {
@@ -182,8 +222,10 @@ pub struct App {
     pub save_path: Option<PathBuf>,
     /// The runs before the last rerun, for the compare view.
     pub previous: Option<Vec<Run>>,
-    /// An agent's re-run (`p`) is under way in the background.
+    /// An agent's re-run (`p`, `R`) is under way in the background.
     pub agent_running: bool,
+    /// The re-run under way: its stop flag (Esc), its agent's log, when it started.
+    pub agent_run: Option<AgentRunning>,
     /// The program an agent's re-run starts as its proxy (none: this one).
     pub proxy_bin: Option<std::path::PathBuf>,
     /// What the main area shows.
@@ -253,6 +295,7 @@ impl App {
             save_path: None,
             previous: None,
             agent_running: false,
+            agent_run: None,
             proxy_bin: None,
             screen: Screen::Explore,
             edit: EditCursor::default(),
@@ -584,6 +627,12 @@ impl App {
             Mode::Browse if self.search.is_some() => {
                 self.search = None;
                 self.info("search cleared".into());
+            }
+            Mode::Browse if self.agent_run.is_some() => {
+                if let Some(r) = &self.agent_run {
+                    r.stop.stop();
+                }
+                self.info("stopping the agent's re-run …".into());
             }
             Mode::Browse if self.verdict.is_some() => {
                 self.verdict = None;

@@ -125,7 +125,7 @@ pub fn anchor_server(v: &mut Value, from: &Path) {
 /// Runs a re-run the picker (or `R`) asked for (it takes the agent's time): the answer for
 /// the app.
 pub fn rerun(r: AgentRerun) -> Action {
-    let result = run_agent(&r.source, r.seed, &r.scenario, r.bin.as_deref(), r.tag);
+    let result = run_agent(&r, r.seed, &r.scenario);
     Action::AgentRan(result, r.label)
 }
 
@@ -133,14 +133,9 @@ pub fn rerun(r: AgentRerun) -> Action {
 /// run's recording, opened.
 /// `bin` is the program the agent's `mcpServers` entry starts as the proxy (this one unless
 /// given).
-pub fn run_agent(
-    source: &AgentSource,
-    seed: i64,
-    scenario: &Path,
-    bin: Option<&Path>,
-    tag: &str,
-) -> Result<Box<Document>, String> {
-    let mut plan = match source {
+pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Document>, String> {
+    let tag = r.tag;
+    let mut plan = match &r.source {
         AgentSource::Campaign(campaign) => {
             let file = run::read_file(campaign).map_err(|e| e.to_string())?;
             let again = run::Again::from_file(&file)?;
@@ -150,11 +145,18 @@ pub fn run_agent(
     };
     // The rules fire as the scenario says: a campaign's probability override is not for them.
     plan.probability = None;
-    if let Some(b) = bin {
-        plan.bin = b.to_path_buf();
+    plan.stop = r.stop.clone();
+    if let Some(b) = &r.bin {
+        plan.bin = b.clone();
     }
     let record = run::run_one(&plan, 1, seed);
     let recording = run::recording_path(&plan.out, &record);
+    if plan.stop.stopped() {
+        return Err(format!(
+            "stopped (what it did before is in {})",
+            recording.display()
+        ));
+    }
     let mut doc = Document::open(&recording).map_err(|e| match &record.note {
         Some(n) => format!("{e} ({n})"),
         None => e.to_string(),
@@ -288,6 +290,7 @@ impl App {
             label,
             tag: "re-run",
             bin: self.proxy_bin.clone(),
+            stop: self.start_agent_run("re-run", seed),
         })]
     }
 
@@ -380,16 +383,39 @@ impl App {
             label,
             tag: "what-if",
             bin: self.proxy_bin.clone(),
+            stop: self.start_agent_run("what-if", seed),
         })]
+    }
+
+    /// Notes a re-run starting (its files named `tag` and `seed`): its stop flag, and where
+    /// its agent's output goes, for the status line.
+    fn start_agent_run(&mut self, tag: &str, seed: i64) -> run::StopFlag {
+        let stop = run::StopFlag::default();
+        let beside = self.doc.path.clone().unwrap_or_default();
+        let stem = beside
+            .file_stem()
+            .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
+        let out = beside.with_file_name(format!("{stem}.{tag}-{seed}.json"));
+        self.agent_run = Some(super::app::AgentRunning {
+            stop: stop.clone(),
+            log: run::runs_dir(&out).join("run-001").join("agent.log"),
+            started: std::time::Instant::now(),
+        });
+        stop
     }
 
     /// The re-run is over: on success, the new run beside the old one, compared.
     pub(super) fn agent_ran(&mut self, result: Result<Box<Document>, String>, label: String) {
         self.agent_running = false;
+        self.agent_run = None;
         let mut doc = match result {
             Ok(d) => d,
             Err(e) => {
-                self.error(format!("the agent's re-run with {label} failed: {e}"));
+                if e.starts_with("stopped") {
+                    self.info(format!("the agent's re-run with {label} was {e}"));
+                } else {
+                    self.error(format!("the agent's re-run with {label} failed: {e}"));
+                }
                 return;
             }
         };

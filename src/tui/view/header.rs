@@ -195,11 +195,17 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             if app.zoom {
                 spans.push(Span::styled("[zoom · z] ", theme.title));
             }
-            if app.status.is_empty() {
+            // While an agent re-runs, its progress is the status (an error still shows).
+            let progress = app
+                .agent_run
+                .as_ref()
+                .filter(|_| app.status_kind != StatusKind::Error)
+                .map(|r| r.progress());
+            if app.status.is_empty() && progress.is_none() {
                 spans.push(Span::styled(hints(app), theme.dim));
             } else {
                 let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
-                let text = printable::line(&app.status).into_owned();
+                let text = printable::line(progress.as_deref().unwrap_or(&app.status)).into_owned();
                 // A message longer than the line ends in "… (m)" rather than being cut silently:
                 // the status line is never the only place to read it.
                 let room = width.saturating_sub(used);
