@@ -47,6 +47,34 @@ fn verdict_mark(p: Option<bool>) -> &'static str {
     }
 }
 
+/// `text` cut into lines of at most `width` characters at its spaces (a word longer than a
+/// line is cut where it must be).
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let (n, w) = (line.chars().count(), word.chars().count());
+        if n > 0 && n + 1 + w > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+        while line.chars().count() > width {
+            let head: String = line.chars().take(width).collect();
+            let rest: String = line.chars().skip(width).collect();
+            lines.push(head);
+            line = rest;
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// Draws the comparison into `area`.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     Clear.render(area, buf);
@@ -146,8 +174,8 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         CallChange::Added(_) => theme.ok,
         CallChange::Removed(_) => theme.failed,
     };
-    let mut lhs = vec![Line::styled("previous", theme.dim)];
-    let mut rhs = vec![Line::styled("new", theme.dim)];
+    let mut lhs = vec![Line::styled(clip(&from, w + 2), theme.dim)];
+    let mut rhs = vec![Line::styled(clip(&to, w + 2), theme.dim)];
     for r in &diff.rows {
         let m = r.marker();
         let st: Style = style_of(r);
@@ -155,17 +183,21 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             format!("{m} {}", clip(&side(r.before(), b).unwrap_or_default(), w)),
             st,
         )));
-        let extra = match r {
-            CallChange::Changed(_, _, what) => format!(" ({})", what.join(", ")),
-            _ => String::new(),
-        };
         rhs.push(Line::from(Span::styled(
-            format!(
-                "{m} {}",
-                clip(&(side(r.after(), a).unwrap_or_default() + &extra), w)
-            ),
+            format!("{m} {}", clip(&side(r.after(), a).unwrap_or_default(), w)),
             st,
         )));
+        // What changed goes on lines of its own under the new call, whole (never cut at the
+        // column's edge); the previous side keeps the rows aligned.
+        if let CallChange::Changed(_, _, what) = r {
+            for line in wrap_words(
+                &format!("changed: {}", what.join(", ")),
+                w.saturating_sub(2),
+            ) {
+                lhs.push(Line::raw(""));
+                rhs.push(Line::styled(format!("    {line}"), theme.dim));
+            }
+        }
     }
     Paragraph::new(super::text::escaped(lhs)).render(left, buf);
     Paragraph::new(super::text::escaped(rhs)).render(right, buf);
