@@ -654,3 +654,35 @@ rerun recording: {}
         "{out}"
     );
 }
+
+#[test]
+fn a_run_past_its_timeout_says_why_in_the_table_and_in_agent_log() {
+    let (dir, scenario) = workspace("timeout");
+    let (code, out, err) = campaign(
+        &dir,
+        &[
+            scenario.to_str().expect("path"),
+            "--runs",
+            "1",
+            "--timeout",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "echo waiting for a model; sleep 30",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("timeout")
+            && out.contains("stopped after 1s (--timeout); the proxy recorded no call: did the agent start its MCP server?"),
+        "{out}"
+    );
+    let log = std::fs::read_to_string(dir.join("mcp-lost-ack.campaign.runs/run-001/agent.log"))
+        .expect("agent.log");
+    assert!(
+        log.starts_with("waiting for a model")
+            && log.contains("toolstorm-tui campaign: the agent was stopped after 1s (--timeout)"),
+        "{log}"
+    );
+}

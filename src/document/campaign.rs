@@ -685,10 +685,23 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         }
         Ok(None) => {
             r.outcome = Outcome::TimedOut;
-            r.note = Some(format!(
+            let why = format!(
                 "stopped after {}s (--timeout)",
                 crate::error::format_g(plan.timeout.as_secs_f64())
-            ));
+            );
+            // The agent's own log says why it ended where its output ends.
+            if let Ok(mut log) = std::fs::OpenOptions::new()
+                .append(true)
+                .open(dir.join("agent.log"))
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    log,
+                    "\ntoolstorm-tui campaign: the agent was {why}: it had not exited; its \
+                     process group was stopped"
+                );
+            }
+            r.note = Some(why);
         }
         Err(e) => {
             r.note = Some(format!("cannot start the agent {:?}: {e}", argv[0]));
@@ -712,6 +725,16 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         };
     }
     judge_recording(&record_path, &mut r);
+    if r.outcome == Outcome::TimedOut
+        && r.calls == 0
+        && let Some(note) = r.note.as_mut()
+    {
+        // The commonest cause: the agent never reached its server (a server still building,
+        // a wrong command in the scenario's "server", a client waiting on something else).
+        note.push_str(
+            "; the proxy recorded no call: did the agent start its MCP server? (see agent.log)",
+        );
+    }
     if let Some(code) = r.exit.filter(|c| *c != 0) {
         // An agent that died did not do its task, whatever the recording shows.
         r.note
