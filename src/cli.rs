@@ -106,24 +106,31 @@ impl Io<'_> {
     /// line (`FAIL`, `✗ ...`) is red and a passing one (`PASS`, `✓ ...`) green; piped, the
     /// bytes are the plain line, as the reference writes them.
     pub fn println_verdict(&mut self, line: &str) {
-        let colour = self.people
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
         let trimmed = line.trim();
         // A verdict leads the line (`FAIL`, `✓ check`) or ends a table's row (`... PASS`).
-        let code = if trimmed.starts_with("FAIL")
+        let passed = if trimmed.starts_with("FAIL")
             || trimmed.starts_with('✗')
             || trimmed.ends_with(" FAIL")
         {
-            Some("31")
+            Some(false)
         } else if trimmed.starts_with("PASS")
             || trimmed.starts_with('✓')
             || trimmed.ends_with(" PASS")
         {
-            Some("32")
+            Some(true)
         } else {
             None
         };
+        self.println_marked(line, passed);
+    }
+
+    /// [`Io::println`] of a line that says something went well (`Some(true)`: green on a
+    /// terminal) or badly (`Some(false)`: red); piped, or under `NO_COLOR`, the plain line.
+    pub fn println_marked(&mut self, line: &str, passed: Option<bool>) {
+        let colour = self.people
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            && std::env::var_os("TERM").is_none_or(|t| t != "dumb");
+        let code = passed.map(|p| if p { "32" } else { "31" });
         match code.filter(|_| colour) {
             Some(c) => {
                 let _ = writeln!(self.out, "\x1b[{c}m{}\x1b[0m", printable::line(line));

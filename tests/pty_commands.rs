@@ -219,3 +219,33 @@ fn a_campaigns_table_is_coloured_by_each_runs_result() {
         "NO_COLOR: {plain:?}"
     );
 }
+
+#[test]
+fn replay_and_executor_runs_are_coloured_on_a_terminal_only() {
+    let args = ["replay", "cassettes/incident.json", "--policy", "retry"];
+    let shown = on_a_terminal_coloured(&args, false, 0);
+    assert!(shown.contains("\x1b[32mMATCH "), "{shown:?}");
+    let args = ["replay", "cassettes/incident.json", "--policy", "resilient"];
+    let shown = on_a_terminal_coloured(&args, false, 1);
+    assert!(shown.contains("\x1b[31mDIVERGED"), "{shown:?}");
+    let args = ["run", "scenarios/orbit-parallel.json"];
+    let shown = on_a_terminal_coloured(&args, false, 0);
+    // A call answered ok is green, one that failed (a timeout here) red.
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("\x1b[32m  call_") && l.contains(" ok ")),
+        "{shown:?}"
+    );
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("\x1b[31m  call_") && l.contains("timeout")),
+        "{shown:?}"
+    );
+    let plain = on_a_terminal_coloured(&args, true, 0);
+    assert!(
+        !plain.contains('\x1b') && plain.contains("timeout"),
+        "NO_COLOR: {plain:?}"
+    );
+}

@@ -31,8 +31,8 @@ pub fn print_run(result: &OrbitRun, out: &OutputFlags, kept: bool, io: &mut Io<'
     if out.json {
         io.emit(&json);
     } else {
-        for line in result.text_lines() {
-            io.println(&line);
+        for (line, passed) in result.marked_lines() {
+            io.println_marked(&line, passed);
         }
         match (result.tracker.is_empty(), &result.tracker_path) {
             (false, Some(p)) if kept => io.println(&format!("tracker file: {}", p.display())),

@@ -85,16 +85,20 @@ fn print(a: &ReplayArgs, policy: Policy, recorded: usize, r: &OfflineReplay, io:
         ));
     }
     match &r.divergence {
-        None => io.println(&format!(
-            "MATCH  {} calls replayed; the recording is fully consumed; outcome {}",
-            r.steps.len(),
-            one_line(&r.outcome)
-        )),
+        None => io.println_marked(
+            &format!(
+                "MATCH  {} calls replayed; the recording is fully consumed; outcome {}",
+                r.steps.len(),
+                one_line(&r.outcome)
+            ),
+            Some(true),
+        ),
         Some(d) => {
-            match d.step {
-                Some(n) => io.println(&format!("DIVERGED at the policy's call {n}: {}", d.message)),
-                None => io.println(&format!("DIVERGED: {}", d.message)),
-            }
+            let line = match d.step {
+                Some(n) => format!("DIVERGED at the policy's call {n}: {}", d.message),
+                None => format!("DIVERGED: {}", d.message),
+            };
+            io.println_marked(&line, Some(false));
             if let Some(c) = &d.closest {
                 print_closest(c, io);
             }

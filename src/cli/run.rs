@@ -83,12 +83,19 @@ fn answer(s: &str) -> Result<String, String> {
 }
 
 /// Asks on the terminal: the question on standard error, the answer from standard input.
-struct TerminalPrompt;
+/// Before the first question, what is asking: the scenario and its seed, and that the run
+/// waits for the answer (the results come after the run).
+struct TerminalPrompt {
+    context: Option<String>,
+}
 
 impl crate::executor::approval::Prompt for TerminalPrompt {
     fn ask(&mut self, question: &str) -> Option<String> {
         use std::io::Write;
         let mut err = std::io::stderr();
+        if let Some(context) = self.context.take() {
+            let _ = writeln!(err, "{}", crate::printable::line(&context));
+        }
         let _ = write!(err, "{} ", crate::printable::line(question));
         let _ = err.flush();
         let mut line = String::new();
@@ -188,7 +195,17 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
     // nobody (denied, and the output says so).
     use std::io::IsTerminal;
     let mut scripted;
-    let mut terminal = TerminalPrompt;
+    let mut terminal = TerminalPrompt {
+        context: match &scenario {
+            Scenario::Orbit(s) => Some(format!(
+                "ToolStorm · {} · seed {}: a side-effecting call waits for your approval (y \
+                 approves, anything else denies; the run's results follow)",
+                s.story.title,
+                a.seed.and_then(|p| p.0).unwrap_or(s.seed)
+            )),
+            _ => None,
+        },
+    };
     let mut nobody = NoTerminal;
     let prompt: &mut dyn crate::executor::approval::Prompt = match &a.answers {
         Some(answers) => {

@@ -338,6 +338,14 @@ impl OrbitRun {
 
     /// The lines `run` prints.
     pub fn text_lines(&self) -> Vec<String> {
+        self.marked_lines().into_iter().map(|(l, _)| l).collect()
+    }
+
+    /// [`OrbitRun::text_lines`], each with whether it says something went well (a call
+    /// answered ok) or badly (a call that failed, an attempt that ended after its answer), for
+    /// colour on a terminal.
+    pub fn marked_lines(&self) -> Vec<(String, Option<bool>)> {
+        let mut marked = Vec::new();
         let mut lines = vec![format!(
             "ToolStorm \u{b7} {} \u{b7} seed {}",
             self.scenario.story.title, self.seed
@@ -377,9 +385,13 @@ impl OrbitRun {
                 "call_id", "tool", "kind", "ms"
             ));
             for r in &b.log {
-                lines.push(format!(
-                    "  {:<id_w$}  {:<tool_w$}  {:<12}  {:>6}  {}",
-                    r.call_id, r.name, r.kind, r.ms, r.attempts
+                marked.extend(lines.drain(..).map(|l| (l, None)));
+                marked.push((
+                    format!(
+                        "  {:<id_w$}  {:<tool_w$}  {:<12}  {:>6}  {}",
+                        r.call_id, r.name, r.kind, r.ms, r.attempts
+                    ),
+                    Some(r.kind == "ok"),
                 ));
             }
             lines.push(format!(
@@ -406,16 +418,20 @@ impl OrbitRun {
                     } else {
                         format!(" and committed {}", commits.join(", "))
                     };
-                    lines.push(format!(
-                        "  late: {} {} attempt {} ended {} at {}s{committed}, after its {} answer \
-                         at {}s",
-                        lane.call_id,
-                        lane.name,
-                        a.number,
-                        a.outcome,
-                        seconds(a.ended_ms),
-                        lane.kind,
-                        seconds(lane.answered_ms)
+                    marked.extend(lines.drain(..).map(|l| (l, None)));
+                    marked.push((
+                        format!(
+                            "  late: {} {} attempt {} ended {} at {}s{committed}, after its {} \
+                             answer at {}s",
+                            lane.call_id,
+                            lane.name,
+                            a.number,
+                            a.outcome,
+                            seconds(a.ended_ms),
+                            lane.kind,
+                            seconds(lane.answered_ms)
+                        ),
+                        Some(false),
                     ));
                 }
             }
@@ -444,6 +460,7 @@ impl OrbitRun {
             self.report.faults_triggered(),
             &self.digest[..self.digest.len().min(12)]
         ));
-        lines
+        marked.extend(lines.into_iter().map(|l| (l, None)));
+        marked
     }
 }
