@@ -14,17 +14,60 @@ use crate::printable;
 
 /// Draws the header.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    let name = printable::quoted(&app.doc.name()).into_owned();
+    let base = name.rsplit('/').next().unwrap_or(&name).to_owned();
+    // The file name is worth more than the run's long title and the clock's kind: those go
+    // first when the name would not fit (at 120 columns a lab run's title took its place).
+    let mut spans = Vec::new();
+    for brief in 0..3 {
+        spans = head_spans(app, theme, brief);
+        let used: usize = spans.iter().map(|s| s.width()).sum();
+        if used + 3 + base.chars().count() <= area.width as usize {
+            break;
+        }
+    }
+    // The file name last, cut with `…` to what is left of the line.
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let room = (area.width as usize).saturating_sub(used + 3);
+    let shown = if name.chars().count() <= room {
+        Some(name)
+    } else if base.chars().count() <= room || room >= 8 {
+        Some(clip_start(&base, room))
+    } else {
+        None
+    };
+    if let Some(shown) = shown {
+        spans.push(Span::styled(format!(" · {shown}"), theme.text));
+    }
+    Line::from(spans).render(area, buf);
+}
+
+/// The header's spans before the file name: the verdict, the run, its seed and clock, the
+/// document's kind and digest, the runner's settings. `brief` 1 names the run by its label
+/// alone and the clock by its time alone; 2 also leaves out the document's kind and digest
+/// (`inspect` says them). The verdict always names its contract.
+fn head_spans<'a>(app: &App, theme: &Theme, brief: u8) -> Vec<Span<'a>> {
     let tab = app.tab();
     let report = tab.timeline.report();
     let passed = verdict(&tab.checks);
     let runs = app.doc.runs.len();
-    let run = if runs > 1 {
-        format!(" · run {}/{runs} {}", app.run + 1, tab.name())
+    let name = if brief > 0 {
+        tab.label.clone()
     } else {
-        format!(" · {}", tab.name())
+        tab.name()
+    };
+    let run = if runs > 1 {
+        format!(" · run {}/{runs} {name}", app.run + 1)
+    } else {
+        format!(" · {name}")
     };
     // Most important first: a narrow terminal cuts the file name, not the verdict.
     let clock = tab.timeline.clock_at(app.cursor);
+    let clock = if brief > 0 {
+        secs(clock)
+    } else {
+        format!("{} {}", report.clock, secs(clock))
+    };
     let mut spans = vec![
         Span::styled(" toolstorm ", theme.title),
         Span::styled(
@@ -33,20 +76,19 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         ),
         Span::styled(format!(" ({})", contract_name(&tab.contract)), theme.dim),
         Span::styled(
-            format!(
-                "{run} · seed {} · {} {}",
-                report.seed.to_decimal(),
-                report.clock,
-                secs(clock)
-            ),
+            format!("{run} · seed {} · {clock}", report.seed.to_decimal()),
             theme.dim,
         ),
         Span::styled(
-            format!(
-                " · {} {}",
-                app.doc.kind.label(),
-                &tab.digest[..tab.digest.len().min(8)]
-            ),
+            if brief > 1 {
+                String::new()
+            } else {
+                format!(
+                    " · {} {}",
+                    app.doc.kind.label(),
+                    &tab.digest[..tab.digest.len().min(8)]
+                )
+            },
             theme.dim,
         ),
     ];
@@ -66,22 +108,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             theme.failed,
         ));
     }
-    // The file name last, cut with `…` to what is left of the line.
-    let used: usize = spans.iter().map(|s| s.width()).sum();
-    let room = (area.width as usize).saturating_sub(used + 3);
-    let name = printable::quoted(&app.doc.name()).into_owned();
-    let base = name.rsplit('/').next().unwrap_or(&name).to_owned();
-    let shown = if name.chars().count() <= room {
-        Some(name)
-    } else if base.chars().count() <= room || room >= 8 {
-        Some(clip_start(&base, room))
-    } else {
-        None
-    };
-    if let Some(shown) = shown {
-        spans.push(Span::styled(format!(" · {shown}"), theme.text));
-    }
-    Line::from(spans).render(area, buf);
+    spans
 }
 
 /// The end of `s` in `width` characters, the cut marked with `…` (a path keeps its file name).
