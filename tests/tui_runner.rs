@@ -442,6 +442,18 @@ fn a_change_on_disk_reruns_and_a_conflict_keeps_both() {
         Some(43)
     );
 
+    // r with unsaved edits asks the same, in its own words: nothing changed on disk.
+    let screen_before = screen(&mut app, 120, 40);
+    assert!(!screen_before.contains("changed on disk"));
+    dispatch(&mut app, Action::Reload);
+    assert_eq!(app.mode, Mode::Confirm(Question::Conflict));
+    let shown = screen(&mut app, 120, 40);
+    assert!(
+        shown.contains("Reload, and you have unsaved edits") && !shown.contains("changed on disk"),
+        "{shown}"
+    );
+    dispatch(&mut app, Action::Answer('m'));
+
     // Our own save is not a conflict.
     dispatch(&mut app, Action::Save);
     dispatch(&mut app, Action::FileChanged);

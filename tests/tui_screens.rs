@@ -312,3 +312,27 @@ fn an_mcp_recording_shows_what_the_client_got_and_the_evidence() {
     assert!(s.contains("Real time"), "{s}");
     assert_snapshot!("mcp_recording_lost_ack_120x44", s);
 }
+
+#[test]
+fn a_zoom_made_for_a_small_terminal_ends_with_it_and_its_message_goes() {
+    let mut app = open("demo/lost_ack.retry.cassette.json");
+    // 50 x 12 shows one pane: Tab zooms the next one and says why.
+    screen(&mut app, 50, 12, true);
+    let drawn = toolstorm::tui::view::drawn(&app, app.size);
+    app.apply_drawn(drawn);
+    app.update(Action::FocusNext);
+    assert!(app.zoom, "{}", app.status);
+    assert!(
+        app.status.contains("zoomed (the terminal shows one pane"),
+        "{}",
+        app.status
+    );
+    // The terminal grows: the zoom was the size's, so it ends and its message with it.
+    let shown = screen(&mut app, 120, 40, true).backend().to_string();
+    assert!(!app.zoom);
+    assert!(!shown.contains("zoomed"), "{shown}");
+    // A zoom the user asked for (z) stays across a resize.
+    app.update(Action::ToggleZoom);
+    screen(&mut app, 100, 30, true);
+    assert!(app.zoom);
+}

@@ -226,6 +226,10 @@ pub struct App {
     pub agent_running: bool,
     /// The re-run under way: its stop flag (Esc), its agent's log, when it started.
     pub agent_run: Option<AgentRunning>,
+    /// The last reload was asked for with `r` (not a change seen on disk).
+    pub reload_asked: bool,
+    /// The zoom is Tab's on a terminal too small for two panes (a resize ends it).
+    pub auto_zoom: bool,
     /// The program an agent's re-run starts as its proxy (none: this one).
     pub proxy_bin: Option<std::path::PathBuf>,
     /// What the main area shows.
@@ -296,6 +300,8 @@ impl App {
             previous: None,
             agent_running: false,
             agent_run: None,
+            reload_asked: false,
+            auto_zoom: false,
             proxy_bin: None,
             screen: Screen::Explore,
             edit: EditCursor::default(),
@@ -503,6 +509,7 @@ impl App {
             }
             Action::ToggleZoom => {
                 self.zoom = !self.zoom;
+                self.auto_zoom = false;
                 if self.zoom {
                     self.info("zoomed: Tab shows the next pane whole; z or Esc goes back".into());
                 }
@@ -550,8 +557,21 @@ impl App {
                     None => self.step(by),
                 }
             }
-            Action::Resize(w, h) => self.size = Rect::new(0, 0, w, h),
+            Action::Resize(w, h) => {
+                self.size = Rect::new(0, 0, w, h);
+                // A zoom Tab made because the terminal was too small to show two panes is
+                // the size's, not the user's: a new size ends it, and its message.
+                if self.auto_zoom {
+                    self.auto_zoom = false;
+                    self.zoom = false;
+                    if self.status.contains("zoomed (the terminal shows one pane") {
+                        self.status.clear();
+                    }
+                }
+            }
             Action::Reload | Action::FileChanged => {
+                // Asked for (r) or seen on disk: the question about unsaved edits says which.
+                self.reload_asked = matches!(action, Action::Reload);
                 if self.doc.path.is_some() {
                     return vec![Command::Reload];
                 }
@@ -659,6 +679,7 @@ impl App {
                 .unwrap_or(0) as isize;
             self.focus = Focus::ORDER[(at + by).rem_euclid(n) as usize];
             self.zoom = true;
+            self.auto_zoom = true;
             self.info(format!(
                 "{}: zoomed (the terminal shows one pane at this size); Tab the next, z or Esc \
                  back",

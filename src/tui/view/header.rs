@@ -194,6 +194,9 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
                     printable::quoted(&path.display().to_string())
                 ),
                 Question::Quit => "Unsaved edits. Quit and lose them? y quit · n stay".into(),
+                Question::Conflict if app.reload_asked => "Reload, and you have unsaved edits: \
+                     d take the file on disk · m keep mine (the other stays one undo step back)"
+                    .into(),
                 Question::Conflict => "The file changed on disk and you have unsaved edits: \
                      d keep disk · m keep mine (the other stays one undo step back)"
                     .into(),
