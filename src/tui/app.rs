@@ -558,10 +558,11 @@ impl App {
                 }
             }
             Action::Resize(w, h) => {
+                let resized = self.size != Rect::new(0, 0, w, h);
                 self.size = Rect::new(0, 0, w, h);
                 // A zoom Tab made because the terminal was too small to show two panes is
                 // the size's, not the user's: a new size ends it, and its message.
-                if self.auto_zoom {
+                if self.auto_zoom && resized {
                     self.auto_zoom = false;
                     self.zoom = false;
                     if self.status.contains("zoomed (the terminal shows one pane") {
