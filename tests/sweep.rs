@@ -225,3 +225,64 @@ fn a_sweep_and_its_campaign_judge_a_run_by_one_definition() {
         "{table}\n{campaign}"
     );
 }
+
+#[test]
+fn a_sweep_takes_scenario_files_and_breaks_its_table_down_by_probability_and_check() {
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/lost_ack.json");
+    let list = format!("{scenario},timeout");
+    let (code, out, err) = cli(&[
+        "sweep",
+        "--scenarios",
+        &list,
+        "--policies",
+        "retry",
+        "--seeds",
+        "1,2",
+        "--probabilities",
+        "0,1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("scenario") && l.contains(" p ")),
+        "{out}"
+    );
+    // A row per probability: at 0 no fault fires and the retry policy passes; at 1 it fails.
+    let row = |p: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with("lost_ack") && l.split_whitespace().nth(2) == Some(p))
+            .unwrap_or_else(|| panic!("no lost_ack row at p {p}: {out}"))
+            .split_whitespace()
+            .skip(3)
+            .take(2)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("0.0"), vec!["2", "0"], "{out}");
+    assert_eq!(row("1.0"), vec!["0", "2"], "{out}");
+    assert!(
+        out.contains("failures by check:\n  No duplicate side effects: 2 runs (seeds 1,2)"),
+        "{out}"
+    );
+    // One probability: no p column (the table as before).
+    let (code, out, _) = cli(&["sweep", "--scenarios", scenario, "--policies", "retry"]);
+    assert_eq!(code, 0);
+    assert!(
+        !out.lines()
+            .any(|l| l.starts_with("scenario") && l.contains(" p ")),
+        "{out}"
+    );
+    // A file of another world, or none, is refused by name.
+    let mcp = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/mcp-lost-ack.json");
+    let (code, _, err) = cli(&["sweep", "--scenarios", mcp]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("world \"mcp\"") && err.contains("campaign"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["sweep", "--scenarios", "missing/nope.json"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nope.json"), "{err}");
+}

@@ -17,7 +17,8 @@ use crate::lab::{self, Policy};
 /// Flags of `sweep`.
 #[derive(Args, Debug)]
 pub struct SweepArgs {
-    /// Scenarios: comma-separated names or `all`
+    /// Scenarios: comma-separated names of the bundled ones, scenario files of the shipping
+    /// lab (a word with a `/` or ending in `.json`), or `all`
     #[arg(long, default_value = "all")]
     scenarios: String,
     /// Policies: comma-separated names or `all`
@@ -49,6 +50,26 @@ pub struct SweepArgs {
     /// the explorer and prints with `campaign FILE` as an agent's campaign does
     #[arg(long, value_name = "FILE", conflicts_with = "jsonl")]
     campaign: Option<std::path::PathBuf>,
+}
+
+/// A bundled scenario by name, or a shipping scenario file (its rules, budget and checks;
+/// the grid gives the seeds, probabilities and budgets).
+fn scenario_of(word: &str) -> Result<Scenario, String> {
+    if !word.contains('/') && !word.ends_with(".json") {
+        return scenario::bundled(word).ok_or(format!(
+            "--scenarios: unknown scenario '{word}' (a scenario file needs a path: ./{word}.json)"
+        ));
+    }
+    let path = std::path::Path::new(word);
+    match crate::document::open_scenario(path) {
+        Ok(crate::document::Scenario::Shipping(f)) => Ok(f.scenario),
+        Ok(other) => Err(format!(
+            "--scenarios: {word} is a scenario of world \"{}\"; a sweep runs the shipping lab's \
+             policies (an agent's scenario runs with `campaign`)",
+            other.world().as_str()
+        )),
+        Err(e) => Err(format!("--scenarios: {e}")),
+    }
 }
 
 fn split(list: &str) -> impl Iterator<Item = &str> {
@@ -85,7 +106,7 @@ pub fn grid(a: &SweepArgs) -> Result<Grid, String> {
         scenario::all()
     } else {
         split(&a.scenarios)
-            .map(|s| scenario::bundled(s).ok_or(format!("--scenarios: unknown scenario '{s}'")))
+            .map(scenario_of)
             .collect::<Result<_, _>>()?
     };
     let policies: Vec<Policy> = if a.policies == "all" {
@@ -209,7 +230,21 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
     } else {
         let mut table = Table::default();
         let verdict = |_: usize, p: &Point, run: Result<&lab::LabRun, String>| {
-            run.map(|r| (p.scenario, p.policy, p.config.seed, r.recovered()))
+            run.map(|r| Counted {
+                key: (
+                    p.scenario,
+                    p.policy,
+                    p.config.probability.unwrap_or(1.0).to_bits(),
+                ),
+                seed: p.config.seed,
+                passed: r.recovered(),
+                failed: r
+                    .checks
+                    .iter()
+                    .filter(|c| !c.passed && !c.name.starts_with("Fault exercised"))
+                    .map(|c| c.name.clone())
+                    .collect(),
+            })
         };
         stream(
             &grid,
@@ -217,7 +252,7 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
             &verdict,
             &mut |result| match result {
                 Ok(row) => {
-                    any_failed |= !row.3;
+                    any_failed |= !row.passed;
                     table.add(row);
                 }
                 Err(e) => {
@@ -244,7 +279,19 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
 /// Failing seeds the table lists per row before "(+N more)".
 const LISTED_SEEDS: usize = 12;
 
-/// One row of the table: a scenario and a policy, counted as runs arrive.
+/// A row's key: the scenario, the policy, and the probability (its bits).
+type RowKey = (usize, Policy, u64);
+
+/// One run's result as the table counts it.
+struct Counted {
+    key: RowKey,
+    seed: i64,
+    passed: bool,
+    /// The checks it failed (not `Fault exercised`).
+    failed: Vec<String>,
+}
+
+/// One row of the table: a scenario, a policy and a probability, counted as runs arrive.
 #[derive(Default)]
 struct Row {
     pass: usize,
@@ -254,27 +301,62 @@ struct Row {
     listed: Vec<i64>,
 }
 
-/// The summary table, built from runs as they arrive in grid order.
+impl Row {
+    fn add(&mut self, seed: i64, passed: bool) {
+        if passed {
+            self.pass += 1;
+        } else {
+            self.fail += 1;
+            if self.seen.insert(seed) && self.listed.len() < LISTED_SEEDS {
+                self.listed.push(seed);
+            }
+        }
+    }
+
+    fn seeds(&self) -> String {
+        let more = if self.seen.len() > LISTED_SEEDS {
+            format!(" (+{} more)", self.seen.len() - LISTED_SEEDS)
+        } else {
+            String::new()
+        };
+        let listed: Vec<String> = self.listed.iter().map(i64::to_string).collect();
+        if listed.is_empty() {
+            "-".to_owned()
+        } else {
+            listed.join(",") + &more
+        }
+    }
+}
+
+/// The summary table, built from runs as they arrive in grid order: a row per scenario,
+/// policy and probability, then the failures by check.
 #[derive(Default)]
 struct Table {
     runs: usize,
-    order: Vec<(usize, Policy)>,
-    rows: std::collections::HashMap<(usize, Policy), Row>,
+    order: Vec<RowKey>,
+    rows: std::collections::HashMap<RowKey, Row>,
+    probabilities: std::collections::BTreeSet<u64>,
+    /// Per failed check, in first-seen order: its failing runs (and their seeds).
+    checks: Vec<(String, Row)>,
 }
 
 impl Table {
-    fn add(&mut self, (scenario, policy, seed, passed): (usize, Policy, i64, bool)) {
+    fn add(&mut self, o: Counted) {
         self.runs += 1;
-        let row = self.rows.entry((scenario, policy)).or_insert_with(|| {
-            self.order.push((scenario, policy));
+        self.probabilities.insert(o.key.2);
+        let row = self.rows.entry(o.key).or_insert_with(|| {
+            self.order.push(o.key);
             Row::default()
         });
-        if passed {
-            row.pass += 1;
-        } else {
-            row.fail += 1;
-            if row.seen.insert(seed) && row.listed.len() < LISTED_SEEDS {
-                row.listed.push(seed);
+        row.add(o.seed, o.passed);
+        for name in o.failed {
+            match self.checks.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, r)) => r.add(o.seed, false),
+                None => {
+                    let mut r = Row::default();
+                    r.add(o.seed, false);
+                    self.checks.push((name, r));
+                }
             }
         }
     }
@@ -282,32 +364,45 @@ impl Table {
     fn print(&self, grid: &Grid, io: &mut Io<'_>) {
         io.println(&format!("{} runs", self.runs));
         io.println(RUN_VERDICT);
+        // A column for the probability when the grid has more than one.
+        let by_p = self.probabilities.len() > 1;
+        let p_head = if by_p {
+            format!(" {:>5}", "p")
+        } else {
+            String::new()
+        };
         io.println(&format!(
-            "{:<14} {:<11} {:>6} {:>6}  failing seeds",
+            "{:<14} {:<11}{p_head} {:>6} {:>6}  failing seeds",
             "scenario", "policy", "pass", "fail"
         ));
         for key in &self.order {
             let Some(row) = self.rows.get(key) else {
                 continue;
             };
-            let more = if row.seen.len() > LISTED_SEEDS {
-                format!(" (+{} more)", row.seen.len() - LISTED_SEEDS)
+            let p = if by_p {
+                format!(" {:>5}", crate::json::float::py_repr(f64::from_bits(key.2)))
             } else {
                 String::new()
             };
-            let listed: Vec<String> = row.listed.iter().map(i64::to_string).collect();
             io.println(&format!(
-                "{:<14} {:<11} {:>6} {:>6}  {}{more}",
+                "{:<14} {:<11}{p} {:>6} {:>6}  {}",
                 grid.scenarios[key.0].name,
                 key.1.as_str(),
                 row.pass,
                 row.fail,
-                if listed.is_empty() {
-                    "-".to_owned()
-                } else {
-                    listed.join(",")
-                }
+                row.seeds()
             ));
+        }
+        if !self.checks.is_empty() {
+            io.println("failures by check:");
+            for (name, row) in &self.checks {
+                io.println(&format!(
+                    "  {name}: {} run{} (seeds {})",
+                    row.fail,
+                    if row.fail == 1 { "" } else { "s" },
+                    row.seeds()
+                ));
+            }
         }
     }
 }
