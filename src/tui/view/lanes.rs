@@ -17,9 +17,38 @@ use super::{fit, pane};
 /// Most lanes shown.
 pub const MAX_ROWS: usize = 10;
 
-/// Rows needed: one per call of every batch.
+/// Rows needed: one per call of every batch, and the time axis under them.
 pub fn rows(app: &App) -> usize {
-    app.tab().batches.iter().map(|b| b.lanes.len()).sum()
+    let lanes: usize = app.tab().batches.iter().map(|b| b.lanes.len()).sum();
+    if lanes == 0 { 0 } else { lanes + 1 }
+}
+
+/// A step between the axis's ticks, in ms: the smallest of 1, 2, 5 × 10^k that keeps at
+/// most `ticks` of them over `span_ms`.
+fn tick_step(span_ms: u64, ticks: u64) -> u64 {
+    let ticks = ticks.max(1);
+    let mut base = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            let step = base.saturating_mul(m);
+            if span_ms / step <= ticks {
+                return step;
+            }
+        }
+        base = base.saturating_mul(10);
+    }
+}
+
+/// A tick's label: seconds from the first call (`0s`, `0.5s`, `12s`).
+fn tick_label(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else if ms.is_multiple_of(100) {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        let s = format!("{:.3}", ms as f64 / 1000.0);
+        format!("{}s", s.trim_end_matches('0'))
+    }
 }
 
 /// Draws the lanes.
@@ -78,6 +107,29 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
                 .min(track_w - 1)
     };
     let bottom = body.y + body.height;
+    let lanes: usize = batches.iter().map(|b| b.lanes.len()).sum();
+    // The time axis under the lanes (when there is room): its origin is the first call.
+    if let Some(y) = body.y.checked_add(lanes as u16).filter(|y| *y < bottom) {
+        let step = tick_step(end - start, u64::from(track_w / 8));
+        let mut free_from = track_x;
+        let mut t = 0;
+        while start + t <= end {
+            let x = col(start + t);
+            let label = tick_label(t);
+            if x >= free_from && x + label.chars().count() as u16 <= track_x + track_w {
+                buf.set_string(x, y, "╵", theme.dim);
+                buf.set_string(x + 1, y, &label, theme.dim);
+                free_from = x + label.chars().count() as u16 + 2;
+            }
+            t += step;
+        }
+        buf.set_string(
+            body.x,
+            y,
+            clip("time from 1st call", label_w as usize),
+            theme.dim,
+        );
+    }
     for (y, lane) in (body.y..bottom).zip(batches.iter().flat_map(|b| b.lanes.iter())) {
         let failed = lane.kind != "ok";
         let kind_style = if failed { theme.failed } else { theme.ok };
@@ -158,5 +210,22 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             clip(&info, info_w as usize),
             kind_style,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_few() {
+        assert_eq!(tick_step(2000, 8), 500);
+        assert_eq!(tick_step(4000, 4), 1000);
+        assert_eq!(tick_step(30, 10), 5);
+        assert_eq!(tick_step(0, 0), 1);
+        assert_eq!(tick_label(0), "0s");
+        assert_eq!(tick_label(1500), "1.5s");
+        assert_eq!(tick_label(20), "0.02s");
+        assert_eq!(tick_label(12000), "12s");
     }
 }
