@@ -1,7 +1,7 @@
 //! Campaigns: one agent run many times against an MCP scenario, each run on its own seed, and
 //! the answer to "how often does it recover?". This module owns the campaign file (versioned,
 //! strict, rewritten atomically as runs finish) and the pass^k estimator; running the agent
-//! and judging each recording is [`crate::document::campaign`]'s.
+//! and judging each recording is [`crate::agent`]'s.
 //!
 //! - [`file`]: the campaign file: its plan (scenario, agent command, seeds, oracle) and each
 //!   finished run's record (faults, commits, duplicates, checks, the oracle's word).

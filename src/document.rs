@@ -25,7 +25,6 @@
 //! # Ok::<(), toolstorm::document::Error>(())
 //! ```
 
-pub mod adopted;
 pub mod campaign;
 pub mod compare;
 mod error;

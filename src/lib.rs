@@ -115,6 +115,7 @@
 //! decisions from a seed. The `tui` feature (on by default) adds the command line and the
 //! terminal UI; `--no-default-features` builds the engine alone.
 
+pub mod agent;
 pub mod atomic;
 pub mod campaign;
 pub mod cassette;

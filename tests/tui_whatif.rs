@@ -328,7 +328,7 @@ fn the_rule_editor_edits_an_agent_recordings_scenario_and_r_reruns_the_agent_wit
 
 #[test]
 fn a_rerun_under_way_stops_when_asked_and_says_so() {
-    use toolstorm::document::campaign::StopFlag;
+    use toolstorm::agent::StopFlag;
     use toolstorm::tui::action::{AgentRerun, AgentSource};
     let (recording, scenario) = agent_recording("stop");
     // An agent that takes its time (and prints a line first, as agents do).
@@ -385,7 +385,7 @@ fn while_the_agent_runs_the_status_line_shows_its_last_line_and_esc_stops_it() {
     let mut app = open(&recording);
     let log = recording.with_file_name("agent-progress.log");
     std::fs::write(&log, "starting\ncalling create_shipment for o-1\n\n").expect("log");
-    let stop = toolstorm::document::campaign::StopFlag::default();
+    let stop = toolstorm::agent::StopFlag::default();
     app.agent_run = Some(toolstorm::tui::app::AgentRunning {
         stop: stop.clone(),
         log,

@@ -3,7 +3,7 @@
 //! then pass^1 … pass^k, the failing seeds and the failures by check. `campaign FILE` (a
 //! campaign file) prints the same for a finished campaign; `--rerun SEED` runs one seed
 //! again and says whether it met the same faults on the same calls. The work is
-//! [`crate::document::campaign`]'s; this module turns flags into a plan and prints.
+//! [`crate::agent`]'s; this module turns flags into a plan and prints.
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -14,9 +14,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::Io;
+use crate::agent::{self as run, Plan};
 use crate::campaign::shard::Shard;
 use crate::campaign::{CampaignFile, RunRecord, passk};
-use crate::document::campaign::{self as run, Plan};
 use crate::document::{self, Error, Scenario};
 use crate::json::{Value, pretty};
 use crate::obj;

@@ -417,8 +417,8 @@ fn as_campaign(
     tick: &(dyn Fn(usize, usize) + Sync),
     io: &mut Io<'_>,
 ) -> i32 {
+    use crate::agent as run;
     use crate::campaign::CampaignFile;
-    use crate::document::campaign as run;
     let one = |list: &str| list != "all" && split(list).count() == 1;
     if !(one(&a.scenarios) && one(&a.policies) && one(&a.probabilities) && one(&a.max_calls)) {
         return io.fail(

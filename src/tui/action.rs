@@ -274,5 +274,5 @@ pub struct AgentRerun {
     /// The proxy program the agent starts (this one when none).
     pub bin: Option<PathBuf>,
     /// Set to stop the agent (Esc while it runs).
-    pub stop: crate::document::campaign::StopFlag,
+    pub stop: crate::agent::StopFlag,
 }

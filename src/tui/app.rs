@@ -141,7 +141,7 @@ pub const MESSAGE_SECONDS: u16 = 6;
 #[derive(Debug, Clone)]
 pub struct AgentRunning {
     /// Set by Esc: the agent's process group is stopped.
-    pub stop: crate::document::campaign::StopFlag,
+    pub stop: crate::agent::StopFlag,
     /// The agent's output (`agent.log` in the re-run's folder).
     pub log: std::path::PathBuf,
     /// When it started (the explorer's clock, for the elapsed time shown).

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use super::action::{Action, AgentRerun, AgentSource, Command};
 use super::app::{App, Mode, Screen};
+use crate::agent as run;
 use crate::document::Document;
-use crate::document::campaign as run;
 use crate::json::{Value, pretty};
 use crate::obj;
 

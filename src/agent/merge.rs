@@ -7,10 +7,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{base_of, named_path, relative_to, runs_dir};
 use crate::campaign::CampaignFile;
 use crate::campaign::merge::{MergeError, Part, merge, seed_list};
 use crate::document::Error;
+use crate::document::campaign::{base_of, named_path, read_file, relative_to, runs_dir};
 
 /// How deep a folder given to merge is searched.
 const DEPTH: usize = 8;
@@ -160,10 +160,8 @@ pub fn merge_into(
     let base = absolute(&base_of(out));
     let mut parts: Vec<Part> = Vec::with_capacity(paths.len());
     for path in &paths {
-        let text =
-            crate::fsread::read_text(path).map_err(|e| MergeFailure::File(Error::io(path, e)))?;
-        let mut file = CampaignFile::from_text(&text)
-            .map_err(|e| MergeFailure::File(Error::invalid(Some(path), e)))?;
+        // A campaign file has a size limit of its own (a merged one can be a part again).
+        let mut file = read_file(path).map_err(MergeFailure::File)?;
         let part_base = absolute(&base_of(path));
         for r in &mut file.runs {
             r.recording = relative_to(&part_base.join(&r.recording), &base)

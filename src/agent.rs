@@ -1,0 +1,24 @@
+//! Running real agents: a campaign (the agent many times through the proxy, each run judged
+//! from its recording), its shards merged, one seed run again with other rules, a failing
+//! seed shrunk to its smallest fault schedule. Both faces use it (the command line's
+//! `campaign`, the explorer's re-runs); opening files stays in [`crate::document`].
+//!
+//! - [`run`]: the plan and the runner (folders, the proxy's `mcpServers` entry, the agent in
+//!   a process group with a watchdog, the oracle, judging each recording).
+//! - [`rerun`]: the plan for one seed again (a campaign's, or an MCP recording's agent).
+//! - [`shrink`]: the smallest failing fault schedule.
+//! - [`merge`]: shard files joined into one campaign file.
+//! - [`adopted`]: what a run leaves outside its process group, ended after it.
+
+pub mod adopted;
+pub mod merge;
+pub mod rerun;
+pub mod run;
+pub mod shrink;
+
+pub use crate::document::campaign::{
+    named_path, read_file, recording_path, relative_to, runs_dir, scenario_of,
+};
+pub use rerun::{Again, replan, replan_recording};
+pub use run::{Plan, StopFlag, lab_record, run_all, run_one};
+pub use shrink::{Fault, Shrunk, faults_of, pinned, shrink};

@@ -1,0 +1,200 @@
+//! Running one seed of an agent again, with its own rules or other ones: the plan for a
+//! campaign's seed (`campaign --rerun`, the explorer's `p` and `R` on a campaign's run), and
+//! for an MCP recording whose sidecar names its agent (`mcp --agent-cmd`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::run::{Plan, StopFlag, expand_for_shell};
+use crate::campaign::{CampaignFile, Outcome, RunRecord};
+use crate::document::Error;
+use crate::document::campaign::{named_path, scenario_of};
+
+/// The commands that run a campaign's seed again (the file keeps them with secrets redacted:
+/// where it did, the caller gives them again).
+#[derive(Clone, Debug)]
+pub struct Again {
+    /// The agent's command, placeholders unexpanded.
+    pub agent: Vec<String>,
+    /// `--before`.
+    pub before: Option<String>,
+    /// `--verify`.
+    pub verify: Option<String>,
+}
+
+impl Again {
+    /// The file's own commands, when none of them keeps a redacted secret.
+    pub fn from_file(file: &CampaignFile) -> Result<Again, String> {
+        let secret = file.agent.iter().any(|w| w.contains(crate::redact::MARKER))
+            || [&file.before, &file.verify].iter().any(|c| {
+                c.as_deref()
+                    .is_some_and(|c| c.contains(crate::redact::MARKER))
+            });
+        if secret {
+            return Err(
+                "the campaign file keeps the agent's command with a secret redacted: re-run this \
+                 seed from the command line, giving the commands again (campaign FILE --rerun SEED \
+                 -- AGENT ...)"
+                    .into(),
+            );
+        }
+        Ok(Again {
+            agent: file.agent.clone(),
+            before: file.before.clone(),
+            verify: file.verify.clone(),
+        })
+    }
+}
+
+/// The plan that runs `seed` of the campaign at `out` again, its files named
+/// `<campaign>.<what>-SEED`, with the rules of `edited` when given (else the campaign's own
+/// scenario, which must not have changed); and the finished run of that seed.
+pub fn replan<'f>(
+    out: &Path,
+    file: &'f CampaignFile,
+    seed: i64,
+    edited: Option<&Path>,
+    what: &str,
+    again: Again,
+) -> Result<(Plan, &'f RunRecord), String> {
+    let Some(first) = file.runs.iter().find(|r| r.seed == seed) else {
+        return Err(format!(
+            "ValueError: the campaign has no finished run of seed {seed} (its seeds: {})",
+            file.runs
+                .iter()
+                .map(|r| r.seed.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    if let Some(name) = file.scenario.strip_prefix("lab:") {
+        return Err(format!(
+            "ValueError: this campaign is a sweep of the bundled lab: run seed {seed} again with \
+             `toolstorm-tui sweep --scenarios {name} --seeds {seed} ...`, or open a run's cassette"
+        ));
+    }
+    let scenario_path = match edited {
+        Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
+        None => scenario_of(out, file),
+    };
+    let scenario_sha256 = crate::fsread::read_document(&scenario_path)
+        .map(|bytes| crate::json::sha256_hex(&bytes))
+        .map_err(|e| Error::io(&scenario_path, e).to_string())?;
+    // An edited scenario is the point of its re-run: only the campaign's own must not have
+    // changed under it.
+    if edited.is_none() && scenario_sha256 != file.scenario_sha256 {
+        return Err(format!(
+            "ValueError: {} changed since the campaign ran: its runs cannot be reproduced \
+             with other rules (restore it, or start a new campaign)",
+            scenario_path.display()
+        ));
+    }
+    let scenario = match crate::document::open_scenario(&scenario_path) {
+        Ok(crate::document::Scenario::Mcp(s)) => s,
+        Ok(_) => {
+            return Err("ValueError: the campaign's scenario is no longer of world \"mcp\"".into());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let bin = std::env::current_exe()
+        .map_err(|e| format!("OSError: cannot find this program's path: {e}"))?;
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
+    let plan = Plan {
+        scenario_path,
+        scenario,
+        agent: again.agent,
+        seeds: vec![seed],
+        jobs: 1,
+        timeout: Duration::from_secs_f64(file.timeout),
+        before: again.before,
+        verify: again.verify,
+        probability: file.probability,
+        out: out.with_file_name(format!("{stem}.{what}-{seed}.json")),
+        bin,
+        // Where the campaign ran, so `python agent.py` and relative commands find their files.
+        cwd: named_path(out, &file.cwd),
+        scenario_sha256,
+        agent_http: file.agent_http,
+        shard: None,
+        server: Vec::new(),
+        stop: StopFlag::default(),
+    };
+    Ok((plan, first))
+}
+
+/// The placeholders an agent's command may hold.
+const PLACEHOLDERS: [&str; 6] = ["mcp_config", "seed", "run", "record", "run_dir", "mcp_url"];
+
+/// The plan that starts the agent of the MCP recording at `recording` again on `seed`, with
+/// the rules of `scenario` — the agent its sidecar names (`mcp --agent-cmd`, run by `sh -c`
+/// in the folder it ran in), its files named `<recording>.<what>-SEED`. The error says what
+/// is missing and how to give it.
+pub fn replan_recording(
+    recording: &Path,
+    seed: i64,
+    scenario: &Path,
+    what: &str,
+) -> Result<Plan, String> {
+    let side = crate::mcp::session::sidecar_path(recording);
+    let mcp = crate::mcp::session::McpSession::load(&side)
+        .map_err(|e| format!("{}: {e}", side.display()))?;
+    let Some(agent) = mcp.agent.as_ref() else {
+        return Err(format!(
+            "{} does not say how to start its agent: record with `toolstorm-tui mcp SCENARIO \
+             --record FILE --agent-cmd 'python agent.py --mcp-config {{mcp_config}}' ...`, or run \
+             the agent as a campaign (`toolstorm-tui campaign SCENARIO -- AGENT ...`)",
+            recording.display()
+        ));
+    };
+    if agent.command.contains(crate::redact::MARKER) {
+        return Err(format!(
+            "{} keeps its agent's command with a secret redacted, so it cannot be started \
+             again: give the agent its secret through the environment (which is passed on, and \
+             never written), not its command line",
+            recording.display()
+        ));
+    }
+    // The command runs in a shell; each placeholder becomes the variable holding its value,
+    // quoted for where it stands.
+    let values: Vec<(&str, String)> = PLACEHOLDERS.iter().map(|p| (*p, String::new())).collect();
+    let command = expand_for_shell(&agent.command, &values);
+    let record = RunRecord::new(1, seed, Outcome::Finished, recording.display().to_string());
+    let file = CampaignFile {
+        scenario: scenario.display().to_string(),
+        scenario_name: String::new(),
+        scenario_sha256: String::new(),
+        cwd: agent.cwd.clone(),
+        agent: vec!["sh".into(), "-c".into(), command],
+        probability: None,
+        timeout: 300.0,
+        before: None,
+        verify: None,
+        seeds: vec![seed],
+        runs: vec![record],
+        agent_http: mcp
+            .transport
+            .as_ref()
+            .is_some_and(|t| t.client == "streamable-http"),
+        shard: None,
+    };
+    let again = Again::from_file(&file)?;
+    let (mut plan, _) = replan(recording, &file, seed, Some(scenario), what, again)?;
+    if plan.scenario.server.is_none() {
+        if mcp.server_command.is_empty()
+            || mcp
+                .server_command
+                .iter()
+                .any(|w| w.contains(crate::redact::MARKER))
+        {
+            return Err(format!(
+                "neither {} nor the recording names the server with what it needs (a secret \
+                 was redacted): put it in the scenario's \"server\"",
+                scenario.display()
+            ));
+        }
+        plan.server = mcp.server_command.clone();
+    }
+    Ok(plan)
+}
