@@ -127,3 +127,31 @@ fn campaign_writes_junit_with_one_case_per_run_and_seed() {
         "{xml}"
     );
 }
+
+#[test]
+fn inspect_json_of_an_mcp_recording_says_what_its_text_says() {
+    let (code, out) = piped(&["inspect", "cassettes/mcp-incident.json", "--json"]);
+    assert_eq!(code, 0);
+    let text = String::from_utf8(out).expect("utf-8");
+    let v = toolstorm::json::parse(text.trim_end()).expect("one JSON object");
+    let mcp = v
+        .as_object()
+        .and_then(|o| o.get("mcp"))
+        .and_then(toolstorm::json::Value::as_object)
+        .expect("an mcp object");
+    let get = |k: &str| toolstorm::json::compact(mcp.get(k).expect(k));
+    assert_eq!(get("client"), r#""mcp 0.1.0""#);
+    assert_eq!(get("recorded_calls"), "3");
+    assert!(get("faults").contains(r#""rule":"lost-receipt""#), "{text}");
+    assert!(get("faults").contains("isError: true"), "{text}");
+    assert!(get("duplicates").contains(r#""call":3"#), "{text}");
+    assert_eq!(get("in_flight"), "[]");
+    // The reference's fields are as they were, first.
+    assert!(
+        text.starts_with(r#"{"schema_version": 1, "calls": 3, "effects": 2,"#),
+        "{text}"
+    );
+    // A recording of the reference's kind has no mcp key (its bytes are the reference's).
+    let (_, plain) = piped(&["inspect", "cassettes/incident.json", "--json"]);
+    assert!(!String::from_utf8_lossy(&plain).contains("\"mcp\""));
+}

@@ -122,7 +122,23 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
     };
     recovery_note(&trace, io);
     if a.json {
-        io.emit(&cassette::inspect_json(&trace.cassettes));
+        match (&trace.mcp, trace.cassettes.as_slice()) {
+            // An MCP recording: the reference's object, and under `mcp` what the text says of
+            // the session (the reference never wrote one, so its files read as before).
+            (Some(m), [c]) => {
+                let text = cassette::inspect_json(&trace.cassettes);
+                match crate::json::parse(text.trim_end()) {
+                    Ok(mut v) => {
+                        if let Some(o) = v.as_object_mut() {
+                            o.push("mcp", mcp_inspect_value(&c.report, m));
+                        }
+                        io.emit(&(crate::json::one_line(&v) + "\n"));
+                    }
+                    Err(_) => io.emit(&text),
+                }
+            }
+            _ => io.emit(&cassette::inspect_json(&trace.cassettes)),
+        }
     } else if io.people && trace.cassettes.len() > 1 {
         for (i, c) in trace.cassettes.iter().enumerate() {
             let line = cassette::inspect_text(std::slice::from_ref(c));
@@ -457,6 +473,81 @@ fn mcp_inspect_lines(
     lines
 }
 
+/// Duplicate commits with their evidence, as `check --json` and `inspect --json` give them.
+fn duplicates_json(
+    report: &crate::report::Report,
+    session: &crate::mcp::session::McpSession,
+) -> Vec<crate::json::Value> {
+    duplicates(report, session)
+        .into_iter()
+        .map(|d| {
+            crate::obj! {
+                "name" => d.name, "key" => d.key, "call" => d.call, "evidence" => d.evidence,
+                "first_call" => d.first_call, "first_evidence" => d.first_evidence,
+            }
+        })
+        .collect()
+}
+
+/// The ids of calls left running (no answer on record).
+fn in_flight_json(report: &crate::report::Report) -> Vec<crate::json::Value> {
+    report
+        .calls
+        .iter()
+        .filter(|c| c.status == crate::report::Status::Running)
+        .map(|c| crate::json::Value::from(c.id))
+        .collect()
+}
+
+/// What `inspect` says of an MCP session, as JSON: the peers and protocol, each injected
+/// fault with what the client got, duplicate commits with their evidence, calls in flight,
+/// how the session ended, the transport and the agent (when the recording names one).
+fn mcp_inspect_value(
+    report: &crate::report::Report,
+    session: &crate::mcp::session::McpSession,
+) -> crate::json::Value {
+    use crate::json::Value;
+    use crate::obj;
+    let name = crate::mcp::session::McpSession::peer_name;
+    let faults = report
+        .calls
+        .iter()
+        .filter(|c| c.injected)
+        .map(|c| {
+            obj! {
+                "call" => c.id,
+                "tool" => c.tool.to_lossy(),
+                "rule" => c.fault.as_ref().map(|f| f.to_lossy()),
+                "kind" => c.kind.map(|k| k.as_str()),
+                "client_got" => session.call(c.id).map(|r| r.delivered.describe()),
+            }
+        })
+        .collect();
+    let dups = duplicates_json(report, session);
+    let in_flight = in_flight_json(report);
+    obj! {
+        "protocol_version" => session.protocol_version.as_deref(),
+        "client" => name(&session.client_info),
+        "server" => name(&session.server_info),
+        "recorded_calls" => session.calls.len(),
+        "faults" => Value::Array(faults),
+        "duplicates" => Value::Array(dups),
+        "in_flight" => Value::Array(in_flight),
+        "finished" => session.finished,
+        "ended" => document::how_it_ended(session),
+        "transport" => session.transport.as_ref().map_or(Value::Null, |t| obj! {
+            "client" => t.client.as_str(),
+            "server" => t.server.as_str(),
+            "url" => t.url.as_deref(),
+            "listen" => t.listen.as_deref(),
+        }),
+        "agent" => session.agent.as_ref().map_or(Value::Null, |a| obj! {
+            "command" => a.command.as_str(),
+            "cwd" => a.cwd.as_str(),
+        }),
+    }
+}
+
 /// `check --json` for an MCP recording: the contract object `v`, and under `mcp` the details the text
 /// gives (duplicates with their evidence, possible duplicates, calls in flight, a recovery).
 fn mcp_json(
@@ -467,15 +558,7 @@ fn mcp_json(
 ) -> String {
     use crate::json::Value;
     use crate::obj;
-    let dups = duplicates(report, session)
-        .into_iter()
-        .map(|d| {
-            obj! {
-                "name" => d.name, "key" => d.key, "call" => d.call, "evidence" => d.evidence,
-                "first_call" => d.first_call, "first_evidence" => d.first_evidence,
-            }
-        })
-        .collect();
+    let dups = duplicates_json(report, session);
     let possible = session
         .possible_duplicates()
         .into_iter()
@@ -483,12 +566,7 @@ fn mcp_json(
             obj! {"name" => name, "key" => key, "call" => call, "first_call" => first, "evidence" => "annotations"}
         })
         .collect();
-    let in_flight = report
-        .calls
-        .iter()
-        .filter(|c| c.status == crate::report::Status::Running)
-        .map(|c| Value::from(c.id))
-        .collect();
+    let in_flight = in_flight_json(report);
     if let Value::Object(o) = &mut v {
         o.push(
             "mcp",
