@@ -232,6 +232,10 @@ fn r_reruns_the_agent_of_a_recording_with_its_scenario_as_edited() {
     );
     let screen = draw(&mut app, 120, 36).backend().to_string();
     assert!(screen.contains("✗→✓ No duplicate side effects"), "{screen}");
+    // The comparison's own keys are on its status line once the message has gone.
+    app.status.clear();
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("c or Esc back to the run"), "{screen}");
     // And p pins a fault on such a recording too: the timeout on its (now only) call.
     press(&mut app, key(KeyCode::Esc));
     app.cursor = Some(0);

@@ -136,12 +136,29 @@ fn contract_name(contract: &str) -> &'static str {
 
 /// Key hints shown when the status line has no message.
 fn hints(app: &App) -> &'static str {
+    use super::super::app::Screen;
+    // Each view says its own keys: the same key can mean something else in another view.
     match (&app.mode, app.editor.is_some()) {
-        (Mode::Help, _) => "j/k scroll · Esc or ? close",
+        (Mode::Help, _) => "j/k scroll · Esc or ? close · q quit",
         (Mode::Edit, _) => "↑↓ field · ←→ rule · Enter edit · a add · D delete · u undo · i close",
         (Mode::Show(..), _) => "any key closes",
-        (Mode::Summary(_), _) => "j/k row · ←→ sort · r reverse · Enter filter · Esc close",
+        (Mode::Summary(_), _) => {
+            "j/k row · ←→ sort · r reverse · Enter filter · Esc close · q quit"
+        }
+        (Mode::Runs(_), _) => {
+            "j/k row · g/G first/last · Enter open · c compare · Esc close · q quit"
+        }
+        (Mode::PinFault(_), _) => "j/k pick a fault · Enter re-run the agent with it · Esc cancel",
+        (Mode::PickKind(_), _) => "j/k pick a kind · Enter choose · Esc cancel",
+        _ if app.agent_run.is_some() => "Esc stops the agent's re-run · q quit",
+        _ if app.screen == Screen::Compare => {
+            "c or Esc back to the run · j/k step · R re-run · q quit"
+        }
+        _ if app.screen == Screen::Policies => "v or Esc back to the run · j/k step · q quit",
         (_, true) => "? keys · q quit · j/k step · / search · i rules · R rerun · W write",
+        (_, false) if app.doc.mcp.is_some() || app.doc.campaign.is_some() => {
+            "? keys · q quit · j/k step · / search · R re-run the agent · p what if · i rules"
+        }
         (_, false) => {
             "? keys · q quit · j/k step · / search · : jump · z zoom · f fault · e effect"
         }
