@@ -326,3 +326,46 @@ fn the_approval_modal_is_drawn_over_the_run() {
     let last = screen.lines().last().unwrap_or("");
     assert!(last.contains("approval question 2"), "{screen}");
 }
+
+#[test]
+fn the_lanes_time_axis_zooms_and_pans() {
+    let mut doc = Document::open(&scenario_path("orbit-parallel.json")).expect("opens");
+    doc.path = Some(PathBuf::from("scenarios/orbit-parallel.json"));
+    let mut app = App::new(doc);
+    let whole = screen(&mut app, 120, 40);
+    assert!(
+        whole.contains("time from 1st call") && whole.contains("╵0s"),
+        "{whole}"
+    );
+    // Zoomed ×2 about the middle: the axis starts later, the first call's bars are cut.
+    app.update(Action::LanesZoom(1));
+    let zoomed = screen(&mut app, 120, 40);
+    let title = zoomed
+        .lines()
+        .find(|l| l.contains("Batch lanes"))
+        .expect("the lanes")
+        .to_owned();
+    assert!(title.contains("×2"), "{title}");
+    assert!(!zoomed.contains("╵0s"), "{zoomed}");
+    // J on the focused lanes pans later in time.
+    app.update(Action::FocusPane(2));
+    for _ in 0..4 {
+        app.update(Action::ScrollDown);
+    }
+    let panned = screen(&mut app, 120, 40);
+    let later = panned
+        .lines()
+        .find(|l| l.contains("Batch lanes"))
+        .expect("the lanes")
+        .to_owned();
+    assert_ne!(later, title, "the window moved");
+    assert!(later.contains("×2 2.5s–"), "{later}");
+    // Out again: the whole run.
+    app.update(Action::LanesZoom(-1));
+    let back = screen(&mut app, 120, 40);
+    let title = back
+        .lines()
+        .find(|l| l.contains("Batch lanes"))
+        .expect("the lanes");
+    assert!(back.contains("╵0s") && !title.contains("×2"), "{back}");
+}

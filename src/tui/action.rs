@@ -79,6 +79,8 @@ pub enum Action {
     Input(tui_input::InputRequest),
     /// Show the focused pane on the whole screen, or go back.
     ToggleZoom,
+    /// The batch lanes' time axis: zoom in (`1`) or out (`-1`).
+    LanesZoom(i8),
     /// Copy the selected call as JSON (to the terminal's clipboard, and shown).
     CopyCall,
     /// Copy the command line that reproduces the shown run.

@@ -230,6 +230,11 @@ pub struct App {
     pub reload_asked: bool,
     /// The zoom is Tab's on a terminal too small for two panes (a resize ends it).
     pub auto_zoom: bool,
+    /// The batch lanes' time zoom (1: the whole run; 2, 4, ... 64) and where the window
+    /// starts, in quarters of its width from the first call.
+    pub lanes_zoom: u32,
+    /// See [`App::lanes_zoom`].
+    pub lanes_pan: u32,
     /// The program an agent's re-run starts as its proxy (none: this one).
     pub proxy_bin: Option<std::path::PathBuf>,
     /// What the main area shows.
@@ -302,6 +307,8 @@ impl App {
             agent_run: None,
             reload_asked: false,
             auto_zoom: false,
+            lanes_zoom: 1,
+            lanes_pan: 0,
             proxy_bin: None,
             screen: Screen::Explore,
             edit: EditCursor::default(),
@@ -507,6 +514,7 @@ impl App {
             Action::ToggleZoom if self.screen != Screen::Explore => {
                 self.info("z zooms a pane of the explorer: Esc closes this view first".into());
             }
+            Action::LanesZoom(by) => self.zoom_lanes(by),
             Action::ToggleZoom => {
                 self.zoom = !self.zoom;
                 self.auto_zoom = false;
@@ -708,7 +716,36 @@ impl App {
     }
 
     /// Scrolls `pane` by `by` lines (the timeline steps instead), never past its last line.
+    /// `+` / `-`: the batch lanes' time zoom, about the window's middle.
+    fn zoom_lanes(&mut self, by: i8) {
+        if self.tab().batches.is_empty() {
+            self.info("+ and - zoom the batch lanes' time: this run has no batches".into());
+            return;
+        }
+        if by > 0 && self.lanes_zoom < 64 {
+            self.lanes_zoom *= 2;
+            self.lanes_pan = self.lanes_pan * 2 + 2;
+        } else if by < 0 && self.lanes_zoom > 1 {
+            self.lanes_zoom /= 2;
+            self.lanes_pan = self.lanes_pan.saturating_sub(2) / 2;
+        }
+        self.lanes_pan = self.lanes_pan.min(4 * (self.lanes_zoom - 1));
+        self.info(if self.lanes_zoom == 1 {
+            "batch lanes: the whole run".to_owned()
+        } else {
+            format!(
+                "batch lanes: ×{} (Tab to the lanes, then J/K pan; - zooms out)",
+                self.lanes_zoom
+            )
+        });
+    }
+
     fn scroll_pane(&mut self, pane: Focus, by: isize) {
+        if pane == Focus::Lanes && self.lanes_zoom > 1 {
+            let max = 4 * (self.lanes_zoom - 1);
+            self.lanes_pan = (self.lanes_pan as isize + by).clamp(0, max as isize) as u32;
+            return;
+        }
         match pane.scroll_slot() {
             None => self.step(by),
             Some(slot) => {

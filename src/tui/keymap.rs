@@ -238,6 +238,18 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::ToggleZoom,
     },
     Binding {
+        keys: "+ / -",
+        help: "lanes' time zoom (J/K pan when focused)",
+        codes: &[KeyCode::Char('+')],
+        action: || Action::LanesZoom(1),
+    },
+    Binding {
+        keys: "",
+        help: "",
+        codes: &[KeyCode::Char('-')],
+        action: || Action::LanesZoom(-1),
+    },
+    Binding {
         keys: "t",
         help: "the scenario's story",
         codes: &[KeyCode::Char('t')],

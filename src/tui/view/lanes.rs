@@ -79,8 +79,22 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             )
         })
         .collect();
+    // The window on the time axis: the whole run, or a part of it zoomed (`+`, `-`, J/K).
+    let zoom = u64::from(app.lanes_zoom.max(1));
+    let width = (end - start).div_ceil(zoom).max(1);
+    let at = (u64::from(app.lanes_pan) * width / 4).min((end - start).saturating_sub(width));
+    let (start, origin, end) = (start + at, start, start + at + width);
+    let window = if zoom > 1 {
+        format!(
+            " · ×{zoom} {}–{} (+/- zoom, J/K pan)",
+            tick_label(start - origin),
+            tick_label(end - origin)
+        )
+    } else {
+        String::new()
+    };
     let title = format!(
-        " Batch lanes · {} · ┆ deadline ▌ answered ╌ late work ",
+        " Batch lanes · {}{window} · ┆ deadline ▌ answered ╌ late work ",
         answered.join(" · ")
     );
     let block = pane(fit(title, area), app.focus == Focus::Lanes, theme);
@@ -106,15 +120,20 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             + ((((ms.saturating_sub(start)) as f64 / span) * f64::from(track_w - 1)).round() as u16)
                 .min(track_w - 1)
     };
+    // What lies outside a zoomed window is not drawn (never piled at its edges).
+    let inside = |ms: u64| (start..=end).contains(&ms);
+    let seg =
+        |a: u64, b: u64| (b >= start && a <= end).then(|| (col(a.max(start)), col(b.min(end))));
     let bottom = body.y + body.height;
     let lanes: usize = batches.iter().map(|b| b.lanes.len()).sum();
     // The time axis under the lanes (when there is room): its origin is the first call.
     if let Some(y) = body.y.checked_add(lanes as u16).filter(|y| *y < bottom) {
         let step = tick_step(end - start, u64::from(track_w / 8));
         let mut free_from = track_x;
-        let mut t = 0;
-        while start + t <= end {
-            let x = col(start + t);
+        // Ticks at round times from the first call, the first one inside the window.
+        let mut t = (start - origin).div_ceil(step) * step;
+        while origin + t <= end {
+            let x = col(origin + t);
             let label = tick_label(t);
             if x >= free_from && x + label.chars().count() as u16 <= track_x + track_w {
                 buf.set_string(x, y, "╵", theme.dim);
@@ -160,16 +179,22 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         buf.set_string(track_x, y, " ".repeat(track_w as usize), Style::new());
         let mut last_end: Option<u64> = None;
         for a in &lane.attempts {
-            if let Some(prev) = last_end {
-                for x in (col(prev) + 1)..col(a.started_ms) {
+            if let Some((x0, x1)) = last_end.and_then(|prev| seg(prev, a.started_ms)) {
+                for x in (x0 + 1)..x1 {
                     buf.set_string(x, y, "·", theme.dim);
                 }
             }
-            for x in col(a.queued_ms)..col(a.started_ms) {
-                buf.set_string(x, y, "░", theme.dim);
+            if let Some((x0, x1)) = seg(a.queued_ms, a.started_ms) {
+                for x in x0..x1 {
+                    buf.set_string(x, y, "░", theme.dim);
+                }
             }
             let ok = a.outcome == "ok";
-            for x in col(a.started_ms)..=col(a.ended_ms) {
+            let Some((x0, x1)) = seg(a.started_ms, a.ended_ms) else {
+                last_end = Some(a.ended_ms);
+                continue;
+            };
+            for x in x0..=x1 {
                 let late = a.late && x > col(lane.answered_ms);
                 let (sym, style) = if late {
                     ("╌", theme.dim)
@@ -180,17 +205,21 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
                 };
                 buf.set_string(x, y, sym, style);
             }
-            buf.set_string(
-                col(a.ended_ms),
-                y,
-                if ok { "▪" } else { "✗" },
-                if ok { theme.ok } else { theme.failed },
-            );
+            if inside(a.ended_ms) {
+                buf.set_string(
+                    col(a.ended_ms),
+                    y,
+                    if ok { "▪" } else { "✗" },
+                    if ok { theme.ok } else { theme.failed },
+                );
+            }
             last_end = Some(a.ended_ms);
         }
-        buf.set_string(col(lane.answered_ms), y, "▌", kind_style);
+        if inside(lane.answered_ms) {
+            buf.set_string(col(lane.answered_ms), y, "▌", kind_style);
+        }
         // Drawn last: a call answered at its deadline (a timeout) shows the deadline.
-        if let Some(d) = lane.deadline_ms {
+        if let Some(d) = lane.deadline_ms.filter(|d| inside(*d)) {
             buf.set_string(col(d), y, "┆", theme.title);
         }
         let approval = match &lane.approval {
