@@ -81,7 +81,7 @@ fn p_pins_a_fault_to_the_selected_call_and_reruns_the_agent() {
         press(&mut app, key(KeyCode::Char('j')));
     }
     press(&mut app, key(KeyCode::Enter));
-    assert!(!app.agent_running, "the re-run is over: {}", app.status);
+    assert!(!app.agent_running(), "the re-run is over: {}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
     // The new run is judged from its own recording: the fault is on that call, before it ran,
@@ -214,7 +214,7 @@ fn r_reruns_the_agent_of_a_recording_with_its_scenario_as_edited() {
     assert_ne!(edited, text, "the rule's calls were found");
     std::fs::write(&scenario, edited).expect("write");
     press(&mut app, key(KeyCode::Char('R')));
-    assert!(!app.agent_running, "the re-run is over: {}", app.status);
+    assert!(!app.agent_running(), "the re-run is over: {}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
     let new = app.tab().clone();
@@ -303,7 +303,7 @@ fn the_rule_editor_edits_an_agent_recordings_scenario_and_r_reruns_the_agent_wit
     // The policy key has nothing to cycle for an agent.
     press(&mut app, key(KeyCode::Esc));
     press(&mut app, key(KeyCode::Char('R')));
-    assert!(!app.agent_running, "{}", app.status);
+    assert!(!app.agent_running(), "{}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
     let report = app.tab().timeline.report().clone();

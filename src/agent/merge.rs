@@ -61,8 +61,6 @@ pub struct Merged {
     pub file: CampaignFile,
     /// The shard files read, in the order merged.
     pub parts: Vec<PathBuf>,
-    /// Seeds no part ran.
-    pub missing: Vec<i64>,
     /// Runs found in more than one part, saying the same.
     pub repeated: usize,
     /// Run folders copied in (`--copy-runs`).
@@ -176,9 +174,10 @@ pub fn merge_into(
         parts.push((path.display().to_string(), file));
     }
     let merged = merge(&parts).map_err(MergeFailure::Parts)?;
-    if !merged.missing.is_empty() && !allow_missing {
+    let missing = merged.file.missing();
+    if !missing.is_empty() && !allow_missing {
         return Err(MergeFailure::Missing {
-            seeds: merged.missing,
+            seeds: missing,
             planned: merged.file.seeds.len(),
         });
     }
@@ -206,7 +205,6 @@ pub fn merge_into(
     Ok(Merged {
         file,
         parts: paths,
-        missing: merged.missing,
         repeated: merged.repeated,
         copied,
     })

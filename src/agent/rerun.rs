@@ -6,6 +6,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::run::{Plan, StopFlag, expand_for_shell};
+
+/// The file a re-run of `seed` named `what` is planned under, beside `beside` (a campaign
+/// file or a recording): `<stem>.<what>-SEED.json`, its run in `<stem>.<what>-SEED.runs/`.
+pub fn rerun_out(beside: &Path, what: &str, seed: i64) -> std::path::PathBuf {
+    let stem = beside
+        .file_stem()
+        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
+    beside.with_file_name(format!("{stem}.{what}-{seed}.json"))
+}
 use crate::campaign::{CampaignFile, Outcome, RunRecord};
 use crate::document::Error;
 use crate::document::campaign::{named_path, scenario_of};
@@ -98,9 +107,6 @@ pub fn replan<'f>(
     };
     let bin = std::env::current_exe()
         .map_err(|e| format!("OSError: cannot find this program's path: {e}"))?;
-    let stem = out
-        .file_stem()
-        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
     let plan = Plan {
         scenario_path,
         scenario,
@@ -111,7 +117,7 @@ pub fn replan<'f>(
         before: again.before,
         verify: again.verify,
         probability: file.probability,
-        out: out.with_file_name(format!("{stem}.{what}-{seed}.json")),
+        out: rerun_out(out, what, seed),
         bin,
         // Where the campaign ran, so `python agent.py` and relative commands find their files.
         cwd: named_path(out, &file.cwd),

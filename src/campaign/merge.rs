@@ -88,10 +88,9 @@ pub fn seed_list(seeds: &[i64]) -> String {
 /// The merged campaign and what merging found.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Merged {
-    /// An ordinary campaign file of the whole plan (no shard), holding every run found.
+    /// An ordinary campaign file of the whole plan (no shard), holding every run found (the
+    /// seeds no part ran are its [`CampaignFile::missing`]).
     pub file: CampaignFile,
-    /// Seeds of the plan no part ran, in plan order.
-    pub missing: Vec<i64>,
     /// Runs found in more than one part, saying the same (kept once).
     pub repeated: usize,
 }
@@ -215,12 +214,7 @@ pub fn merge(parts: &[Part]) -> Result<Merged, MergeError> {
         }
     }
     file.runs = kept.into_values().map(|(r, _)| r.clone()).collect();
-    let missing = file.missing();
-    Ok(Merged {
-        file,
-        missing,
-        repeated,
-    })
+    Ok(Merged { file, repeated })
 }
 
 #[cfg(test)]
@@ -283,7 +277,7 @@ mod tests {
         let parts: Vec<Part> = (1..=3).map(|i| shard(i, 3)).collect();
         let m = merge(&parts).expect("merges");
         assert_eq!(m.file.runs.len(), 10);
-        assert!(m.missing.is_empty());
+        assert!(m.file.missing().is_empty());
         assert_eq!(m.file.shard, None);
         assert_eq!(m.file.passed(), (9, 10));
         let runs: Vec<u64> = m.file.runs.iter().map(|r| r.run).collect();
@@ -298,9 +292,8 @@ mod tests {
     fn a_missing_shard_is_missing_seeds_never_passes() {
         let parts = vec![shard(1, 3), shard(3, 3)];
         let m = merge(&parts).expect("merges");
-        assert_eq!(m.missing, vec![11, 14, 17]);
+        assert_eq!(m.file.missing(), vec![11, 14, 17]);
         assert_eq!(m.file.runs.len(), 7);
-        assert_eq!(m.file.missing(), m.missing);
     }
 
     #[test]

@@ -225,13 +225,13 @@ fn merge(m: &MergeArgs, io: &mut Io<'_>) -> i32 {
         } else {
             String::new()
         },
-        if done.missing.is_empty() {
+        if done.file.missing().is_empty() {
             String::new()
         } else {
             format!(
                 "; MISSING {} seeds: {}",
-                done.missing.len(),
-                crate::campaign::merge::seed_list(&done.missing)
+                done.file.missing().len(),
+                crate::campaign::merge::seed_list(&done.file.missing())
             )
         }
     );

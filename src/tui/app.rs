@@ -164,6 +164,13 @@ impl AgentRunning {
     }
 }
 
+impl App {
+    /// Whether an agent's re-run (`p`, `R`) is under way in the background.
+    pub fn agent_running(&self) -> bool {
+        self.agent_run.is_some()
+    }
+}
+
 /// The last few KB of a log (a growing file, read without holding it).
 fn read_tail(path: &std::path::Path) -> String {
     use std::io::{Read, Seek, SeekFrom};
@@ -222,8 +229,6 @@ pub struct App {
     pub save_path: Option<PathBuf>,
     /// The runs before the last rerun, for the compare view.
     pub previous: Option<Vec<Run>>,
-    /// An agent's re-run (`p`, `R`) is under way in the background.
-    pub agent_running: bool,
     /// The re-run under way: its stop flag (Esc), its agent's log, when it started.
     pub agent_run: Option<AgentRunning>,
     /// The last reload was asked for with `r` (not a change seen on disk).
@@ -303,7 +308,6 @@ impl App {
             editor: None,
             save_path: None,
             previous: None,
-            agent_running: false,
             agent_run: None,
             reload_asked: false,
             auto_zoom: false,

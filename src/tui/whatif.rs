@@ -63,19 +63,14 @@ pub const CHOICES: [Choice; 5] = [
 
 /// The file a campaign's what-if scenario for `seed` is written to, beside the campaign.
 pub fn scenario_path(campaign: &Path, seed: i64) -> PathBuf {
-    let stem = campaign
-        .file_stem()
-        .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
-    campaign.with_file_name(format!("{stem}.what-if-{seed}.json"))
+    // The name the re-run is planned under: a single run writes no campaign file there.
+    run::rerun_out(campaign, "what-if", seed)
 }
 
 /// The file the explorer's edited rules for `seed` are written to before a re-run, beside
 /// the recording (or campaign) at `beside`.
 pub fn edited_path(beside: &Path, seed: i64) -> PathBuf {
-    let stem = beside
-        .file_stem()
-        .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
-    beside.with_file_name(format!("{stem}.edited-{seed}.json"))
+    run::rerun_out(beside, "edited", seed)
 }
 
 /// The scenario at `path` with its rules replaced by one: `choice` pinned to call `ordinal`
@@ -219,11 +214,17 @@ impl App {
     /// a recording's scenario file; a campaign's stays as the campaign ran it (`w` asks where).
     pub(super) fn ensure_agent_editor(&mut self) -> bool {
         let made = self.agent_context().and_then(|(_, seed, path)| {
-            let text =
-                crate::fsread::read_text(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let v = crate::json::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            let mut scenario = crate::mcp::scenario::McpScenario::from_value(&v)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut scenario = match crate::document::open_scenario(&path) {
+                Ok(crate::document::Scenario::Mcp(s)) => s,
+                Ok(other) => {
+                    return Err(format!(
+                        "{}: a scenario of world \"{}\", not \"mcp\"",
+                        path.display(),
+                        other.world().as_str()
+                    ));
+                }
+                Err(e) => return Err(e.to_string()),
+            };
             scenario.seed = seed;
             let editor = crate::lab::edit::Editor::mcp(&scenario).map_err(|e| e.to_string())?;
             Ok((editor, path))
@@ -245,7 +246,7 @@ impl App {
     /// edited (on the editor's seed), or else its scenario's rules as the file holds them
     /// now (on the run's seed); then the two runs compared.
     pub(super) fn rerun_agent_now(&mut self) -> Vec<Command> {
-        if self.agent_running {
+        if self.agent_running() {
             self.info("the agent is running: its run comes when it is done".into());
             return Vec::new();
         }
@@ -282,7 +283,6 @@ impl App {
         self.info(format!(
             "re-running the agent on seed {seed} with {label} …"
         ));
-        self.agent_running = true;
         vec![Command::RerunAgent(AgentRerun {
             source,
             seed,
@@ -375,7 +375,6 @@ impl App {
             "re-running the agent on seed {seed} with {label} (rules in {}) …",
             target.display()
         ));
-        self.agent_running = true;
         vec![Command::RerunAgent(AgentRerun {
             source,
             seed,
@@ -391,11 +390,7 @@ impl App {
     /// its agent's output goes, for the status line.
     fn start_agent_run(&mut self, tag: &str, seed: i64) -> run::StopFlag {
         let stop = run::StopFlag::default();
-        let beside = self.doc.path.clone().unwrap_or_default();
-        let stem = beside
-            .file_stem()
-            .map_or_else(|| "run".into(), |s| s.to_string_lossy().into_owned());
-        let out = beside.with_file_name(format!("{stem}.{tag}-{seed}.json"));
+        let out = run::rerun_out(&self.doc.path.clone().unwrap_or_default(), tag, seed);
         self.agent_run = Some(super::app::AgentRunning {
             stop: stop.clone(),
             log: run::runs_dir(&out).join("run-001").join("agent.log"),
@@ -406,7 +401,6 @@ impl App {
 
     /// The re-run is over: on success, the new run beside the old one, compared.
     pub(super) fn agent_ran(&mut self, result: Result<Box<Document>, String>, label: String) {
-        self.agent_running = false;
         self.agent_run = None;
         let mut doc = match result {
             Ok(d) => d,
