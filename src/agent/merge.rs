@@ -68,7 +68,8 @@ pub struct Merged {
 }
 
 /// The campaign files among `inputs`: each file as given, each folder's `*.campaign.json`
-/// (searched to a few levels, links to folders not followed), sorted; never `out` itself.
+/// (searched to a few levels; a link to a file counts, links to folders are not followed),
+/// sorted; never `out` itself.
 pub fn find_parts(inputs: &[PathBuf], out: &Path) -> Result<Vec<PathBuf>, MergeFailure> {
     let out_id = std::fs::canonicalize(out).ok();
     let mut found = Vec::new();
@@ -100,9 +101,12 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         let Ok(kind) = entry.file_type() else {
             continue;
         };
+        // A link to a file counts as the file (links to folders are not followed: no loops).
+        let is_file = kind.is_file()
+            || (kind.is_symlink() && std::fs::metadata(&path).is_ok_and(|m| m.is_file()));
         if kind.is_dir() && depth > 0 {
             walk(&path, depth - 1, out);
-        } else if kind.is_file()
+        } else if is_file
             && path
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().ends_with(".campaign.json"))
@@ -192,7 +196,8 @@ pub fn merge_into(
             };
             let to = into.join(format!("run-{:03}", r.run));
             if absolute(from) != absolute(&to) {
-                copy_folder(from, &to).map_err(|e| MergeFailure::File(Error::io(from, e)))?;
+                // The error names where the copy was going (a full disk is the destination's).
+                copy_folder(from, &to).map_err(|e| MergeFailure::File(Error::io(&to, e)))?;
                 copied += 1;
             }
             r.recording = relative_to(&absolute(&to.join(name)), &base)
@@ -221,7 +226,11 @@ fn copy_folder(from: &Path, to: &Path) -> std::io::Result<()> {
         .map_or_else(|| "run".into(), |n| n.to_string_lossy().into_owned());
     let staging = parent.join(format!(".{name}.merging-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    copy_tree(from, &staging)?;
+    if let Err(e) = copy_tree(from, &staging) {
+        // Nothing half-copied stays behind.
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
+    }
     if to.exists() {
         std::fs::remove_dir_all(to)?;
     }
