@@ -300,6 +300,20 @@ fn the_rule_editor_edits_an_agent_recordings_scenario_and_r_reruns_the_agent_wit
     keys::enter_text(&mut app, "2");
     assert!(app.status.contains("R re-runs the agent"), "{}", app.status);
     assert_eq!(app.doc.runs.len(), 1, "an edit does not start the agent");
+    // Undo and redo do not start it either (nor the lab).
+    press(&mut app, key(KeyCode::Char('u')));
+    assert!(
+        app.status.contains("undo; R re-runs the agent"),
+        "{}",
+        app.status
+    );
+    press(&mut app, keys::ctrl('r'));
+    assert!(
+        app.status.contains("redo; R re-runs the agent"),
+        "{}",
+        app.status
+    );
+    assert_eq!(app.doc.runs.len(), 1);
     // The policy key has nothing to cycle for an agent.
     press(&mut app, key(KeyCode::Esc));
     press(&mut app, key(KeyCode::Char('R')));

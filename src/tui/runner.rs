@@ -237,8 +237,17 @@ impl App {
                 if done {
                     self.clamp_edit_cursor();
                     self.edit_error = None;
-                    self.info(format!("{word}; rerunning"));
                     self.last_edit = Some(word.to_owned());
+                    // An agent's rules re-run with the agent, when asked (R), as edits do.
+                    if self
+                        .editor
+                        .as_ref()
+                        .is_some_and(|e| e.mcp_scenario().is_some())
+                    {
+                        self.info(format!("{word}; R re-runs the agent with these rules"));
+                        return Vec::new();
+                    }
+                    self.info(format!("{word}; rerunning"));
                     return vec![Command::Rerun];
                 }
                 self.info(format!("nothing to {word}"));
