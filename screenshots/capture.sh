@@ -12,7 +12,7 @@ shot() { # name cols rows file keys...
   tmux new -d -s shot -x "$cols" -y "$rows" "$bin $file"
   sleep 1
   for k in "$@"; do tmux send-keys -t shot "$k"; sleep 0.3; done
-  sleep 0.5
+  sleep "${SETTLE:-0.5}"
   tmux capture-pane -e -p -t shot > "/tmp/$name.ansi"
   tmux kill-session -t shot
   python3 screenshots/ansi2svg.py "/tmp/$name.ansi" "screenshots/$name.svg" "$cols"
@@ -43,7 +43,25 @@ shot verdict-calls 120 36 cassettes/rate-limit-retry-storm.json '>'
 shot summary 120 36 tests/fixtures/reference/api/large_public_10000.cassette.json T l l l l l
 # A campaign: its runs as a list, with pass^k (the naive agent, 10 seeds at probability 0.5).
 shot campaign-runs 120 36 cassettes/lost-ack-campaign.json j j
+# What if, at this call (p), and the agent's re-run beside its first run: a campaign of the
+# example agent through the example server (prebuilt: cargo build --examples), in a fresh
+# folder, since the re-run writes files beside its campaign.
+full=$(realpath "$bin")
+examples=$(dirname "$full")/examples
+if [ -x "$examples/mcp_agent" ] && [ -x "$examples/mcp_shipping_server" ]; then
+  ws=$(mktemp -d /tmp/toolstorm-shots.XXXXXX)
+  python3 - "$examples/mcp_shipping_server" "$ws/mcp-lost-ack.json" <<'PY'
+import json, sys
+s = json.load(open("scenarios/mcp-lost-ack.json"))
+s["server"] = {"command": sys.argv[1], "args": []}
+json.dump(s, open(sys.argv[2], "w"), indent=2)
+PY
+  (cd "$ws" && "$full" campaign mcp-lost-ack.json --seeds 43..44 --probability 0.5 \
+     -- "$examples/mcp_agent" --mcp-config '{mcp_config}' > /dev/null)
+  shot whatif-picker 120 36 "$ws/mcp-lost-ack.campaign.json" Enter p j j j
+  SETTLE=3 shot whatif-compare 120 36 "$ws/mcp-lost-ack.campaign.json" Enter p j j j Enter
+  rm -rf "$ws"
+else
+  echo "skipped whatif-*: build the examples first (cargo build --examples)" >&2
+fi
 echo "wrote screenshots/*.svg"
-# What if, at this call (p): made by hand on a campaign of the debug example agent
-# (tests/tui_whatif.rs builds the same one): whatif-picker (Enter p j j j) and whatif-compare
-# (Enter p j j j Enter) — the re-run writes files beside its campaign, so not from cassettes/.

@@ -154,6 +154,9 @@ pub struct Run {
     /// Which contract `checks` come from, for people: `check · budget 100`, `lab contract of
     /// lost_ack · budget 8`, `lab contract recorded in the file · budget 8 (check: 100)`.
     pub contract: String,
+    /// For a run the MCP proxy recorded (a recording, a campaign's run, an agent's re-run):
+    /// its session facts — per call, what the client received, and each effect's evidence.
+    pub mcp: Option<std::sync::Arc<McpSession>>,
 }
 
 /// A run's verdict as its file recorded it (run files and comparisons carry the lab's
@@ -180,9 +183,6 @@ pub struct Document {
     pub scenario: Option<ScenarioFile>,
     /// The executor scenario, for Orbit files (re-run with a person's approvals in the TUI).
     pub orbit: Option<ExecutorScenario>,
-    /// The session facts of an MCP recording: per call, what the client received and the
-    /// evidence of each effect.
-    pub mcp: Option<McpSession>,
     /// The campaign, for campaign files.
     pub campaign: Option<CampaignView>,
 }
@@ -511,6 +511,7 @@ fn unread_run(seed: i64) -> Run {
         batches: Vec::new(),
         approvals: Vec::new(),
         contract: String::new(),
+        mcp: None,
     }
 }
 
@@ -707,6 +708,7 @@ impl Document {
             Some(_) => format!("check · the recording's budget {max_calls}"),
             None => format!("check · budget {max_calls}"),
         };
+        let session = trace.mcp.map(std::sync::Arc::new);
         let runs = trace
             .cassettes
             .into_iter()
@@ -738,6 +740,7 @@ impl Document {
                     batches: Vec::new(),
                     approvals: Vec::new(),
                     contract,
+                    mcp: session.clone(),
                 }
             })
             .collect();
@@ -747,7 +750,6 @@ impl Document {
             runs,
             scenario: None,
             orbit: None,
-            mcp: trace.mcp,
             campaign: None,
         })
     }
@@ -813,7 +815,6 @@ impl Document {
             runs,
             scenario: None,
             orbit: None,
-            mcp: None,
             campaign: Some(CampaignView {
                 file,
                 records,
@@ -865,6 +866,7 @@ impl Document {
                         timeline: Timeline::new(r.report),
                         batches: Vec::new(),
                         approvals: Vec::new(),
+                        mcp: None,
                     })
                     .collect();
                 (runs, Some(lab.file), None)
@@ -889,6 +891,7 @@ impl Document {
                     batches: o.batches,
                     approvals: o.asked.into_iter().zip(o.answers).collect(),
                     contract: format!("check · budget {DEFAULT_MAX_CALLS}"),
+                    mcp: None,
                 };
                 let orbit = match scenario {
                     Scenario::Orbit(s) => Some(s.clone()),
@@ -903,7 +906,6 @@ impl Document {
             runs,
             scenario: scenario_file,
             orbit,
-            mcp: None,
             campaign: None,
         })
     }

@@ -246,7 +246,7 @@ fn mcp_scenarios_and_recordings_open_through_the_same_door() {
     // The bundled recording: a cassette with its sidecar.
     let doc = Document::open(&repo("cassettes/mcp-incident.json")).expect("opens");
     assert_eq!(doc.kind, DocKind::McpRecording);
-    let session = doc.mcp.as_ref().expect("sidecar");
+    let session = doc.runs[0].mcp.as_deref().expect("sidecar");
     assert_eq!(
         session.calls.len(),
         doc.runs[0].timeline.report().calls.len()

@@ -248,7 +248,7 @@ fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
     let report = doc.runs[0].timeline.report();
     assert_eq!(report.calls.len(), 2, "both answers are in the recording");
     assert_eq!(report.duplicate_effects(), 1, "the double commit is judged");
-    let mcp = doc.mcp.as_ref().expect("an MCP recording");
+    let mcp = doc.runs[0].mcp.as_deref().expect("an MCP recording");
     assert_eq!(mcp.finished, Some(false), "the session did not finish");
     let (code, out, err) = cli(&["check", text(&incident)]);
     assert_eq!(code, 1, "{out}{err}");
@@ -299,7 +299,7 @@ fn a_client_that_closes_then_kills_the_proxy_while_the_server_exits_ended_its_se
     s.child.kill().expect("SIGKILL");
     let _ = s.child.wait();
     let side = Document::open(&incident).expect("the recording opens");
-    let mcp = side.mcp.as_ref().expect("an MCP recording");
+    let mcp = side.runs[0].mcp.as_deref().expect("an MCP recording");
     assert_eq!(
         mcp.finished,
         Some(false),
@@ -1421,7 +1421,7 @@ fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
     // Nothing reached the server that the recording does not hold.
     let committed = std::fs::read_to_string(&db).expect("db").lines().count();
     assert_eq!(committed, n, "the server committed only the recorded calls");
-    let mcp = doc.mcp.as_ref().expect("mcp");
+    let mcp = doc.runs[0].mcp.as_deref().expect("mcp");
     let st = mcp
         .recording_stopped
         .as_ref()
@@ -1560,7 +1560,7 @@ fn judged_like_the_client_saw_it(incident: &Path, answers: &[Value], committed: 
     );
     let doc = Document::open(incident).expect("the recording opens");
     let report = doc.runs[0].timeline.report();
-    let mcp = doc.mcp.as_ref().expect("mcp");
+    let mcp = doc.runs[0].mcp.as_deref().expect("mcp");
     for id in &received {
         let record = mcp
             .calls
@@ -2105,7 +2105,7 @@ fn calls_with_odd_tool_names_are_recorded_like_any_other() {
         ["(42)", "(unnamed)", "w\u{fffd}x", "write_row", "(null)"],
         "every call is on record"
     );
-    let mcp = doc.mcp.as_ref().expect("mcp");
+    let mcp = doc.runs[0].mcp.as_deref().expect("mcp");
     assert_eq!(mcp.calls.len(), 5, "each with the answer the client got");
     let notes: Vec<String> = mcp.calls.iter().filter_map(|c| c.note.clone()).collect();
     assert!(

@@ -337,7 +337,7 @@ fn holds(o: &Outcome) -> Result<(), String> {
     }
     let doc =
         Document::open(&o.incident).map_err(|e| format!("the recording does not open: {e}"))?;
-    let mcp = doc.mcp.as_ref().ok_or("not an MCP recording")?;
+    let mcp = doc.runs[0].mcp.as_deref().ok_or("not an MCP recording")?;
     let recorded: BTreeSet<i64> = mcp
         .calls
         .iter()

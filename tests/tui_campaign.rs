@@ -58,6 +58,10 @@ fn enter_opens_a_run_and_c_compares_two() {
     assert_eq!(app.run, 1, "the second run is shown");
     assert!(matches!(app.mode, Mode::Browse));
     assert_eq!(app.tab().label, "campaign run 2");
+    // A campaign run is an MCP recording like any other: its details say what the client got.
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("MCP request"), "{screen}");
+    assert!(screen.contains("client"), "{screen}");
     // Back to the list; pick the first run and compare it with the one shown.
     press(&mut app, key(KeyCode::Char('L')));
     assert!(matches!(app.mode, Mode::Runs(1)));
@@ -69,9 +73,14 @@ fn enter_opens_a_run_and_c_compares_two() {
     // The failing run (left) retried: its second call is not in the passing run (right).
     assert!(screen.contains("create_shipment#2"), "{screen}");
     assert!(screen.contains("FAIL → PASS"), "{screen}");
+    // Under each call: its arguments, its commits and what its client received.
+    assert!(
+        screen.contains(r#"1 commit · got the result · {"order_id":"o-1"}"#),
+        "{screen}"
+    );
     // Two runs of a campaign are named by run and seed, not previous / new.
     assert!(
-        screen.contains("Compare · campaign run 1 (seed 43)")
+        screen.contains("Compare · FAIL → PASS · campaign run 1 (seed 43)")
             && screen.contains("→ campaign run 2 (seed 44)"),
         "{screen}"
     );

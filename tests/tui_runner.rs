@@ -119,6 +119,19 @@ fn editing_a_rule_reruns_at_the_same_step_and_compares() {
     assert_eq!(app.timeline().report().duplicate_effects(), 0);
     dispatch(&mut app, Action::ToggleCompare);
     assert_eq!(app.screen, Screen::Compare);
+    // j/k select a call in the comparison; on a short screen its row is scrolled into view.
+    dispatch(&mut app, Action::Last);
+    assert_eq!(app.screen, Screen::Compare);
+    let last = app
+        .selected()
+        .map(|c| format!("{:>3} {}#{}", c.id, c.tool.to_lossy(), c.ordinal));
+    let last = last.expect("a last call");
+    let short = screen(&mut app, 100, 10);
+    assert!(short.contains(&last), "{last} in {short}");
+    assert!(short.contains("line(s) above"), "{short}");
+    dispatch(&mut app, Action::First);
+    let top = screen(&mut app, 100, 10);
+    assert!(!top.contains("line(s) above"), "{top}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -468,7 +468,7 @@ fn the_comparison_stays_whole_beside_the_editor() {
     type_keys(&mut app, "3\nc");
     assert!(app.editing(), "{:?}", app.mode);
     let screen = text(&mut app, 120, 40);
-    assert!(screen.contains("Compare · retry"), "{screen}");
+    assert!(screen.contains("Compare · FAIL → FAIL · retry"), "{screen}");
     assert!(screen.contains("Rules · lost_ack"), "{screen}");
     for row in [
         "previous",

@@ -121,10 +121,32 @@ fn p_pins_a_fault_to_the_selected_call_and_reruns_the_agent() {
     // The comparison shows both runs.
     let screen = draw(&mut app, 120, 36).backend().to_string();
     assert!(
-        screen.contains("Compare · campaign run 1 (seed 43)"),
+        screen.contains("Compare · FAIL → PASS · campaign run 1 (seed 43)"),
         "{screen}"
     );
     assert!(screen.contains("✗→✓ No duplicate side effects"), "{screen}");
+    // Call by call: the arguments, what each run committed and what its client received.
+    let row = |n: &str| -> String {
+        let at = screen.find(n).unwrap_or_else(|| panic!("{n} in {screen}"));
+        screen[at..].lines().nth(1).unwrap_or_default().to_owned()
+    };
+    let first = row("~   1 create_shipment#1 error ◆ lost-receipt");
+    assert_eq!(
+        first
+            .matches("1 commit · got a result with isError: true")
+            .count(),
+        1,
+        "the lost acknowledgement committed: {first}"
+    );
+    assert!(
+        first.contains("0 commits · got a result with isError: true"),
+        "the outage did not: {first}"
+    );
+    assert!(
+        row("~   2 create_shipment#2 ok")
+            .contains(r#"1 commit · got the result · {"order_id":"o-1"}"#),
+        "{screen}"
+    );
     // Esc returns to the new run.
     press(&mut app, key(KeyCode::Esc));
     assert_eq!(app.screen, Screen::Explore);

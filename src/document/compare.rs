@@ -9,7 +9,8 @@ use std::path::Path;
 use super::{Error, Trace, judge, open_trace};
 use crate::contract::Check;
 use crate::lab::compare::{RunDiff, compare};
-use crate::report::Call;
+use crate::mcp::session::McpSession;
+use crate::report::{Call, Report};
 
 /// Two recordings and how they differ.
 #[derive(Debug)]
@@ -39,6 +40,33 @@ pub struct CallSide {
     pub got: String,
     /// Effects it committed.
     pub commits: usize,
+}
+
+impl CallSide {
+    /// Call `index` of a run's report, with what its client received when the proxy recorded
+    /// the session (otherwise the call's status).
+    pub fn of(report: &Report, session: Option<&McpSession>, index: usize) -> Option<CallSide> {
+        let call: &Call = report.calls.get(index)?;
+        let record = session.and_then(|m| m.call(call.id));
+        Some(CallSide {
+            id: call.id,
+            arguments: crate::json::compact(&call.arguments),
+            fault: call
+                .fault
+                .as_ref()
+                .filter(|_| call.injected)
+                .map_or_else(|| "-".to_owned(), |f| f.to_lossy()),
+            got: record.map_or_else(
+                || call.status.as_str().to_owned(),
+                |r| r.delivered.describe(),
+            ),
+            commits: report
+                .effects
+                .iter()
+                .filter(|e| e.call_id == call.id)
+                .count(),
+        })
+    }
 }
 
 impl RecordingDiff {
@@ -77,30 +105,7 @@ impl RecordingDiff {
     /// The call at `index` of one side, as people read it.
     pub fn side(&self, after: bool, index: usize) -> Option<CallSide> {
         let trace = if after { &self.after } else { &self.before };
-        let report = &trace.cassettes.first()?.report;
-        let call: &Call = report.calls.get(index)?;
-        let record = trace
-            .mcp
-            .as_ref()
-            .and_then(|m| m.calls.iter().find(|r| r.call == call.id));
-        Some(CallSide {
-            id: call.id,
-            arguments: crate::json::compact(&call.arguments),
-            fault: call
-                .fault
-                .as_ref()
-                .filter(|_| call.injected)
-                .map_or_else(|| "-".to_owned(), |f| f.to_lossy()),
-            got: record.map_or_else(
-                || call.status.as_str().to_owned(),
-                |r| r.delivered.describe(),
-            ),
-            commits: report
-                .effects
-                .iter()
-                .filter(|e| e.call_id == call.id)
-                .count(),
-        })
+        CallSide::of(&trace.cassettes.first()?.report, trace.mcp.as_ref(), index)
     }
 
     /// The tool of an aligned row.

@@ -368,6 +368,11 @@ impl App {
         &self.doc.runs[self.run.min(self.doc.runs.len().saturating_sub(1))]
     }
 
+    /// The shown run's MCP session, when the proxy recorded it.
+    pub fn session(&self) -> Option<&crate::mcp::session::McpSession> {
+        self.tab().mcp.as_deref()
+    }
+
     /// The shown run's timeline.
     pub fn timeline(&self) -> &Timeline {
         &self.tab().timeline

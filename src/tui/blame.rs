@@ -36,7 +36,7 @@ impl App {
         }
         let run = self.tab();
         let report = run.timeline.report();
-        let session = self.doc.mcp.as_ref();
+        let session = self.session();
         let wanted: Vec<usize> = match self.verdict {
             Some(v) => vec![v],
             None => (0..run.checks.len())

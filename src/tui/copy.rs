@@ -56,7 +56,7 @@ impl App {
         );
         let program = crate::exit::PROGRAM.to_owned();
         let mut lines = Vec::new();
-        if let Some(m) = &self.doc.mcp {
+        if let Some(m) = self.session() {
             let mut words = vec![program.clone(), "mcp".into()];
             if let Some(s) = &m.scenario {
                 words.push(s.clone());

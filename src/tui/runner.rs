@@ -38,7 +38,7 @@ impl App {
         if self.editor.is_some() {
             return true;
         }
-        if self.doc.mcp.is_some() || self.doc.campaign.is_some() {
+        if self.doc.kind == DocKind::McpRecording || self.doc.campaign.is_some() {
             return self.ensure_agent_editor();
         }
         if self.doc.kind == DocKind::Scenario && self.doc.scenario.is_none() {
@@ -266,7 +266,9 @@ impl App {
             }
             // An MCP recording's (or a campaign run's) agent is real: it is started again,
             // never replaced by the lab.
-            Action::Rerun if self.doc.mcp.is_some() || self.doc.campaign.is_some() => {
+            Action::Rerun
+                if self.doc.kind == DocKind::McpRecording || self.doc.campaign.is_some() =>
+            {
                 return self.rerun_agent_now();
             }
             Action::Rerun if self.ensure_editor() => {

@@ -184,7 +184,8 @@ impl App {
                 run::scenario_of(&path, &c.file),
             ));
         }
-        let Some(mcp) = &self.doc.mcp else {
+        // The document's own recording (its first run; re-runs are added after it).
+        let Some(mcp) = self.doc.runs.first().and_then(|r| r.mcp.as_deref()) else {
             return Err("re-running an agent needs an MCP recording or a campaign".into());
         };
         if mcp.agent.is_none() {

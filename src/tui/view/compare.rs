@@ -5,16 +5,17 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
 use super::super::app::App;
 use super::super::theme::{FAIL, PASS, Theme};
 use super::calls::{clip, fault_text};
 use super::{fit, pane};
+use crate::document::compare::CallSide;
 use crate::lab::compare::{CallChange, pass_word};
 use crate::printable::shown;
-use crate::report::{Call, Coverage};
+use crate::report::{Call, Coverage, Report};
 
 fn call_text(c: &Call) -> String {
     let fault = fault_text(c);
@@ -102,12 +103,13 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         };
         (String::new(), named(before), named(after))
     };
+    // The verdicts first: the names can be long enough to be cut.
     let title = format!(
-        " Compare · {name}{from} {} → {to} {} · {} → {} ",
-        &before.digest[..8.min(before.digest.len())],
-        &after.digest[..8.min(after.digest.len())],
+        " Compare · {} → {} · {name}{from} {} → {to} {} ",
         pass_word(diff.passed.0),
         pass_word(diff.passed.1),
+        &before.digest[..8.min(before.digest.len())],
+        &after.digest[..8.min(after.digest.len())],
     );
     let block = pane(fit(title, area), true, theme);
     let inner = block.inner(area);
@@ -165,28 +167,62 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         Layout::vertical([Constraint::Min(1), Constraint::Length(lower)]).areas(inner);
     let [left, right] = Layout::horizontal([Constraint::Ratio(1, 2); 2]).areas(top);
     let w = left.width.saturating_sub(3) as usize;
-    let b = &before.timeline.report().calls;
-    let a = &after.timeline.report().calls;
-    let side = |idx: Option<usize>, calls: &[Call]| idx.and_then(|i| calls.get(i)).map(call_text);
+    let b = before.timeline.report();
+    let a = after.timeline.report();
     let style_of = |r: &CallChange| match r {
         CallChange::Same(..) => theme.text,
         CallChange::Changed(..) => theme.fault,
         CallChange::Added(_) => theme.ok,
         CallChange::Removed(_) => theme.failed,
     };
+    // Under each call, what it was called with, what its client received and what it
+    // committed; the row of the selected call (j/k) is marked and kept in view.
+    let detail = |run: &crate::document::Run, report: &Report, i: Option<usize>| {
+        let s = i.and_then(|i| CallSide::of(report, run.mcp.as_deref(), i))?;
+        let commits = match s.commits {
+            1 => "1 commit".to_owned(),
+            n => format!("{n} commits"),
+        };
+        Some(if run.mcp.is_some() {
+            format!("{commits} · got {} · {}", s.got, s.arguments)
+        } else {
+            format!("{commits} · {}", s.arguments)
+        })
+    };
     let mut lhs = vec![Line::styled(clip(&from, w + 2), theme.dim)];
     let mut rhs = vec![Line::styled(clip(&to, w + 2), theme.dim)];
+    let mut selected = None;
     for r in &diff.rows {
         let m = r.marker();
-        let st: Style = style_of(r);
-        lhs.push(Line::from(Span::styled(
-            format!("{m} {}", clip(&side(r.before(), b).unwrap_or_default(), w)),
+        let mut st: Style = style_of(r);
+        if r.after().is_some() && r.after() == app.cursor {
+            selected = Some(lhs.len());
+            st = st.patch(theme.selected);
+        }
+        let side = |idx: Option<usize>, calls: &[Call]| {
+            idx.and_then(|i| calls.get(i))
+                .map(call_text)
+                .unwrap_or_default()
+        };
+        lhs.push(Line::styled(
+            format!("{m} {}", clip(&side(r.before(), &b.calls), w)),
             st,
-        )));
-        rhs.push(Line::from(Span::styled(
-            format!("{m} {}", clip(&side(r.after(), a).unwrap_or_default(), w)),
+        ));
+        rhs.push(Line::styled(
+            format!("{m} {}", clip(&side(r.after(), &a.calls), w)),
             st,
-        )));
+        ));
+        let (l, rt) = (detail(before, b, r.before()), detail(after, a, r.after()));
+        if l.is_some() || rt.is_some() {
+            let line = |t: Option<String>| match t {
+                Some(t) => {
+                    Line::styled(format!("    {}", clip(&t, w.saturating_sub(2))), theme.dim)
+                }
+                None => Line::raw(""),
+            };
+            lhs.push(line(l));
+            rhs.push(line(rt));
+        }
         // What changed goes on lines of its own under the new call, whole (never cut at the
         // column's edge); the previous side keeps the rows aligned.
         if let CallChange::Changed(_, _, what) = r {
@@ -199,6 +235,20 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             }
         }
     }
+    // The selected row stays in view: scrolled so it sits a third of the way down.
+    let rows = usize::from(left.height);
+    let offset = selected.filter(|&at| at >= rows).map_or(0, |at| {
+        at.saturating_sub(rows / 3)
+            .min(lhs.len().saturating_sub(rows))
+    });
+    let scroll = |lines: Vec<Line<'static>>| -> Vec<Line<'static>> {
+        let mut out: Vec<Line<'static>> = lines.into_iter().skip(offset).collect();
+        if let Some(first) = out.first_mut().filter(|_| offset > 0) {
+            *first = Line::styled(format!("  ↑ {} line(s) above", offset + 1), theme.dim);
+        }
+        out
+    };
+    let (lhs, rhs) = (scroll(lhs), scroll(rhs));
     Paragraph::new(super::text::escaped(lhs)).render(left, buf);
     Paragraph::new(super::text::escaped(rhs)).render(right, buf);
     Paragraph::new(super::text::escaped(summary)).render(bottom, buf);

@@ -254,12 +254,7 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
                 secs(fx.at),
                 fx.identity
             ))];
-            if let Some(ev) = app
-                .doc
-                .mcp
-                .as_ref()
-                .and_then(|m| m.evidence_of(t.report(), e))
-            {
+            if let Some(ev) = app.session().and_then(|m| m.evidence_of(t.report(), e)) {
                 spans.push(Span::styled(
                     format!("  evidence: {}", ev.as_str()),
                     theme.dim,
@@ -280,7 +275,7 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
         }
     }
     // MCP recordings: what the client actually received, and how the call ended.
-    if let Some(record) = app.doc.mcp.as_ref().and_then(|m| m.call(c.id)) {
+    if let Some(record) = app.session().and_then(|m| m.call(c.id)) {
         out.push(Line::styled(
             format!("MCP request {}", crate::json::one_line(&record.request_id)),
             theme.title,
@@ -331,7 +326,7 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             out.push(kv("note", printable(note, 400).into_owned(), theme));
         }
     }
-    if app.doc.mcp.as_ref().is_some_and(|m| m.call(c.id).is_none())
+    if app.session().is_some_and(|m| m.call(c.id).is_none())
         && c.status == crate::report::Status::Running
     {
         out.push(kv(

@@ -156,7 +156,7 @@ fn hints(app: &App) -> &'static str {
         }
         _ if app.screen == Screen::Policies => "v or Esc back to the run · j/k step · q quit",
         (_, true) => "? keys · q quit · j/k step · / search · i rules · R rerun · W write",
-        (_, false) if app.doc.mcp.is_some() || app.doc.campaign.is_some() => {
+        (_, false) if app.session().is_some() || app.doc.campaign.is_some() => {
             "? keys · q quit · j/k step · / search · R re-run the agent · p what if · i rules"
         }
         (_, false) => {

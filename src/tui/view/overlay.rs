@@ -34,7 +34,7 @@ fn story_text(app: &App) -> (String, Vec<(String, String)>) {
     if let Some(s) = &app.doc.orbit {
         return told(&s.story);
     }
-    if let Some(m) = &app.doc.mcp {
+    if let Some(m) = app.session() {
         let name = crate::mcp::session::McpSession::peer_name;
         return (
             "An MCP session".to_owned(),
