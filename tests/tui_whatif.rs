@@ -254,6 +254,10 @@ fn r_reruns_the_agent_of_a_recording_with_its_scenario_as_edited() {
     );
     let screen = draw(&mut app, 120, 36).backend().to_string();
     assert!(screen.contains("✗→✓ No duplicate side effects"), "{screen}");
+    // One verdict for the title and the status line: the rule on call 2 never fired (the agent
+    // made one call), which is the scenario's coverage, not the agent's failure.
+    assert!(screen.contains("Compare · FAIL → PASS"), "{screen}");
+    assert!(!screen.contains("Fault exercised:"), "{screen}");
     // The comparison's own keys are on its status line once the message has gone.
     app.status.clear();
     let screen = draw(&mut app, 120, 36).backend().to_string();

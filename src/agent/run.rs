@@ -454,12 +454,17 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
     finish(r)
 }
 
-/// The checks that judge an agent, as a run records them: all but `Fault exercised`, which is
-/// the scenario's coverage on that seed, not the agent's recovery.
+/// Whether a check judges the agent: all but `Fault exercised`, which is the scenario's
+/// coverage on that seed, not the agent's recovery.
+pub fn judges_the_agent(check: &crate::contract::Check) -> bool {
+    !check.name.starts_with("Fault exercised")
+}
+
+/// The checks that judge an agent, as a run records them.
 fn agent_checks(checks: &[crate::contract::Check]) -> Vec<CheckResult> {
     checks
         .iter()
-        .filter(|c| !c.name.starts_with("Fault exercised"))
+        .filter(|c| judges_the_agent(c))
         .map(|c| CheckResult {
             name: c.name.clone(),
             passed: c.passed,

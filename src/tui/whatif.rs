@@ -418,14 +418,23 @@ impl App {
             return;
         };
         new.label = format!("{}: {label}", new.label);
-        let old = self.tab().clone();
-        // Judged as a campaign judges a run: whether the fault fired is not the agent's doing.
+        // Both runs judged as a campaign judges a run (one verdict for the title, the status
+        // line and the panes): whether the fault fired is not the agent's doing.
+        let as_campaign = |run: &mut crate::document::Run| {
+            run.checks.retain(run::judges_the_agent);
+            if !run.contract.starts_with("check as the campaign") {
+                run.contract = "check as a campaign judges a run (Fault exercised left out)".into();
+            }
+        };
+        as_campaign(&mut new);
+        let mut old = self.tab().clone();
+        as_campaign(&mut old);
         let judged = |checks: &[crate::contract::Check]| {
-            let passed = checks
-                .iter()
-                .filter(|c| !c.name.starts_with("Fault exercised"))
-                .all(|c| c.passed);
-            if passed { "PASS" } else { "FAIL" }
+            if checks.iter().all(|c| c.passed) {
+                "PASS"
+            } else {
+                "FAIL"
+            }
         };
         self.info(format!(
             "the agent re-ran with {label}: {} → {} · Esc returns, c toggles the comparison",

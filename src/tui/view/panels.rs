@@ -187,10 +187,15 @@ pub fn verdict_shape(app: &App, w: usize, theme: &Theme) -> (Vec<Line<'static>>,
     let tab = app.tab();
     let t = &tab.timeline;
     let whole = app.verdict.is_some() || app.cursor.is_none_or(|c| c + 1 >= t.len());
+    // As of a step, only the checks the run's contract judges it by (a campaign's leaves
+    // `Fault exercised` out).
     let checks = if whole {
         tab.checks.clone()
     } else {
         t.verdicts_at(app.cursor, tab.max_calls)
+            .into_iter()
+            .filter(|c| tab.checks.iter().any(|w| w.name == c.name))
+            .collect()
     };
     let mut lines: Vec<Line<'static>> = vec![Line::styled(
         format!("contract: {}", tab.contract),
