@@ -328,6 +328,7 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     // A client that takes only JSON gets a JSON body.
     let mut hj = h.clone();
     hj.push(("Accept", "application/json"));
+    hj.push(("X-Request-Id", "trace-2"));
     let j = request(&url, "POST", &hj, &call(2, "A2"));
     assert!(
         j.header("content-type")
@@ -365,6 +366,27 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert_eq!(t["server"], "stdio");
     assert_eq!(t["request_headers"]["authorization"], "[REDACTED]");
     assert_eq!(t["request_headers"]["x-api-key"], "[REDACTED]");
+    // Each call keeps the headers of its own request: the second one's trace id is its own.
+    let calls = side["calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 2, "{side}");
+    let first = &calls[0]["request_headers"];
+    let second = &calls[1]["request_headers"];
+    assert_eq!(first["authorization"], "[REDACTED]", "{side}");
+    assert_eq!(first["x-api-key"], "[REDACTED]", "{side}");
+    assert_eq!(first["mcp-session-id"], session.as_str(), "{side}");
+    assert!(first.get("x-request-id").is_none(), "{side}");
+    assert_eq!(second["x-request-id"], "trace-2", "{side}");
+    assert_eq!(second["accept"], "application/json", "{side}");
+    assert!(first.get("content-length").is_none(), "{side}");
+    // The explorer reads them with the call.
+    let doc = toolstorm::document::Document::open(&record).expect("the recording opens");
+    let session_facts = doc.runs[0].mcp.as_deref().expect("an MCP recording");
+    let kept = &session_facts.call(2).expect("call 2").request_headers;
+    assert!(
+        kept.iter()
+            .any(|(n, v)| n == "x-request-id" && v == "trace-2"),
+        "{kept:?}"
+    );
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
     assert!(

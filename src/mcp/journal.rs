@@ -1099,6 +1099,7 @@ mod tests {
             note: None,
             possible: Vec::new(),
             dropped: None,
+            request_headers: Vec::new(),
         };
         w.append(
             &obj! {"end" => call(1, "ok"), "effects" => Value::Array(vec![]),
@@ -1177,6 +1178,7 @@ mod tests {
                 note: None,
                 possible: Vec::new(),
                 dropped: None,
+                request_headers: Vec::new(),
             }
             .to_value()
         };

@@ -612,6 +612,7 @@ mod tests {
             note: None,
             possible: Vec::new(),
             dropped: None,
+            request_headers: Vec::new(),
         };
         // The disk has room again, but the end line (whose counters count the lost call) is
         // refused: the relay withholds the answer it describes.

@@ -206,6 +206,9 @@ pub struct CallRecord {
     /// The server's answer a lost acknowledgement dropped (`{"result": ...}`, redacted): what
     /// committed, and the commit id a later retry may get back.
     pub dropped: Option<Value>,
+    /// The headers of the HTTP request that carried the call, by name, as the recording keeps
+    /// them (credentials' values never, the rest redacted like arguments); empty on stdio.
+    pub request_headers: Vec<(String, String)>,
 }
 
 /// A request and its answer outside `tools/call` (`initialize`, `tools/list`,
@@ -474,6 +477,15 @@ impl CallRecord {
                 .collect();
             m.push("possible_effects", Value::Array(items));
         }
+        if !self.request_headers.is_empty()
+            && let Value::Object(m) = &mut o
+        {
+            let mut h = Object::new();
+            for (n, v) in &self.request_headers {
+                h.push(n.as_str(), v.as_str());
+            }
+            m.push("request_headers", Value::Object(h));
+        }
         o
     }
 
@@ -539,6 +551,18 @@ impl CallRecord {
             }
             out.push(']');
         }
+        if !self.request_headers.is_empty() {
+            out.push_str(",\"request_headers\":{");
+            for (i, (name, value)) in self.request_headers.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_str(name, out);
+                out.push(':');
+                write_str(value, out);
+            }
+            out.push('}');
+        }
         out.push('}');
         response
     }
@@ -554,8 +578,12 @@ impl CallRecord {
             "replay_of",
             "note",
         ];
-        let o = require_keys(v, &keys, &["possible_effects", "dropped_response"])
-            .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
+        let o = require_keys(
+            v,
+            &keys,
+            &["possible_effects", "dropped_response", "request_headers"],
+        )
+        .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
         let field = |k: &str| o.get(k).unwrap_or(&Value::Null);
         let possible = match field("possible_effects") {
             Value::Null => Vec::new(),
@@ -646,6 +674,27 @@ impl CallRecord {
             Value::Null => None,
             d => Some(body_of(d, "result", &format!("{at}.dropped_response"))?),
         };
+        let mut request_headers = Vec::new();
+        match field("request_headers") {
+            Value::Null => {}
+            Value::Object(h) => {
+                for (k, v) in h.iter() {
+                    let v = v.as_str().ok_or_else(|| {
+                        bad(
+                            &format!("{at}.request_headers"),
+                            "expected strings as values",
+                        )
+                    })?;
+                    request_headers.push((k.to_lossy(), v.to_owned()));
+                }
+            }
+            _ => {
+                return Err(bad(
+                    &format!("{at}.request_headers"),
+                    "expected an object of header names",
+                ));
+            }
+        }
         Ok(CallRecord {
             call,
             request_id,
@@ -655,6 +704,7 @@ impl CallRecord {
             note,
             possible,
             dropped,
+            request_headers,
         })
     }
 }
@@ -1075,6 +1125,7 @@ mod tests {
                     note: Some("answer lost (injected)".into()),
                     possible: vec![("write".into(), "{}".into())],
                     dropped: Some(obj! {"result" => obj! {"content" => Value::Array(vec![])}}),
+                    request_headers: vec![("mcp-session-id".into(), "s-1".into())],
                 },
                 CallRecord {
                     call: 2,
@@ -1087,6 +1138,7 @@ mod tests {
                     note: None,
                     possible: Vec::new(),
                     dropped: None,
+                    request_headers: Vec::new(),
                 },
             ],
             session_id: Some("0123456789abcdef".into()),
@@ -1138,6 +1190,10 @@ mod tests {
                 note: Some("a note with \u{1F600} and \"quotes\"".into()),
                 possible: vec![("a".into(), "k\t1".into()), ("b".into(), "k2".into())],
                 dropped: None,
+                request_headers: vec![
+                    ("authorization".into(), "[REDACTED]".into()),
+                    ("x-trace".into(), "é\"1".into()),
+                ],
             });
         }
         for r in &records {
@@ -1171,6 +1227,14 @@ mod tests {
                 text.replace("\"call\":2", "\"call\":1")
                     .replace("\"replay_of\":1", "\"replay_of\":null"),
                 "calls[1].call",
+            ),
+            (
+                text.replace("{\"mcp-session-id\":\"s-1\"}", "[\"s-1\"]"),
+                "calls[0].request_headers",
+            ),
+            (
+                text.replace("{\"mcp-session-id\":\"s-1\"}", "{\"mcp-session-id\":1}"),
+                "calls[0].request_headers",
             ),
         ];
         for (t, path) in cases {

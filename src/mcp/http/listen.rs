@@ -197,10 +197,19 @@ struct Listener {
     salt: String,
     /// The headers clients' requests carried, by name, as the recording keeps them.
     seen: Mutex<std::collections::BTreeMap<String, String>>,
+    /// Each `tools/call`'s request headers as the recording keeps them, beside its bytes
+    /// until the relay records the call.
+    call_headers: Tags<Vec<Header>>,
+    /// Header values as the recording keeps them, by name and value (the same headers come
+    /// with every call: each is redacted once).
+    recorded: Mutex<Map<(String, String), String>>,
 }
 
-/// Header names kept for the recording, at most.
+/// Header names kept for the recording, at most (for the session, and per request).
 const SEEN_MAX: usize = 64;
+
+/// Header values kept redacted for reuse before the cache starts again.
+const RECORDED_MAX: usize = 4096;
 
 /// What the proxy gets from [`listen`].
 pub struct Listening {
@@ -271,6 +280,8 @@ pub fn listen(
         log: Mutex::new(log),
         salt: salt.to_owned(),
         seen: Mutex::default(),
+        call_headers: Tags::default(),
+        recorded: Mutex::default(),
     });
     let accept = Arc::clone(&shared);
     runtime.spawn(async move {
@@ -416,6 +427,30 @@ impl Listener {
         }
     }
 
+    /// A request's headers as the recording keeps them, in the order they came (not
+    /// `Content-Length`, which only measures the body).
+    fn recorded_headers(&self, headers: &hyper::HeaderMap) -> Vec<Header> {
+        let Ok(mut cache) = self.recorded.lock() else {
+            return Vec::new();
+        };
+        if cache.len() > RECORDED_MAX {
+            cache.clear();
+        }
+        headers
+            .iter()
+            .filter(|(n, _)| *n != hyper::header::CONTENT_LENGTH)
+            .take(SEEN_MAX)
+            .map(|(n, v)| {
+                let (n, v) = (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned());
+                let kept = cache
+                    .entry((n.clone(), v))
+                    .or_insert_with_key(|(n, v)| headers::recorded(n, v))
+                    .clone();
+                (n, kept)
+            })
+            .collect()
+    }
+
     async fn handle(&self, req: Request<Incoming>) -> Answer {
         self.see(&req);
         if let Some(why) = headers::refused(
@@ -485,7 +520,8 @@ impl Listener {
         let envelope = Listener::envelope(&req);
         let session = header(&req, "mcp-session-id").map(str::to_owned);
         let version = header(&req, "mcp-protocol-version").map(str::to_owned);
-        let body = match read_limited(req.into_body(), MAX_MESSAGE).await {
+        let (parts, body) = req.into_parts();
+        let body = match read_limited(body, MAX_MESSAGE).await {
             Ok(b) => b,
             Err(status) => return rpc_refusal(status, None, "the message could not be read"),
         };
@@ -569,6 +605,10 @@ impl Listener {
             if initialize && self.passage.is_none() {
                 face.initializing.insert(id.clone());
             }
+        }
+        if method.as_deref() == Some("tools/call") {
+            self.call_headers
+                .put(&line, self.recorded_headers(&parts.headers));
         }
         if !self.send(line, envelope).await {
             return plain(503, &[], "the proxy's session is over\n");
@@ -1254,6 +1294,12 @@ fn status_answer(
 }
 
 impl Control {
+    /// The headers of the request that carried the `tools/call` `line`, as the recording
+    /// keeps them (taken); none for a line no request carried.
+    pub fn request_headers_of(&self, line: &[u8]) -> Vec<Header> {
+        self.shared.call_headers.take(line).unwrap_or_default()
+    }
+
     /// The headers clients' requests carried so far, by name, as the recording keeps them.
     pub fn headers_seen(&self) -> Vec<Header> {
         self.shared

@@ -186,6 +186,7 @@ impl Relay<'_> {
             .as_object_mut()
             .and_then(|o| o.remove("arguments"))
             .unwrap_or_else(|| obj! {});
+        let headers = self.request_headers(&line);
         let o = params.as_object();
         let (tool, odd_name) = tool_name(o);
         // A retry that answers an `input_required` result continues the same logical call.
@@ -202,6 +203,9 @@ impl Relay<'_> {
             return;
         }
         if let Some((call, prelude)) = self.begin(&tool, arguments, odd_name, raw, id.clone()) {
+            if let Some(p) = self.pending.get_mut(&call) {
+                p.request_headers = headers;
+            }
             self.start(call, prelude, Some(line));
         } else {
             self.client_requests.insert(id);
@@ -341,6 +345,7 @@ impl Relay<'_> {
                 cancelled: false,
                 awaiting_input: false,
                 note,
+                request_headers: Vec::new(),
             },
         );
         self.by_request.entry(id).or_default().push_back(call);
@@ -494,7 +499,7 @@ impl Relay<'_> {
     /// `send` reach the client.
     fn conclude(
         &mut self,
-        p: Pending,
+        mut p: Pending,
         outcome: Result<Value>,
         delivered: Delivered,
         send: Option<Vec<u8>>,
@@ -539,6 +544,7 @@ impl Relay<'_> {
             note,
             possible: committed.possible,
             dropped: committed.dropped,
+            request_headers: std::mem::take(&mut p.request_headers),
         };
         if let Some(r) = self.recorder.as_mut() {
             r.end(&self.storm, record.call, &record, output_in_answer);

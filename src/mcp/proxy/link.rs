@@ -389,6 +389,16 @@ impl<'a> Relay<'a> {
         }
     }
 
+    /// The headers of the HTTP request that carried a client's `line`, as the recording keeps
+    /// them (taken: asked once per line); none on stdio.
+    pub(super) fn request_headers(&self, line: &[u8]) -> Vec<(String, String)> {
+        self.ends
+            .http
+            .as_ref()
+            .map(|c| c.request_headers_of(line))
+            .unwrap_or_default()
+    }
+
     /// Takes the header names HTTP clients sent since the last look into the session's
     /// facts; whether there were new ones.
     pub(super) fn headers_grew(&mut self) -> bool {
@@ -455,6 +465,8 @@ pub(super) struct Pending {
     pub(super) awaiting_input: bool,
     /// What the record says besides (arguments summarised, name cut).
     pub(super) note: Option<String>,
+    /// The headers of the HTTP request that carried it, as the recording keeps them.
+    pub(super) request_headers: Vec<(String, String)>,
 }
 
 /// A long server line answering a call, passed on in pieces.

@@ -285,6 +285,19 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             format!("got {}", record.delivered.describe()),
             theme,
         ));
+        // The HTTP request that carried it, as the recording keeps its headers.
+        if !record.request_headers.is_empty() {
+            let shown: Vec<String> = record
+                .request_headers
+                .iter()
+                .map(|(n, v)| format!("{n}: {v}"))
+                .collect();
+            out.push(kv(
+                "headers",
+                printable(&shown.join(" · "), 400).into_owned(),
+                theme,
+            ));
+        }
         // Exactly what it received: the text the model sees, the error it may hide.
         for (k, v) in record.delivered.received() {
             out.push(kv(
