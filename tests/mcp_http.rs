@@ -329,6 +329,8 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     let mut hj = h.clone();
     hj.push(("Accept", "application/json"));
     hj.push(("X-Request-Id", "trace-2"));
+    let big = "b".repeat(20_000);
+    hj.push(("X-Big", big.as_str()));
     let j = request(&url, "POST", &hj, &call(2, "A2"));
     assert!(
         j.header("content-type")
@@ -377,6 +379,12 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert!(first.get("x-request-id").is_none(), "{side}");
     assert_eq!(second["x-request-id"], "trace-2", "{side}");
     assert_eq!(second["accept"], "application/json", "{side}");
+    // A large header is kept cut, saying how long it was.
+    let kept = second["x-big"].as_str().expect("x-big");
+    assert!(
+        kept.len() < 400 && kept.ends_with("(20000 bytes)"),
+        "{kept}"
+    );
     assert!(first.get("content-length").is_none(), "{side}");
     // The explorer reads them with the call.
     let doc = toolstorm::document::Document::open(&record).expect("the recording opens");

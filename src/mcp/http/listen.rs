@@ -441,9 +441,14 @@ impl Listener {
             .filter(|(n, _)| *n != hyper::header::CONTENT_LENGTH)
             .take(SEEN_MAX)
             .map(|(n, v)| {
-                let (n, v) = (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned());
+                let (n, v) = (n.as_str().to_owned(), v.to_str().unwrap_or(""));
+                // Short values are remembered (the cache stays small); a long one is cut anew.
+                if v.len() > headers::KEPT_VALUE {
+                    let kept = headers::recorded(&n, v);
+                    return (n, kept);
+                }
                 let kept = cache
-                    .entry((n.clone(), v))
+                    .entry((n.clone(), v.to_owned()))
                     .or_insert_with_key(|(n, v)| headers::recorded(n, v))
                     .clone();
                 (n, kept)
