@@ -73,6 +73,19 @@ def replay_over_http(kind: str, token: str, live: dict) -> None:
         stop(replay)
 
 
+def assert_headers_per_call(f) -> None:
+    """Each recorded call keeps the headers of the request that carried it: the client's
+    Authorization by name only, its session and protocol version as sent."""
+    side = json.loads(CASSETTE.with_name(CASSETTE.stem + ".mcp.json").read_text())
+    for c in side.get("calls", []):
+        h = c.get("request_headers") or {}
+        f.check(h.get("authorization") == "[REDACTED]",
+                f"call {c.get('call')} does not keep its Authorization by name only: {sorted(h)}")
+        f.check("mcp-protocol-version" in h,
+                f"call {c.get('call')} does not keep its MCP-Protocol-Version: {sorted(h)}")
+    say(f"headers of call 1: {sorted((side.get('calls') or [{}])[0].get('request_headers') or {})}")
+
+
 def main(kind: str) -> None:
     token = new_token()
     server = proxy = None
@@ -90,6 +103,7 @@ def main(kind: str) -> None:
             f.check(code is not None, "the proxy did not exit within 10 s of SIGTERM")
             say(f"proxy exit code after SIGTERM: {code}")
             outputs = assert_duplicate(f, CASSETTE)
+            assert_headers_per_call(f)
             if live is not None:
                 replay_over_http(kind, token, live)
     finally:
