@@ -150,6 +150,26 @@ fn p_pins_a_fault_to_the_selected_call_and_reruns_the_agent() {
     // Esc returns to the new run.
     press(&mut app, key(KeyCode::Esc));
     assert_eq!(app.screen, Screen::Explore);
+    // In the campaign's list of runs the re-run is a row of its own, in the same columns.
+    press(&mut app, key(KeyCode::Char('L')));
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    let row = screen
+        .lines()
+        .find(|l| l.contains("re-run"))
+        .unwrap_or_else(|| panic!("no re-run row: {screen}"));
+    let cols: Vec<&str> = row
+        .trim_matches(|c| c == '"' || c == '│')
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &cols[..8],
+        ["▶", "+", "43", "re-run", "1", "1", "0", "-"],
+        "{row}"
+    );
+    assert!(
+        row.contains("PASS   what-if: unavailable on create_shipment #1"),
+        "{row}"
+    );
 }
 
 #[test]

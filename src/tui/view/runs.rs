@@ -61,6 +61,28 @@ pub fn lines(
                 if passed { "PASS" } else { "FAIL" },
                 failed.join(", ")
             ),
+            // A re-run made here (a what-if, edited rules) in the campaign's columns, named
+            // at the end.
+            None if campaign.is_some() => {
+                let report = run.timeline.report();
+                let mut tail = failed.join(", ");
+                if !tail.is_empty() {
+                    tail.push_str(" · ");
+                }
+                tail.push_str(&run.label);
+                format!(
+                    "{:>4} {:>8} {:<8} {:>6} {:>7} {:>4} {:<6} {:<6} {}",
+                    "+",
+                    report.seed.to_decimal(),
+                    "re-run",
+                    report.calls.iter().filter(|c| c.injected).count(),
+                    report.effects.len(),
+                    report.duplicate_effects(),
+                    "-",
+                    if passed { "PASS" } else { "FAIL" },
+                    tail
+                )
+            }
             None => {
                 let report = run.timeline.report();
                 format!(
