@@ -588,6 +588,7 @@ fn connect(
             None,
             runtime.handle(),
             Box::new(TailLog(Arc::clone(shared))),
+            None,
         )
         .map_err(|e| spawn_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
         Connected {
@@ -596,7 +597,7 @@ fn connect(
                 _runtime: runtime,
             },
             input: Some(Box::new(input)),
-            output: Some(Box::new(output)),
+            output: output.map(|o| Box::new(o) as Box<dyn Read + Send>),
             log: None,
         }
     } else {
