@@ -2322,3 +2322,49 @@ fn a_scenario_names_its_server_by_a_path_from_its_own_folder() {
         "{err}"
     );
 }
+
+#[test]
+fn sigterm_ends_a_session_whose_server_reads_nothing_while_the_client_floods_it() {
+    // The relay blocks writing to a server that never reads its input, so it cannot see the
+    // signal: the server's group is stopped after a grace, which ends that write, and the
+    // session ends as SIGTERM asks, its recording whole.
+    let incident = scratch("flooded.json");
+    let marker = format!("tsmark-deaf-{}", std::process::id());
+    let script = format!("sleep 60; : {marker}");
+    let mut s = Session::start(&["--record", text(&incident)], &["sh", "-c", &script], &[]);
+    let mut stdin = s.child.stdin.take().expect("stdin");
+    let flood = std::thread::spawn(move || {
+        let note = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{}"}}}}"#,
+            "x".repeat(1 << 20)
+        );
+        // Stops when the proxy's input is closed (it has ended).
+        for _ in 0..64 {
+            if writeln!(stdin, "{note}").is_err() {
+                break;
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        s.child.try_wait().expect("wait").is_none(),
+        "still relaying"
+    );
+    let pid = nix::unistd::Pid::from_raw(s.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let sent = Instant::now();
+    let (code, err) = s.wait(Duration::from_secs(40));
+    assert_eq!(code, Some(143), "{err}");
+    assert!(
+        sent.elapsed() < Duration::from_secs(30),
+        "ended {:?} after SIGTERM",
+        sent.elapsed()
+    );
+    assert!(
+        gone_within(&marker, Duration::from_secs(5)),
+        "the server is gone"
+    );
+    let _ = flood.join();
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 0, "{out}");
+}

@@ -171,12 +171,37 @@ pub struct Ending {
 
 /// Sends a signal's number to a running proxy, which then ends the session cleanly.
 #[derive(Debug, Clone)]
-pub struct Interrupter(Sender<Event>);
+pub struct Interrupter {
+    tx: Sender<Event>,
+    watch: Arc<Watch>,
+}
+
+/// What a signal needs to know of a running proxy: its server's process group, and whether
+/// the session is over.
+#[derive(Debug, Default)]
+struct Watch {
+    /// The server's process group (0: none, or a server reached by URL).
+    group: std::sync::atomic::AtomicU32,
+    over: std::sync::atomic::AtomicBool,
+}
+
+/// How long a signalled proxy may take to notice before its server's group is stopped.
+const STUCK: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Interrupter {
-    /// Ends the session as signal `n` would.
+    /// Ends the session as signal `n` would. A relay blocked writing to a server that reads
+    /// nothing never sees it: if the session is not over within [`STUCK`], the server's group
+    /// is stopped, which ends that write (the session then ends as the signal asked).
     pub fn interrupt(&self, n: i32) {
-        let _ = self.0.send(Event::Interrupt(n));
+        let _ = self.tx.send(Event::Interrupt(n));
+        let watch = Arc::clone(&self.watch);
+        std::thread::spawn(move || {
+            std::thread::sleep(STUCK);
+            let group = watch.group.load(std::sync::atomic::Ordering::SeqCst);
+            if group != 0 && !watch.over.load(std::sync::atomic::Ordering::SeqCst) {
+                child::stop_group(group);
+            }
+        });
     }
 }
 
@@ -186,6 +211,7 @@ pub struct Proxy {
     storm: Storm,
     tx: Sender<Event>,
     rx: std::sync::mpsc::Receiver<Event>,
+    watch: Arc<Watch>,
 }
 
 /// A name for this session, unique enough to tell two recordings apart: the process, the
@@ -303,12 +329,16 @@ impl Proxy {
             storm,
             tx,
             rx,
+            watch: Arc::default(),
         })
     }
 
     /// A handle that ends the session from another thread (a signal handler).
     pub fn interrupter(&self) -> Interrupter {
-        Interrupter(self.tx.clone())
+        Interrupter {
+            tx: self.tx.clone(),
+            watch: Arc::clone(&self.watch),
+        }
     }
 
     /// Starts the recording and the server and relays until the client or the server ends
@@ -326,6 +356,7 @@ impl Proxy {
             storm,
             tx,
             rx,
+            watch,
         } = self;
         let log: &mut dyn Write = log;
         let command = options
@@ -500,6 +531,9 @@ impl Proxy {
                     command: command.join(" "),
                     error,
                 })?;
+                watch
+                    .group
+                    .store(server.id(), std::sync::atomic::Ordering::SeqCst);
                 if let Some(mut err) = streams.stderr {
                     std::thread::spawn(move || {
                         let _ = std::io::copy(&mut err, &mut server_log);
@@ -575,6 +609,7 @@ impl Proxy {
             },
         );
         let code = relay.serve(&rx, server.as_mut());
+        watch.over.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(c) = &relay.ends.http {
             c.close();
         }
