@@ -596,14 +596,9 @@ fn replay(
                 None,
                 Box::new(std::io::stderr()),
                 &path.display().to_string(),
-                None,
             ) {
                 Ok(l) => l,
                 Err(e) => return io.fail(format!("OSError: {e}")),
-            };
-            // Without a feed, the clients' messages come as a stream.
-            let Some(input) = listening.input else {
-                return io.fail("OSError: the HTTP server gave no stream of messages");
             };
             let _ = writeln!(
                 io.err,
@@ -612,7 +607,7 @@ fn replay(
                 crate::mcp::http::listen::PATH
             );
             router = listening.router;
-            (Box::new(input), &mut router)
+            (Box::new(listening.input), &mut router)
         }
         None => (Box::new(std::io::stdin()), io.out),
     };

@@ -588,7 +588,6 @@ fn connect(
             None,
             runtime.handle(),
             Box::new(TailLog(Arc::clone(shared))),
-            None,
         )
         .map_err(|e| spawn_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
         Connected {
@@ -597,7 +596,7 @@ fn connect(
                 _runtime: runtime,
             },
             input: Some(Box::new(input)),
-            output: output.map(|o| Box::new(o) as Box<dyn Read + Send>),
+            output: Some(Box::new(output)),
             log: None,
         }
     } else {

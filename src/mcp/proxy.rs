@@ -34,10 +34,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Sender, channel};
 
-use self::framing::{Event, Flow, RelayFeed, Side, read_messages};
+use self::framing::{Event, Flow, Side, read_messages};
 use self::link::{Ends, Relay};
 use super::http::listen::{ListenError, ListenOptions, listen};
-use super::http::pipe::Feed;
 use super::http::upstream::{self, Remote, RemoteError, Routing};
 use super::recorder::Recorder;
 use super::scenario::{MAX_RECORDED_CALLS, McpScenario};
@@ -497,10 +496,6 @@ impl Proxy {
         });
         let to_client = Flow::new();
         let to_server = Flow::new();
-        // An HTTP side puts its messages on the relay's queue itself (no reader thread).
-        let feed = |side, flow: &Arc<Flow>, look| -> Arc<dyn Feed> {
-            Arc::new(RelayFeed::new(tx.clone(), Arc::clone(flow), side, look))
-        };
         let mut passage = None;
         let (mut server, server_in, server_out): ServerParts = match (&runtime, remote_server) {
             (Some(rt), true) => {
@@ -511,14 +506,13 @@ impl Proxy {
                     routing.clone(),
                     rt.handle(),
                     Box::new(server_log),
-                    Some(feed(Side::Server, &to_client, Some(calls::keep_answer))),
                 )
                 .map_err(ProxyError::Remote)?;
                 passage = Some(remote.passage());
                 (
                     Box::new(remote),
                     Some(Box::new(input)),
-                    output.map(|o| Box::new(o) as Box<dyn Read + Send>),
+                    Some(Box::new(output)),
                 )
             }
             _ => {
@@ -548,7 +542,7 @@ impl Proxy {
         };
         let mut router;
         let mut control = None;
-        let (client_in, client_out): (Option<Box<dyn Read + Send>>, &mut dyn Write) =
+        let (client_in, client_out): (Box<dyn Read + Send>, &mut dyn Write) =
             match (&options.listen, &runtime) {
                 (Some(l), Some(rt)) => {
                     let remote = passage.zip(routing);
@@ -558,7 +552,6 @@ impl Proxy {
                         remote,
                         Box::new(std::io::stderr()),
                         &session_id(options.record.as_deref().unwrap_or(Path::new("-"))),
-                        Some(feed(Side::Client, &to_server, None)),
                     )
                     .map_err(ProxyError::Listen)?;
                     let _ = writeln!(
@@ -577,10 +570,9 @@ impl Proxy {
                     }
                     router = listening.router;
                     control = Some(listening.control);
-                    let input = listening.input.map(|i| Box::new(i) as Box<dyn Read + Send>);
-                    (input, &mut router)
+                    (Box::new(listening.input), &mut router)
                 }
-                _ => (Some(Box::new(client_in)), client_out),
+                _ => (Box::new(client_in), client_out),
             };
         if let Some(out) = server_out {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_client));
@@ -588,9 +580,9 @@ impl Proxy {
                 read_messages(out, Side::Server, &tx, &flow, Some(calls::keep_answer))
             });
         }
-        if let Some(input) = client_in {
+        {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_server));
-            std::thread::spawn(move || read_messages(input, Side::Client, &tx, &flow, None));
+            std::thread::spawn(move || read_messages(client_in, Side::Client, &tx, &flow, None));
         }
         drop(tx);
         let mut relay = Relay::new(

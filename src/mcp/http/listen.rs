@@ -37,7 +37,7 @@ use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::sync::mpsc;
 
-use super::pipe::{Feed, LinesIn, ToRelay};
+use super::pipe::{LineSender, LinesIn, lines_in};
 use super::sse;
 use super::upstream::{MAX_MESSAGE, Passage, Routing};
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
@@ -187,7 +187,7 @@ struct Face {
 /// The listening side, shared by every connection's handler.
 struct Listener {
     face: Arc<Mutex<Face>>,
-    to_relay: Mutex<Option<ToRelay>>,
+    to_relay: Mutex<Option<LineSender>>,
     /// The remote server (a URL upstream); none for a server on stdio.
     passage: Option<Passage>,
     envelopes: Option<Arc<Tags<Envelope>>>,
@@ -215,8 +215,8 @@ const RECORDED_MAX: usize = 4096;
 pub struct Listening {
     /// The address bound.
     pub local: SocketAddr,
-    /// The stream the clients' messages are read from; none when they go to a [`Feed`].
-    pub input: Option<LinesIn>,
+    /// The stream the relay reads the clients' messages from.
+    pub input: LinesIn,
     /// Where the relay writes messages for the clients.
     pub router: Router,
     /// Ends the session's client side.
@@ -232,15 +232,13 @@ impl std::fmt::Debug for Listening {
 }
 
 /// Binds `options.addr` and starts serving on `runtime`. `remote` is the URL upstream's
-/// passage and routing; none for a server on stdio. The clients' messages go to `feed` when
-/// given (the proxy's relay), else to [`Listening::input`].
+/// passage and routing; none for a server on stdio.
 pub fn listen(
     options: &ListenOptions,
     runtime: &tokio::runtime::Handle,
     remote: Option<(Passage, Routing)>,
     log: Box<dyn Write + Send>,
     salt: &str,
-    feed: Option<Arc<dyn Feed>>,
 ) -> Result<Listening, ListenError> {
     let addr: SocketAddr = match options.addr.parse() {
         Ok(a) => a,
@@ -267,7 +265,7 @@ pub fn listen(
         tokio::net::TcpListener::from_std(std_listener)
             .map_err(|e| ListenError::Bind(options.addr.clone(), e))?
     };
-    let (to_relay, input) = ToRelay::new(feed);
+    let (to_relay, input) = lines_in();
     let face = Arc::new(Mutex::new(Face::default()));
     let (passage, routing) = match remote {
         Some((p, r)) => (Some(p), Some(r)),
@@ -559,7 +557,7 @@ impl Listener {
         }
         let Some(mut id) = id else {
             // A notification or an answer: accepted, and passed on.
-            if !self.send(line, Some(message), envelope).await {
+            if !self.send(line, envelope).await {
                 return plain(503, &[], "the proxy's session is over\n");
             }
             return plain(202, &[], "");
@@ -580,7 +578,6 @@ impl Listener {
         let (tx, rx) = mpsc::unbounded_channel();
         let queued = Arc::new(AtomicUsize::new(0));
         let stream_no;
-        let renamed;
         {
             let Ok(mut face) = self.face.lock() else {
                 return plain(500, &[], "");
@@ -604,7 +601,6 @@ impl Listener {
             let takes_json = takes_json && (!takes_sse || self.passage.is_some());
             let mut st = StreamState::new(tx, &queued, session, Some(id.clone()), takes_json);
             st.resumable = !stateless;
-            renamed = original.is_some();
             st.original = original;
             face.streams.insert(n, st);
             face.waiting.entry(id.clone()).or_default().push_back(n);
@@ -619,9 +615,7 @@ impl Listener {
             self.call_headers
                 .put(&line, self.recorded_headers(&parts.headers));
         }
-        // What the message says goes with it, unless its id was renamed above.
-        let parsed = (!renamed).then_some(message);
-        if !self.send(line, parsed, envelope).await {
+        if !self.send(line, envelope).await {
             return plain(503, &[], "the proxy's session is over\n");
         }
         // Under 2026-07-28 a broken answer stream is the client's cancel: the relay hears it
@@ -653,21 +647,19 @@ impl Listener {
                         "reason" => "the client's answer stream broke (a cancel under 2026-07-28)",
                     },
                 };
-                let _ = tx.send_now(crate::json::compact(&cancel).into_bytes());
+                let _ = tx.try_send(crate::json::compact(&cancel).into_bytes());
             }
         })
     }
 
-    /// Passes a client's message on, with `parsed` (what it says) when it was read as it
-    /// stands.
-    async fn send(&self, line: Vec<u8>, parsed: Option<Message>, envelope: Envelope) -> bool {
+    async fn send(&self, line: Vec<u8>, envelope: Envelope) -> bool {
         let Some(tx) = self.to_relay.lock().ok().and_then(|t| t.clone()) else {
             return false;
         };
         if let Some(e) = &self.envelopes {
             e.put(&line, envelope);
         }
-        tx.send(line, parsed).await
+        tx.send(line).await.is_ok()
     }
 
     async fn get(&self, req: Request<Incoming>) -> Answer {

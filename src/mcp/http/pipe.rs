@@ -3,92 +3,10 @@
 //! whole messages that async tasks send, and [`LinesOut`] cuts what the relay writes into
 //! whole lines for them. Both channels are bounded, so a slow side slows the other as a full
 //! pipe would.
-//!
-//! The proxy's own relay can take an HTTP side's messages without a stream between: a
-//! [`Feed`] puts each one, already parsed where the side read it, on the relay's queue from
-//! the task that read it (no reader thread, no second parse). [`ToRelay`] is either way; the
-//! replay server and the executor's client read the stream.
 
 use std::io::{Read, Write};
-use std::sync::Arc;
 
 use tokio::sync::mpsc;
-
-use crate::mcp::wire::Message;
-
-/// The relay's queue, for messages an HTTP side has read whole.
-pub trait Feed: Send + Sync {
-    /// Hands the relay one message (no line ending) and, when the caller has read it already,
-    /// what it says; waits (without holding a thread) while the direction's bytes in flight
-    /// are over its budget. False once the relay is gone.
-    fn send(
-        &self,
-        line: Vec<u8>,
-        parsed: Option<Message>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>>;
-    /// Hands the relay one message at once, over the budget if it must be (a message the side
-    /// makes itself, from code that cannot wait).
-    fn send_now(&self, line: Vec<u8>) -> bool;
-    /// The side has nothing more to say (the relay hears it as a stream's end).
-    fn end(&self);
-}
-
-/// Where an HTTP side hands the messages it reads.
-#[derive(Clone)]
-pub enum ToRelay {
-    /// A line stream ([`LinesIn`]) that a reader reads.
-    Lines(LineSender),
-    /// The relay's own queue.
-    Feed(Arc<dyn Feed>),
-}
-
-impl std::fmt::Debug for ToRelay {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ToRelay::Lines(_) => "ToRelay::Lines",
-            ToRelay::Feed(_) => "ToRelay::Feed",
-        })
-    }
-}
-
-impl ToRelay {
-    /// The way in: the feed when there is one, else a line stream, which is returned to be
-    /// read.
-    pub fn new(feed: Option<Arc<dyn Feed>>) -> (ToRelay, Option<LinesIn>) {
-        match feed {
-            Some(f) => (ToRelay::Feed(f), None),
-            None => {
-                let (tx, input) = lines_in();
-                (ToRelay::Lines(tx), Some(input))
-            }
-        }
-    }
-
-    /// Passes one message on (see [`Feed::send`]); false once the other end is gone.
-    pub async fn send(&self, line: Vec<u8>, parsed: Option<Message>) -> bool {
-        match self {
-            ToRelay::Lines(tx) => tx.send(line).await.is_ok(),
-            ToRelay::Feed(f) => f.send(line, parsed).await,
-        }
-    }
-
-    /// Passes one message on without waiting for room on a stream (a message the side makes
-    /// itself, from code that cannot wait); false when it could not.
-    pub fn send_now(&self, line: Vec<u8>) -> bool {
-        match self {
-            ToRelay::Lines(tx) => tx.try_send(line).is_ok(),
-            ToRelay::Feed(f) => f.send_now(line),
-        }
-    }
-
-    /// The side has nothing more to say: a feed tells the relay; a stream ends when its last
-    /// sender is let go.
-    pub fn end(self) {
-        if let ToRelay::Feed(f) = self {
-            f.end();
-        }
-    }
-}
 
 /// Messages in flight on one channel before its sender waits.
 pub const DEPTH: usize = 64;

@@ -36,7 +36,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::pipe::{Feed, LinesIn, LinesOut, ToRelay, lines_out};
+use super::pipe::{LineSender, LinesIn, LinesOut, lines_in, lines_out};
 use super::sse::Parser;
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
 use crate::mcp::wire::{self, Id, Message};
@@ -163,7 +163,7 @@ struct Shared {
     /// `--header`s, sent on every request.
     fixed: Vec<Header>,
     /// Messages for the relay; none once the connection is over.
-    to_relay: Mutex<Option<ToRelay>>,
+    to_relay: Mutex<Option<LineSender>>,
     /// Where each message came from, for a listening proxy (none for a stdio client).
     origins: Option<Arc<Tags<Origin>>>,
     /// The headers each client message came with, for a listening proxy.
@@ -220,8 +220,7 @@ pub struct Routing {
 
 impl Remote {
     /// Connects (lazily: nothing is sent before the first message) to the server at `url`.
-    /// The relay writes to the [`LinesOut`] and reads the server's messages from the
-    /// [`LinesIn`], or takes them from `feed` when given (then there is no stream). `routing` is given when
+    /// The relay writes to the [`LinesOut`] and reads the [`LinesIn`]. `routing` is given when
     /// the client side is a listening proxy; `log` gets the notes about the server.
     pub fn connect(
         url: &str,
@@ -229,8 +228,7 @@ impl Remote {
         routing: Option<Routing>,
         runtime: &tokio::runtime::Handle,
         log: Box<dyn Write + Send>,
-        feed: Option<Arc<dyn Feed>>,
-    ) -> Result<(Remote, LinesOut, Option<LinesIn>), RemoteError> {
+    ) -> Result<(Remote, LinesOut, LinesIn), RemoteError> {
         let uri = parse_url(url)?;
         let mut log = log;
         let client = {
@@ -238,7 +236,7 @@ impl Remote {
             let _entered = runtime.enter();
             client(uri.scheme_str() == Some("https"), &mut *log)?
         };
-        let (to_relay, from_remote) = ToRelay::new(feed);
+        let (to_relay, from_remote) = lines_in();
         let (to_remote, requests) = lines_out();
         let shared = Arc::new(Shared {
             client,
@@ -292,8 +290,8 @@ impl Remote {
         if let Ok(mut bg) = self.shared.background.lock() {
             bg.abort_all();
         }
-        if let Some(t) = self.shared.to_relay.lock().ok().and_then(|mut t| t.take()) {
-            t.end();
+        if let Ok(mut t) = self.shared.to_relay.lock() {
+            *t = None;
         }
         let _guard = self.runtime.enter();
         self.ended = true;
@@ -354,9 +352,8 @@ async fn pump(
     if let Ok(mut bg) = shared.background.lock() {
         bg.abort_all();
     }
-    // The relay hears that the server side is over.
-    if let Some(t) = shared.to_relay.lock().ok().and_then(|mut t| t.take()) {
-        t.end();
+    if let Ok(mut t) = shared.to_relay.lock() {
+        *t = None;
     }
     let _ = done.send(());
 }
@@ -379,7 +376,7 @@ impl Shared {
         if let Some(o) = &self.origins {
             o.put(&line, origin);
         }
-        tx.send(line, None).await
+        tx.send(line).await.is_ok()
     }
 
     /// Keeps the protocol version the `initialize` answer agreed on (our session's answers

@@ -1,7 +1,5 @@
 //! Framing and flow: the reader threads that cut each byte stream into whole messages (one
 //! per line), the events they send the relay, and the byte budget that gives back-pressure.
-//! An HTTP side, which reads whole messages itself, sends the same events through a
-//! [`RelayFeed`] under the same budget, with no reader thread.
 //!
 //! A reader sends a whole line, or — for a line too long to read as a message — the line in
 //! pieces, the last one flagged. Memory is bounded by bytes in flight, not by message count: a
@@ -81,8 +79,6 @@ pub type Look = fn(&mut Message) -> Option<Kept>;
 pub struct Flow {
     state: Mutex<Budget>,
     freed: Condvar,
-    /// Wakes the HTTP tasks waiting for room ([`Flow::acquire_async`]).
-    room: tokio::sync::Notify,
 }
 
 /// What the budget's lock guards.
@@ -92,8 +88,6 @@ struct Budget {
     /// Whether the reader waits for room: only then does a release wake it (a wake-up is a
     /// system call, and the relay releases on every message).
     waiting: bool,
-    /// Whether an HTTP task waits for room.
-    tasks_waiting: bool,
 }
 
 impl Flow {
@@ -125,139 +119,12 @@ impl Flow {
             if b.waiting {
                 self.freed.notify_all();
             }
-            if b.tasks_waiting {
-                b.tasks_waiting = false;
-                self.room.notify_waiters();
-            }
         }
     }
 
     /// Bytes in flight now.
     pub fn in_flight(&self) -> usize {
         self.state.lock().map(|b| b.in_flight).unwrap_or(0)
-    }
-}
-
-impl Flow {
-    /// Counts `n` more bytes if they fit (or nothing is in flight); false, noting that a task
-    /// waits, when they do not.
-    fn try_acquire(&self, n: usize) -> bool {
-        let Ok(mut b) = self.state.lock() else {
-            return true;
-        };
-        if b.in_flight > 0 && b.in_flight + n > BUDGET {
-            b.tasks_waiting = true;
-            return false;
-        }
-        b.in_flight += n;
-        true
-    }
-
-    /// [`Flow::acquire`] for an async task: it waits without holding a thread.
-    async fn acquire_async(&self, n: usize) {
-        loop {
-            // Registered before the budget is looked at, so a release in between wakes it.
-            let notified = self.room.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.try_acquire(n) {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    /// Counts `n` bytes at once, over the budget if it must be (a message that cannot wait).
-    fn force(&self, n: usize) {
-        if let Ok(mut b) = self.state.lock() {
-            b.in_flight += n;
-        }
-    }
-}
-
-/// The relay's queue as an HTTP side's [`Feed`](crate::mcp::http::pipe::Feed): each message
-/// goes from the task that read it straight to the relay, read there (or taken as the side
-/// read it), within the direction's byte budget — what a reader thread does for a stream,
-/// without the thread.
-pub struct RelayFeed {
-    tx: Sender<Event>,
-    flow: Arc<Flow>,
-    side: Side,
-    look: Option<Look>,
-}
-
-impl RelayFeed {
-    /// The feed of `side`'s messages, counted against `flow`; `look` as for a reader.
-    pub fn new(tx: Sender<Event>, flow: Arc<Flow>, side: Side, look: Option<Look>) -> RelayFeed {
-        RelayFeed {
-            tx,
-            flow,
-            side,
-            look,
-        }
-    }
-
-    fn put(&self, e: Event) -> bool {
-        self.tx.send(e).is_ok()
-    }
-
-    /// The events of one message: a line (read here, or as the side read it), or — too long
-    /// to read — its pieces, as a reader passes such a line on. Each with its bytes.
-    fn events(&self, mut line: Vec<u8>, parsed: Option<Message>) -> Vec<(Event, usize)> {
-        if line.len() > wire::MAX_PARSED_LINE {
-            line.push(b'\n');
-            let mut out = Vec::new();
-            let mut rest = line.as_slice();
-            while rest.len() > PIECE {
-                let (piece, tail) = rest.split_at(PIECE);
-                out.push((Event::Piece(self.side, piece.to_vec(), false), PIECE));
-                rest = tail;
-            }
-            out.push((Event::Piece(self.side, rest.to_vec(), true), rest.len()));
-            return out;
-        }
-        // Parsed trees in flight stay within the bound a reader keeps (see [`Event::Line`]):
-        // a long message, or one sent while much is in flight, is read by the relay.
-        let room = line.len() <= PARSED_HERE && self.flow.in_flight() < PARSE_AHEAD;
-        let read = match parsed {
-            Some(mut message) if room => {
-                let kept = self.look.and_then(|look| look(&mut message));
-                Some(ReadAhead { message, kept })
-            }
-            _ => read_here(&line, &self.flow, self.look),
-        };
-        line.push(b'\n');
-        let n = line.len();
-        vec![(Event::Line(self.side, line, read), n)]
-    }
-}
-
-impl crate::mcp::http::pipe::Feed for RelayFeed {
-    fn send(
-        &self,
-        line: Vec<u8>,
-        parsed: Option<Message>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + '_>> {
-        Box::pin(async move {
-            for (e, n) in self.events(line, parsed) {
-                self.flow.acquire_async(n).await;
-                if !self.put(e) {
-                    return false;
-                }
-            }
-            true
-        })
-    }
-
-    fn send_now(&self, line: Vec<u8>) -> bool {
-        self.events(line, None).into_iter().all(|(e, n)| {
-            self.flow.force(n);
-            self.put(e)
-        })
-    }
-
-    fn end(&self) {
-        let _ = self.tx.send(Event::Eof(self.side));
     }
 }
 
@@ -454,92 +321,5 @@ mod tests {
         assert!(matches!(&got[0], Event::Line(Side::Server, l, _) if l == b"a\n"));
         assert!(matches!(&got[1], Event::Line(Side::Server, l, _) if l == b"b"));
         assert!(matches!(&got[2], Event::Eof(Side::Server)));
-    }
-
-    #[test]
-    fn a_feed_sends_what_a_reader_would_without_a_thread() {
-        use crate::mcp::http::pipe::Feed;
-        let (tx, rx) = std::sync::mpsc::channel();
-        let flow = Flow::new();
-        let feed = RelayFeed::new(tx, Arc::clone(&flow), Side::Client, None);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        // A message read already goes with what it says; one not read is read here.
-        let read = wire::classify(b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}");
-        let note = b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}".to_vec();
-        assert!(rt.block_on(feed.send(note, Some(read))));
-        let answer = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".to_vec();
-        assert!(rt.block_on(feed.send(answer, None)));
-        // Too long to read: in pieces, the last one ended and flagged.
-        let long = vec![b' '; wire::MAX_PARSED_LINE + PIECE / 2];
-        assert!(rt.block_on(feed.send(long.clone(), None)));
-        feed.end();
-        let got: Vec<Event> = rx.try_iter().collect();
-        assert!(matches!(
-            &got[0],
-            Event::Line(Side::Client, l, Some(r))
-                if l.ends_with(b"}\n") && matches!(r.message, Message::Notification { .. })
-        ));
-        assert!(matches!(
-            &got[1],
-            Event::Line(_, _, Some(r)) if matches!(r.message, Message::Response { .. })
-        ));
-        let pieces: Vec<&Vec<u8>> = got[2..got.len() - 1]
-            .iter()
-            .map(|e| match e {
-                Event::Piece(Side::Client, p, _) => p,
-                other => panic!("not a piece: {other:?}"),
-            })
-            .collect();
-        assert_eq!(
-            pieces.iter().map(|p| p.len()).sum::<usize>(),
-            long.len() + 1
-        );
-        assert!(matches!(got[got.len() - 2], Event::Piece(_, _, true)));
-        assert!(pieces.last().is_some_and(|p| p.ends_with(b"\n")));
-        assert!(matches!(got[got.len() - 1], Event::Eof(Side::Client)));
-        // Every byte sent is counted until the relay lets it go.
-        assert_eq!(flow.in_flight(), got.iter().map(event_bytes).sum::<usize>());
-    }
-
-    #[test]
-    fn a_feed_waits_for_room_without_holding_its_thread() {
-        use crate::mcp::http::pipe::Feed;
-        let (tx, rx) = std::sync::mpsc::channel();
-        let flow = Flow::new();
-        let feed = Arc::new(RelayFeed::new(tx, Arc::clone(&flow), Side::Client, None));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .expect("runtime");
-        flow.acquire(BUDGET); // the relay has not taken the budget's worth yet
-        let waiting = {
-            let feed = Arc::clone(&feed);
-            rt.spawn(async move { feed.send(b"{}".to_vec(), None).await })
-        };
-        // The one thread of the runtime goes on with other work while the send waits.
-        let other = rt.block_on(async {
-            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-            "ran"
-        });
-        assert_eq!(other, "ran");
-        assert!(!waiting.is_finished(), "the send waits for room");
-        assert!(rx.try_recv().is_err());
-        flow.release(BUDGET);
-        assert!(rt.block_on(waiting).expect("join"));
-        assert!(matches!(rx.try_recv(), Ok(Event::Line(Side::Client, l, _)) if l == b"{}\n"));
-        // A message that cannot wait goes over the budget at once.
-        flow.release(3);
-        flow.acquire(BUDGET);
-        assert!(feed.send_now(b"{}".to_vec()));
-        assert_eq!(flow.in_flight(), BUDGET + 3);
-    }
-
-    fn event_bytes(e: &Event) -> usize {
-        match e {
-            Event::Line(_, l, _) | Event::Piece(_, l, _) => l.len(),
-            _ => 0,
-        }
     }
 }
