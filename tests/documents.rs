@@ -246,6 +246,20 @@ fn mcp_scenarios_and_recordings_open_through_the_same_door() {
     // The bundled recording: a cassette with its sidecar.
     let doc = Document::open(&repo("cassettes/mcp-incident.json")).expect("opens");
     assert_eq!(doc.kind, DocKind::McpRecording);
+    // Its sidecar predates `finished`: that is said, and only calls left in flight (none
+    // here) would fail the check — the missing fact neither passes nor fails it.
+    let finished = doc.runs[0]
+        .checks
+        .iter()
+        .find(|c| c.name == "Session finished")
+        .expect("Session finished");
+    assert!(
+        finished.detail.contains("made before sessions said how they ended")
+            && finished.detail.contains("no call was left in flight"),
+        "{}",
+        finished.detail
+    );
+    assert!(finished.passed);
     let session = doc.runs[0].mcp.as_deref().expect("sidecar");
     assert_eq!(
         session.calls.len(),

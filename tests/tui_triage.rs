@@ -367,6 +367,22 @@ fn copy_gives_the_call_and_the_command_and_shows_them() {
         command.contains("--replay cassettes/mcp-incident.json"),
         "{command}"
     );
+    // It starts the server the README builds (a release build), not a debug one.
+    assert!(
+        command.contains("-- target/release/examples/mcp_shipping_server"),
+        "{command}"
+    );
+    // A shipping cassette is not a scenario: Y gives the check that judges it (never a run
+    // command that fails with "missing world").
+    let mut cassette = open("cassettes/incident.json");
+    cassette.update(Action::CopyCommand);
+    let Mode::Show(_, command) = &cassette.mode else {
+        panic!("{:?}", cassette.mode);
+    };
+    assert!(
+        command.contains("check cassettes/incident.json") && !command.contains(" run "),
+        "{command}"
+    );
 }
 
 #[test]
