@@ -537,17 +537,25 @@ fn campaign_run(
             passed: c.passed,
             detail: c.detail.clone(),
         })
-        .chain(r.oracle.map(|ok| crate::contract::Check {
+        .collect();
+    add_run_outcome(&mut run, r, file.verify.as_deref());
+    run
+}
+
+/// Adds to `run`'s checks what its run record says beyond its recording: the oracle's word
+/// (`--verify`, named `verify`) and how the run ended (a timeout, an agent that died).
+pub fn add_run_outcome(run: &mut Run, r: &crate::campaign::RunRecord, verify: Option<&str>) {
+    if let Some(ok) = r.oracle {
+        run.checks.push(crate::contract::Check {
             name: "Oracle (--verify)".into(),
             passed: ok,
             detail: format!(
                 "{} exited {}",
-                file.verify.as_deref().unwrap_or("the oracle"),
+                verify.unwrap_or("the oracle"),
                 if ok { "0" } else { "non-zero" }
             ),
-        }))
-        .collect();
-    // How the run ended counts too (a timeout, an agent that died).
+        });
+    }
     if r.outcome != crate::campaign::Outcome::Finished || r.note.is_some() {
         run.checks.push(crate::contract::Check {
             name: "Run finished".into(),
@@ -558,7 +566,6 @@ fn campaign_run(
                 .unwrap_or_else(|| format!("the run ended: {}", r.outcome.as_str())),
         });
     }
-    run
 }
 
 /// A bare cassette read through its skeleton ([`Cassette::read_owned`]), which lets go of the

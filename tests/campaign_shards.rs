@@ -243,6 +243,16 @@ fn forty_seeds_on_one_machine_and_in_four_shards_merge_to_the_same_campaign() {
         ));
         std::fs::remove_dir_all(runs).expect("remove a shard's runs");
     }
+    // An artifact without its run folders: the copy names the missing source, not where it
+    // was going.
+    let again = dir.join("ci-merge-2");
+    std::fs::create_dir_all(&again).expect("dir");
+    let (code, _, err) = campaign(&again, &strs(&copy));
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains(".shard-1-of-4.campaign.runs/run-") && !err.contains("all.campaign.runs"),
+        "{err}"
+    );
     let copied = load(&elsewhere.join("all.campaign.json"));
     assert_eq!(
         (copied.scenario.as_str(), copied.cwd.as_str()),

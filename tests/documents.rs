@@ -254,7 +254,9 @@ fn mcp_scenarios_and_recordings_open_through_the_same_door() {
         .find(|c| c.name == "Session finished")
         .expect("Session finished");
     assert!(
-        finished.detail.contains("made before sessions said how they ended")
+        finished
+            .detail
+            .contains("made before sessions said how they ended")
             && finished.detail.contains("no call was left in flight"),
         "{}",
         finished.detail

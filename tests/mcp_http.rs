@@ -331,6 +331,9 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     hj.push(("X-Request-Id", "trace-2"));
     let big = "b".repeat(20_000);
     hj.push(("X-Big", big.as_str()));
+    // A header sent twice is kept once, its values joined (a JSON object has no twin keys).
+    hj.push(("X-Forwarded-For", "10.0.0.1"));
+    hj.push(("X-Forwarded-For", "10.0.0.2"));
     let j = request(&url, "POST", &hj, &call(2, "A2"));
     assert!(
         j.header("content-type")
@@ -379,6 +382,7 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert!(first.get("x-request-id").is_none(), "{side}");
     assert_eq!(second["x-request-id"], "trace-2", "{side}");
     assert_eq!(second["accept"], "application/json", "{side}");
+    assert_eq!(second["x-forwarded-for"], "10.0.0.1, 10.0.0.2", "{side}");
     // A large header is kept cut, saying how long it was.
     let kept = second["x-big"].as_str().expect("x-big");
     assert!(

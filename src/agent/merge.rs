@@ -196,7 +196,11 @@ pub fn merge_into(
             };
             let to = into.join(format!("run-{:03}", r.run));
             if absolute(from) != absolute(&to) {
-                // The error names where the copy was going (a full disk is the destination's).
+                // A run folder the artifact left out is named as the source; any other error
+                // names where the copy was going (a full disk is the destination's).
+                if let Err(e) = std::fs::metadata(from) {
+                    return Err(MergeFailure::File(Error::io(from, e)));
+                }
                 copy_folder(from, &to).map_err(|e| MergeFailure::File(Error::io(&to, e)))?;
                 copied += 1;
             }

@@ -34,6 +34,9 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub const MAX_RUNS: usize = 10_000;
 /// Largest campaign file read: its size grows with its runs (10,000 runs with their checks'
 /// details pass the 8,000,000 bytes the reference's documents are held to), so the file has
+/// The longest a run may take, in seconds (a day, as `campaign --timeout` allows).
+pub const MAX_TIMEOUT: f64 = 86_400.0;
+
 /// a limit of its own.
 pub const MAX_FILE_BYTES: usize = 64_000_000;
 
@@ -607,8 +610,8 @@ impl CampaignFile {
             timeout: o
                 .get("timeout")
                 .and_then(Value::as_number_f64)
-                .filter(|t| t.is_finite() && *t > 0.0)
-                .ok_or_else(|| bad("timeout", "expected seconds"))?,
+                .filter(|t| t.is_finite() && *t > 0.0 && *t <= MAX_TIMEOUT)
+                .ok_or_else(|| bad("timeout", "expected seconds in (0, 86400]"))?,
             before: optional_text(o, "before")?,
             verify: optional_text(o, "verify")?,
             seeds,
@@ -706,6 +709,13 @@ mod tests {
         let wrong_seed = c.to_text().replace("\"seed\": 4", "\"seed\": 9");
         let e = CampaignFile::from_text(&wrong_seed).expect_err("seed not planned");
         assert!(e.to_string().contains("runs[0]"), "{e}");
+        // A timeout past a day is refused by name (it would overflow the run's deadline).
+        let mut v = c.to_value();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("timeout", Value::Float(1e300));
+        }
+        let e = CampaignFile::from_value(&v).expect_err("a timeout of 1e300 s");
+        assert!(e.to_string().contains("timeout"), "{e}");
         // A run recorded twice would count twice.
         let mut twice = c.clone();
         twice.runs.push(c.runs[0].clone());

@@ -185,7 +185,7 @@ fn seed_range(s: &str) -> Result<(i64, i64), String> {
 
 fn seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(t) if t.is_finite() && t > 0.0 && t <= 86_400.0 => Ok(t),
+        Ok(t) if t.is_finite() && t > 0.0 && t <= crate::campaign::file::MAX_TIMEOUT => Ok(t),
         _ => Err(format!("expected seconds in (0, 86400], got {s:?}")),
     }
 }

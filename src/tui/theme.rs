@@ -18,6 +18,8 @@ pub const BLAMED: &str = "»";
 pub const PASS: &str = "✓";
 /// A failed check.
 pub const FAIL: &str = "✗";
+/// A verdict not judged yet, as of a step.
+pub const NOT_YET: &str = "…";
 
 /// Styles used by the views.
 #[derive(Clone, Copy, Debug)]

@@ -158,6 +158,8 @@ pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Docum
     })?;
     if let Some(r) = doc.runs.first_mut() {
         r.label = tag.into();
+        // Judged as the campaign judges a run: the oracle's word and how the run ended too.
+        crate::document::add_run_outcome(r, &record, plan.verify.as_deref());
     }
     Ok(Box::new(doc))
 }
@@ -420,15 +422,16 @@ impl App {
         new.label = format!("{}: {label}", new.label);
         // Both runs judged as a campaign judges a run (one verdict for the title, the status
         // line and the panes): whether the fault fired is not the agent's doing.
+        // A campaign's own runs are judged so already, and say so in their contract.
         let as_campaign = |run: &mut crate::document::Run| {
             run.checks.retain(run::judges_the_agent);
-            if !run.contract.starts_with("check as the campaign") {
-                run.contract = "check as a campaign judges a run (Fault exercised left out)".into();
-            }
+            run.contract = "check as a campaign judges a run (Fault exercised left out)".into();
         };
         as_campaign(&mut new);
         let mut old = self.tab().clone();
-        as_campaign(&mut old);
+        if self.doc.campaign.is_none() {
+            as_campaign(&mut old);
+        }
         let judged = |checks: &[crate::contract::Check]| {
             if checks.iter().all(|c| c.passed) {
                 "PASS"

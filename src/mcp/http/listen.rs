@@ -436,12 +436,19 @@ impl Listener {
         if cache.len() > RECORDED_MAX {
             cache.clear();
         }
+        // A header sent more than once is kept once, its values joined as HTTP joins them.
         headers
-            .iter()
-            .filter(|(n, _)| *n != hyper::header::CONTENT_LENGTH)
+            .keys()
+            .filter(|n| *n != hyper::header::CONTENT_LENGTH)
             .take(SEEN_MAX)
-            .map(|(n, v)| {
-                let (n, v) = (n.as_str().to_owned(), v.to_str().unwrap_or(""));
+            .map(|n| {
+                let joined = headers
+                    .get_all(n)
+                    .iter()
+                    .map(|v| v.to_str().unwrap_or(""))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let (n, v) = (n.as_str().to_owned(), joined.as_str());
                 // Short values are remembered (the cache stays small); a long one is cut anew.
                 if v.len() > headers::KEPT_VALUE {
                     let kept = headers::recorded(&n, v);

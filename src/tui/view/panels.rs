@@ -9,10 +9,11 @@ use ratatui::widgets::{Paragraph, Widget};
 
 use super::super::app::{App, Focus};
 use super::super::named::display_order;
-use super::super::theme::{BLAMED, DUPLICATE, FAIL, PASS, Theme};
+use super::super::theme::{BLAMED, DUPLICATE, FAIL, NOT_YET, PASS, Theme};
 use super::calls::clip;
 use super::text::wrap;
 use super::{fit, pane, secs};
+use crate::contract::Check;
 use crate::printable::shown;
 
 fn step_label(app: &App) -> String {
@@ -188,14 +189,37 @@ pub fn verdict_shape(app: &App, w: usize, theme: &Theme) -> (Vec<Line<'static>>,
     let t = &tab.timeline;
     let whole = app.verdict.is_some() || app.cursor.is_none_or(|c| c + 1 >= t.len());
     // As of a step, only the checks the run's contract judges it by (a campaign's leaves
-    // `Fault exercised` out).
-    let checks = if whole {
-        tab.checks.clone()
+    // `Fault exercised` out). A check that fails so far but not for the whole run (a fault
+    // whose call is still to come), and one only the whole run can judge (how the session
+    // ended, a scenario's checks), are marked "not yet" rather than passed or failed.
+    let (checks, not_yet) = if whole {
+        (tab.checks.clone(), Vec::new())
     } else {
-        t.verdicts_at(app.cursor, tab.max_calls)
+        let mut checks: Vec<Check> = t
+            .verdicts_at(app.cursor, tab.max_calls)
             .into_iter()
             .filter(|c| tab.checks.iter().any(|w| w.name == c.name))
-            .collect()
+            .collect();
+        let mut not_yet: Vec<usize> = (0..checks.len())
+            .filter(|&i| {
+                !checks[i].passed
+                    && tab
+                        .checks
+                        .iter()
+                        .any(|w| w.name == checks[i].name && w.passed)
+            })
+            .collect();
+        for w in &tab.checks {
+            if !checks.iter().any(|c| c.name == w.name) {
+                not_yet.push(checks.len());
+                checks.push(Check {
+                    name: w.name.clone(),
+                    passed: true,
+                    detail: "judged on the whole run (the last step)".into(),
+                });
+            }
+        }
+        (checks, not_yet)
     };
     let mut lines: Vec<Line<'static>> = vec![Line::styled(
         format!("contract: {}", tab.contract),
@@ -210,12 +234,22 @@ pub fn verdict_shape(app: &App, w: usize, theme: &Theme) -> (Vec<Line<'static>>,
             selected_line = Some(wrap(lines.clone(), w).len());
         }
         let pick = |s: ratatui::style::Style| if chosen { s.patch(theme.selected) } else { s };
+        let pending = not_yet.contains(&i);
+        let (mark, style) = match (pending, c.passed) {
+            (true, _) => (NOT_YET, theme.dim),
+            (false, true) => (PASS, theme.ok),
+            (false, false) => (FAIL, theme.failed),
+        };
+        let text = if pending && !c.passed {
+            format!(" {}: not yet ({})", c.name, c.detail)
+        } else if pending {
+            format!(" {}: not yet, {}", c.name, c.detail)
+        } else {
+            format!(" {}: {}", c.name, c.detail)
+        };
         lines.push(Line::from(vec![
-            Span::styled(
-                if c.passed { PASS } else { FAIL },
-                pick(if c.passed { theme.ok } else { theme.failed }),
-            ),
-            Span::styled(format!(" {}: {}", c.name, c.detail), pick(theme.text)),
+            Span::styled(mark, pick(style)),
+            Span::styled(text, pick(if pending { theme.dim } else { theme.text })),
         ]));
         if chosen {
             let reasons: Vec<&crate::document::explain::Reason> = app
