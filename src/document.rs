@@ -104,6 +104,8 @@ pub struct Trace {
     /// For an MCP recording whose proxy did not finish: what was recovered from its journal
     /// (one line for people), when the journal was ahead of the files.
     pub recovered: Option<String>,
+    /// For an executor's run output: its batches (lanes and log), drawn as a live run's are.
+    pub batches: Vec<BatchResult>,
 }
 
 /// What a file holds, before anything runs.
@@ -316,6 +318,11 @@ fn other_kind(path: &Path, value: &Value) -> Option<String> {
 fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
     let (kind, described) = trace_labels(&value);
     let hint = other_kind(path, &value);
+    let batches = if kind == DocKind::RunFile {
+        crate::executor::batch_file::batches(&value).map_err(|e| Error::invalid(Some(path), e))?
+    } else {
+        Vec::new()
+    };
     let cassettes = cassette::document_cassettes(path, value)
         .map_err(Error::from)
         .map_err(|e| match hint {
@@ -330,6 +337,7 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
         mcp: None,
         recorded,
         recovered: None,
+        batches,
     })
 }
 
@@ -366,6 +374,7 @@ fn journaled(path: &Path) -> Result<Option<Trace>, Error> {
             mcp: Some(r.session),
             recorded: Vec::new(),
             recovered: r.note,
+            batches: Vec::new(),
         })),
         Err(e) => {
             let journal = crate::mcp::session::journal_path(path);
@@ -584,6 +593,7 @@ fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u
             mcp: None,
             recorded: Vec::new(),
             recovered: None,
+            batches: Vec::new(),
         })
         .map_err(|e| Error::from(cassette::LoadError::config(path, e))))
 }
@@ -697,6 +707,7 @@ impl Document {
             mcp: None,
             recorded: Vec::new(),
             recovered: None,
+            batches: Vec::new(),
         };
         Document::from_trace(None, trace)
     }
@@ -716,6 +727,8 @@ impl Document {
             None => format!("check · budget {max_calls}"),
         };
         let session = trace.mcp.map(std::sync::Arc::new);
+        // A run output's batches belong to its one run.
+        let mut batches = Some(trace.batches);
         let runs = trace
             .cassettes
             .into_iter()
@@ -744,7 +757,7 @@ impl Document {
                     timeline: Timeline::new(c.report),
                     checks,
                     max_calls,
-                    batches: Vec::new(),
+                    batches: batches.take().unwrap_or_default(),
                     approvals: Vec::new(),
                     contract,
                     mcp: session.clone(),

@@ -33,6 +33,7 @@
 
 pub mod approval;
 pub mod batch;
+pub mod batch_file;
 pub mod envelope;
 pub mod live;
 pub mod registry;

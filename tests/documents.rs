@@ -375,4 +375,28 @@ fn an_executor_run_output_opens_as_a_recording() {
     assert_eq!(doc.runs.len(), 1);
     let calls = doc.runs[0].timeline.len();
     assert_eq!(calls, 5, "the five calls of the parallel batch");
+    // Its batches are read back, lanes and all, equal to the live run's.
+    let live = Document::open(&repo("scenarios/orbit-parallel.json")).expect("runs");
+    let (read, ran) = (&doc.runs[0].batches, &live.runs[0].batches);
+    assert_eq!(read.len(), ran.len());
+    for (r, l) in read.iter().zip(ran) {
+        assert_eq!(r.lanes, l.lanes);
+        assert_eq!(r.log, l.log);
+        assert_eq!((r.started_ms, r.answered_ms), (l.started_ms, l.answered_ms));
+    }
+    assert!(read.iter().map(|b| b.lanes.len()).sum::<usize>() >= 4);
+    // A damaged batch is refused naming the file and where in it.
+    let text = std::fs::read_to_string(&out).expect("read");
+    let broken = out.with_file_name("broken.json");
+    std::fs::write(
+        &broken,
+        text.replacen("\"lanes\": [", "\"lanes\": 7, \"x\": [", 1),
+    )
+    .expect("write");
+    let e = Document::open(&broken).expect_err("a damaged batch");
+    let said = e.to_string();
+    assert!(
+        said.contains("broken.json") && said.contains("batches[0].lanes"),
+        "{said}"
+    );
 }
