@@ -234,7 +234,14 @@ fn mcp_scenarios_and_recordings_open_through_the_same_door() {
                     std::fs::read_to_string(&path).expect("read"),
                     "{name}"
                 );
-                assert!(s.server.is_some(), "{name} names the example server");
+                // The prebuilt example server the README builds (release), never a `cargo
+                // run` that builds a debug one while the agent waits.
+                let server = s.server.as_ref().expect("names the example server");
+                assert_eq!(
+                    server.command, "../target/release/examples/mcp_shipping_server",
+                    "{name}"
+                );
+                assert!(server.args.is_empty(), "{name}: {:?}", server.args);
             }
             other => panic!("{name}: {:?}", other.world()),
         }

@@ -676,6 +676,42 @@ mod tests {
     }
 
     #[test]
+    fn q_quits_and_esc_closes_in_every_view_but_a_text_field() {
+        use super::super::app::{Purpose, Question, SummaryCursor};
+        use super::super::prompt::TextField;
+        let views = [
+            Mode::Browse,
+            Mode::Help,
+            Mode::Edit,
+            Mode::PickKind(0),
+            Mode::Show("copied".into(), "text".into()),
+            Mode::Summary(SummaryCursor::default()),
+            Mode::Runs(0),
+            Mode::PinFault(0),
+        ];
+        for m in &views {
+            assert!(
+                matches!(map(key(KeyCode::Char('q')), m), Some(Action::Quit)),
+                "q in {m:?}"
+            );
+            assert!(
+                !matches!(map(key(KeyCode::Esc), m), Some(Action::Quit) | None),
+                "Esc in {m:?} closes something"
+            );
+        }
+        // In a text field q is a letter; a question takes it as its answer.
+        let typing = Mode::Typing(Purpose::Search, TextField::default());
+        assert!(matches!(
+            map(key(KeyCode::Char('q')), &typing),
+            Some(Action::Input(tui_input::InputRequest::InsertChar('q')))
+        ));
+        assert!(matches!(
+            map(key(KeyCode::Char('q')), &Mode::Confirm(Question::Quit)),
+            Some(Action::Answer('q'))
+        ));
+    }
+
+    #[test]
     fn no_key_is_bound_twice() {
         let mut seen = std::collections::HashSet::new();
         for b in BROWSE.iter().chain(RUNNER) {
