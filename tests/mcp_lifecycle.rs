@@ -2283,6 +2283,55 @@ fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
 }
 
 #[test]
+fn a_file_that_is_not_a_recording_is_never_replaced_by_one() {
+    let limit = Duration::from_secs(10);
+    let server = example_server();
+    let faults = write("not-rec-lost-ack.json", LOST_ACK);
+    let notes = write("not-rec-notes.json", "{\"my\": \"notes\"}");
+    let outside = write("not-rec-outside.txt", "keep me");
+    let link = scratch("not-rec-link.json");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&outside, &link).expect("symlink");
+    // The user's own file, the scenario itself (named twice by mistake), a link to a file
+    // elsewhere: refused before the server starts, each left as it was.
+    for target in [&notes, &faults, &link] {
+        let before = std::fs::read(target).expect("before");
+        let (code, err) = cli_within(
+            &[
+                "mcp",
+                text(&faults),
+                "--record",
+                text(target),
+                "--",
+                text(&server),
+            ],
+            limit,
+        );
+        assert_eq!(code, Some(2), "{}: {err}", target.display());
+        assert!(
+            err.contains(&format!("cannot record to {}", target.display()))
+                && err.contains("not a recording"),
+            "{}: {err}",
+            target.display()
+        );
+        assert_eq!(std::fs::read(target).expect("after"), before);
+        assert!(!journal_path(target).exists(), "{}", target.display());
+    }
+    // An empty file, a recording, and a cassette without a sidecar (as ToolStorm writes
+    // them) are replaced.
+    let empty = write("not-rec-empty.json", "");
+    let rec = scratch("not-rec-rec.json");
+    finished_recording_with_a_duplicate(&faults, &rec, 1);
+    let bare = scratch("not-rec-bare.json");
+    std::fs::copy(&rec, &bare).expect("copy");
+    for target in [&empty, &rec, &bare] {
+        finished_recording_with_a_duplicate(&faults, target, 1);
+        let (code, out) = cli_within(&["check", text(target)], limit);
+        assert_eq!(code, Some(1), "{}: {out}", target.display());
+    }
+}
+
+#[test]
 fn a_scenario_names_its_server_by_a_path_from_its_own_folder() {
     // The bundled scenarios start the prebuilt example from `../target/release/examples`:
     // here a scenario in a folder of its own names `bin/server`, and the proxy runs from

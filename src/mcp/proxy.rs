@@ -224,7 +224,7 @@ fn session_id(record: &Path) -> String {
 }
 
 /// Refuses a `--record` target that cannot be a file before anything starts.
-fn check_target(path: &Path) -> Result<(), std::io::Error> {
+fn check_target(path: &Path, append: bool) -> Result<(), std::io::Error> {
     use std::io::{Error, ErrorKind};
     if path.is_dir() {
         return Err(Error::new(ErrorKind::IsADirectory, "it is a folder"));
@@ -251,7 +251,30 @@ fn check_target(path: &Path) -> Result<(), std::io::Error> {
         crate::fsread::refuse_special(p)
             .map_err(|e| Error::new(e.kind(), format!("{}: {e}", p.display())))?;
     }
+    // What is there already is replaced only when it is a recording (or empty): any other
+    // file is the user's (a scenario named by mistake, or what a link leads to).
+    if !append && !replaceable(path) {
+        return Err(Error::new(
+            ErrorKind::AlreadyExists,
+            "the file there is not a recording, and only a recording is replaced \
+             (choose another path, or remove the file)",
+        ));
+    }
     Ok(())
+}
+
+/// Whether a recording may be written over `path`: nothing is there, or an empty file, or a
+/// recording (with its sidecar or its journal beside it, or a cassette that loads).
+fn replaceable(path: &Path) -> bool {
+    match std::fs::metadata(path) {
+        Err(_) => true,
+        Ok(meta) if meta.len() == 0 => true,
+        Ok(_) => {
+            super::session::sidecar_path(path).exists()
+                || super::session::journal_path(path).exists()
+                || crate::cassette::Cassette::load(path).is_ok()
+        }
+    }
 }
 
 /// The recording a session continues (`--append`): through its journal if the session before
@@ -303,7 +326,7 @@ impl Proxy {
             return Err(ProxyError::NoServer);
         }
         if let Some(path) = &options.record {
-            check_target(path).map_err(|error| ProxyError::Record {
+            check_target(path, options.append).map_err(|error| ProxyError::Record {
                 path: path.clone(),
                 error,
             })?;
