@@ -310,6 +310,19 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert_eq!(no_session.status, 400, "{}", no_session.body);
     let unknown = request(&url, "POST", &[("Mcp-Session-Id", "nope")], &call(1, "A0"));
     assert_eq!(unknown.status, 404, "{}", unknown.body);
+    // What is not JSON is a parse error; JSON that is no message, an invalid request.
+    let ours = [("Mcp-Session-Id", session.as_str())];
+    for (body, code) in [
+        ("{not json", -32700),
+        ("[1, 2]", -32600),
+        ("{\"id\": 1}", -32600),
+    ] {
+        let r = request(&url, "POST", &ours, body);
+        assert_eq!(r.status, 400, "{body}: {}", r.head);
+        let answer: serde_json::Value = serde_json::from_str(&r.body).expect("a JSON answer");
+        assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
+        assert!(answer["id"].is_null(), "{body}: {answer}");
+    }
 
     // A call answered on an event stream, with an event id to resume from.
     let mut h = vec![("Mcp-Session-Id", session.as_str())];

@@ -384,10 +384,20 @@ fn plain(status: u16, headers: &[Header], body: &str) -> Answer {
     .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
 }
 
+/// JSON-RPC's code for a message that is not JSON.
+const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's code for JSON that is not a request it can take.
+const INVALID_REQUEST: i64 = -32600;
+
 /// A JSON-RPC error answer with an HTTP status (for requests refused before the relay).
 fn rpc_refusal(status: u16, id: Option<&Id>, message: &str) -> Answer {
+    rpc_refusal_with(status, id, INVALID_REQUEST, message)
+}
+
+/// [`rpc_refusal`] with the JSON-RPC error code given.
+fn rpc_refusal_with(status: u16, id: Option<&Id>, code: i64, message: &str) -> Answer {
     let raw = id.map_or("null", |i| i.0.as_str());
-    let mut line = wire::error_line_as(raw, -32600, message, None);
+    let mut line = wire::error_line_as(raw, code, message, None);
     while line.last() == Some(&b'\n') {
         line.pop();
     }
@@ -551,7 +561,15 @@ impl Listener {
             Message::Notification { method, .. } => (None, Some(method.clone()), None),
             Message::Response { .. } => (None, None, None),
             Message::Other(why) => {
-                return rpc_refusal(400, None, &format!("Parse error: {why}"));
+                // Not JSON at all is a parse error; JSON that is no message (an array, an
+                // object without a method) is an invalid request, as JSON-RPC tells them apart.
+                let json = std::str::from_utf8(&line).is_ok_and(|t| crate::json::parse(t).is_ok());
+                return match json {
+                    false => {
+                        rpc_refusal_with(400, None, PARSE_ERROR, &format!("Parse error: {why}"))
+                    }
+                    true => rpc_refusal(400, None, &format!("Invalid Request: {why}")),
+                };
             }
         };
         let initialize = method.as_deref() == Some("initialize");
