@@ -356,6 +356,34 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     );
     assert_eq!(j.messages()[0]["id"], 2);
 
+    // A message past the 8,000,000 bytes the proxy reads is refused unread (413); one under
+    // it whose answer is past it (the example server says the SKU twice) still gets that
+    // answer, found by its id.
+    let sku = "s".repeat(4_100_000);
+    let large = |id: u64, sku: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"check_inventory","arguments":{{"sku":"{sku}"}}}}}}"#
+        )
+    };
+    let too_large = request(&url, "POST", &h, &large(3, &"s".repeat(8_000_001)));
+    assert_eq!(too_large.status, 413, "{}", too_large.head);
+    assert!(
+        too_large.body.contains("Payload Too Large"),
+        "{}",
+        too_large.body
+    );
+    let mut hj_large = h.clone();
+    hj_large.push(("Accept", "application/json"));
+    let big_answer = request(&url, "POST", &hj_large, &large(4, &sku));
+    assert_eq!(big_answer.status, 200, "{}", big_answer.head);
+    assert!(
+        big_answer.body.len() > 8_000_000,
+        "{}",
+        big_answer.body.len()
+    );
+    let answer: serde_json::Value = serde_json::from_str(&big_answer.body).expect("JSON");
+    assert_eq!(answer["id"], 4);
+
     // The session ends with DELETE; then it is unknown.
     let d = request(&url, "DELETE", &h, "");
     assert_eq!(d.status, 200, "{}", d.head);
@@ -386,7 +414,7 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert_eq!(t["request_headers"]["x-api-key"], "[REDACTED]");
     // Each call keeps the headers of its own request: the second one's trace id is its own.
     let calls = side["calls"].as_array().expect("calls");
-    assert_eq!(calls.len(), 2, "{side}");
+    assert_eq!(calls.len(), 3, "{side}");
     let first = &calls[0]["request_headers"];
     let second = &calls[1]["request_headers"];
     assert_eq!(first["authorization"], "[REDACTED]", "{side}");
@@ -415,8 +443,8 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("Call budget: 2 /"),
-        "two calls recorded: {out}"
+        out.contains("Call budget: 3 /"),
+        "three calls recorded: {out}"
     );
 }
 

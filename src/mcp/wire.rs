@@ -204,6 +204,23 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
+/// The id of an answer we cannot read whole (too long, too deep): its top-level members found
+/// by a scan, it has an `id` and a `result` or an `error`, and no `method`.
+pub fn unread_answer_id(line: &[u8]) -> Option<Id> {
+    let mut id = None;
+    let mut answer = false;
+    for (key, range) in Members::new(line) {
+        match key {
+            b"id" => id = Some(range),
+            b"result" | b"error" => answer = true,
+            b"method" => return None,
+            _ => {}
+        }
+    }
+    let text = std::str::from_utf8(&line[id.filter(|_| answer)?]).ok()?;
+    parse(text).ok().map(|v| Id::of(&v))
+}
+
 /// The byte range of an `"id"` member written last in a JSON object, found from the object's
 /// end (`..., "id": 5}`): for a message too long to read whose id comes after its body, as the
 /// TypeScript SDK writes them. `bytes` is the object's tail; a string id with escaped quotes is
@@ -335,6 +352,20 @@ mod tests {
         assert!(matches!(classify(b"not json"), Message::Other(_)));
         assert!(matches!(classify(b"[1,2]"), Message::Other(_)));
         assert!(matches!(classify(b"{\"id\":1}"), Message::Other(_)));
+        // Too deep to read whole: an answer is still known by its id, a request is not one.
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":\"a-7\",\"result\":{deep}}}");
+        assert!(matches!(classify(answer.as_bytes()), Message::Other(_)));
+        assert_eq!(
+            unread_answer_id(answer.as_bytes()).map(|i| i.0),
+            Some("\"a-7\"".to_owned())
+        );
+        let request = format!("{{\"id\":7,\"method\":\"x\",\"result\":{deep}}}");
+        assert_eq!(unread_answer_id(request.as_bytes()), None);
+        assert_eq!(
+            unread_answer_id(format!("{{\"id\":7,\"params\":{deep}}}").as_bytes()),
+            None
+        );
     }
 
     #[test]

@@ -39,7 +39,7 @@ use tokio::sync::mpsc;
 
 use super::pipe::{LineSender, LinesIn, lines_in};
 use super::sse;
-use super::upstream::{MAX_MESSAGE, Passage, Routing};
+use super::upstream::{Passage, Routing};
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
 use crate::hashing::Map;
 use crate::mcp::wire::{self, Id, Message};
@@ -384,6 +384,9 @@ fn plain(status: u16, headers: &[Header], body: &str) -> Answer {
     .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
 }
 
+/// Bytes of a request body past the limit read and dropped before the refusal is sent.
+const DRAINED: usize = 64 * 1024 * 1024;
+
 /// JSON-RPC's code for a message that is not JSON.
 const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's code for JSON that is not a request it can take.
@@ -543,8 +546,17 @@ impl Listener {
         let session = header(&req, "mcp-session-id").map(str::to_owned);
         let version = header(&req, "mcp-protocol-version").map(str::to_owned);
         let (parts, body) = req.into_parts();
-        let body = match read_limited(body, MAX_MESSAGE).await {
+        // The most the relay reads as a message: a larger one could not be routed or
+        // recorded, so it is refused before it takes memory.
+        let body = match read_limited(body, wire::MAX_PARSED_LINE).await {
             Ok(b) => b,
+            Err(413) => {
+                let why = format!(
+                    "Payload Too Large: a message over {} bytes, the most the proxy reads",
+                    wire::MAX_PARSED_LINE
+                );
+                return rpc_refusal(413, None, &why);
+            }
             Err(status) => return rpc_refusal(status, None, "the message could not be read"),
         };
         let mut line = body;
@@ -828,19 +840,35 @@ impl Listener {
     }
 }
 
-/// Reads a request's body, up to `limit` bytes (413 past it, 400 when it breaks off).
+/// Reads a request's body, up to `limit` bytes (413 past it, 400 when it breaks off). Past
+/// the limit, up to [`DRAINED`] more bytes are read and dropped, so that a client still
+/// sending its body reads the refusal rather than a reset connection; a body said
+/// (`Content-Length`) to be longer still is refused unread.
 async fn read_limited(mut body: Incoming, limit: usize) -> Result<Vec<u8>, u16> {
+    let most = limit.saturating_add(DRAINED) as u64;
+    if hyper::body::Body::size_hint(&body).lower() > most {
+        return Err(413);
+    }
     let mut out = Vec::new();
+    let mut seen = 0u64;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|_| 400u16)?;
         if let Some(d) = frame.data_ref() {
-            if out.len() + d.len() > limit {
-                return Err(413);
+            seen += d.len() as u64;
+            if seen > most {
+                break;
+            }
+            if seen > limit as u64 {
+                out = Vec::new();
+                continue;
             }
             out.extend_from_slice(d);
         }
     }
-    Ok(out)
+    match seen > limit as u64 {
+        true => Err(413),
+        false => Ok(out),
+    }
 }
 
 /// The answer to a POST: waits for its head (the first message routed to it), then a JSON
@@ -1037,7 +1065,18 @@ impl Router {
             return self.act(rest);
         }
         let origin = self.origins.as_ref().and_then(|o| o.take(line));
-        let message = wire::classify(line);
+        let message = match wire::classify(line) {
+            // An answer too large to read whole still goes to the client waiting for it, by
+            // its id (its body is passed on untouched, never read here).
+            Message::Other(why) => match wire::unread_answer_id(line) {
+                Some(id) => Message::Response {
+                    id,
+                    message: crate::json::Value::Null,
+                },
+                None => Message::Other(why),
+            },
+            m => m,
+        };
         let Ok(mut face) = self.face.lock() else {
             return;
         };

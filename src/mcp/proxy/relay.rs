@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::Ending;
 use super::ServerEnd;
 use super::framing::{Event, Flow, Kept, Side, trim};
-use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer, raw_id};
+use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer};
 use crate::json::Value;
 use crate::mcp::session::{Exchange, keep};
 use crate::mcp::wire::{self, Id, Message};
@@ -271,9 +271,8 @@ impl Relay<'_> {
                     return;
                 }
                 // An answer we cannot read may still answer a call: it is judged all the same.
-                if let Some(call) = wire::member(trim(&line), "id")
-                    .and_then(|r| raw_id(&trim(&line)[r]))
-                    .and_then(|id| self.answered_call(&id))
+                if let Some(call) =
+                    wire::unread_answer_id(trim(&line)).and_then(|id| self.answered_call(&id))
                 {
                     return self.call_answered(call, None, line, Some(why), None);
                 }
