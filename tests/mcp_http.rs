@@ -540,6 +540,22 @@ fn a_remote_listen_address_needs_allow_remote() {
 }
 
 #[test]
+fn a_url_of_another_scheme_is_refused_by_name_not_started() {
+    let out = Command::new(BIN)
+        .args(["mcp", "--", "ws://127.0.0.1:1/mcp"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"ws://127.0.0.1:1/mcp\" is not an http:// or https:// URL"),
+        "{err}"
+    );
+    assert!(!err.contains("cannot start"), "{err}");
+}
+
+#[test]
 fn a_client_gone_mid_stream_leaves_its_call_in_flight_on_record() {
     let record = common::scratch_recording("http-gone", "gone.json");
     let rec = record.display().to_string();

@@ -325,6 +325,13 @@ impl Proxy {
         if options.server.is_empty() {
             return Err(ProxyError::NoServer);
         }
+        if upstream::is_other_url(&options.server) {
+            let url = options.server[0].to_string_lossy().into_owned();
+            return Err(ProxyError::Remote(upstream::RemoteError::Url {
+                url,
+                why: "the proxy reaches MCP servers over http or https".into(),
+            }));
+        }
         if let Some(path) = &options.record {
             check_target(path, options.append).map_err(|error| ProxyError::Record {
                 path: path.clone(),

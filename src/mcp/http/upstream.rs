@@ -77,6 +77,22 @@ pub fn is_url(words: &[std::ffi::OsString]) -> bool {
     }))
 }
 
+/// Whether a server named after `--` is a URL of another scheme (`ftp://`, `ws://`): one word
+/// whose text before `://` is a URL scheme. It is refused by name, not started as a command.
+pub fn is_other_url(words: &[std::ffi::OsString]) -> bool {
+    let [one] = words else {
+        return false;
+    };
+    let Some((scheme, _)) = one.to_str().and_then(|s| s.split_once("://")) else {
+        return false;
+    };
+    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !is_url(words)
+}
+
 /// Parses a server URL.
 pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
     let fail = |why: &str| RemoteError::Url {
@@ -1041,6 +1057,17 @@ impl Passage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_of_another_scheme_is_told_apart_from_a_command() {
+        let w = |s: &[&str]| s.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert!(is_other_url(&w(&["ftp://host/mcp"])));
+        assert!(is_other_url(&w(&["ws://127.0.0.1:1/mcp"])));
+        assert!(!is_other_url(&w(&["https://host/mcp"])));
+        assert!(!is_other_url(&w(&["./server"])));
+        assert!(!is_other_url(&w(&["./odd://name"])));
+        assert!(!is_other_url(&w(&["ftp://host/mcp", "--flag"])));
+    }
 
     #[test]
     fn a_url_is_one_http_word() {
