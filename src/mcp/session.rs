@@ -296,18 +296,38 @@ pub struct Transport {
     pub request_headers: Vec<(String, String)>,
 }
 
+/// Request headers as the sidecar keeps them: an object of names and (redacted) values.
+fn headers_value(headers: &[(String, String)]) -> Value {
+    let mut h = Object::new();
+    for (n, v) in headers {
+        h.push(n.as_str(), v.as_str());
+    }
+    Value::Object(h)
+}
+
+/// [`headers_value`] read back (null is none); `at` names the member in errors.
+fn headers_from(v: &Value, at: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    let h = match v {
+        Value::Null => return Ok(Vec::new()),
+        Value::Object(h) => h,
+        _ => return Err(bad(at, "expected an object of header names")),
+    };
+    h.iter()
+        .map(|(k, v)| match v.as_str() {
+            Some(v) => Ok((k.to_lossy(), v.to_owned())),
+            None => Err(bad(at, "expected strings as values")),
+        })
+        .collect()
+}
+
 impl Transport {
     fn to_value(&self) -> Value {
-        let mut headers = Object::new();
-        for (n, v) in &self.request_headers {
-            headers.push(n.as_str(), v.as_str());
-        }
         obj! {
             "client" => self.client.as_str(),
             "server" => self.server.as_str(),
             "url" => self.url.as_deref(),
             "listen" => self.listen.as_deref(),
-            "request_headers" => Value::Object(headers),
+            "request_headers" => headers_value(&self.request_headers),
         }
     }
 
@@ -323,19 +343,10 @@ impl Transport {
             Some(Value::Str(t)) => Ok(Some(t.to_lossy())),
             _ => Err(bad(&format!("transport.{k}"), "expected null or a string")),
         };
-        let mut request_headers = Vec::new();
-        match o.get("request_headers") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(h)) => {
-                for (k, v) in h.iter() {
-                    let v = v.as_str().ok_or_else(|| {
-                        bad("transport.request_headers", "expected strings as values")
-                    })?;
-                    request_headers.push((k.to_lossy(), v.to_owned()));
-                }
-            }
-            _ => return Err(bad("transport.request_headers", "expected an object")),
-        }
+        let request_headers = headers_from(
+            o.get("request_headers").unwrap_or(&Value::Null),
+            "transport.request_headers",
+        )?;
         Ok(Transport {
             client: text("client")?.ok_or_else(|| bad("transport.client", "expected a string"))?,
             server: text("server")?.ok_or_else(|| bad("transport.server", "expected a string"))?,
@@ -480,11 +491,7 @@ impl CallRecord {
         if !self.request_headers.is_empty()
             && let Value::Object(m) = &mut o
         {
-            let mut h = Object::new();
-            for (n, v) in &self.request_headers {
-                h.push(n.as_str(), v.as_str());
-            }
-            m.push("request_headers", Value::Object(h));
+            m.push("request_headers", headers_value(&self.request_headers));
         }
         o
     }
@@ -674,27 +681,8 @@ impl CallRecord {
             Value::Null => None,
             d => Some(body_of(d, "result", &format!("{at}.dropped_response"))?),
         };
-        let mut request_headers = Vec::new();
-        match field("request_headers") {
-            Value::Null => {}
-            Value::Object(h) => {
-                for (k, v) in h.iter() {
-                    let v = v.as_str().ok_or_else(|| {
-                        bad(
-                            &format!("{at}.request_headers"),
-                            "expected strings as values",
-                        )
-                    })?;
-                    request_headers.push((k.to_lossy(), v.to_owned()));
-                }
-            }
-            _ => {
-                return Err(bad(
-                    &format!("{at}.request_headers"),
-                    "expected an object of header names",
-                ));
-            }
-        }
+        let request_headers =
+            headers_from(field("request_headers"), &format!("{at}.request_headers"))?;
         Ok(CallRecord {
             call,
             request_id,
