@@ -218,6 +218,20 @@ fn editor_compare_and_policies_screens() {
     dispatch(&mut app, Action::Back);
     dispatch(&mut app, Action::ToggleCompare);
     assert_snapshot!("compare_120x40", screen(&mut app, 120, 40));
+    // On a narrow screen what changed wraps onto more lines, every word whole.
+    let narrow = screen(&mut app, 70, 40);
+    let at = narrow.find("changed: ").expect("what changed is shown");
+    let first = narrow[at..].lines().next().unwrap_or_default();
+    assert!(!first.contains("output"), "it wraps: {first}");
+    let after: String = narrow[at..]
+        .lines()
+        .take(4)
+        .map(|l| l.trim_matches(|c: char| c == '│' || c == ' ' || c == '"'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    for word in ["status,", "fault,", "injected,", "error,", "output"] {
+        assert!(after.contains(word), "{word} in {after:?}\n{narrow}");
+    }
     dispatch(&mut app, Action::ToggleCompare);
     dispatch(&mut app, Action::TogglePolicies);
     assert_snapshot!("policies_120x40", screen(&mut app, 120, 40));

@@ -48,34 +48,6 @@ fn verdict_mark(p: Option<bool>) -> &'static str {
     }
 }
 
-/// `text` cut into lines of at most `width` characters at its spaces (a word longer than a
-/// line is cut where it must be).
-fn wrap_words(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(8);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let (n, w) = (line.chars().count(), word.chars().count());
-        if n > 0 && n + 1 + w > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-        while line.chars().count() > width {
-            let head: String = line.chars().take(width).collect();
-            let rest: String = line.chars().skip(width).collect();
-            lines.push(head);
-            line = rest;
-        }
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
-
 /// Draws the comparison into `area`.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     Clear.render(area, buf);
@@ -226,12 +198,10 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         // What changed goes on lines of its own under the new call, whole (never cut at the
         // column's edge); the previous side keeps the rows aligned.
         if let CallChange::Changed(_, _, what) = r {
-            for line in wrap_words(
-                &format!("changed: {}", what.join(", ")),
-                w.saturating_sub(2),
-            ) {
+            let changed = format!("    changed: {}", what.join(", "));
+            for line in super::text::wrap(vec![Line::styled(changed, theme.dim)], w) {
                 lhs.push(Line::raw(""));
-                rhs.push(Line::styled(format!("    {line}"), theme.dim));
+                rhs.push(line);
             }
         }
     }
