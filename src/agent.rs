@@ -20,5 +20,5 @@ pub use crate::document::campaign::{
     named_path, read_file, recording_path, relative_to, runs_dir, scenario_of,
 };
 pub use rerun::{Again, replan, replan_recording, rerun_out};
-pub use run::{Plan, StopFlag, judges_the_agent, lab_record, run_all, run_one};
+pub use run::{Plan, StopFlag, lab_record, run_all, run_one};
 pub use shrink::{Fault, Shrunk, faults_of, pinned, shrink};

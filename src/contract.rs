@@ -19,7 +19,21 @@ pub struct Check {
     pub detail: String,
 }
 
+/// How the name of each check that a rule's fault fired begins (`Fault exercised: NAME`).
+pub const FAULT_EXERCISED: &str = "Fault exercised";
+
+/// Whether the check named `name` is a fault's coverage (`Fault exercised`): whether a rule
+/// fired on a seed is the scenario's doing, so campaigns and sweeps judge an agent without it.
+pub fn is_coverage(name: &str) -> bool {
+    name.starts_with(FAULT_EXERCISED)
+}
+
 impl Check {
+    /// Whether the check judges the agent's recovery: every check but [`is_coverage`] ones.
+    pub fn judges_the_agent(&self) -> bool {
+        !is_coverage(&self.name)
+    }
+
     /// The `{"name","passed","detail"}` object.
     pub fn to_value(&self) -> Value {
         let mut o = Object::new();
@@ -75,7 +89,7 @@ impl<'r> Contract<'r> {
         for name in names {
             let n = self.report.coverage_of(name).map_or(0, |c| c.triggered);
             self.checks.push(Check {
-                name: format!("Fault exercised: {name}"),
+                name: format!("{FAULT_EXERCISED}: {name}"),
                 passed: n > 0,
                 detail: format!("Triggered {n} time(s)"),
             });
@@ -251,4 +265,22 @@ pub fn checks_to_value(checks: &[Check]) -> Value {
         Value::Array(checks.iter().map(Check::to_value).collect()),
     );
     Value::Object(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_faults_coverage_does_not_judge_the_agent() {
+        let check = |name: &str| Check {
+            name: name.into(),
+            passed: false,
+            detail: String::new(),
+        };
+        assert!(!check("Fault exercised: lost-receipt").judges_the_agent());
+        assert!(check("No duplicate side effects").judges_the_agent());
+        assert!(check("Session finished").judges_the_agent());
+        assert!(is_coverage(&format!("{FAULT_EXERCISED}: outage")));
+    }
 }

@@ -454,17 +454,11 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
     finish(r)
 }
 
-/// Whether a check judges the agent: all but `Fault exercised`, which is the scenario's
-/// coverage on that seed, not the agent's recovery.
-pub fn judges_the_agent(check: &crate::contract::Check) -> bool {
-    !check.name.starts_with("Fault exercised")
-}
-
 /// The checks that judge an agent, as a run records them.
 fn agent_checks(checks: &[crate::contract::Check]) -> Vec<CheckResult> {
     checks
         .iter()
-        .filter(|c| judges_the_agent(c))
+        .filter(|c| c.judges_the_agent())
         .map(|c| CheckResult {
             name: c.name.clone(),
             passed: c.passed,

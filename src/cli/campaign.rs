@@ -977,7 +977,7 @@ fn print_comparison(
             .map(|c| c.detail.clone())
             .unwrap_or_default();
         // A campaign judges a run without it: it is the scenario's coverage on that seed.
-        let aside = if name.starts_with("Fault exercised") {
+        let aside = if crate::contract::is_coverage(name) {
             " (coverage, not part of a run's verdict)"
         } else {
             ""

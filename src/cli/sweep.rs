@@ -241,7 +241,7 @@ pub fn run(a: &SweepArgs, io: &mut Io<'_>) -> i32 {
                 failed: r
                     .checks
                     .iter()
-                    .filter(|c| !c.passed && !c.name.starts_with("Fault exercised"))
+                    .filter(|c| !c.passed && c.judges_the_agent())
                     .map(|c| c.name.clone())
                     .collect(),
             })

@@ -236,7 +236,10 @@ impl<'r> Explainer<'r> {
     pub fn reasons(&self, check: &Check) -> Vec<Reason> {
         let (report, session) = (self.report, self.session);
         let name = check.name.as_str();
-        if let Some(rule) = name.strip_prefix("Fault exercised: ") {
+        if let Some(rule) = name
+            .strip_prefix(crate::contract::FAULT_EXERCISED)
+            .and_then(|r| r.strip_prefix(": "))
+        {
             return self.fault_exercised(rule);
         }
         if let Some(effect) = name.strip_prefix("Effect budget: ") {

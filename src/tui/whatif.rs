@@ -424,7 +424,7 @@ impl App {
         // line and the panes): whether the fault fired is not the agent's doing.
         // A campaign's own runs are judged so already, and say so in their contract.
         let as_campaign = |run: &mut crate::document::Run| {
-            run.checks.retain(run::judges_the_agent);
+            run.checks.retain(crate::contract::Check::judges_the_agent);
             run.contract = "check as a campaign judges a run (Fault exercised left out)".into();
         };
         as_campaign(&mut new);
