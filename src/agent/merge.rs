@@ -170,7 +170,7 @@ pub fn merge_into(
                 .display()
                 .to_string();
         }
-        if !file.scenario.starts_with("lab:") {
+        if file.lab_name().is_none() {
             let from = frame(path, &file, out);
             file.scenario = rebased(&from, &file.scenario, out);
             file.cwd = rebased(&from, &file.cwd, out);

@@ -76,7 +76,7 @@ pub fn replan<'f>(
                 .join(", ")
         ));
     };
-    if let Some(name) = file.scenario.strip_prefix("lab:") {
+    if let Some(name) = file.lab_name() {
         return Err(format!(
             "ValueError: this campaign is a sweep of the bundled lab: run seed {seed} again with \
              `toolstorm-tui sweep --scenarios {name} --seeds {seed} ...`, or open a run's cassette"

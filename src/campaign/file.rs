@@ -379,7 +379,20 @@ fn optional_text(o: &Object, key: &str) -> Result<Option<String>, ConfigError> {
     }
 }
 
+/// How `scenario` names a scenario of the bundled lab (`lab:NAME`): a sweep's campaign.
+const LAB: &str = "lab:";
+
 impl CampaignFile {
+    /// The `scenario` of a sweep of the bundled lab's scenario `name`.
+    pub fn lab_scenario(name: &str) -> String {
+        format!("{LAB}{name}")
+    }
+
+    /// The bundled lab scenario this campaign sweeps, when it is a sweep's (not an agent's).
+    pub fn lab_name(&self) -> Option<&str> {
+        self.scenario.strip_prefix(LAB)
+    }
+
     /// Whether a parsed document is a campaign file (its `kind`).
     pub fn is_campaign(v: &Value) -> bool {
         v.as_object()

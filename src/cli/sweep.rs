@@ -440,7 +440,7 @@ fn as_campaign(
     // An agent's campaign is not overwritten by a sweep.
     if let Ok(text) = crate::fsread::read_text(&out)
         && let Ok(earlier) = CampaignFile::from_text(&text)
-        && !earlier.scenario.starts_with("lab:")
+        && earlier.lab_name().is_none()
     {
         return io.fail(format!(
             "ValueError: {} holds an agent's campaign: choose another --campaign file",
@@ -450,7 +450,7 @@ fn as_campaign(
     let seeds: Vec<i64> = (0..grid.len()).map(|i| grid.point(i).config.seed).collect();
     let probability = grid.point(0).config.probability;
     let mut file = CampaignFile {
-        scenario: format!("lab:{}", scenario.name),
+        scenario: CampaignFile::lab_scenario(&scenario.name),
         scenario_name: scenario.name.clone(),
         scenario_sha256: String::new(),
         cwd: ".".into(),
