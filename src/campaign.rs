@@ -16,3 +16,7 @@ pub mod passk;
 pub mod shard;
 
 pub use file::{CampaignFile, CheckResult, Outcome, RunRecord};
+
+/// Seconds a campaign's run may take unless told otherwise (`campaign --timeout`), also a
+/// recording's agent started again from the explorer.
+pub const DEFAULT_TIMEOUT: f64 = 120.0;

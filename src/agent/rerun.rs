@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::run::{Plan, StopFlag, expand_for_shell};
+use super::run::{PLACEHOLDERS, Plan, StopFlag, expand_for_shell};
 
 /// The file a re-run of `seed` named `what` is planned under, beside `beside` (a campaign
 /// file or a recording): `<stem>.<what>-SEED.json`, its run in `<stem>.<what>-SEED.runs/`.
@@ -130,9 +130,6 @@ pub fn replan<'f>(
     Ok((plan, first))
 }
 
-/// The placeholders an agent's command may hold.
-const PLACEHOLDERS: [&str; 6] = ["mcp_config", "seed", "run", "record", "run_dir", "mcp_url"];
-
 /// The plan that starts the agent of the MCP recording at `recording` again on `seed`, with
 /// the rules of `scenario` — the agent its sidecar names (`mcp --agent-cmd`, run by `sh -c`
 /// in the folder it ran in), its files named `<recording>.<what>-SEED`. The error says what
@@ -174,7 +171,7 @@ pub fn replan_recording(
         cwd: agent.cwd.clone(),
         agent: vec!["sh".into(), "-c".into(), command],
         probability: None,
-        timeout: 300.0,
+        timeout: crate::campaign::DEFAULT_TIMEOUT,
         before: None,
         verify: None,
         seeds: vec![seed],

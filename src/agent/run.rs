@@ -202,6 +202,10 @@ pub fn run_all(
     })
 }
 
+/// The placeholders an agent's command may hold, in the order a run gives their values.
+pub(super) const PLACEHOLDERS: [&str; 6] =
+    ["mcp_config", "seed", "run", "record", "run_dir", "mcp_url"];
+
 /// `arg` with the run's placeholders replaced by their values, in one pass (a value is never
 /// expanded again): an agent's argument, which no shell reads.
 fn expand(arg: &str, values: &[(&str, String)]) -> String {
@@ -342,14 +346,17 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         r.note = Some(format!("cannot write {}: {e}", config.display()));
         return finish(r);
     }
-    let values = [
-        ("mcp_config", config.display().to_string()),
-        ("seed", seed.to_string()),
-        ("run", run.to_string()),
-        ("record", record_path.display().to_string()),
-        ("run_dir", dir.display().to_string()),
-        ("mcp_url", url.unwrap_or_default()),
-    ];
+    let values: Vec<(&str, String)> = PLACEHOLDERS
+        .into_iter()
+        .zip([
+            config.display().to_string(),
+            seed.to_string(),
+            run.to_string(),
+            record_path.display().to_string(),
+            dir.display().to_string(),
+            url.unwrap_or_default(),
+        ])
+        .collect();
     let mut env: Vec<(String, String)> = values
         .iter()
         .map(|(k, v)| (format!("TOOLSTORM_{}", k.to_ascii_uppercase()), v.clone()))

@@ -67,7 +67,7 @@ pub struct CampaignArgs {
     #[arg(long, value_name = "HOW", default_value = "stdio", value_parser = ["stdio", "http"])]
     agent_transport: String,
     /// Seconds a run may take; past it the agent's process group is stopped
-    #[arg(long, default_value_t = 120.0, value_parser = seconds)]
+    #[arg(long, default_value_t = crate::campaign::DEFAULT_TIMEOUT, value_parser = seconds)]
     timeout: f64,
     /// An oracle of the real world after each run (`sh -c`, here; `{run_dir}` and
     /// TOOLSTORM_RUN_DIR name the run's folder): exit 0 is a pass, shown beside our checks
