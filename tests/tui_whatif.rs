@@ -435,7 +435,10 @@ fn a_rerun_under_way_stops_when_asked_and_says_so() {
     stop.stop();
     let result = worker.join().expect("the worker");
     let e = result.expect_err("a stopped run is not compared");
-    assert!(e.starts_with("stopped"), "{e}");
+    assert!(
+        matches!(&e, toolstorm::tui::whatif::RerunError::Stopped(t) if t.starts_with("stopped")),
+        "{e}"
+    );
     assert!(
         started.elapsed().as_secs() < 20,
         "stopped long before the agent's 30 s: {:?}",

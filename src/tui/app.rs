@@ -184,6 +184,15 @@ fn read_tail(path: &std::path::Path) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// What makes a status message stale (it is cleared when that happens).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StaleWhen {
+    /// A move that works ("no later fault" said of the last one).
+    Moved,
+    /// A new terminal size (the zoom a small terminal made).
+    Resized,
+}
+
 /// The application state.
 #[derive(Clone, Debug)]
 pub struct App {
@@ -270,9 +279,8 @@ pub struct App {
     pub follow_match: bool,
     /// The recent status messages, oldest first (`m` shows them).
     pub messages: Vec<String>,
-    /// The status line says a move found nothing ("no later fault"): the next move that
-    /// works clears it.
-    pub status_is_no_move: bool,
+    /// What makes the status line's message stale, when something does: it is cleared then.
+    pub status_stale_when: Option<StaleWhen>,
     /// The reasons and calls behind the selected (or the failed) verdicts.
     pub named: super::named::Named,
 }
@@ -327,7 +335,7 @@ impl App {
             follow_verdict: false,
             follow_match: false,
             messages: Vec::new(),
-            status_is_no_move: false,
+            status_stale_when: None,
             named: super::named::Named::default(),
         };
         if let Some(file) = &app.doc.scenario {
@@ -391,16 +399,13 @@ impl App {
                     self.scroll[0] = 0;
                     self.follow_effects = true;
                     // A move that worked makes "no later fault" stale.
-                    if self.status_is_no_move {
-                        self.status.clear();
-                        self.status_is_no_move = false;
-                    }
+                    self.status_gone_stale(StaleWhen::Moved);
                 }
                 self.cursor = Some(t);
             }
             None => {
                 self.info(format!("no {what}"));
-                self.status_is_no_move = true;
+                self.status_stale_when = Some(StaleWhen::Moved);
             }
         }
     }
@@ -416,8 +421,16 @@ impl App {
         self.messages.push(text.to_owned());
     }
 
+    /// Clears the status line when its message is one that `what` makes stale.
+    fn status_gone_stale(&mut self, what: StaleWhen) {
+        if self.status_stale_when == Some(what) {
+            self.status.clear();
+            self.status_stale_when = None;
+        }
+    }
+
     pub(super) fn info(&mut self, text: String) {
-        self.status_is_no_move = false;
+        self.status_stale_when = None;
         self.log(&text);
         self.status = text;
         self.status_kind = StatusKind::Info;
@@ -425,7 +438,7 @@ impl App {
     }
 
     pub(super) fn error(&mut self, text: String) {
-        self.status_is_no_move = false;
+        self.status_stale_when = None;
         self.log(&text);
         self.status = text;
         self.status_kind = StatusKind::Error;
@@ -582,9 +595,7 @@ impl App {
                 if self.auto_zoom && resized {
                     self.auto_zoom = false;
                     self.zoom = false;
-                    if self.status.contains("zoomed (the terminal shows one pane") {
-                        self.status.clear();
-                    }
+                    self.status_gone_stale(StaleWhen::Resized);
                 }
             }
             Action::Reload | Action::FileChanged => {
@@ -703,6 +714,7 @@ impl App {
                  back",
                 self.focus.label()
             ));
+            self.status_stale_when = Some(StaleWhen::Resized);
             return;
         }
         self.focus = self.drawn.shift(self.focus, by);

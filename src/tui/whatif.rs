@@ -117,6 +117,29 @@ pub fn anchor_server(v: &mut Value, from: &Path) {
     }
 }
 
+/// Why an agent's re-run gave no run to compare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RerunError {
+    /// The user stopped it; the text says where what it did before is.
+    Stopped(String),
+    /// It could not be planned or run, or its recording could not be read.
+    Failed(String),
+}
+
+impl std::fmt::Display for RerunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RerunError::Stopped(t) | RerunError::Failed(t) => f.write_str(t),
+        }
+    }
+}
+
+impl From<String> for RerunError {
+    fn from(why: String) -> RerunError {
+        RerunError::Failed(why)
+    }
+}
+
 /// Runs a re-run the picker (or `R`) asked for (it takes the agent's time): the answer for
 /// the app.
 pub fn rerun(r: AgentRerun) -> Action {
@@ -128,7 +151,7 @@ pub fn rerun(r: AgentRerun) -> Action {
 /// run's recording, opened.
 /// `bin` is the program the agent's `mcpServers` entry starts as the proxy (this one unless
 /// given).
-pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Document>, String> {
+pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Document>, RerunError> {
     let tag = r.tag;
     let mut plan = match &r.source {
         AgentSource::Campaign(campaign) => {
@@ -147,14 +170,16 @@ pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Docum
     let record = run::run_one(&plan, 1, seed);
     let recording = run::recording_path(&plan.out, &record);
     if plan.stop.stopped() {
-        return Err(format!(
+        return Err(RerunError::Stopped(format!(
             "stopped (what it did before is in {})",
             recording.display()
-        ));
+        )));
     }
-    let mut doc = Document::open(&recording).map_err(|e| match &record.note {
-        Some(n) => format!("{e} ({n})"),
-        None => e.to_string(),
+    let mut doc = Document::open(&recording).map_err(|e| {
+        RerunError::Failed(match &record.note {
+            Some(n) => format!("{e} ({n})"),
+            None => e.to_string(),
+        })
     })?;
     if let Some(r) = doc.runs.first_mut() {
         r.label = tag.into();
@@ -403,16 +428,16 @@ impl App {
     }
 
     /// The re-run is over: on success, the new run beside the old one, compared.
-    pub(super) fn agent_ran(&mut self, result: Result<Box<Document>, String>, label: String) {
+    pub(super) fn agent_ran(&mut self, result: Result<Box<Document>, RerunError>, label: String) {
         self.agent_run = None;
         let mut doc = match result {
             Ok(d) => d,
-            Err(e) => {
-                if e.starts_with("stopped") {
-                    self.info(format!("the agent's re-run with {label} was {e}"));
-                } else {
-                    self.error(format!("the agent's re-run with {label} failed: {e}"));
-                }
+            Err(RerunError::Stopped(e)) => {
+                self.info(format!("the agent's re-run with {label} was {e}"));
+                return;
+            }
+            Err(RerunError::Failed(e)) => {
+                self.error(format!("the agent's re-run with {label} failed: {e}"));
                 return;
             }
         };
