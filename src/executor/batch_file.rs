@@ -37,6 +37,20 @@ fn list<'a>(o: &'a Object, key: &str, at: &str) -> Result<&'a [Value], ConfigErr
         .ok_or_else(|| bad(&format!("{at}.{key}"), "expected a list"))
 }
 
+/// Each item of the list `key`, read by `read` (told where the item is).
+fn each<T>(
+    o: &Object,
+    key: &str,
+    at: &str,
+    read: fn(&Value, &str) -> Result<T, ConfigError>,
+) -> Result<Vec<T>, ConfigError> {
+    list(o, key, at)?
+        .iter()
+        .enumerate()
+        .map(|(i, item)| read(item, &format!("{at}.{key}[{i}]")))
+        .collect()
+}
+
 fn attempt(v: &Value, at: &str) -> Result<AttemptLane, ConfigError> {
     let o = object(v, at)?;
     let (queued_ms, started_ms) = (ms(o, "queued_ms", at)?, ms(o, "started_ms", at)?);
@@ -74,11 +88,7 @@ fn lane(v: &Value, at: &str) -> Result<Lane, ConfigError> {
             ))
         }
     };
-    let attempts = list(o, "attempts", at)?
-        .iter()
-        .enumerate()
-        .map(|(i, a)| attempt(a, &format!("{at}.attempts[{i}]")))
-        .collect::<Result<_, _>>()?;
+    let attempts = each(o, "attempts", at, attempt)?;
     Ok(Lane {
         index: usize::try_from(ms(o, "index", at)?)
             .map_err(|_| bad(&format!("{at}.index"), "expected a position"))?,
@@ -119,16 +129,8 @@ pub fn batch(v: &Value, at: &str) -> Result<BatchResult, ConfigError> {
             "expected no earlier than started_ms",
         ));
     }
-    let lanes = list(o, "lanes", at)?
-        .iter()
-        .enumerate()
-        .map(|(i, l)| lane(l, &format!("{at}.lanes[{i}]")))
-        .collect::<Result<_, _>>()?;
-    let log = list(o, "log", at)?
-        .iter()
-        .enumerate()
-        .map(|(i, r)| log_row(r, &format!("{at}.log[{i}]")))
-        .collect::<Result<_, _>>()?;
+    let lanes = each(o, "lanes", at, lane)?;
+    let log = each(o, "log", at, log_row)?;
     Ok(BatchResult {
         batch: usize::try_from(ms(o, "batch", at)?)
             .map_err(|_| bad(&format!("{at}.batch"), "expected a batch number"))?,
