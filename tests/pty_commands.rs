@@ -249,3 +249,40 @@ fn replay_and_executor_runs_are_coloured_on_a_terminal_only() {
         "NO_COLOR: {plain:?}"
     );
 }
+
+#[test]
+fn a_person_is_told_what_asks_before_the_first_approval_and_ctrl_d_denies_the_rest() {
+    // The bundled injection scenario with a person as its approver.
+    let text = std::fs::read_to_string(repo("scenarios/orbit-injection.json")).expect("scenario");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    v["approver"] = "interactive".into();
+    let path = std::env::temp_dir().join(format!(
+        "toolstorm-pty-{}-interactive.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, v.to_string()).expect("write");
+    // The terminal's input ends at once (as Ctrl-D): the first question is denied, and the
+    // later calls are denied without asking.
+    let (code, shown) = on_a_terminal(
+        &["run", &path.display().to_string()],
+        Duration::from_secs(60),
+    );
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(code, 0, "{shown}");
+    let context = shown
+        .find("a side-effecting call waits for your approval")
+        .expect("what asks is said");
+    let first = shown.find("Approve ").expect("a question");
+    assert!(context < first, "the context comes first: {shown}");
+    let asked = shown
+        .lines()
+        .filter(|l| l.starts_with("Approve ") && l.contains("? [y/N]"))
+        .count();
+    assert_eq!(asked, 1, "asked once: {shown}");
+    assert_eq!(shown.matches("(no answer, denied)").count(), 2, "{shown}");
+    assert_eq!(
+        shown.lines().filter(|l| l.contains(" denied ")).count(),
+        2,
+        "both side-effecting calls denied: {shown}"
+    );
+}

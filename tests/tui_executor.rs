@@ -294,7 +294,7 @@ fn a_rerun_asks_again_and_keeps_earlier_answers() {
         .output()
         .expect("runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.matches("(no terminal, denied)").count(), 2, "{text}");
+    assert_eq!(text.matches("(no answer, denied)").count(), 2, "{text}");
     assert!(text.contains("tracker: 0 actions"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }

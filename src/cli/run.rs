@@ -84,14 +84,19 @@ fn answer(s: &str) -> Result<String, String> {
 
 /// Asks on the terminal: the question on standard error, the answer from standard input.
 /// Before the first question, what is asking: the scenario and its seed, and that the run
-/// waits for the answer (the results come after the run).
+/// waits for the answer (the results come after the run). Once the input has ended (Ctrl-D),
+/// every later call is denied without asking.
 struct TerminalPrompt {
     context: Option<String>,
+    ended: bool,
 }
 
 impl crate::executor::approval::Prompt for TerminalPrompt {
     fn ask(&mut self, question: &str) -> Option<String> {
         use std::io::Write;
+        if self.ended {
+            return None;
+        }
         let mut err = std::io::stderr();
         if let Some(context) = self.context.take() {
             let _ = writeln!(err, "{}", crate::printable::line(&context));
@@ -100,7 +105,11 @@ impl crate::executor::approval::Prompt for TerminalPrompt {
         let _ = err.flush();
         let mut line = String::new();
         match std::io::stdin().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
+            Ok(0) | Err(_) => {
+                self.ended = true;
+                let _ = writeln!(err);
+                None
+            }
             Ok(_) => Some(line),
         }
     }
@@ -205,6 +214,7 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
             )),
             _ => None,
         },
+        ended: false,
     };
     let mut nobody = NoTerminal;
     let prompt: &mut dyn crate::executor::approval::Prompt = match &a.answers {

@@ -128,7 +128,7 @@ pub struct Interactive<P> {
     /// Every question asked, in order.
     pub asked: Vec<String>,
     /// Each question's answer, in the same order: approved or not, `None` when nobody could
-    /// be asked (no terminal: denied).
+    /// be asked (no terminal, its input ended, or no answers left: denied).
     pub answers: Vec<Option<bool>>,
 }
 

@@ -442,7 +442,7 @@ impl OrbitRun {
                 match a {
                     Some(true) => "y (approved)",
                     Some(false) => "n (denied)",
-                    None => "(no terminal, denied)",
+                    None => "(no answer, denied)",
                 }
             ));
         }
