@@ -436,7 +436,7 @@ fn a_rerun_under_way_stops_when_asked_and_says_so() {
     let result = worker.join().expect("the worker");
     let e = result.expect_err("a stopped run is not compared");
     assert!(
-        matches!(&e, toolstorm::tui::whatif::RerunError::Stopped(t) if t.starts_with("stopped")),
+        matches!(&e, toolstorm::agent::RerunError::Stopped(t) if t.starts_with("stopped")),
         "{e}"
     );
     assert!(

@@ -19,6 +19,29 @@ use crate::campaign::{CampaignFile, Outcome, RunRecord};
 use crate::document::Error;
 use crate::document::campaign::{named_path, scenario_of};
 
+/// Why an agent's re-run gave no run to compare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RerunError {
+    /// The user stopped it; the text says where what it did before is.
+    Stopped(String),
+    /// It could not be planned or run, or its recording could not be read.
+    Failed(String),
+}
+
+impl std::fmt::Display for RerunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RerunError::Stopped(t) | RerunError::Failed(t) => f.write_str(t),
+        }
+    }
+}
+
+impl From<String> for RerunError {
+    fn from(why: String) -> RerunError {
+        RerunError::Failed(why)
+    }
+}
+
 /// The commands that run a campaign's seed again (the file keeps them with secrets redacted:
 /// where it did, the caller gives them again).
 #[derive(Clone, Debug)]

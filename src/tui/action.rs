@@ -123,7 +123,7 @@ pub enum Action {
     /// `p`: what if, at the selected call — the fault picker.
     PinFault,
     /// The agent's re-run finished: the new run's recording (or why not), and what it pinned.
-    AgentRan(Result<Box<Document>, super::whatif::RerunError>, String),
+    AgentRan(Result<Box<Document>, crate::agent::RerunError>, String),
     /// A reload that asked a person for approvals finished: every answer so far, how many
     /// questions were asked now and how many were answered from earlier answers.
     ReloadedAsking {

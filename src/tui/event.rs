@@ -22,5 +22,5 @@ pub enum Event {
     /// A second passed.
     Tick,
     /// An agent's re-run finished (the new run, or why not; what it pinned).
-    AgentRan(Result<Box<Document>, super::whatif::RerunError>, String),
+    AgentRan(Result<Box<Document>, crate::agent::RerunError>, String),
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::action::{Action, AgentRerun, AgentSource, Command};
 use super::app::{App, Mode, Screen};
 use crate::agent as run;
+use crate::agent::RerunError;
 use crate::document::Document;
 use crate::json::{Value, pretty};
 use crate::obj;
@@ -114,29 +115,6 @@ pub fn anchor_server(v: &mut Value, from: &Path) {
     {
         let absolute = std::path::absolute(dir.join(cmd)).unwrap_or_else(|_| dir.join(cmd));
         server.insert("command", absolute.display().to_string());
-    }
-}
-
-/// Why an agent's re-run gave no run to compare.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RerunError {
-    /// The user stopped it; the text says where what it did before is.
-    Stopped(String),
-    /// It could not be planned or run, or its recording could not be read.
-    Failed(String),
-}
-
-impl std::fmt::Display for RerunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RerunError::Stopped(t) | RerunError::Failed(t) => f.write_str(t),
-        }
-    }
-}
-
-impl From<String> for RerunError {
-    fn from(why: String) -> RerunError {
-        RerunError::Failed(why)
     }
 }
 
