@@ -48,6 +48,9 @@ use crate::mcp::wire::{self, Id, Message};
 pub const PATH: &str = "/mcp";
 /// Bytes of events a stream keeps for a client that resumes it.
 const KEPT_FOR_RESUME: usize = 1024 * 1024;
+/// Bytes of events all streams keep for resumption: past it, what finished streams keep is let
+/// go, oldest first (a long session of large answers would otherwise keep gigabytes).
+const KEPT_IN_ALL: usize = 64 * 1024 * 1024;
 /// Bytes queued for one stream whose client does not read before the stream is given up
 /// (its events stay resumable).
 const QUEUED_MAX: usize = 16 * 1024 * 1024;
@@ -182,6 +185,8 @@ struct Face {
     /// Initialize requests in flight (their answers carry a new session id).
     initializing: crate::hashing::Set<Id>,
     issued: u64,
+    /// Bytes of events kept for resumption, all streams together.
+    kept_in_all: usize,
 }
 
 /// The listening side, shared by every connection's handler.
@@ -989,6 +994,7 @@ fn push_event(face: &mut Face, n: u64, message: &[u8]) {
     st.next_event += 1;
     let id = st.resumable.then(|| format!("{n}-{k}"));
     let bytes = Bytes::from(sse::event(id.as_deref(), message));
+    let before = st.kept_bytes;
     st.kept_bytes += bytes.len();
     st.kept.push_back((k, bytes.clone()));
     while st.kept_bytes > KEPT_FOR_RESUME && st.kept.len() > 1 {
@@ -996,7 +1002,31 @@ fn push_event(face: &mut Face, n: u64, message: &[u8]) {
             st.kept_bytes -= b.len();
         }
     }
+    let after = st.kept_bytes;
     send_data(st, bytes);
+    face.kept_in_all = face.kept_in_all + after - before;
+    keep_within_all(face);
+}
+
+/// Lets go of what finished streams keep for resumption, oldest first, until all streams
+/// keep at most [`KEPT_IN_ALL`] bytes (streams still running keep theirs: each is bounded).
+fn keep_within_all(face: &mut Face) {
+    while face.kept_in_all > KEPT_IN_ALL {
+        let oldest = face
+            .streams
+            .iter()
+            .filter(|(_, s)| s.done && s.kept_bytes > 0)
+            .map(|(n, _)| *n)
+            .min();
+        let Some(st) = oldest.and_then(|n| face.streams.get_mut(&n)) else {
+            return;
+        };
+        face.kept_in_all -= st.kept_bytes;
+        st.kept.clear();
+        st.kept_bytes = 0;
+        // Nothing left to resume it from: a client that asks is told so (404).
+        st.resumable = false;
+    }
 }
 
 /// Ends stream `n`: its answer went out (or it was cut).
@@ -1024,7 +1054,9 @@ fn end_stream(face: &mut Face, n: u64) {
             .collect();
         done.sort_unstable();
         for k in done.iter().take(done.len() / 2) {
-            face.streams.remove(k);
+            if let Some(st) = face.streams.remove(k) {
+                face.kept_in_all -= st.kept_bytes;
+            }
         }
     }
 }
@@ -1383,5 +1415,40 @@ impl Control {
         if let Ok(mut t) = self.shared.to_relay.lock() {
             *t = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A finished stream that sent one event of `size` bytes.
+    fn finished(face: &mut Face, n: u64, size: usize) -> mpsc::UnboundedReceiver<Out> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        face.streams
+            .insert(n, StreamState::new(tx, &queued, None, None, false));
+        push_event(face, n, &vec![b'x'; size]);
+        end_stream(face, n);
+        rx
+    }
+
+    #[test]
+    fn what_streams_keep_for_resumption_is_bounded_in_all() {
+        let mut face = Face::default();
+        let size = 4 * 1024 * 1024;
+        // Twice the bound in finished streams of one large answer each.
+        let streams = 2 * KEPT_IN_ALL / size;
+        let _rx: Vec<_> = (1..=streams as u64)
+            .map(|n| finished(&mut face, n, size))
+            .collect();
+        let kept: usize = face.streams.values().map(|s| s.kept_bytes).sum();
+        assert_eq!(kept, face.kept_in_all, "the total follows the streams");
+        assert!(kept <= KEPT_IN_ALL, "{kept} bytes kept");
+        // The newest stay resumable, the oldest were let go.
+        let newest = &face.streams[&(streams as u64)];
+        assert!(newest.resumable && newest.kept_bytes > size);
+        let oldest = &face.streams[&1];
+        assert!(!oldest.resumable && oldest.kept.is_empty());
     }
 }
