@@ -356,33 +356,40 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     );
     assert_eq!(j.messages()[0]["id"], 2);
 
-    // A message past the 8,000,000 bytes the proxy reads is refused unread (413); one under
-    // it whose answer is past it (the example server says the SKU twice) still gets that
-    // answer, found by its id.
-    let sku = "s".repeat(4_100_000);
+    // Messages too long to read whole (over 8,000,000 bytes) go on as on stdio: a call whose
+    // answer is that long (the example server says the SKU twice), and a call that long
+    // itself, each get their answer, found by its id.
     let large = |id: u64, sku: &str| {
         format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"check_inventory","arguments":{{"sku":"{sku}"}}}}}}"#
         )
     };
-    let too_large = request(&url, "POST", &h, &large(3, &"s".repeat(8_000_001)));
-    assert_eq!(too_large.status, 413, "{}", too_large.head);
-    assert!(
-        too_large.body.contains("Payload Too Large"),
-        "{}",
-        too_large.body
-    );
     let mut hj_large = h.clone();
     hj_large.push(("Accept", "application/json"));
-    let big_answer = request(&url, "POST", &hj_large, &large(4, &sku));
-    assert_eq!(big_answer.status, 200, "{}", big_answer.head);
-    assert!(
-        big_answer.body.len() > 8_000_000,
-        "{}",
-        big_answer.body.len()
+    for (id, sku_len) in [(3, 4_100_000), (4, 8_000_001)] {
+        let big = request(&url, "POST", &hj_large, &large(id, &"s".repeat(sku_len)));
+        assert_eq!(big.status, 200, "{}", big.head);
+        assert!(big.body.len() > 8_000_000, "{}", big.body.len());
+        let answer: serde_json::Value = serde_json::from_str(&big.body).expect("JSON");
+        assert_eq!(answer["id"], id);
+    }
+    // A body said to be longer than the proxy takes is refused unread.
+    let mut s = TcpStream::connect(host_port(&url)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nContent-Type: \
+         application/json\r\nAccept: application/json\r\nContent-Length: 500000000\r\n\r\n",
+        host_port(&url)
     );
-    let answer: serde_json::Value = serde_json::from_str(&big_answer.body).expect("JSON");
-    assert_eq!(answer["id"], 4);
+    s.write_all(head.as_bytes()).expect("send");
+    let refused = read_answer(&mut s);
+    assert_eq!(refused.status, 413, "{}", refused.head);
+    assert!(
+        refused.body.contains("Payload Too Large"),
+        "{}",
+        refused.body
+    );
 
     // The session ends with DELETE; then it is unknown.
     let d = request(&url, "DELETE", &h, "");
@@ -414,7 +421,7 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert_eq!(t["request_headers"]["x-api-key"], "[REDACTED]");
     // Each call keeps the headers of its own request: the second one's trace id is its own.
     let calls = side["calls"].as_array().expect("calls");
-    assert_eq!(calls.len(), 3, "{side}");
+    assert_eq!(calls.len(), 4, "{side}");
     let first = &calls[0]["request_headers"];
     let second = &calls[1]["request_headers"];
     assert_eq!(first["authorization"], "[REDACTED]", "{side}");
@@ -443,8 +450,8 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("Call budget: 3 /"),
-        "three calls recorded: {out}"
+        out.contains("Call budget: 4 /"),
+        "four calls recorded: {out}"
     );
 }
 

@@ -204,21 +204,51 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
-/// The id of an answer we cannot read whole (too long, too deep): its top-level members found
-/// by a scan, it has an `id` and a `result` or an `error`, and no `method`.
-pub fn unread_answer_id(line: &[u8]) -> Option<Id> {
-    let mut id = None;
-    let mut answer = false;
+/// A message we cannot read whole (too long, too deep), known by its top-level members found
+/// by a scan: a request or notification by a `method` that is a plain string (and its `id`),
+/// an answer by its `id` beside a `result` or an `error`. What else it holds is not read
+/// (`params` and the answer are null here): the relay judges and records it summarised.
+pub fn unread_message(line: &[u8]) -> Option<Message> {
+    let (mut id, mut method, mut answer) = (None, None, false);
     for (key, range) in Members::new(line) {
         match key {
             b"id" => id = Some(range),
+            b"method" => method = Some(range),
             b"result" | b"error" => answer = true,
-            b"method" => return None,
             _ => {}
         }
     }
-    let text = std::str::from_utf8(&line[id.filter(|_| answer)?]).ok()?;
-    parse(text).ok().map(|v| Id::of(&v))
+    let value = |r: std::ops::Range<usize>| {
+        std::str::from_utf8(&line[r])
+            .ok()
+            .and_then(|t| parse(t).ok())
+    };
+    let id = match id {
+        Some(r) => Some(Id::of(&value(r)?)),
+        None => None,
+    };
+    let Some(method) = method else {
+        return Some(Message::Response {
+            id: id.filter(|_| answer)?,
+            message: Value::Null,
+        });
+    };
+    let Value::Str(method) = value(method)? else {
+        return None;
+    };
+    let (method, params) = (method.to_lossy(), Value::Null);
+    Some(match id {
+        Some(id) => Message::Request { id, method, params },
+        None => Message::Notification { method, params },
+    })
+}
+
+/// The id of an answer we cannot read whole ([`unread_message`]).
+pub fn unread_answer_id(line: &[u8]) -> Option<Id> {
+    match unread_message(line)? {
+        Message::Response { id, .. } => Some(id),
+        _ => None,
+    }
 }
 
 /// The byte range of an `"id"` member written last in a JSON object, found from the object's
@@ -366,6 +396,20 @@ mod tests {
             unread_answer_id(format!("{{\"id\":7,\"params\":{deep}}}").as_bytes()),
             None
         );
+        // A request too long to read is known by its id and method; without a method it is
+        // nothing we can pass on.
+        let long = format!("{{\"id\":3,\"method\":\"tools/call\",\"params\":{deep}}}");
+        assert!(matches!(
+            unread_message(long.as_bytes()),
+            Some(Message::Request { id, method, .. }) if id.0 == "3" && method == "tools/call"
+        ));
+        let note = format!("{{\"method\":\"notifications/x\",\"params\":{deep}}}");
+        assert!(matches!(
+            unread_message(note.as_bytes()),
+            Some(Message::Notification { method, .. }) if method == "notifications/x"
+        ));
+        assert!(unread_message(format!("{{\"id\":3,\"params\":{deep}}}").as_bytes()).is_none());
+        assert!(unread_message(b"{\"id\":3,\"method\":7}").is_none());
     }
 
     #[test]

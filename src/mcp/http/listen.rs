@@ -39,7 +39,7 @@ use tokio::sync::mpsc;
 
 use super::pipe::{LineSender, LinesIn, lines_in};
 use super::sse;
-use super::upstream::{Passage, Routing};
+use super::upstream::{MAX_MESSAGE, Passage, Routing};
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
 use crate::hashing::Map;
 use crate::mcp::wire::{self, Id, Message};
@@ -551,14 +551,12 @@ impl Listener {
         let session = header(&req, "mcp-session-id").map(str::to_owned);
         let version = header(&req, "mcp-protocol-version").map(str::to_owned);
         let (parts, body) = req.into_parts();
-        // The most the relay reads as a message: a larger one could not be routed or
-        // recorded, so it is refused before it takes memory.
-        let body = match read_limited(body, wire::MAX_PARSED_LINE).await {
+        let body = match read_limited(body, MAX_MESSAGE).await {
             Ok(b) => b,
             Err(413) => {
                 let why = format!(
-                    "Payload Too Large: a message over {} bytes, the most the proxy reads",
-                    wire::MAX_PARSED_LINE
+                    "Payload Too Large: a message over {MAX_MESSAGE} bytes, the most the proxy \
+                     takes"
                 );
                 return rpc_refusal(413, None, &why);
             }
@@ -570,7 +568,14 @@ impl Listener {
                 *b = b' ';
             }
         }
-        let message = wire::classify(&line);
+        let message = match wire::classify(&line) {
+            // Too long to read whole: a request or notification still goes on, known by its
+            // members, and the relay judges and records it summarised, as on stdio.
+            Message::Other(why) if line.len() > wire::MAX_PARSED_LINE => {
+                wire::unread_message(&line).unwrap_or(Message::Other(why))
+            }
+            m => m,
+        };
         let (id, method, params) = match &message {
             Message::Request { id, method, params } => {
                 (Some(id.clone()), Some(method.clone()), Some(params))
@@ -580,7 +585,8 @@ impl Listener {
             Message::Other(why) => {
                 // Not JSON at all is a parse error; JSON that is no message (an array, an
                 // object without a method) is an invalid request, as JSON-RPC tells them apart.
-                let json = std::str::from_utf8(&line).is_ok_and(|t| crate::json::parse(t).is_ok());
+                let json = line.len() > wire::MAX_PARSED_LINE
+                    || std::str::from_utf8(&line).is_ok_and(|t| crate::json::parse(t).is_ok());
                 return match json {
                     false => {
                         rpc_refusal_with(400, None, PARSE_ERROR, &format!("Parse error: {why}"))
@@ -1100,12 +1106,9 @@ impl Router {
         let message = match wire::classify(line) {
             // An answer too large to read whole still goes to the client waiting for it, by
             // its id (its body is passed on untouched, never read here).
-            Message::Other(why) => match wire::unread_answer_id(line) {
-                Some(id) => Message::Response {
-                    id,
-                    message: crate::json::Value::Null,
-                },
-                None => Message::Other(why),
+            Message::Other(why) => match wire::unread_message(line) {
+                Some(answer @ Message::Response { .. }) => answer,
+                _ => Message::Other(why),
             },
             m => m,
         };
