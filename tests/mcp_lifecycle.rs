@@ -632,10 +632,49 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
     let long_name = "t".repeat(300);
     s.send(&call("4", &long_name, "{}"));
     s.answer();
+    // A request too long to read whole (over 8 MB); its answer (the SKU twice) is too long to
+    // keep.
+    let huge = call(
+        "5",
+        "check_inventory",
+        &format!(r#"{{"sku":"{}"}}"#, "s".repeat(8_100_000)),
+    );
+    s.send(&huge);
+    let answer = s.read_raw(); // longer than `answer` parses
+    assert!(answer.len() > 16_000_000, "{}", answer.len());
     let (code, err) = s.wait(Duration::from_secs(20));
     assert_eq!(code, Some(0), "{err}");
+    // Replayed, every one of them is answered (none is left waiting): the first and the last
+    // matched by their tool and place, the long name as the record cut it.
+    let lines = [
+        init(1),
+        INITIALIZED.to_owned(),
+        call(
+            "2",
+            "create_shipment",
+            &format!(r#"{{"order_id":"o-1","note":"{big}"}}"#),
+        ),
+        call("3", "create_shipment", r#"{"order_id":"o-2"}"#),
+        call("4", &long_name, "{}"),
+        huge,
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (code, out, err) = replay_with(&incident, &lines);
+    for id in 2..=5 {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},"))),
+            "call {id} is answered: {err}"
+        );
+    }
+    assert!(err.contains("4 of 4 recorded call(s) matched"), "{err}");
+    assert!(err.contains("could not be given back"), "{err}");
+    assert_eq!(
+        code, 1,
+        "an answer too long to keep is not reproduced: {err}"
+    );
     let c = Cassette::load(&incident).expect("cassette");
-    assert_eq!(c.report.calls.len(), 3, "every call is on record");
+    assert_eq!(c.report.calls.len(), 4, "every call is on record");
     let first = &c.report.calls[0];
     assert_eq!(first.ordinal, 1);
     assert!(

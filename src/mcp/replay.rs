@@ -2,6 +2,8 @@
 //! `server/discover` are answered from the sidecar; each `tools/call` must be the next
 //! recorded call (same tool, same arguments after redaction) and gets back exactly what the
 //! client received when it was recorded — injected faults included, silence included. A call
+//! whose arguments were too large to record (kept summarised), or whose request is too long
+//! to read whole, is matched by its tool and place. A call
 //! that does not match gets an `isError` result naming the closest recorded call and how its
 //! arguments differ; at the end, recorded calls never asked for are listed. The session
 //! passes only when every call matched and every recorded call was used.
@@ -46,6 +48,14 @@ struct Recorded {
     /// Still in flight when the recording stopped (no answer on record): served silently, and
     /// not missed when never asked for.
     in_flight: bool,
+}
+
+impl Recorded {
+    /// Its arguments were summarised when it was recorded (the request was too long to read
+    /// whole): replay matches it by its tool and place.
+    fn summarised(&self) -> bool {
+        self.canonical.contains("\"toolstorm_summary\"")
+    }
 }
 
 /// Why a recording cannot be served.
@@ -188,6 +198,39 @@ impl Recording {
             .map(|x| &x.response)
     }
 
+    /// What the client of recorded call `r` received, answering `id`: `None` when it got no
+    /// answer. An answer too large to have been kept is an error, and `r` is listed in
+    /// `unreproduced`.
+    fn answer(&self, r: &Recorded, id: &wire::Id, unreproduced: &mut Vec<u64>) -> Option<Vec<u8>> {
+        Some(match &r.delivered {
+            Delivered::Result(b) | Delivered::Error(b) => response_line(id, b),
+            Delivered::Nothing => return None,
+            Delivered::Unrecorded => result_line(
+                id,
+                wire::text_result(
+                    "the recorded answer was too large to keep in the recording",
+                    true,
+                ),
+            ),
+            Delivered::Unreadable(u) => match &u.raw {
+                // The bytes the client got then, answering this request's id.
+                Some(raw) => with_id(raw.as_bytes(), id),
+                None => {
+                    unreproduced.push(r.id);
+                    error_line(
+                        id,
+                        -32603,
+                        &format!(
+                            "the recorded answer ({} bytes, sha256 {}) was too large to keep: replay cannot give it back",
+                            u.bytes, u.sha256
+                        ),
+                        None,
+                    )
+                }
+            },
+        })
+    }
+
     /// Serves the recording on `client_in`/`client_out` until the client closes its side.
     pub fn serve(
         &self,
@@ -210,7 +253,13 @@ impl Recording {
             }
             let text = line.strip_suffix(b"\n").unwrap_or(&line);
             let text = text.strip_suffix(b"\r").unwrap_or(text);
-            let Message::Request { id, method, params } = wire::classify(text) else {
+            // A request too long to read whole is known by its id and method (a call by its
+            // tool too: its arguments were summarised when it was recorded).
+            let (message, unread) = match wire::classify(text) {
+                Message::Other(why) => (wire::unread_message(text), Some(why)),
+                m => (Some(m), None),
+            };
+            let Some(Message::Request { id, method, params }) = message else {
                 continue; // notifications (initialized, cancelled) and anything else: no answer
             };
             let out = match method.as_str() {
@@ -226,48 +275,70 @@ impl Recording {
                     }
                 }
                 "ping" => result_line(&id, obj! {}),
+                "tools/call" if unread.is_some() => {
+                    let tool = wire::member(text, "params")
+                        .and_then(|r| wire::member_str(&text[r], "name"))
+                        .unwrap_or_default();
+                    let tool = super::session::recorded_tool(&tool).0;
+                    match self.calls.get(next) {
+                        Some(r) if r.tool == tool && r.summarised() => {
+                            next += 1;
+                            matched += 1;
+                            match self.answer(r, &id, &mut unreproduced) {
+                                Some(out) => out,
+                                None => continue,
+                            }
+                        }
+                        other => {
+                            mismatched += 1;
+                            let expected = match other {
+                                Some(r) => format!("call #{} to {}", r.id, r.tool),
+                                None => "no more calls".into(),
+                            };
+                            let text = format!(
+                                "a call to {tool} too long to read whole (matched by its tool and \
+                                 place only); the recording expects {expected} here"
+                            );
+                            let _ = writeln!(
+                                log,
+                                "toolstorm-tui mcp --replay: {}",
+                                crate::printable::line(&text)
+                            );
+                            result_line(&id, wire::text_result(&text, true))
+                        }
+                    }
+                }
+                _ if unread.is_some() => error_line(
+                    &id,
+                    -32600,
+                    &format!(
+                        "the replay cannot read this request ({})",
+                        unread.as_deref().unwrap_or_default()
+                    ),
+                    None,
+                ),
                 "tools/call" => {
                     let o = params.as_object();
                     let tool = o
                         .and_then(|o| o.get("name"))
                         .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned();
+                        .unwrap_or("");
+                    let tool = super::session::recorded_tool(tool).0;
                     let args = o
                         .and_then(|o| o.get("arguments"))
                         .cloned()
                         .unwrap_or_else(|| obj! {});
                     let given = redactor.scrub(&args).unwrap_or(Value::Null);
                     match self.calls.get(next) {
-                        Some(r) if r.tool == tool && r.canonical == canonical(&given) => {
+                        Some(r)
+                            if r.tool == tool
+                                && (r.summarised() || r.canonical == canonical(&given)) =>
+                        {
                             next += 1;
                             matched += 1;
-                            match &r.delivered {
-                                Delivered::Result(b) | Delivered::Error(b) => response_line(&id, b),
-                                Delivered::Nothing => continue, // it got no answer then either
-                                Delivered::Unrecorded => result_line(
-                                    &id,
-                                    wire::text_result(
-                                        "the recorded answer was too large to keep in the recording",
-                                        true,
-                                    ),
-                                ),
-                                Delivered::Unreadable(u) => match &u.raw {
-                                    // The bytes the client got then, answering this request's id.
-                                    Some(raw) => with_id(raw.as_bytes(), &id),
-                                    None => {
-                                        unreproduced.push(r.id);
-                                        error_line(
-                                            &id,
-                                            -32603,
-                                            &format!(
-                                                "the recorded answer ({} bytes, sha256 {}) was too large to keep: replay cannot give it back",
-                                                u.bytes, u.sha256
-                                            ),
-                                            None,
-                                        )
-                                    }
-                                },
+                            match self.answer(r, &id, &mut unreproduced) {
+                                Some(out) => out,
+                                None => continue, // it got no answer then either
                             }
                         }
                         other => {

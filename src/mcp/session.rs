@@ -391,6 +391,31 @@ pub fn journal_path(cassette: &Path) -> PathBuf {
     side.with_extension("journal")
 }
 
+/// The longest tool name the engine takes; longer names are cut (their glob prefix kept) and
+/// marked with a digest of the whole.
+const MAX_TOOL: usize = 200;
+
+/// A tool name the engine can record: names over 200 characters keep their first 180 and a
+/// digest of the whole, so globs on the prefix still match and two long names stay apart.
+pub fn recorded_tool(tool: &str) -> (String, Option<String>) {
+    if (1..=MAX_TOOL).contains(&tool.chars().count()) {
+        return (tool.to_owned(), None);
+    }
+    if tool.is_empty() {
+        return (
+            "(unnamed)".to_owned(),
+            Some("the tool name was empty".into()),
+        );
+    }
+    let head: String = tool.chars().take(180).collect();
+    let cut = format!("{head}~{}", &crate::json::sha256_hex(tool.as_bytes())[..16]);
+    let note = format!(
+        "the tool name ({} characters) was cut to its first 180 and a digest",
+        tool.chars().count()
+    );
+    (cut, Some(note))
+}
+
 /// A response body as the sidecar keeps it: redacted, and within the size and depth a
 /// document may have; `None` when it cannot be kept.
 pub fn keep(body: &Value) -> Option<Value> {

@@ -27,10 +27,6 @@ use crate::obj;
 use crate::rule::FaultKind;
 use crate::storm::Prelude;
 
-/// The longest tool name the engine takes; longer names are cut (their glob prefix kept) and
-/// marked with a digest of the whole.
-const MAX_TOOL: usize = 200;
-
 /// What a call committed, as its record keeps it.
 #[derive(Debug, Default)]
 struct Committed {
@@ -81,27 +77,6 @@ fn summarise_arguments(why: &str, bytes: &[u8]) -> Value {
         }
     }
     Value::Object(o)
-}
-
-/// A tool name the engine can record: names over 200 characters keep their first 180 and a
-/// digest of the whole, so globs on the prefix still match and two long names stay apart.
-fn recordable_tool(tool: &str) -> (String, Option<String>) {
-    if (1..=MAX_TOOL).contains(&tool.chars().count()) {
-        return (tool.to_owned(), None);
-    }
-    if tool.is_empty() {
-        return (
-            "(unnamed)".to_owned(),
-            Some("the tool name was empty".into()),
-        );
-    }
-    let head: String = tool.chars().take(180).collect();
-    let cut = format!("{head}~{}", &sha256_hex(tool.as_bytes())[..16]);
-    let note = format!(
-        "the tool name ({} characters) was cut to its first 180 and a digest",
-        tool.chars().count()
-    );
-    (cut, Some(note))
 }
 
 /// The tool a `tools/call`'s params name, as the record keeps it, and a note when the name
@@ -245,7 +220,7 @@ impl Relay<'_> {
         raw_id: String,
         id: Id,
     ) -> Option<(u64, Prelude)> {
-        let (tool, cut) = recordable_tool(tool);
+        let (tool, cut) = super::super::session::recorded_tool(tool);
         let mut note = match (note, cut) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
             (a, b) => a.or(b),
