@@ -87,6 +87,16 @@ impl Proxy {
     }
 }
 
+/// A test that fails half-way leaves no proxy running (its watchdog then stops the server).
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn wait_for(child: &mut Child, limit: Duration) -> i32 {
     let until = Instant::now() + limit;
     loop {
