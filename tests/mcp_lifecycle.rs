@@ -668,6 +668,15 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
         );
     }
     assert!(err.contains("4 of 4 recorded call(s) matched"), "{err}");
+    // The request's summary says it is of its first part (it was judged on that).
+    let summarised = Cassette::load(&incident).expect("cassette").report.calls[3]
+        .arguments
+        .clone();
+    assert!(
+        canonical(&summarised).contains("digest of its first 8 MB"),
+        "{}",
+        canonical(&summarised)
+    );
     assert!(err.contains("could not be given back"), "{err}");
     assert_eq!(
         code, 1,

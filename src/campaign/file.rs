@@ -34,11 +34,10 @@ pub const SCHEMA_VERSION: i64 = 1;
 pub const MAX_RUNS: usize = 10_000;
 /// Largest campaign file read: its size grows with its runs (10,000 runs with their checks'
 /// details pass the 8,000,000 bytes the reference's documents are held to), so the file has
-/// The longest a run may take, in seconds (a day, as `campaign --timeout` allows).
-pub const MAX_TIMEOUT: f64 = 86_400.0;
-
 /// a limit of its own.
 pub const MAX_FILE_BYTES: usize = 64_000_000;
+/// The longest a run may take, in seconds (a day, as `campaign --timeout` allows).
+pub const MAX_TIMEOUT: f64 = 86_400.0;
 
 /// Whether the start of a file says it is a campaign file (`"kind": "campaign"` among its
 /// first keys, as this program writes them): a file past the documents' limit is read again

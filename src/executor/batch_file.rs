@@ -83,7 +83,7 @@ fn lane(v: &Value, at: &str) -> Result<Lane, ConfigError> {
         Some(a) => {
             let a = object(a, &format!("{at}.approval"))?;
             Some((
-                text(a, "question", at)?,
+                text(a, "question", &format!("{at}.approval"))?,
                 a.get("approved").and_then(Value::as_bool).unwrap_or(false),
             ))
         }

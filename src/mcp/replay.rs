@@ -51,10 +51,23 @@ struct Recorded {
 }
 
 impl Recorded {
-    /// Its arguments were summarised when it was recorded (the request was too long to read
-    /// whole): replay matches it by its tool and place.
+    /// Its arguments were summarised when it was recorded (too large to record, or the request
+    /// too long to read whole): the arguments, or one of their members, is a summary object
+    /// (`toolstorm_summary`, `bytes`, `sha256`). Replay matches it by its tool and place.
     fn summarised(&self) -> bool {
-        self.canonical.contains("\"toolstorm_summary\"")
+        let is_summary = |v: &Value| {
+            v.as_object().is_some_and(|o| {
+                o.get("toolstorm_summary")
+                    .is_some_and(|s| s.as_str().is_some())
+                    && o.contains_key("bytes")
+                    && o.contains_key("sha256")
+            })
+        };
+        is_summary(&self.arguments)
+            || self
+                .arguments
+                .as_object()
+                .is_some_and(|o| o.iter().any(|(_, v)| is_summary(v)))
     }
 }
 
@@ -443,5 +456,32 @@ impl Recording {
             lines.extend(c.explain_lines());
         }
         lines.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(arguments: Value) -> Recorded {
+        Recorded {
+            id: 1,
+            tool: "t".into(),
+            canonical: canonical(&arguments),
+            arguments,
+            delivered: Delivered::Nothing,
+            in_flight: false,
+        }
+    }
+
+    #[test]
+    fn only_a_summary_the_recorder_made_loosens_the_match() {
+        let summary = obj! {"toolstorm_summary" => "not recorded", "bytes" => 9, "sha256" => "ab"};
+        assert!(recorded(summary.clone()).summarised());
+        assert!(recorded(obj! {"order_id" => "o-1", "note" => summary}).summarised());
+        // Arguments that merely mention the word are matched strictly.
+        assert!(!recorded(obj! {"q" => "toolstorm_summary"}).summarised());
+        assert!(!recorded(obj! {"toolstorm_summary" => "x"}).summarised());
+        assert!(!recorded(obj! {"deep" => obj! {"x" => obj! {"toolstorm_summary" => "x", "bytes" => 1, "sha256" => "a"}}}).summarised());
     }
 }

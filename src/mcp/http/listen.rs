@@ -187,6 +187,8 @@ struct Face {
     issued: u64,
     /// Bytes of events kept for resumption, all streams together.
     kept_in_all: usize,
+    /// Finished streams, in the order they finished: whose kept events go first.
+    finished: VecDeque<u64>,
 }
 
 /// The listening side, shared by every connection's handler.
@@ -1010,7 +1012,7 @@ fn push_event(face: &mut Face, n: u64, message: &[u8]) {
     }
     let after = st.kept_bytes;
     send_data(st, bytes);
-    face.kept_in_all = face.kept_in_all + after - before;
+    face.kept_in_all = (face.kept_in_all + after).saturating_sub(before);
     keep_within_all(face);
 }
 
@@ -1018,16 +1020,13 @@ fn push_event(face: &mut Face, n: u64, message: &[u8]) {
 /// keep at most [`KEPT_IN_ALL`] bytes (streams still running keep theirs: each is bounded).
 fn keep_within_all(face: &mut Face) {
     while face.kept_in_all > KEPT_IN_ALL {
-        let oldest = face
-            .streams
-            .iter()
-            .filter(|(_, s)| s.done && s.kept_bytes > 0)
-            .map(|(n, _)| *n)
-            .min();
-        let Some(st) = oldest.and_then(|n| face.streams.get_mut(&n)) else {
+        let Some(n) = face.finished.pop_front() else {
             return;
         };
-        face.kept_in_all -= st.kept_bytes;
+        let Some(st) = face.streams.get_mut(&n) else {
+            continue; // let go already
+        };
+        face.kept_in_all = face.kept_in_all.saturating_sub(st.kept_bytes);
         st.kept.clear();
         st.kept_bytes = 0;
         // Nothing left to resume it from: a client that asks is told so (404).
@@ -1038,6 +1037,9 @@ fn keep_within_all(face: &mut Face) {
 /// Ends stream `n`: its answer went out (or it was cut).
 fn end_stream(face: &mut Face, n: u64) {
     if let Some(st) = face.streams.get_mut(&n) {
+        if !st.done {
+            face.finished.push_back(n);
+        }
         st.done = true;
         st.tx = None;
         if let Some(id) = st.request.clone() {
@@ -1061,9 +1063,11 @@ fn end_stream(face: &mut Face, n: u64) {
         done.sort_unstable();
         for k in done.iter().take(done.len() / 2) {
             if let Some(st) = face.streams.remove(k) {
-                face.kept_in_all -= st.kept_bytes;
+                face.kept_in_all = face.kept_in_all.saturating_sub(st.kept_bytes);
             }
         }
+        let streams = &face.streams;
+        face.finished.retain(|n| streams.contains_key(n));
     }
 }
 

@@ -901,7 +901,11 @@ impl Relay<'_> {
                 long.refused = Some(s.raw_id.clone());
             } else if let Some(s) = sniffed {
                 long.id_last = s.id.0 == ID_TO_COME;
-                let args = summarise_arguments("not recorded: a message over 8 MB", &s.arguments);
+                // Judged on its first piece: the sizes and digests are of what that piece holds.
+                let args = summarise_arguments(
+                    "not recorded: a message over 8 MB (size and digest of its first 8 MB)",
+                    &s.arguments,
+                );
                 let note = "the request was over 8 MB: its arguments are summarised".to_owned();
                 if let Some((call, prelude)) = self.begin(&s.tool, args, Some(note), s.raw_id, s.id)
                 {
