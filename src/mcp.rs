@@ -10,6 +10,7 @@
 //! - [`replay`]: serves a recording as an MCP server, offline and strictly.
 //! - [`scenario`]: scenario files of world `mcp` (rules, how failures reach the client, commit
 //!   evidence, the server command).
+//! - [`summary`]: what stands in for arguments too large to record, and how replay checks it.
 //! - [`wire`]: what a JSON-RPC line is, and the answers the proxy makes.
 //!
 //! A server can say what a call committed by listing it in the result's `_meta` under
@@ -25,5 +26,6 @@ pub mod recorder;
 pub mod replay;
 pub mod scenario;
 pub mod session;
+pub mod summary;
 pub mod tools;
 pub mod wire;

@@ -668,6 +668,29 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
         );
     }
     assert!(err.contains("4 of 4 recorded call(s) matched"), "{err}");
+    // What the record kept of a summarised call is checked: a member kept whole (the key)
+    // and a large one (by size and digest) that differ are mismatches, read whole or not.
+    for (what, args) in [
+        ("its key", format!(r#"{{"order_id":"o-9","note":"{big}"}}"#)),
+        (
+            "its large member",
+            format!(r#"{{"order_id":"o-1","note":"{}"}}"#, "y".repeat(200_000)),
+        ),
+    ] {
+        let changed = call("2", "create_shipment", &args);
+        let lines = [init(1), INITIALIZED.to_owned(), changed];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (code, out, err) = replay_with(&incident, &lines);
+        let answer = out
+            .lines()
+            .find(|l| l.starts_with("{\"jsonrpc\":\"2.0\",\"id\":2,"))
+            .unwrap_or_default();
+        assert!(
+            answer.contains("\"isError\":true") && answer.contains("Replay mismatch"),
+            "a call differing in {what} does not match: {answer} {err}"
+        );
+        assert_eq!(code, 1, "{what}: {err}");
+    }
     // The request's summary says it is of its first part (it was judged on that).
     let summarised = Cassette::load(&incident).expect("cassette").report.calls[3]
         .arguments

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use super::journal;
 use super::session::{Delivered, McpSession, SessionError, journal_path, sidecar_path};
+use super::summary;
 use super::wire::{self, Message, error_line, response_line, result_line};
 use crate::cassette::{Cassette, ClosestRecord, LoadError, diff_arguments};
 use crate::error::ConfigError;
@@ -52,22 +53,9 @@ struct Recorded {
 
 impl Recorded {
     /// Its arguments were summarised when it was recorded (too large to record, or the request
-    /// too long to read whole): the arguments, or one of their members, is a summary object
-    /// (`toolstorm_summary`, `bytes`, `sha256`). Replay matches it by its tool and place.
+    /// too long to read whole): replay checks what the summary kept ([`summary::matches`]).
     fn summarised(&self) -> bool {
-        let is_summary = |v: &Value| {
-            v.as_object().is_some_and(|o| {
-                o.get("toolstorm_summary")
-                    .is_some_and(|s| s.as_str().is_some())
-                    && o.contains_key("bytes")
-                    && o.contains_key("sha256")
-            })
-        };
-        is_summary(&self.arguments)
-            || self
-                .arguments
-                .as_object()
-                .is_some_and(|o| o.iter().any(|(_, v)| is_summary(v)))
+        summary::is_summarised(&self.arguments)
     }
 }
 
@@ -289,12 +277,20 @@ impl Recording {
                 }
                 "ping" => result_line(&id, obj! {}),
                 "tools/call" if unread.is_some() => {
-                    let tool = wire::member(text, "params")
-                        .and_then(|r| wire::member_str(&text[r], "name"))
+                    let params = wire::member(text, "params").map(|r| &text[r]);
+                    let tool = params
+                        .and_then(|p| wire::member_str(p, "name"))
                         .unwrap_or_default();
                     let tool = super::session::recorded_tool(&tool).0;
+                    let arguments = params
+                        .and_then(|p| wire::member(p, "arguments").map(|r| &p[r]))
+                        .unwrap_or(b"{}");
                     match self.calls.get(next) {
-                        Some(r) if r.tool == tool && r.summarised() => {
+                        Some(r)
+                            if r.tool == tool
+                                && r.summarised()
+                                && summary::matches(&r.arguments, arguments, redactor) =>
+                        {
                             next += 1;
                             matched += 1;
                             match self.answer(r, &id, &mut unreproduced) {
@@ -304,14 +300,24 @@ impl Recording {
                         }
                         other => {
                             mismatched += 1;
-                            let expected = match other {
-                                Some(r) => format!("call #{} to {}", r.id, r.tool),
-                                None => "no more calls".into(),
+                            let text = match other {
+                                Some(r) if r.tool == tool => format!(
+                                    "a call to {tool} too long to read whole: its arguments are \
+                                     not those of call #{} (compared by what the record kept of \
+                                     them: small members as they are, large ones by size and \
+                                     digest)",
+                                    r.id
+                                ),
+                                Some(r) => format!(
+                                    "a call to {tool} too long to read whole; the recording \
+                                     expects call #{} to {} here",
+                                    r.id, r.tool
+                                ),
+                                None => format!(
+                                    "a call to {tool} too long to read whole; the recording \
+                                     expects no more calls"
+                                ),
                             };
-                            let text = format!(
-                                "a call to {tool} too long to read whole (matched by its tool and \
-                                 place only); the recording expects {expected} here"
-                            );
                             let _ = writeln!(
                                 log,
                                 "toolstorm-tui mcp --replay: {}",
@@ -345,7 +351,12 @@ impl Recording {
                     match self.calls.get(next) {
                         Some(r)
                             if r.tool == tool
-                                && (r.summarised() || r.canonical == canonical(&given)) =>
+                                && if r.summarised() {
+                                    let text = canonical(&args);
+                                    summary::matches(&r.arguments, text.as_bytes(), redactor)
+                                } else {
+                                    r.canonical == canonical(&given)
+                                } =>
                         {
                             next += 1;
                             matched += 1;
@@ -456,32 +467,5 @@ impl Recording {
             lines.extend(c.explain_lines());
         }
         lines.join("\n")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn recorded(arguments: Value) -> Recorded {
-        Recorded {
-            id: 1,
-            tool: "t".into(),
-            canonical: canonical(&arguments),
-            arguments,
-            delivered: Delivered::Nothing,
-            in_flight: false,
-        }
-    }
-
-    #[test]
-    fn only_a_summary_the_recorder_made_loosens_the_match() {
-        let summary = obj! {"toolstorm_summary" => "not recorded", "bytes" => 9, "sha256" => "ab"};
-        assert!(recorded(summary.clone()).summarised());
-        assert!(recorded(obj! {"order_id" => "o-1", "note" => summary}).summarised());
-        // Arguments that merely mention the word are matched strictly.
-        assert!(!recorded(obj! {"q" => "toolstorm_summary"}).summarised());
-        assert!(!recorded(obj! {"toolstorm_summary" => "x"}).summarised());
-        assert!(!recorded(obj! {"deep" => obj! {"x" => obj! {"toolstorm_summary" => "x", "bytes" => 1, "sha256" => "a"}}}).summarised());
     }
 }

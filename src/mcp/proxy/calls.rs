@@ -22,6 +22,7 @@ use crate::mcp::evidence::Evidence;
 use crate::mcp::http::listen::control;
 use crate::mcp::scenario::Delivery;
 use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unreadable, keep_borrowed};
+use crate::mcp::summary::{FIRST_PIECE, summarise_arguments, summary};
 use crate::mcp::wire::{self, FAULT_META_KEY, Id, Message, error_line_as, result_line_as};
 use crate::obj;
 use crate::rule::FaultKind;
@@ -41,42 +42,6 @@ struct Committed {
     /// Whether the call's output is the result its record's answer holds (the engine was
     /// given none: [`Answer::InRecord`]).
     output_in_answer: bool,
-}
-
-/// A stand-in for arguments that cannot be recorded as they are.
-fn summary(why: &str, bytes: &[u8]) -> Value {
-    obj! {
-        "toolstorm_summary" => why,
-        "bytes" => bytes.len(),
-        "sha256" => sha256_hex(bytes),
-    }
-}
-
-/// Arguments that cannot be recorded whole (their JSON text `bytes`): each small top-level
-/// member is kept as it is — so a scenario's key (`order_id`) still names the commit — and
-/// each large or unreadable one is summarised; arguments that are no object are summarised
-/// whole.
-fn summarise_arguments(why: &str, bytes: &[u8]) -> Value {
-    let members = wire::members(bytes);
-    if members.is_empty() {
-        return summary(why, bytes);
-    }
-    let mut o = crate::json::Object::new();
-    for (key, range) in members {
-        let Ok(key) = std::str::from_utf8(key) else {
-            continue;
-        };
-        let raw = &bytes[range];
-        let small = (raw.len() <= 1024)
-            .then(|| std::str::from_utf8(raw).ok())
-            .flatten()
-            .and_then(|t| crate::json::parse(t).ok());
-        match small {
-            Some(v) => o.push(key, v),
-            None => o.push(key, summary(why, raw)),
-        }
-    }
-    Value::Object(o)
 }
 
 /// The tool a `tools/call`'s params name, as the record keeps it, and a note when the name
@@ -902,10 +867,7 @@ impl Relay<'_> {
             } else if let Some(s) = sniffed {
                 long.id_last = s.id.0 == ID_TO_COME;
                 // Judged on its first piece: the sizes and digests are of what that piece holds.
-                let args = summarise_arguments(
-                    "not recorded: a message over 8 MB (size and digest of its first 8 MB)",
-                    &s.arguments,
-                );
+                let args = summarise_arguments(FIRST_PIECE, &s.arguments);
                 let note = "the request was over 8 MB: its arguments are summarised".to_owned();
                 if let Some((call, prelude)) = self.begin(&s.tool, args, Some(note), s.raw_id, s.id)
                 {
