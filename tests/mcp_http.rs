@@ -326,6 +326,11 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
         ("{not json", -32700),
         ("[1, 2]", -32600),
         ("{\"id\": 1}", -32600),
+        // Cut short: a parse error, even though its id and method can be found.
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{",
+            -32700,
+        ),
     ] {
         let r = request(&url, "POST", &ours, body);
         assert_eq!(r.status, 400, "{body}: {}", r.head);
@@ -383,6 +388,17 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
         let answer: serde_json::Value = serde_json::from_str(&big.body).expect("JSON");
         assert_eq!(answer["id"], id);
     }
+    // Nested deeper than the proxy reads, yet JSON: it goes on, as on stdio, and is recorded
+    // with its arguments summarised.
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"check_inventory","arguments":{{"sku":"d","deep":{}1{}}}}}}}"#,
+        "[".repeat(40),
+        "]".repeat(40)
+    );
+    let d = request(&url, "POST", &hj_large, &deep);
+    assert_eq!(d.status, 200, "{}: {}", d.head, d.body);
+    let answer: serde_json::Value = serde_json::from_str(&d.body).expect("JSON");
+    assert_eq!(answer["id"], 5, "{answer}");
     // A body said to be longer than the proxy takes is refused unread.
     let mut s = TcpStream::connect(host_port(&url)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(20)))
@@ -431,7 +447,7 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert_eq!(t["request_headers"]["x-api-key"], "[REDACTED]");
     // Each call keeps the headers of its own request: the second one's trace id is its own.
     let calls = side["calls"].as_array().expect("calls");
-    assert_eq!(calls.len(), 4, "{side}");
+    assert_eq!(calls.len(), 5, "{side}");
     let first = &calls[0]["request_headers"];
     let second = &calls[1]["request_headers"];
     assert_eq!(first["authorization"], "[REDACTED]", "{side}");
@@ -460,8 +476,8 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("Call budget: 4 /"),
-        "four calls recorded: {out}"
+        out.contains("Call budget: 5 /"),
+        "five calls recorded: {out}"
     );
 }
 

@@ -243,6 +243,14 @@ pub fn unread_message(line: &[u8]) -> Option<Message> {
     })
 }
 
+/// Whether `bytes` are one well-formed JSON text as other JSON readers take it (RFC 8259),
+/// whatever [`classify`]'s stricter reader makes of it (nested deeper than it reads, a key
+/// written twice): such a message goes on, known by its members, where a broken one is refused.
+/// Nesting deeper than 128 levels is not checked and counts as broken.
+pub fn is_json(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+}
+
 /// The id of an answer we cannot read whole ([`unread_message`]).
 pub fn unread_answer_id(line: &[u8]) -> Option<Id> {
     match unread_message(line)? {

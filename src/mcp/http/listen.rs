@@ -570,10 +570,12 @@ impl Listener {
                 *b = b' ';
             }
         }
+        // Too long or too deep to read whole, yet JSON: a request or notification still goes
+        // on, known by its members, and the relay judges and records it summarised, as on
+        // stdio (a body over 8 MB is not checked: it is judged on its first 8 MB).
+        let json = |line: &[u8]| line.len() > wire::MAX_PARSED_LINE || wire::is_json(line);
         let message = match wire::classify(&line) {
-            // Too long to read whole: a request or notification still goes on, known by its
-            // members, and the relay judges and records it summarised, as on stdio.
-            Message::Other(why) if line.len() > wire::MAX_PARSED_LINE => {
+            Message::Other(why) if json(&line) => {
                 wire::unread_message(&line).unwrap_or(Message::Other(why))
             }
             m => m,
@@ -587,9 +589,7 @@ impl Listener {
             Message::Other(why) => {
                 // Not JSON at all is a parse error; JSON that is no message (an array, an
                 // object without a method) is an invalid request, as JSON-RPC tells them apart.
-                let json = line.len() > wire::MAX_PARSED_LINE
-                    || std::str::from_utf8(&line).is_ok_and(|t| crate::json::parse(t).is_ok());
-                return match json {
+                return match json(&line) {
                     false => {
                         rpc_refusal_with(400, None, PARSE_ERROR, &format!("Parse error: {why}"))
                     }
