@@ -209,11 +209,12 @@ impl<'a> Iterator for Members<'a> {
 /// an answer by its `id` beside a `result` or an `error`. What else it holds is not read
 /// (`params` and the answer are null here): the relay judges and records it summarised.
 pub fn unread_message(line: &[u8]) -> Option<Message> {
-    let (mut id, mut method, mut answer) = (None, None, false);
+    let (mut id, mut method, mut answer, mut params) = (None, None, false, None);
     for (key, range) in Members::new(line) {
         match key {
             b"id" => id = Some(range),
             b"method" => method = Some(range),
+            b"params" => params = Some(range),
             b"result" | b"error" => answer = true,
             _ => {}
         }
@@ -236,7 +237,15 @@ pub fn unread_message(line: &[u8]) -> Option<Message> {
     let Value::Str(method) = value(method)? else {
         return None;
     };
-    let (method, params) = (method.to_lossy(), Value::Null);
+    // Of the params, only their `_meta` (a progress token, a protocol version) is read.
+    let params = params
+        .and_then(|r| {
+            let m = member(&line[r.clone()], "_meta")?;
+            let meta = value(r.start + m.start..r.start + m.end)?;
+            matches!(meta, Value::Object(_)).then(|| obj! {"_meta" => meta})
+        })
+        .unwrap_or(Value::Null);
+    let method = method.to_lossy();
     Some(match id {
         Some(id) => Message::Request { id, method, params },
         None => Message::Notification { method, params },
@@ -417,6 +426,15 @@ mod tests {
             Some(Message::Notification { method, .. }) if method == "notifications/x"
         ));
         assert!(unread_message(format!("{{\"id\":3,\"params\":{deep}}}").as_bytes()).is_none());
+        // Its progress token is read, wherever it is among the params: what the server says
+        // of its progress reaches the request's own stream.
+        let with_token = format!(
+            "{{\"id\":4,\"method\":\"tools/call\",\"params\":{{\"arguments\":{deep},\"_meta\":{{\"progressToken\":\"p-9\"}}}}}}"
+        );
+        let Some(Message::Request { params, .. }) = unread_message(with_token.as_bytes()) else {
+            panic!("a request");
+        };
+        assert_eq!(canonical(&params), r#"{"_meta":{"progressToken":"p-9"}}"#);
         assert!(unread_message(b"{\"id\":3,\"method\":7}").is_none());
     }
 
