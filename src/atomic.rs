@@ -27,6 +27,36 @@ const STALE_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 /// The most symlinks followed to find the file to replace.
 const MAX_LINKS: usize = 40;
 
+/// How much of a file already at an output's path is read to tell what it is.
+const SNIFFED: u64 = 64 * 1024;
+
+/// Refuses to let an output replace a file that is not one of its kind: nothing there, an
+/// empty file, or a file whose first bytes `ours` recognises may be written over; anything
+/// else — the recording a replay serves, a scenario, the user's own file, named by mistake —
+/// is an error that says what the output replaces, and the file is left as it is. Links are
+/// followed, as the write follows them; a folder or a special file is left to the write to
+/// refuse.
+pub fn refuse_foreign(path: &Path, ours: impl Fn(&[u8]) -> bool, what: &str) -> io::Result<()> {
+    let Ok(meta) = fs::metadata(path) else {
+        return Ok(());
+    };
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(());
+    }
+    let mut head = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(File::open(path)?, SNIFFED), &mut head)?;
+    if ours(&head) {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "the file there is not {what}, and only {what} is replaced (choose another path, \
+             or remove the file)"
+        ),
+    ))
+}
+
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_with(path, |file| file.write_all(bytes))

@@ -81,6 +81,17 @@ fn properties(out: &mut String, indent: &str, props: &[(String, String)]) {
     let _ = writeln!(out, "{indent}</properties>");
 }
 
+/// Whether `head` (a file's first bytes) is a JUnit report: an XML document of test suites.
+pub fn is_junit(head: &[u8]) -> bool {
+    let start = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .map_or(&head[..0], |i| &head[i..]);
+    let start = start.strip_prefix("\u{feff}".as_bytes()).unwrap_or(start);
+    (start.starts_with(b"<?xml") || start.starts_with(b"<testsuite"))
+        && memchr::memmem::find(head, b"<testsuite").is_some()
+}
+
 /// The document for `suites`.
 pub fn to_xml(suites: &[Suite]) -> String {
     let count = |f: fn(&Case) -> bool| -> usize {

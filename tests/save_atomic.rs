@@ -173,3 +173,111 @@ fn stale_temporary_files_are_swept_on_the_next_write() {
     assert!(other.exists(), "files that are not ours are kept");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs the release-or-debug binary in `dir` with `args`; (exit code, stderr).
+fn toolstorm(dir: &Path, args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_report_never_replaces_a_file_of_another_kind() {
+    let dir = tempdir("foreign");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for f in [
+        "cassettes/mcp-incident.json",
+        "cassettes/mcp-incident.mcp.json",
+    ] {
+        let from = root.join(f);
+        let name = from.file_name().expect("a name");
+        std::fs::copy(&from, dir.join(name)).expect("copy");
+    }
+    std::fs::copy(
+        root.join("scenarios/mcp-lost-ack.json"),
+        dir.join("scenario.json"),
+    )
+    .expect("copy");
+    let before = |name: &str| std::fs::read(dir.join(name)).expect("read");
+    let (recording, scenario) = (before("mcp-incident.json"), before("scenario.json"));
+    // Each names, by mistake, an input where its report goes.
+    for (args, file, what) in [
+        (
+            vec![
+                "mcp",
+                "--replay",
+                "mcp-incident.json",
+                "--replay-report",
+                "mcp-incident.json",
+            ],
+            "mcp-incident.json",
+            "a replay report",
+        ),
+        (
+            vec![
+                "mcp",
+                "--replay",
+                "mcp-incident.json",
+                "--junit",
+                "scenario.json",
+            ],
+            "scenario.json",
+            "a JUnit report",
+        ),
+        (
+            vec!["check", "mcp-incident.json", "--junit", "scenario.json"],
+            "scenario.json",
+            "a JUnit report",
+        ),
+        (
+            vec!["campaign", "merge", "scenario.json", "mcp-incident.json"],
+            "scenario.json",
+            "a campaign file",
+        ),
+    ] {
+        let (code, err) = toolstorm(&dir, &args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains(file) && err.contains(&format!("only {what} is replaced")),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        before("mcp-incident.json"),
+        recording,
+        "the recording is intact"
+    );
+    assert_eq!(before("scenario.json"), scenario, "the scenario is intact");
+    // Its own kind is replaced, run after run.
+    for _ in 0..2 {
+        let (code, err) = toolstorm(
+            &dir,
+            &[
+                "mcp",
+                "--replay",
+                "mcp-incident.json",
+                "--replay-report",
+                "r.json",
+                "--junit",
+                "j.xml",
+            ],
+        );
+        assert_eq!(code, 1, "no call was asked for: {err}");
+        let (code, err) = toolstorm(&dir, &["check", "mcp-incident.json", "--junit", "j.xml"]);
+        assert!(code == 0 || code == 1, "{err}");
+    }
+    let report = String::from_utf8(before("r.json")).expect("text");
+    assert!(report.contains("toolstorm-mcp-replay"), "{report}");
+    let junit = String::from_utf8(before("j.xml")).expect("text");
+    assert!(
+        junit.starts_with("<?xml") && junit.contains("<testsuites"),
+        "{junit}"
+    );
+}

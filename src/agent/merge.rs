@@ -158,6 +158,10 @@ pub fn merge_into(
     allow_missing: bool,
     copy_runs: bool,
 ) -> Result<Merged, MergeFailure> {
+    // What is at `out` is replaced only when it is a campaign (a merge before this one).
+    let ours = |h: &[u8]| crate::mcp::wire::is_of_kind(h, crate::campaign::file::KIND);
+    crate::atomic::refuse_foreign(out, ours, "a campaign file")
+        .map_err(|e| MergeFailure::File(Error::io(out, e)))?;
     let paths = find_parts(inputs, out)?;
     let base = absolute(&base_of(out));
     let mut parts: Vec<Part> = Vec::with_capacity(paths.len());

@@ -528,7 +528,10 @@ fn report(a: &ReportArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -> 
     }
     if let Some(out) = &a.junit {
         let xml = crate::junit::to_xml(&[junit_suite(path, file)]);
-        if let Err(e) = crate::atomic::write(out, xml.as_bytes()) {
+        let ours = crate::junit::is_junit;
+        if let Err(e) = crate::atomic::refuse_foreign(out, ours, "a JUnit report")
+            .and_then(|()| crate::atomic::write(out, xml.as_bytes()))
+        {
             return io.fail(Error::io(out, e));
         }
     }

@@ -577,6 +577,22 @@ fn replay(
             }
         ));
     }
+    // Neither replaces a file of another kind (the recording itself, named by mistake).
+    let kinds = [
+        report.map(|f| {
+            let ours = |h: &[u8]| crate::mcp::wire::is_of_kind(h, crate::mcp::replay::REPORT_KIND);
+            (f, crate::atomic::refuse_foreign(f, ours, "a replay report"))
+        }),
+        junit.map(|f| {
+            let ours = crate::junit::is_junit;
+            (f, crate::atomic::refuse_foreign(f, ours, "a JUnit report"))
+        }),
+    ];
+    for (file, refused) in kinds.into_iter().flatten() {
+        if let Err(e) = refused {
+            return io.fail(Error::io(file, e));
+        }
+    }
     if let Err((file, e)) = write_report(&recording.outcome_before_any_call(), false) {
         return io.fail(Error::io(file, e));
     }

@@ -254,7 +254,10 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
             }
             if let Some(file) = &a.junit {
                 let xml = crate::junit::to_xml(&junit_suites(&a.path, &trace, &summary));
-                if let Err(e) = crate::atomic::write(file, xml.as_bytes()) {
+                let ours = crate::junit::is_junit;
+                if let Err(e) = crate::atomic::refuse_foreign(file, ours, "a JUnit report")
+                    .and_then(|()| crate::atomic::write(file, xml.as_bytes()))
+                {
                     return io.fail(document::Error::io(file, e));
                 }
             }

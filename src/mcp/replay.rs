@@ -37,6 +37,9 @@ fn with_id(raw: &[u8], id: &wire::Id) -> Vec<u8> {
     out
 }
 
+/// The `kind` of the verdict `--replay-report` writes.
+pub const REPORT_KIND: &str = "toolstorm-mcp-replay";
+
 /// One recorded `tools/call`.
 #[derive(Debug, Clone)]
 struct Recorded {
@@ -93,7 +96,7 @@ impl ReplayOutcome {
     pub fn to_value(&self, recording: &Path, recorded: usize, done: bool) -> Value {
         let ids = |v: &[u64]| Value::Array(v.iter().map(|i| Value::from(*i)).collect());
         obj! {
-            "kind" => "toolstorm-mcp-replay",
+            "kind" => REPORT_KIND,
             "schema_version" => 1,
             "recording" => recording.display().to_string(),
             "recorded_calls" => recorded,

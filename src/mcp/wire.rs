@@ -320,6 +320,11 @@ pub fn member_str(bytes: &[u8], key: &str) -> Option<String> {
     }
 }
 
+/// Whether `head` (a file's first bytes) is a JSON object whose top-level `kind` is `kind`.
+pub fn is_of_kind(head: &[u8], kind: &str) -> bool {
+    member_str(head, "kind").as_deref() == Some(kind)
+}
+
 /// A response line answering `id` with a recorded response body (its `result` or `error`).
 pub fn response_line(id: &Id, body: &Value) -> Vec<u8> {
     let mut o = Object::new();
