@@ -104,6 +104,9 @@ pub struct Trace {
     /// For an MCP recording whose proxy did not finish: what was recovered from its journal
     /// (one line for people), when the journal was ahead of the files.
     pub recovered: Option<String>,
+    /// For an MCP recording: its proxy is still running (it holds the recording's lock), so
+    /// the session goes on and its verdicts are so far.
+    pub live: bool,
     /// For an executor's run output: its batches (lanes and log), drawn as a live run's are.
     pub batches: Vec<BatchResult>,
 }
@@ -187,6 +190,8 @@ pub struct Document {
     pub orbit: Option<ExecutorScenario>,
     /// The campaign, for campaign files.
     pub campaign: Option<CampaignView>,
+    /// An MCP recording whose session is still running: its verdicts are so far.
+    pub live: bool,
 }
 
 /// Reads `path` once (bounded) and parses it as JSON, with the reference's limits.
@@ -337,6 +342,7 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
         mcp: None,
         recorded,
         recovered: None,
+        live: false,
         batches,
     })
 }
@@ -374,6 +380,7 @@ fn journaled(path: &Path) -> Result<Option<Trace>, Error> {
             mcp: Some(r.session),
             recorded: Vec::new(),
             recovered: r.note,
+            live: crate::mcp::recorder::is_live(path),
             batches: Vec::new(),
         })),
         Err(e) => {
@@ -408,7 +415,7 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
                     }
                 }
             }
-            checks.push(session_finished(m, &c.report));
+            checks.push(session_finished(m, &c.report, trace.live));
             checks.push(recording_complete(m));
         }
     }
@@ -420,14 +427,25 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
 /// client that kills the proxy after its last answer (pydantic-ai does, always), or that kills
 /// it while the server takes its time to exit (the Python SDK after 4 s), lost nothing and
 /// left nothing unknown.
-fn session_finished(m: &McpSession, report: &crate::report::Report) -> Check {
+fn session_finished(m: &McpSession, report: &crate::report::Report, live: bool) -> Check {
     let in_flight: Vec<String> = report
         .calls
         .iter()
         .filter(|c| c.status == crate::report::Status::Running)
         .map(|c| format!("#{} {}", c.id, crate::printable::quoted(&c.tool.to_lossy())))
         .collect();
-    let detail = if in_flight.is_empty() {
+    let detail = if live {
+        format!(
+            "the session is still running (its proxy holds the recording): {} call(s) in flight \
+             so far{}",
+            in_flight.len(),
+            if in_flight.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", in_flight.join(", "))
+            }
+        )
+    } else if in_flight.is_empty() {
         format!("{}; no call was left in flight", how_it_ended(m))
     } else {
         format!(
@@ -593,6 +611,7 @@ fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u
             mcp: None,
             recorded: Vec::new(),
             recovered: None,
+            live: false,
             batches: Vec::new(),
         })
         .map_err(|e| Error::from(cassette::LoadError::config(path, e))))
@@ -707,6 +726,7 @@ impl Document {
             mcp: None,
             recorded: Vec::new(),
             recovered: None,
+            live: false,
             batches: Vec::new(),
         };
         Document::from_trace(None, trace)
@@ -727,6 +747,7 @@ impl Document {
             None => format!("check · budget {max_calls}"),
         };
         let session = trace.mcp.map(std::sync::Arc::new);
+        let live = trace.live;
         // A run output's batches belong to its one run.
         let mut batches = Some(trace.batches);
         let runs = trace
@@ -771,6 +792,7 @@ impl Document {
             scenario: None,
             orbit: None,
             campaign: None,
+            live,
         })
     }
 
@@ -835,6 +857,7 @@ impl Document {
             runs,
             scenario: None,
             orbit: None,
+            live: false,
             campaign: Some(CampaignView {
                 file,
                 records,
@@ -927,6 +950,7 @@ impl Document {
             scenario: scenario_file,
             orbit,
             campaign: None,
+            live: false,
         })
     }
 

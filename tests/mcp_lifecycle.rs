@@ -239,12 +239,27 @@ fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
         "{}",
         canonical(&second)
     );
+    // While the proxy runs, the session is live: its verdicts are so far, and say so.
+    let doc = Document::open(&incident).expect("the recording opens while it is made");
+    assert!(
+        doc.live,
+        "the proxy holds the recording: the session is live"
+    );
+    let (_, out, _) = cli(&["check", text(&incident)]);
+    assert!(
+        out.contains("✓ Session finished: the session is still running (its proxy holds the recording): 0 call(s) in flight so far"),
+        "{out}"
+    );
     // As fastmcp does at interpreter exit: SIGKILL, a moment after the last answer.
     s.child.kill().expect("SIGKILL");
     let _ = s.child.wait();
 
     // Every reader recovers from the journal and says so.
     let doc = Document::open(&incident).expect("the recording opens");
+    assert!(
+        !doc.live,
+        "a killed proxy holds nothing: the session is over"
+    );
     let report = doc.runs[0].timeline.report();
     assert_eq!(report.calls.len(), 2, "both answers are in the recording");
     assert_eq!(report.duplicate_effects(), 1, "the double commit is judged");

@@ -314,6 +314,42 @@ fn an_mcp_recording_shows_what_the_client_got_and_the_evidence() {
 }
 
 #[test]
+fn a_live_session_has_no_verdict_yet_and_a_call_in_flight_no_answer_yet() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cassettes/mcp-incident.json");
+    let mut doc = Document::open(&path).expect("opens");
+    doc.path = Some(PathBuf::from("cassettes/mcp-incident.json"));
+    // As the explorer reads a recording its proxy is still making: call 2 (the lost
+    // acknowledgement's) has not been answered yet.
+    doc.live = true;
+    let mut report = doc.runs[0].timeline.report().clone();
+    let call = &mut report.calls[1];
+    (call.status, call.injected, call.elapsed) = (toolstorm::report::Status::Running, false, 0.0);
+    doc.runs[0].timeline = toolstorm::timeline::Timeline::new(report);
+    let mut app = App::new(doc);
+    app.update(Action::Next);
+    let t = screen(&mut app, 120, 44, false);
+    let s = text(&t);
+    let header = s.lines().next().unwrap_or_default();
+    assert!(
+        header.contains("toolstorm LIVE (check"),
+        "no verdict while the session runs: {header}"
+    );
+    let live = find(t.backend().buffer(), "L")
+        .into_iter()
+        .find(|(_, y)| *y == 0)
+        .expect("LIVE in the header");
+    assert_eq!(
+        t.backend().buffer()[live].fg,
+        Theme::new(false).fault.fg.unwrap_or(Color::Reset),
+        "LIVE is drawn as a fault's colour, neither pass nor fail"
+    );
+    assert!(s.contains("(no answer yet)"), "{s}");
+    assert!(s.contains("in flight: the tool has it"), "{s}");
+    assert!(s.contains("selected, not injected yet (the"), "{s}");
+    assert!(!s.contains("the tool raised first"), "{s}");
+}
+
+#[test]
 fn a_zoom_made_for_a_small_terminal_ends_with_it_and_its_message_goes() {
     let mut app = open("demo/lost_ack.retry.cassette.json");
     // 50 x 12 shows one pane: Tab zooms the next one and says why.

@@ -219,10 +219,32 @@ impl<'r> Explainer<'r> {
                 crate::json::float::py_repr(rule.probability)
             )
         } else {
-            format!(
-                "selected on {} but never injected: the tool failed first",
-                list(&selected)
-            )
+            // A call still in flight (a live recording, or one killed mid-call) has not
+            // answered yet: a fault that comes after the answer is not injected yet either.
+            let in_flight: Vec<u64> = report
+                .calls
+                .iter()
+                .filter(|c| selected.contains(&c.id) && c.status == Status::Running)
+                .map(|c| c.id)
+                .collect();
+            if in_flight.len() == selected.len() {
+                format!(
+                    "selected on {}, still in flight: no answer yet, so not injected yet",
+                    list(&selected)
+                )
+            } else if in_flight.is_empty() {
+                format!(
+                    "selected on {} but never injected: the tool failed first",
+                    list(&selected)
+                )
+            } else {
+                format!(
+                    "selected on {} but never injected: the tool failed first, or the call is \
+                     still in flight ({})",
+                    list(&selected),
+                    list(&in_flight)
+                )
+            }
         };
         let named = if selected.is_empty() {
             eligible

@@ -394,6 +394,19 @@ fn lock_path(cassette: &Path) -> std::path::PathBuf {
     journal_path(cassette).with_extension("lock")
 }
 
+/// Whether a proxy is recording to `cassette` now: it holds the recording's lock. Asked with a
+/// shared lock taken and let go at once (a proxy starting at that moment waits a moment);
+/// `false` when there is no lock file or it cannot be read.
+pub fn is_live(cassette: &Path) -> bool {
+    let Ok(file) = crate::fsread::open_regular(&lock_path(cassette)) else {
+        return false;
+    };
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
+}
+
 /// Whether `path` still names the open `file`.
 fn still_named(file: &std::fs::File, path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -419,14 +432,18 @@ pub fn lock(
     };
     let mut file = open()?;
     let mut told = false;
+    let mut tries = 0;
     loop {
+        tries += 1;
         match file.try_lock() {
             // The session before may have removed the file as it ended (holding it): a lock
             // on a file the path no longer names is no lock; take the new one.
             Ok(()) if still_named(&file, &path) => return Ok(file),
             Ok(()) => file = open()?,
             Err(std::fs::TryLockError::WouldBlock) => {
-                if !told {
+                // A reader asking whether the session is live holds it for a moment: only a
+                // lock still held after a wait is another session's.
+                if !told && tries > 1 {
                     waiting();
                     told = true;
                 }

@@ -13,6 +13,7 @@ use super::text::{highlight, wrap};
 use super::{fit, pane, secs};
 use crate::json::{Value, float::py_repr, pretty};
 use crate::printable::{printable, shown};
+use crate::report::Status;
 use crate::timeline::RuleOutcome;
 
 fn kv<'a>(key: &str, value: String, theme: &Theme) -> Line<'a> {
@@ -108,22 +109,28 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
         Span::styled(format!("{:<9}", "status"), theme.dim),
         Span::styled(status, if c.failed() { theme.failed } else { theme.ok }),
     ]));
+    // A call in flight (a live recording, or one killed mid-call) has no end yet.
+    let in_flight = c.status == Status::Running;
     out.push(kv(
         "time",
-        format!(
-            "{} → {} ({})",
-            secs(c.started),
-            secs(c.started + c.elapsed),
-            secs(c.elapsed)
-        ),
+        if in_flight {
+            format!("{} → (no answer yet)", secs(c.started))
+        } else {
+            format!(
+                "{} → {} ({})",
+                secs(c.started),
+                secs(c.started + c.elapsed),
+                secs(c.elapsed)
+            )
+        },
         theme,
     ));
     out.push(kv(
         "executed",
-        if c.executed {
-            "yes: the tool ran"
-        } else {
-            "no: the tool did not run"
+        match (in_flight, c.executed) {
+            (true, _) => "in flight: the tool has it, no answer yet",
+            (false, true) => "yes: the tool ran",
+            (false, false) => "no: the tool did not run",
         }
         .into(),
         theme,
@@ -142,10 +149,10 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
                     } else {
                         format!(" · {}", k.phase())
                     },
-                    if c.injected {
-                        "injected"
-                    } else {
-                        "selected, not injected (the tool raised first)"
+                    match (c.injected, in_flight) {
+                        (true, _) => "injected",
+                        (false, true) => "selected, not injected yet (the call is in flight)",
+                        (false, false) => "selected, not injected (the tool raised first)",
                     }
                 ),
                 theme.fault,

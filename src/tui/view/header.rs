@@ -68,12 +68,15 @@ fn head_spans<'a>(app: &App, theme: &Theme, brief: u8) -> Vec<Span<'a>> {
     } else {
         format!("{} {}", report.clock, secs(clock))
     };
+    // A session still running has no verdict yet, only verdicts so far (the panel's).
+    let (word, style) = match (app.doc.live, passed) {
+        (true, _) => ("LIVE", theme.fault),
+        (false, true) => ("PASS", theme.ok),
+        (false, false) => ("FAIL", theme.failed),
+    };
     let mut spans = vec![
         Span::styled(" toolstorm ", theme.title),
-        Span::styled(
-            if passed { "PASS" } else { "FAIL" },
-            if passed { theme.ok } else { theme.failed },
-        ),
+        Span::styled(word, style),
         Span::styled(format!(" ({})", contract_name(&tab.contract)), theme.dim),
         Span::styled(
             format!("{run} · seed {} · {clock}", report.seed.to_decimal()),
