@@ -346,17 +346,16 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         r.note = Some(format!("cannot write {}: {e}", config.display()));
         return finish(r);
     }
-    let values: Vec<(&str, String)> = PLACEHOLDERS
-        .into_iter()
-        .zip([
-            config.display().to_string(),
-            seed.to_string(),
-            run.to_string(),
-            record_path.display().to_string(),
-            dir.display().to_string(),
-            url.unwrap_or_default(),
-        ])
-        .collect();
+    // Each placeholder beside its value (never paired by position).
+    let values: Vec<(&str, String)> = vec![
+        ("mcp_config", config.display().to_string()),
+        ("seed", seed.to_string()),
+        ("run", run.to_string()),
+        ("record", record_path.display().to_string()),
+        ("run_dir", dir.display().to_string()),
+        ("mcp_url", url.unwrap_or_default()),
+    ];
+    debug_assert!(values.iter().map(|(k, _)| *k).eq(PLACEHOLDERS));
     let mut env: Vec<(String, String)> = values
         .iter()
         .map(|(k, v)| (format!("TOOLSTORM_{}", k.to_ascii_uppercase()), v.clone()))
