@@ -295,6 +295,38 @@ fn r_reruns_the_agent_of_a_recording_with_its_scenario_as_edited() {
 }
 
 #[test]
+fn a_rerun_whose_agent_made_no_call_is_compared_without_a_call_selected() {
+    let (recording, _) = agent_recording("nocall");
+    // The agent, started again over HTTP (its run gets a listening proxy, whose recording
+    // exists from the start), this time exits before it calls anything.
+    let side = recording.with_file_name("rec.mcp.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&side).expect("sidecar")).expect("JSON");
+    v["agent"]["command"] = "true".into();
+    v["transport"] = serde_json::json!({"client": "streamable-http", "server": "stdio"});
+    std::fs::write(&side, v.to_string()).expect("sidecar");
+    let mut app = open(&recording);
+    draw(&mut app, 120, 36);
+    press(&mut app, key(KeyCode::Char('R')));
+    assert!(!app.agent_running(), "the re-run is over: {}", app.status);
+    assert_eq!(app.screen, Screen::Compare, "{}", app.status);
+    assert_eq!(app.tab().timeline.report().calls.len(), 0, "{}", app.status);
+    assert_eq!(app.cursor, None, "no call to select");
+    // Its proxy listened (the options before the server's command, never after it).
+    let log = recording.with_file_name("rec.re-run-42.runs/run-001/proxy.log");
+    let log = std::fs::read_to_string(&log).expect("the run's proxy log");
+    assert!(log.starts_with("listening on http://127.0.0.1:"), "{log}");
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("Compare"), "{screen}");
+    // Out of the comparison, on the new run: nothing to select, and stepping is harmless.
+    press(&mut app, key(KeyCode::Esc));
+    press(&mut app, key(KeyCode::Char('j')));
+    let screen = draw(&mut app, 120, 36).backend().to_string();
+    assert!(screen.contains("(no calls recorded)"), "{screen}");
+    assert!(screen.contains("No call selected."), "{screen}");
+}
+
+#[test]
 fn an_agent_command_keeps_no_secret_and_r_asks_for_it_again() {
     let (recording, _) = agent_recording_with("secret", " --api-key sk-live-4242");
     let sidecar =

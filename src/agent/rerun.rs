@@ -207,20 +207,21 @@ pub fn replan_recording(
     };
     let again = Again::from_file(&file)?;
     let (mut plan, _) = replan(recording, &file, seed, Some(scenario), what, again)?;
-    if plan.scenario.server.is_none() {
-        if mcp.server_command.is_empty()
-            || mcp
-                .server_command
-                .iter()
-                .any(|w| w.contains(crate::redact::MARKER))
-        {
-            return Err(format!(
-                "neither {} nor the recording names the server with what it needs (a secret \
-                 was redacted): put it in the scenario's \"server\"",
-                scenario.display()
-            ));
-        }
+    // The server the session ran against (a command or URL after `--` wins over the
+    // scenario's, as it did then); the scenario's when the recording cannot name it whole.
+    let usable = !mcp.server_command.is_empty()
+        && !mcp
+            .server_command
+            .iter()
+            .any(|w| w.contains(crate::redact::MARKER));
+    if usable {
         plan.server = mcp.server_command.clone();
+    } else if plan.scenario.server.is_none() {
+        return Err(format!(
+            "neither {} nor the recording names the server with what it needs (a secret \
+             was redacted): put it in the scenario's \"server\"",
+            scenario.display()
+        ));
     }
     Ok(plan)
 }

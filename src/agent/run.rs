@@ -561,9 +561,7 @@ fn listening_proxy(
     mark: &(String, String),
 ) -> std::io::Result<Listening> {
     use std::io::{BufRead, BufReader, Write};
-    let mut args = proxy_args(plan, seed, record);
-    args.retain(|a| a != "--append");
-    args.extend(["--listen".to_owned(), "127.0.0.1:0".to_owned()]);
+    let args = proxy_args(plan, seed, record, true);
     let mut cmd = Command::new(&plan.bin);
     cmd.args(&args)
         .current_dir(&plan.cwd)
@@ -600,8 +598,10 @@ fn listening_proxy(
     }
 }
 
-/// The proxy's arguments for a run: the scenario, the seed, the recording.
-fn proxy_args(plan: &Plan, seed: i64, record: &Path) -> Vec<String> {
+/// The proxy's arguments for a run: the scenario, the seed, the recording (continued, on
+/// stdio, as the agent starts it for each session; or, with `listen`, on a free port of its
+/// own), then the server.
+fn proxy_args(plan: &Plan, seed: i64, record: &Path, listen: bool) -> Vec<String> {
     let mut args = vec![
         "mcp".to_owned(),
         plan.scenario_path.display().to_string(),
@@ -614,7 +614,12 @@ fn proxy_args(plan: &Plan, seed: i64, record: &Path) -> Vec<String> {
     }
     args.push("--record".into());
     args.push(record.display().to_string());
-    args.push("--append".into());
+    if listen {
+        args.extend(["--listen".to_owned(), "127.0.0.1:0".to_owned()]);
+    } else {
+        args.push("--append".into());
+    }
+    // The server comes last: whatever follows `--` is its command (or its URL).
     if !plan.server.is_empty() {
         args.push("--".into());
         args.extend(plan.server.iter().cloned());
@@ -633,7 +638,7 @@ fn mcp_config(plan: &Plan, seed: i64, record: &Path, url: Option<&str>) -> Strin
         );
         return pretty(&obj! {"mcpServers" => servers}) + "\n";
     }
-    let args: Vec<Value> = proxy_args(plan, seed, record)
+    let args: Vec<Value> = proxy_args(plan, seed, record, false)
         .into_iter()
         .map(Value::from)
         .collect();

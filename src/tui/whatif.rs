@@ -451,6 +451,7 @@ impl App {
         self.run = self.doc.runs.len() - 1;
         self.previous = Some(vec![old]);
         self.screen = Screen::Compare;
-        self.cursor = Some(0);
+        // The new run's first call (a run that made none has none to select).
+        self.cursor = self.visible().first().copied();
     }
 }

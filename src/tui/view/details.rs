@@ -80,10 +80,9 @@ pub fn not_run_notice(app: &App) -> String {
 
 fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
     let t = app.timeline();
-    let Some(index) = app.cursor else {
+    let Some((index, c)) = app.cursor.and_then(|i| Some((i, t.report().calls.get(i)?))) else {
         return vec![Line::styled("No call selected.", theme.dim)];
     };
-    let c = &t.report().calls[index];
     let mut out = vec![Line::from(vec![
         Span::styled(format!("#{} {}", c.id, shown(&c.tool)), theme.title),
         Span::styled(
