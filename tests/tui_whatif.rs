@@ -84,6 +84,7 @@ fn p_pins_a_fault_to_the_selected_call_and_reruns_the_agent() {
     assert!(!app.agent_running(), "the re-run is over: {}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
+    assert!(!app.status.contains("no fault fired"), "{}", app.status);
     // The new run is judged from its own recording: the fault is on that call, before it ran,
     // and the agent's retry committed once.
     let new = app.tab().clone();
@@ -259,6 +260,13 @@ fn r_reruns_the_agent_of_a_recording_with_its_scenario_as_edited() {
     assert!(!app.agent_running(), "the re-run is over: {}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
+    // The moved rule never fired: the agent, unharmed, made no second call.
+    assert!(
+        app.status
+            .contains("no fault fired in the new run (the agent made no call its rules name)"),
+        "{}",
+        app.status
+    );
     let new = app.tab().clone();
     assert_eq!(new.label, "re-run: the rules of mcp-lost-ack.json now");
     // Judged from its own recording: no fault on the first call, one commit, no retry.
@@ -312,6 +320,12 @@ fn a_rerun_whose_agent_made_no_call_is_compared_without_a_call_selected() {
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert_eq!(app.tab().timeline.report().calls.len(), 0, "{}", app.status);
     assert_eq!(app.cursor, None, "no call to select");
+    assert!(
+        app.status
+            .contains("no fault fired in the new run (the agent made no call"),
+        "{}",
+        app.status
+    );
     // Its proxy listened (the options before the server's command, never after it).
     let log = recording.with_file_name("rec.re-run-42.runs/run-001/proxy.log");
     let log = std::fs::read_to_string(&log).expect("the run's proxy log");

@@ -442,10 +442,23 @@ impl App {
                 "FAIL"
             }
         };
+        // Rules that never fired changed nothing: the comparison is of two runs of the agent
+        // as it is, and the user is told so (a fault pinned to a call the agent did not make).
+        let report = new.timeline.report();
+        let fired = |f: fn(&crate::report::Coverage) -> u64| {
+            report.coverage.is_empty() || report.coverage.iter().any(|(_, c)| f(c) > 0)
+        };
+        let unfired = match (fired(|c| c.triggered), fired(|c| c.eligible)) {
+            (true, _) => "",
+            (false, false) => {
+                " · no fault fired in the new run (the agent made no call its rules name)"
+            }
+            (false, true) => " · no fault fired in the new run",
+        };
         self.info(format!(
-            "the agent re-ran with {label}: {} → {} · Esc returns, c toggles the comparison",
+            "the agent re-ran with {label}: {} → {}{unfired} · Esc returns, c toggles the comparison",
             judged(&old.checks),
-            judged(&new.checks)
+            judged(&new.checks),
         ));
         self.doc.runs.push(new);
         self.run = self.doc.runs.len() - 1;
