@@ -24,9 +24,13 @@ pub fn become_subreaper() {
     }
 }
 
-/// A mark for run `run` of this process (unique among the campaigns running at once).
+/// The mark of run `run` (seed `seed`) of this process: unique among every run it starts,
+/// so the end of one never ends another's processes (two re-runs of one seed, a campaign's
+/// run beside an explorer's re-run).
 pub fn mark_for(run: u64, seed: i64) -> String {
-    format!("{}-{run}-{seed}", std::process::id())
+    static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}-{run}-{seed}", std::process::id())
 }
 
 /// Ends and reaps the children this process adopted whose environment holds `mark`, and the
@@ -106,3 +110,17 @@ fn kill_and_reap(pid: i32) {
 
 #[cfg(not(unix))]
 fn kill_and_reap(_pid: i32) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_runs_of_one_seed_never_share_a_mark() {
+        // Two re-runs of seed 42 at once (two explorers' tests, a campaign beside a re-run):
+        // the end of one must not end the other's agent.
+        let (a, b) = (mark_for(1, 42), mark_for(1, 42));
+        assert_ne!(a, b);
+        assert!(a.ends_with("-1-42") && b.ends_with("-1-42"), "{a} {b}");
+    }
+}

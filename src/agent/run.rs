@@ -295,12 +295,13 @@ fn substitute(
 /// Runs one seed: folder, configuration, setup, agent, oracle, judgement. What the run left
 /// running outside its process group (a `setsid` daemon) is ended when it is over.
 pub fn run_one(plan: &Plan, run: u64, seed: i64) -> RunRecord {
-    let record = run_steps(plan, run, seed);
-    super::adopted::end_adopted(&super::adopted::mark_for(run, seed));
+    let mark = super::adopted::mark_for(run, seed);
+    let record = run_steps(plan, run, seed, &mark);
+    super::adopted::end_adopted(&mark);
     record
 }
 
-fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
+fn run_steps(plan: &Plan, run: u64, seed: i64, mark: &str) -> RunRecord {
     let started = Instant::now();
     let dir = plan.run_dir(run);
     let record_path = dir.join("recording.json");
@@ -322,10 +323,7 @@ fn run_steps(plan: &Plan, run: u64, seed: i64) -> RunRecord {
         ));
         return finish(r);
     }
-    let mark = (
-        super::adopted::MARK_VAR.to_owned(),
-        super::adopted::mark_for(run, seed),
-    );
+    let mark = (super::adopted::MARK_VAR.to_owned(), mark.to_owned());
     // Over HTTP the run's proxy listens before the agent starts, and the entry has its URL.
     let mut listening = None;
     if plan.agent_http {

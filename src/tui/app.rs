@@ -403,10 +403,7 @@ impl App {
                 }
                 self.cursor = Some(t);
             }
-            None => {
-                self.info(format!("no {what}"));
-                self.status_stale_when = Some(StaleWhen::Moved);
-            }
+            None => self.info_until(format!("no {what}"), StaleWhen::Moved),
         }
     }
 
@@ -427,6 +424,12 @@ impl App {
             self.status.clear();
             self.status_stale_when = None;
         }
+    }
+
+    /// [`App::info`] for a message that `stale` makes untrue, which then clears it.
+    pub(super) fn info_until(&mut self, text: String, stale: StaleWhen) {
+        self.info(text);
+        self.status_stale_when = Some(stale);
     }
 
     pub(super) fn info(&mut self, text: String) {
@@ -709,12 +712,14 @@ impl App {
             self.focus = Focus::ORDER[(at + by).rem_euclid(n) as usize];
             self.zoom = true;
             self.auto_zoom = true;
-            self.info(format!(
-                "{}: zoomed (the terminal shows one pane at this size); Tab the next, z or Esc \
-                 back",
-                self.focus.label()
-            ));
-            self.status_stale_when = Some(StaleWhen::Resized);
+            self.info_until(
+                format!(
+                    "{}: zoomed (the terminal shows one pane at this size); Tab the next, z or \
+                     Esc back",
+                    self.focus.label()
+                ),
+                StaleWhen::Resized,
+            );
             return;
         }
         self.focus = self.drawn.shift(self.focus, by);
