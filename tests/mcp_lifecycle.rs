@@ -1906,6 +1906,15 @@ fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill()
         let (code, out, err) = cli(&["inspect", text(&incident)]);
         assert_eq!(code, 0, "{moment}: {out}{err}");
         assert!(out.contains("running"), "{moment}: {out}");
+        let live = moment != "after a SIGKILL";
+        assert_eq!(
+            out.contains("session: running (its proxy holds the recording)"),
+            live,
+            "{moment}: {out}"
+        );
+        let (_, out, _) = cli(&["check", "--json", text(&incident)]);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
+        assert_eq!(v["mcp"]["live"], live, "{moment}: {out}");
     }
     let (code, _, err) = replay_with(
         &incident,

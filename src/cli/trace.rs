@@ -130,7 +130,7 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
                 match crate::json::parse(text.trim_end()) {
                     Ok(mut v) => {
                         if let Some(o) = v.as_object_mut() {
-                            o.push("mcp", mcp_inspect_value(&c.report, m));
+                            o.push("mcp", mcp_inspect_value(&c.report, m, trace.live));
                         }
                         io.emit(&(crate::json::one_line(&v) + "\n"));
                     }
@@ -172,7 +172,7 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
                 ));
             }
             if let [c] = trace.cassettes.as_slice() {
-                for line in mcp_inspect_lines(&c.report, m) {
+                for line in mcp_inspect_lines(&c.report, m, trace.live) {
                     io.println(&line);
                 }
             }
@@ -439,6 +439,7 @@ fn mcp_lines(
 fn mcp_inspect_lines(
     report: &crate::report::Report,
     session: &crate::mcp::session::McpSession,
+    live: bool,
 ) -> Vec<String> {
     let mut lines = Vec::new();
     for c in report.calls.iter().filter(|c| c.injected) {
@@ -465,14 +466,14 @@ fn mcp_inspect_lines(
             crate::printable::quoted(&c.tool.to_lossy())
         ));
     }
-    let ended = match session.finished {
-        Some(true) => "finished",
-        _ => "not finished",
-    };
-    lines.push(format!(
-        "session: {ended} ({})",
-        document::how_it_ended(session)
-    ));
+    lines.push(match session.finished {
+        _ if live => "session: running (its proxy holds the recording)".to_owned(),
+        Some(true) => format!("session: finished ({})", document::how_it_ended(session)),
+        _ => format!(
+            "session: not finished ({})",
+            document::how_it_ended(session)
+        ),
+    });
     lines
 }
 
@@ -508,6 +509,7 @@ fn in_flight_json(report: &crate::report::Report) -> Vec<crate::json::Value> {
 fn mcp_inspect_value(
     report: &crate::report::Report,
     session: &crate::mcp::session::McpSession,
+    live: bool,
 ) -> crate::json::Value {
     use crate::json::Value;
     use crate::obj;
@@ -537,6 +539,7 @@ fn mcp_inspect_value(
         "duplicates" => Value::Array(dups),
         "in_flight" => Value::Array(in_flight),
         "finished" => session.finished,
+        "live" => live,
         "ended" => document::how_it_ended(session),
         "transport" => session.transport.as_ref().map_or(Value::Null, |t| obj! {
             "client" => t.client.as_str(),
@@ -578,6 +581,7 @@ fn mcp_json(
                 "possible_duplicates" => Value::Array(possible),
                 "in_flight" => Value::Array(in_flight),
                 "finished" => session.finished,
+                "live" => trace.live,
                 "recovered" => trace.recovered.as_deref(),
             },
         );
