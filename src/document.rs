@@ -796,6 +796,16 @@ impl Document {
         })
     }
 
+    /// Whether the session of a live recording still runs (its proxy holds the recording):
+    /// false once it ended, however it ended.
+    pub fn still_live(&self) -> bool {
+        self.live
+            && self
+                .path
+                .as_deref()
+                .is_some_and(crate::mcp::recorder::is_live)
+    }
+
     /// A campaign's runs, each its recording judged as `check` judges it, labelled with its
     /// seed and verdict. Runs whose recording is missing are listed as such. Only the first
     /// run's recording is read now: the others are read when they are shown

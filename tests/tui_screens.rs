@@ -347,6 +347,15 @@ fn a_live_session_has_no_verdict_yet_and_a_call_in_flight_no_answer_yet() {
     assert!(s.contains("in flight: the tool has it"), "{s}");
     assert!(s.contains("selected, not injected yet (the"), "{s}");
     assert!(!s.contains("the tool raised first"), "{s}");
+    // Nobody holds this recording: the next second's tick sees the session over and reloads
+    // it (a proxy killed after its last write changes no file).
+    let commands = app.update(Action::Tick);
+    assert!(
+        commands
+            .iter()
+            .any(|c| matches!(c, toolstorm::tui::action::Command::Reload)),
+        "{commands:?}"
+    );
 }
 
 #[test]

@@ -312,6 +312,9 @@ fn a_rerun_whose_agent_made_no_call_is_compared_without_a_call_selected() {
         serde_json::from_str(&std::fs::read_to_string(&side).expect("sidecar")).expect("JSON");
     v["agent"]["command"] = "true".into();
     v["transport"] = serde_json::json!({"client": "streamable-http", "server": "stdio"});
+    // And its server named as a command given after `--` (not the scenario's own).
+    let server = common::example_server().display().to_string();
+    v["server_command"] = serde_json::json!([server]);
     std::fs::write(&side, v.to_string()).expect("sidecar");
     let mut app = open(&recording);
     draw(&mut app, 120, 36);

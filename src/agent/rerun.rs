@@ -209,12 +209,19 @@ pub fn replan_recording(
     let (mut plan, _) = replan(recording, &file, seed, Some(scenario), what, again)?;
     // The server the session ran against (a command or URL after `--` wins over the
     // scenario's, as it did then); the scenario's when the recording cannot name it whole.
-    let usable = !mcp.server_command.is_empty()
-        && !mcp
-            .server_command
-            .iter()
-            .any(|w| w.contains(crate::redact::MARKER));
-    if usable {
+    let recorded = &mcp.server_command;
+    let usable =
+        !recorded.is_empty() && !recorded.iter().any(|w| w.contains(crate::redact::MARKER));
+    // The scenario's own server, as the proxy started it then (its program found from the
+    // scenario's folder): started the same way again, from that folder.
+    let the_scenarios = match (&plan.scenario.server, recorded.split_first()) {
+        (Some(c), Some((program, args))) if c.is_url => args.is_empty() && *program == c.command,
+        (Some(c), Some((program, args))) => {
+            *args == c.args[..] && Path::new(program).ends_with(&c.command)
+        }
+        _ => false,
+    };
+    if usable && !the_scenarios {
         plan.server = mcp.server_command.clone();
     } else if plan.scenario.server.is_none() {
         return Err(format!(

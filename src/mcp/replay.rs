@@ -287,7 +287,7 @@ impl Recording {
                     let tool = super::session::recorded_tool(&tool).0;
                     let arguments = params
                         .and_then(|p| wire::member(p, "arguments").map(|r| &p[r]))
-                        .unwrap_or(b"{}");
+                        .unwrap_or_default(); // none: as the recorder took it (no bytes)
                     match self.calls.get(next) {
                         Some(r)
                             if r.tool == tool

@@ -255,7 +255,7 @@ pub fn unread_message(line: &[u8]) -> Option<Message> {
 /// Whether `bytes` are one well-formed JSON text as other JSON readers take it (RFC 8259),
 /// whatever [`classify`]'s stricter reader makes of it (nested deeper than it reads, a key
 /// written twice): such a message goes on, known by its members, where a broken one is refused.
-/// Nesting deeper than 128 levels is not checked and counts as broken.
+/// Strings are not checked for UTF-8 (such a message goes on too, as on stdio).
 pub fn is_json(bytes: &[u8]) -> bool {
     serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
 }

@@ -566,6 +566,11 @@ impl App {
                 if self.status_kind == StatusKind::Info && self.status_age >= MESSAGE_SECONDS {
                     self.status.clear();
                 }
+                // A proxy killed after its last write changes no file: the end of a live
+                // session is seen here, and read as a change on disk.
+                if self.doc.live && !self.doc.still_live() {
+                    return self.update(Action::FileChanged);
+                }
             }
             Action::ToggleHelp => {
                 self.mode = if self.mode == Mode::Help {

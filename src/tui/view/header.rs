@@ -69,7 +69,8 @@ fn head_spans<'a>(app: &App, theme: &Theme, brief: u8) -> Vec<Span<'a>> {
         format!("{} {}", report.clock, secs(clock))
     };
     // A session still running has no verdict yet, only verdicts so far (the panel's).
-    let (word, style) = match (app.doc.live, passed) {
+    // (Only the recording's own run is live: a re-run beside it has ended.)
+    let (word, style) = match (app.doc.live && app.run == 0, passed) {
         (true, _) => ("LIVE", theme.fault),
         (false, true) => ("PASS", theme.ok),
         (false, false) => ("FAIL", theme.failed),
