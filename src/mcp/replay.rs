@@ -280,14 +280,8 @@ impl Recording {
                 }
                 "ping" => result_line(&id, obj! {}),
                 "tools/call" if unread.is_some() => {
-                    let params = wire::member(text, "params").map(|r| &text[r]);
-                    let tool = params
-                        .and_then(|p| wire::member_str(p, "name"))
-                        .unwrap_or_default();
+                    let (tool, arguments) = wire::call_parts(text).unwrap_or_default();
                     let tool = super::session::recorded_tool(&tool).0;
-                    let arguments = params
-                        .and_then(|p| wire::member(p, "arguments").map(|r| &p[r]))
-                        .unwrap_or_default(); // none: as the recorder took it (no bytes)
                     match self.calls.get(next) {
                         Some(r)
                             if r.tool == tool

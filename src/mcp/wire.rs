@@ -320,6 +320,16 @@ pub fn member_str(bytes: &[u8], key: &str) -> Option<String> {
     }
 }
 
+/// The tool a `tools/call` line we cannot read whole names, and its arguments' bytes (none
+/// when it gives none), found by a scan: the recorder summarises those bytes and replay
+/// compares them, so both read them here.
+pub fn call_parts(line: &[u8]) -> Option<(String, &[u8])> {
+    let params = &line[member(line, "params")?];
+    let tool = member_str(params, "name")?;
+    let arguments = member(params, "arguments").map_or(&params[..0], |r| &params[r]);
+    Some((tool, arguments))
+}
+
 /// Whether `head` (a file's first bytes) is a JSON object whose top-level `kind` is `kind`.
 pub fn is_of_kind(head: &[u8], kind: &str) -> bool {
     member_str(head, "kind").as_deref() == Some(kind)

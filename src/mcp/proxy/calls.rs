@@ -92,16 +92,12 @@ fn sniff_call(line: &[u8]) -> Option<Sniffed> {
         ),
         None => ("null".to_owned(), Id(ID_TO_COME.to_owned())),
     };
-    let params = &line[wire::member(line, "params")?];
-    let tool = wire::member_str(params, "name")?;
-    let arguments = wire::member(params, "arguments")
-        .map(|r| params[r].to_vec())
-        .unwrap_or_default();
+    let (tool, arguments) = wire::call_parts(line)?;
     Some(Sniffed {
         raw_id: raw,
         id,
         tool,
-        arguments,
+        arguments: arguments.to_vec(),
     })
 }
 
