@@ -9,7 +9,9 @@
 //! per percentile; the same without `--record` shows what the recording costs, and the same
 //! through a bare HTTP forwarder (this bench run as `--forwarder URL`: hyper server and
 //! client on two worker threads, bodies passed on untouched) shows the floor — what any HTTP
-//! proxy adds on this machine, queueing for the same cores as client and server. Targets (with
+//! proxy adds on this machine, queueing for the same cores as client and server — and the
+//! forwarder with `--journal PATH` the floor of any recording proxy: each request written
+//! before it goes on and each answer before it comes back, raw, one write each. Targets (with
 //! `--record`): added p50 < 0.5 ms and p99 < 3 ms at 1 and 16 requests in flight; 256 sessions
 //! open at once (each its own `initialize` through the proxy, then four calls, all in flight
 //! together) under 64 MB peak RSS of the proxy (`VmHWM`). Every answer is checked to be the
@@ -474,16 +476,23 @@ enum Via {
     /// `toolstorm-tui mcp`, recording or not.
     Toolstorm { recording: bool },
     /// The floor: a bare HTTP forwarder (hyper server and client, two worker threads, no
-    /// JSON, no relay, no recording): what any HTTP proxy costs on this machine.
-    Forwarder,
+    /// relay): what any HTTP proxy costs on this machine. With `journal`, the floor of a
+    /// recording proxy: it also writes each request (its tool name read) before passing it
+    /// on and each answer before giving it back, as raw bytes in one write each — no
+    /// redaction, no judging, no grouped writes, no cassette: the least a write-ahead
+    /// recorder does.
+    Forwarder { journal: bool },
 }
 
 impl Proxy {
     /// `mcp SCENARIO [--record R] --listen 127.0.0.1:0 -- URL`, or the bare forwarder.
     fn start(scenario: &str, record: Option<&std::path::Path>, upstream: &str, via: Via) -> Proxy {
-        let mut cmd = if via == Via::Forwarder {
+        let mut cmd = if let Via::Forwarder { journal } = via {
             let mut c = Command::new(std::env::current_exe().expect("the bench"));
             c.args(["--forwarder", upstream]);
+            if let (true, Some(r)) = (journal, record) {
+                c.arg("--journal").arg(r);
+            }
             c
         } else {
             let bin = std::env::var_os("MCP_HTTP_BIN").unwrap_or_else(|| BIN.into());
@@ -543,12 +552,24 @@ impl Proxy {
     }
 }
 
-/// The floor's process (`--forwarder URL`): forwards each request to `upstream` with its
-/// headers and body, and the answer back, on a two-worker runtime as the proxy's.
-fn run_forwarder(upstream: &str) {
+/// A line of the floor's journal: `{"kind":KIND,NAME:VALUE,"message":BODY}` (the body as it
+/// came, or null when empty).
+fn journal_line(kind: &str, name: &str, value: &str, body: &[u8]) -> Vec<u8> {
+    let mut line = Vec::with_capacity(body.len() + 64);
+    line.extend_from_slice(format!(r#"{{"kind":"{kind}","{name}":{value},"message":"#).as_bytes());
+    line.extend_from_slice(if body.is_empty() { b"null" } else { body });
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+/// The floor's process (`--forwarder URL [--journal PATH]`): forwards each request to
+/// `upstream` with its headers and body, and the answer back, on a two-worker runtime as the
+/// proxy's; with a journal, writes each as [`Via::Forwarder`] says.
+fn run_forwarder(upstream: &str, journal: Option<&str>) {
     use hyper_util::client::legacy::Client;
     use hyper_util::client::legacy::connect::HttpConnector;
     use hyper_util::rt::TokioExecutor;
+    use std::io::Write;
     let upstream: hyper::Uri = upstream.parse().expect("the upstream URL");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -567,15 +588,26 @@ fn run_forwarder(upstream: &str) {
         connector.set_nodelay(true);
         let client: Client<HttpConnector, Full<Bytes>> =
             Client::builder(TokioExecutor::new()).build(connector);
+        // Appends from both workers at once, without a lock (O_APPEND).
+        let journal = journal.map(|p| {
+            Arc::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .expect("the journal"),
+            )
+        });
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
                 continue;
             };
             let _ = tcp.set_nodelay(true);
-            let (client, upstream) = (client.clone(), upstream.clone());
+            let (client, upstream, journal) = (client.clone(), upstream.clone(), journal.clone());
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let (client, upstream) = (client.clone(), upstream.clone());
+                    let (client, upstream, journal) =
+                        (client.clone(), upstream.clone(), journal.clone());
                     async move {
                         let (parts, body) = req.into_parts();
                         let body = body
@@ -583,6 +615,16 @@ fn run_forwarder(upstream: &str) {
                             .await
                             .map(|b| b.to_bytes())
                             .unwrap_or_default();
+                        // Written before it goes on: its tool, and its id for the answer.
+                        let id = journal.as_ref().map(|j| {
+                            let message: serde_json::Value =
+                                serde_json::from_slice(&body).unwrap_or_default();
+                            let tool = message.pointer("/params/name").cloned();
+                            let tool = tool.unwrap_or_default().to_string();
+                            let _ =
+                                (&**j).write_all(&journal_line("request", "tool", &tool, &body));
+                            message.get("id").cloned().unwrap_or_default().to_string()
+                        });
                         let mut out = Request::builder().method(parts.method).uri(upstream);
                         for (name, value) in &parts.headers {
                             if name != hyper::header::HOST {
@@ -600,6 +642,10 @@ fn run_forwarder(upstream: &str) {
                                     .await
                                     .map(|b| b.to_bytes())
                                     .unwrap_or_default();
+                                if let (Some(j), Some(id)) = (&journal, &id) {
+                                    let _ =
+                                        (&**j).write_all(&journal_line("answer", "id", id, &body));
+                                }
                                 Response::from_parts(parts, Full::new(body))
                             }
                             Err(_) => empty(502),
@@ -742,8 +788,11 @@ fn latency_case(setup: &Setup, window: usize, via: Via) -> (Figures, String) {
     let (dir, rounds, per_round) = (&setup.dir, setup.rounds, setup.per_round);
     let record = dir.join(format!("latency-{window}.json"));
     let _ = std::fs::remove_file(&record);
-    let recording = via == Via::Toolstorm { recording: true };
-    let proxy = Proxy::start(scenario, recording.then_some(record.as_path()), server, via);
+    let writes = matches!(
+        via,
+        Via::Toolstorm { recording: true } | Via::Forwarder { journal: true }
+    );
+    let proxy = Proxy::start(scenario, writes.then_some(record.as_path()), server, via);
     let pid = proxy.pid();
     let each = per_round.div_ceil(window);
     let (mut direct, mut proxied, wrong, cpu, ways) = rt.block_on(async {
@@ -967,7 +1016,11 @@ fn show_log(log: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(at) = args.iter().position(|a| a == "--forwarder") {
-        run_forwarder(args.get(at + 1).expect("--forwarder URL"));
+        let journal = args.iter().position(|a| a == "--journal");
+        run_forwarder(
+            args.get(at + 1).expect("--forwarder URL"),
+            journal.and_then(|j| args.get(j + 1)).map(String::as_str),
+        );
         return;
     }
     // Words after the flags pick the cases whose label holds one of them.
@@ -1032,8 +1085,18 @@ fn main() {
             16,
             Via::Toolstorm { recording: false },
         ),
-        ("floor, 1 in flight", 1, Via::Forwarder),
-        ("floor, 16 in flight", 16, Via::Forwarder),
+        ("floor, 1 in flight", 1, Via::Forwarder { journal: false }),
+        ("floor, 16 in flight", 16, Via::Forwarder { journal: false }),
+        (
+            "recording floor, 1 in flight",
+            1,
+            Via::Forwarder { journal: true },
+        ),
+        (
+            "recording floor, 16 in flight",
+            16,
+            Via::Forwarder { journal: true },
+        ),
     ];
     if cases.iter().any(|c| wanted(c.0)) {
         println!(
