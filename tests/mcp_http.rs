@@ -573,6 +573,77 @@ fn a_remote_listen_address_needs_allow_remote() {
 }
 
 #[test]
+fn a_session_that_cannot_start_leaves_the_earlier_recording_as_it_was() {
+    // An incident on record: one call through a listening proxy.
+    let record = common::scratch_recording("http-nostart", "incident.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
+        &[],
+    );
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let a = request(
+        &url,
+        "POST",
+        &[("Mcp-Session-Id", &session)],
+        &call(1, "A1"),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let (code, log) = p.stop();
+    assert_eq!(code, 128 + 15, "{log}");
+    let before = files_of(&record);
+    assert!(before.contains("A1"), "{before}");
+
+    // The same command again, each time with one thing that stops it before the session
+    // starts: the earlier recording stays whole, and no temporary file is left beside it.
+    let taken = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let taken = taken.local_addr().expect("address").to_string();
+    let missing = record.with_file_name("no-such-server");
+    let missing = missing.display().to_string();
+    // A server that leaves a mark when it starts: an address that cannot be used stops the
+    // proxy before it starts any server.
+    let mark = record.with_file_name("server-started");
+    let marking = format!("touch '{}'", mark.display());
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--listen", "0.0.0.0:0", "--", "sh", "-c", &marking],
+            "--allow-remote",
+        ),
+        (
+            &["--listen", &taken, "--", "sh", "-c", &marking],
+            "cannot listen on",
+        ),
+        (&["--", &missing], "cannot start the server"),
+        (&["--", "http://"], "is not an http:// or https:// URL"),
+    ];
+    for (args, said) in cases {
+        let out = Command::new(BIN)
+            .args(["mcp", "--record", &rec])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+        assert!(!err.contains("replacing the recording"), "{args:?}: {err}");
+        assert_eq!(files_of(&record), before, "{args:?} changed the recording");
+        assert!(!mark.exists(), "{args:?} started the server");
+        let dir = record.parent().expect("a folder");
+        let temps: Vec<_> = std::fs::read_dir(dir)
+            .expect("the folder")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(temps.is_empty(), "{args:?} left {temps:?}");
+    }
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
 fn a_url_of_another_scheme_is_refused_by_name_not_started() {
     let out = Command::new(BIN)
         .args(["mcp", "--", "ws://127.0.0.1:1/mcp"])

@@ -606,8 +606,12 @@ fn replay(
                 Ok(rt) => rt,
                 Err(e) => return io.fail(format!("OSError: cannot start the HTTP server: {e}")),
             };
+            let bound = match crate::mcp::http::listen::bind(l) {
+                Ok(b) => b,
+                Err(e) => return io.fail(format!("OSError: {e}")),
+            };
             let listening = match crate::mcp::http::listen::listen(
-                l,
+                bound,
                 runtime.handle(),
                 None,
                 Box::new(std::io::stderr()),

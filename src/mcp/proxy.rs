@@ -36,7 +36,7 @@ use std::sync::mpsc::{Sender, channel};
 
 use self::framing::{Event, Flow, Side, read_messages};
 use self::link::{Ends, Relay};
-use super::http::listen::{ListenError, ListenOptions, listen};
+use super::http::listen::{ListenError, ListenOptions, bind, listen};
 use super::http::upstream::{self, Remote, RemoteError, Routing};
 use super::recorder::Recorder;
 use super::scenario::{MAX_RECORDED_CALLS, McpScenario};
@@ -411,8 +411,11 @@ impl Proxy {
             agent: options.agent.clone(),
             ..McpSession::default()
         };
-        // The recording exists before the server starts (with no calls yet, or the calls of
-        // the session it continues), and a target that cannot be written stops us first.
+        // The recording's target is locked and what it continues is read before the server
+        // starts, so a target that cannot be written stops us first; the recording itself
+        // starts (and replaces an earlier one) only once the server and the listener are up,
+        // so a session that cannot start leaves the earlier recording as it was; it exists
+        // before any message is relayed.
         let mut facts = facts;
         if upstream::is_url(&options.server) || options.listen.is_some() {
             let http = "streamable-http".to_owned();
@@ -445,7 +448,7 @@ impl Proxy {
             }
         }
         let mut prior = None;
-        let recorder = match &options.record {
+        let prepared = match &options.record {
             Some(path) => {
                 let record_error = |error| ProxyError::Record {
                     path: path.clone(),
@@ -473,44 +476,31 @@ impl Proxy {
                     (l, None) => l.map_err(record_error)?,
                 };
                 let earlier = continued(path, options.append, options.scenario_path.as_deref())?;
-                match &earlier {
-                    Some((c, s)) => {
-                        storm.resume(&c.report).map_err(|e| ProxyError::Append {
-                            path: path.clone(),
-                            why: e.to_string(),
-                        })?;
-                        facts.protocol_version = s.protocol_version.clone();
-                        facts.client_info = s.client_info.clone();
-                        facts.server_info = s.server_info.clone();
-                        facts.exchanges = s.exchanges.clone();
-                        let _ = writeln!(
-                            log,
-                            "toolstorm-tui mcp: continuing the recording {} ({} call(s) so far)",
-                            path.display(),
-                            c.report.calls.len()
-                        );
-                    }
-                    None if !options.append && path.exists() => {
-                        let _ = writeln!(
-                            log,
-                            "toolstorm-tui mcp: replacing the recording {} (--append continues it instead)",
-                            path.display()
-                        );
-                    }
-                    None => {}
+                if let Some((c, s)) = &earlier {
+                    storm.resume(&c.report).map_err(|e| ProxyError::Append {
+                        path: path.clone(),
+                        why: e.to_string(),
+                    })?;
+                    facts.protocol_version = s.protocol_version.clone();
+                    facts.client_info = s.client_info.clone();
+                    facts.server_info = s.server_info.clone();
+                    facts.exchanges = s.exchanges.clone();
+                    let _ = writeln!(
+                        log,
+                        "toolstorm-tui mcp: continuing the recording {} ({} call(s) so far)",
+                        path.display(),
+                        c.report.calls.len()
+                    );
                 }
-                let recorder = Recorder::start(
-                    path,
-                    lock,
-                    &session_id(path),
-                    &storm,
-                    &facts,
-                    earlier.as_ref().map(|(_, s)| s),
-                )
-                .map_err(record_error)?;
                 prior = earlier;
-                Some(recorder)
+                Some((path, lock))
             }
+            None => None,
+        };
+        // The listening socket is bound before the server starts: an address in use or
+        // refused stops us with nothing started.
+        let bound = match &options.listen {
+            Some(l) => Some(bind(l).map_err(ProxyError::Listen)?),
             None => None,
         };
         let remote_server = upstream::is_url(&options.server);
@@ -572,38 +562,69 @@ impl Proxy {
         };
         let mut router;
         let mut control = None;
+        let mut listening_at = None;
         let (client_in, client_out): (Box<dyn Read + Send>, &mut dyn Write) =
-            match (&options.listen, &runtime) {
-                (Some(l), Some(rt)) => {
+            match (bound, &runtime) {
+                (Some(b), Some(rt)) => {
                     let remote = passage.zip(routing);
                     let listening = listen(
-                        l,
+                        b,
                         rt.handle(),
                         remote,
                         Box::new(std::io::stderr()),
                         &session_id(options.record.as_deref().unwrap_or(Path::new("-"))),
                     )
-                    .map_err(ProxyError::Listen)?;
-                    let _ = writeln!(
-                        log,
-                        "listening on http://{}{}",
-                        listening.local,
-                        super::http::listen::PATH
-                    );
-                    let _ = log.flush();
+                    .map_err(|e| {
+                        server.stop();
+                        ProxyError::Listen(e)
+                    })?;
+                    let url = format!("http://{}{}", listening.local, super::http::listen::PATH);
                     if let Some(t) = facts.transport.as_mut() {
-                        t.listen = Some(format!(
-                            "http://{}{}",
-                            listening.local,
-                            super::http::listen::PATH
-                        ));
+                        t.listen = Some(url.clone());
                     }
+                    listening_at = Some(url);
                     router = listening.router;
                     control = Some(listening.control);
                     (Box::new(listening.input), &mut router)
                 }
                 _ => (Box::new(client_in), client_out),
             };
+        let recorder = match prepared {
+            Some((path, lock)) => {
+                if !options.append && path.exists() {
+                    let _ = writeln!(
+                        log,
+                        "toolstorm-tui mcp: replacing the recording {} (--append continues it instead)",
+                        path.display()
+                    );
+                }
+                let started = Recorder::start(
+                    path,
+                    lock,
+                    &session_id(path),
+                    &storm,
+                    &facts,
+                    prior.as_ref().map(|(_, s)| s),
+                );
+                match started {
+                    Ok(r) => Some(r),
+                    Err(error) => {
+                        server.stop();
+                        return Err(ProxyError::Record {
+                            path: path.clone(),
+                            error,
+                        });
+                    }
+                }
+            }
+            None => None,
+        };
+        if let Some(url) = listening_at {
+            // Said once everything is up: a client that waits for this line finds the
+            // recording under way.
+            let _ = writeln!(log, "listening on {url}");
+            let _ = log.flush();
+        }
         if let Some(out) = server_out {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_client));
             std::thread::spawn(move || {

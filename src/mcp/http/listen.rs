@@ -238,15 +238,19 @@ impl std::fmt::Debug for Listening {
     }
 }
 
-/// Binds `options.addr` and starts serving on `runtime`. `remote` is the URL upstream's
-/// passage and routing; none for a server on stdio.
-pub fn listen(
-    options: &ListenOptions,
-    runtime: &tokio::runtime::Handle,
-    remote: Option<(Passage, Routing)>,
-    log: Box<dyn Write + Send>,
-    salt: &str,
-) -> Result<Listening, ListenError> {
+/// A socket bound to the `--listen` address, not yet served: bound before anything else
+/// starts, so an address that cannot be used stops the proxy first.
+#[derive(Debug)]
+pub struct Bound {
+    listener: std::net::TcpListener,
+    /// The address it is bound to (the port picked, for port 0).
+    pub local: SocketAddr,
+    addr: String,
+    allow_remote: bool,
+}
+
+/// Binds `options.addr`: a loopback address, or any with `allow_remote`.
+pub fn bind(options: &ListenOptions) -> Result<Bound, ListenError> {
     let addr: SocketAddr = match options.addr.parse() {
         Ok(a) => a,
         Err(_) => {
@@ -259,18 +263,36 @@ pub fn listen(
     if !addr.ip().is_loopback() && !options.allow_remote {
         return Err(ListenError::Remote(options.addr.clone()));
     }
-    let std_listener = std::net::TcpListener::bind(addr)
-        .map_err(|e| ListenError::Bind(options.addr.clone(), e))?;
-    std_listener
-        .set_nonblocking(true)
-        .map_err(|e| ListenError::Bind(options.addr.clone(), e))?;
-    let local = std_listener
-        .local_addr()
-        .map_err(|e| ListenError::Bind(options.addr.clone(), e))?;
+    let bind_error = |e| ListenError::Bind(options.addr.clone(), e);
+    let listener = std::net::TcpListener::bind(addr).map_err(bind_error)?;
+    listener.set_nonblocking(true).map_err(bind_error)?;
+    let local = listener.local_addr().map_err(bind_error)?;
+    Ok(Bound {
+        listener,
+        local,
+        addr: options.addr.clone(),
+        allow_remote: options.allow_remote,
+    })
+}
+
+/// Starts serving `bound` on `runtime`. `remote` is the URL upstream's passage and routing;
+/// none for a server on stdio.
+pub fn listen(
+    bound: Bound,
+    runtime: &tokio::runtime::Handle,
+    remote: Option<(Passage, Routing)>,
+    log: Box<dyn Write + Send>,
+    salt: &str,
+) -> Result<Listening, ListenError> {
+    let Bound {
+        listener,
+        local,
+        addr,
+        allow_remote,
+    } = bound;
     let listener = {
         let _entered = runtime.enter();
-        tokio::net::TcpListener::from_std(std_listener)
-            .map_err(|e| ListenError::Bind(options.addr.clone(), e))?
+        tokio::net::TcpListener::from_std(listener).map_err(|e| ListenError::Bind(addr, e))?
     };
     let (to_relay, input) = lines_in();
     let face = Arc::new(Mutex::new(Face::default()));
@@ -283,7 +305,7 @@ pub fn listen(
         to_relay: Mutex::new(Some(to_relay)),
         passage,
         envelopes: routing.as_ref().map(|r| Arc::clone(&r.envelopes)),
-        allow_remote: options.allow_remote,
+        allow_remote,
         log: Mutex::new(log),
         salt: salt.to_owned(),
         seen: Mutex::default(),
