@@ -287,17 +287,24 @@ fn files_of(record: &Path) -> String {
     .collect()
 }
 
-// ----- listening in front of the example server (stdio) -----
-
-#[test]
-fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
-    let record = common::scratch_recording("http-listen", "listen.json");
+/// `mcp --record R --listen 127.0.0.1:0 -- EXAMPLE_SERVER`, the server with `env`: the
+/// recording's path (in a scratch folder named by `tag`) and the proxy.
+fn listening(tag: &str, name: &str, env: &[(&str, &str)]) -> (std::path::PathBuf, Proxy) {
+    let record = common::scratch_recording(tag, name);
     let rec = record.display().to_string();
     let server = common::example_server().display().to_string();
     let p = Proxy::start(
         &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
-        &[],
+        env,
     );
+    (record, p)
+}
+
+// ----- listening in front of the example server (stdio) -----
+
+#[test]
+fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
+    let (record, p) = listening("http-listen", "listen.json", &[]);
     let url = p.url().to_owned();
     assert!(
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
@@ -575,13 +582,7 @@ fn a_remote_listen_address_needs_allow_remote() {
 #[test]
 fn a_session_that_cannot_start_leaves_the_earlier_recording_as_it_was() {
     // An incident on record: one call through a listening proxy.
-    let record = common::scratch_recording("http-nostart", "incident.json");
-    let rec = record.display().to_string();
-    let server = common::example_server().display().to_string();
-    let p = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
-        &[],
-    );
+    let (record, p) = listening("http-nostart", "incident.json", &[]);
     let url = p.url().to_owned();
     let session = initialize(&url, &[]);
     let a = request(
@@ -620,7 +621,7 @@ fn a_session_that_cannot_start_leaves_the_earlier_recording_as_it_was() {
     ];
     for (args, said) in cases {
         let out = Command::new(BIN)
-            .args(["mcp", "--record", &rec])
+            .args(["mcp", "--record", &record.display().to_string()])
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -661,13 +662,7 @@ fn a_url_of_another_scheme_is_refused_by_name_not_started() {
 
 #[test]
 fn a_client_gone_mid_stream_leaves_its_call_in_flight_on_record() {
-    let record = common::scratch_recording("http-gone", "gone.json");
-    let rec = record.display().to_string();
-    let server = common::example_server().display().to_string();
-    let p = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
-        &[("SHIPPING_DELAY_MS", "3000")],
-    );
+    let (record, p) = listening("http-gone", "gone.json", &[("SHIPPING_DELAY_MS", "3000")]);
     let url = p.url().to_owned();
     let session = initialize(&url, &[]);
     let s = open(
@@ -997,13 +992,7 @@ fn a_listening_proxy_relays_a_remote_session_and_its_errors_as_they_came() {
 
 #[test]
 fn a_thousand_streams_at_once_are_answered_within_a_bounded_memory() {
-    let record = common::scratch_recording("http-many", "many.json");
-    let rec = record.display().to_string();
-    let server = common::example_server().display().to_string();
-    let p = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
-        &[("SHIPPING_DELAY_MS", "500")],
-    );
+    let (record, p) = listening("http-many", "many.json", &[("SHIPPING_DELAY_MS", "500")]);
     let url = p.url().to_owned();
     let session = initialize(&url, &[]);
     let h = [("Mcp-Session-Id", session.as_str())];
@@ -1147,13 +1136,7 @@ fn under_2026_07_28_a_broken_answer_stream_is_the_clients_cancel() {
 
 #[test]
 fn two_sessions_using_one_id_at_once_each_get_and_record_their_own_answer() {
-    let record = common::scratch_recording("http-ids", "ids.json");
-    let rec = record.display().to_string();
-    let server = common::example_server().display().to_string();
-    let p = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
-        &[("SHIPPING_DELAY_MS", "300")],
-    );
+    let (record, p) = listening("http-ids", "ids.json", &[("SHIPPING_DELAY_MS", "300")]);
     let url = p.url().to_owned();
     let sessions: Vec<String> = (0..2).map(|_| initialize(&url, &[])).collect();
     // Both sessions send request id 7 at the same time, for different orders.
