@@ -797,6 +797,53 @@ impl Stdio2 {
 }
 
 #[test]
+fn a_web_page_or_no_server_at_the_url_is_said_in_an_error_without_the_urls_secrets() {
+    // A URL without its /mcp: the site's page, 200 text/html, to every request.
+    let page = "<html>\n<body><h1>Welcome to Shipping Co</h1></body>\n</html>";
+    let (url, _) = scripted(move |_, _, _| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+            page.len()
+        )
+    });
+    // A user and a key in the URL, as some hosted servers take them.
+    let url = url.replacen("http://", "http://ops:pw-DO-NOT-KEEP@", 1) + "?api_key=key-DO-NOT-KEEP";
+    // And a URL where nothing listens (port 1), with the same secrets.
+    let nobody = "http://ops:pw-DO-NOT-KEEP@127.0.0.1:1/mcp?api_key=key-DO-NOT-KEEP";
+    for (target, said) in [
+        (
+            url.as_str(),
+            "answered HTTP 200 with text/html; charset=utf-8, not an MCP message",
+        ),
+        (nobody, "cannot reach the MCP server at"),
+    ] {
+        let record = common::scratch_recording("http-notmcp", "notmcp.json");
+        let rec = record.display().to_string();
+        let mut p = Proxy::start(&["--record", &rec, "--", target], &[]);
+        let mut c = Stdio2::of(&mut p);
+        c.send(INIT);
+        // An error the client can show, not a page it cannot read as a message.
+        let answer = c.next();
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(said), "{answer}");
+        if target == url {
+            assert!(message.contains("Welcome to Shipping Co"), "{answer}");
+            assert!(message.contains("/mcp"), "{answer}");
+            assert_eq!(answer["error"]["data"]["http_status"], 200, "{answer}");
+        }
+        drop(c);
+        wait_for(&mut p.child, Duration::from_secs(15));
+        let log = p.log.lock().expect("log").clone();
+        assert!(log.contains(said), "{log}");
+        for secret in ["pw-DO-NOT-KEEP", "key-DO-NOT-KEEP"] {
+            assert!(!message.contains(secret), "{secret} in {answer}");
+            assert!(!log.contains(secret), "{secret} in {log}");
+            assert!(!files_of(&record).contains(secret), "{secret} kept");
+        }
+    }
+}
+
+#[test]
 fn a_stdio_client_reaches_a_remote_server_with_its_stream_messages_in_order() {
     let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"{\"shipment_id\":7}"}],"structuredContent":{"shipment_id":7}}}"#;
     let (url, seen) = scripted(move |m, _, body| {

@@ -176,6 +176,9 @@ struct Own {
 struct Shared {
     client: HttpClient,
     url: Uri,
+    /// The URL as notes and messages show it: a password and secret query values redacted,
+    /// as the recording keeps it (the messages are recorded).
+    shown: String,
     /// `--header`s, sent on every request.
     fixed: Vec<Header>,
     /// Messages for the relay; none once the connection is over.
@@ -256,6 +259,7 @@ impl Remote {
         let (to_remote, requests) = lines_out();
         let shared = Arc::new(Shared {
             client,
+            shown: super::headers::recorded_url(&uri.to_string()),
             url: uri,
             fixed,
             to_relay: Mutex::new(Some(to_relay)),
@@ -549,6 +553,32 @@ fn content_type(res: &Response<Incoming>) -> String {
         .to_ascii_lowercase()
 }
 
+/// Whether a successful answer's body can be a message: JSON by its type, or by its first
+/// byte (a server that labels its JSON otherwise).
+fn may_be_json(content_type: &str, body: &[u8]) -> bool {
+    content_type.contains("json")
+        || matches!(
+            body.iter().find(|b| !b.is_ascii_whitespace()),
+            Some(b'{' | b'[')
+        )
+}
+
+/// Why an answer that is not a message cannot be passed on: its status, its type and the
+/// start of its text.
+fn not_mcp(url: &str, status: u16, content_type: &str, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text: String = text.chars().take(200).collect();
+    let typed = if content_type.is_empty() {
+        "no Content-Type".to_owned()
+    } else {
+        content_type.to_owned()
+    };
+    format!(
+        "the MCP server at {url} answered HTTP {status} with {typed}, not an MCP message (is that URL its MCP endpoint? it often ends in /mcp): {text}"
+    )
+}
+
 /// Sends one of the relay's messages and passes on what comes back.
 async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Option<Envelope>) {
     let (id, method) = match &message {
@@ -612,7 +642,7 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
         Err(e) => {
             let why = format!(
                 "cannot reach the MCP server at {}: {}",
-                shared.url,
+                shared.shown,
                 chain(&e)
             );
             shared.note(&why);
@@ -695,6 +725,18 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
         return;
     }
     match read_body(res.into_body(), MAX_MESSAGE).await {
+        Ok(body) if !body.iter().all(u8::is_ascii_whitespace) && !may_be_json(&ct, &body) => {
+            // A web page where the MCP endpoint was expected (a URL without its /mcp, a
+            // login page): said, not passed on for the client to choke on.
+            let why = not_mcp(&shared.shown, status, &ct, &body);
+            shared.note(&why);
+            shared
+                .deliver(
+                    error_answer(&id, &why, Some(status)),
+                    origin(502, headers, true),
+                )
+                .await;
+        }
         Ok(body) if !body.iter().all(u8::is_ascii_whitespace) => {
             let body = one_line(body);
             shared.deliver(body, origin(status, headers, true)).await;
