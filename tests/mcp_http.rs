@@ -29,14 +29,18 @@ struct Proxy {
 impl Proxy {
     fn start(args: &[&str], env: &[(&str, &str)]) -> Proxy {
         let mut cmd = Command::new(BIN);
-        cmd.arg("mcp")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.arg("mcp").args(args);
         for (k, v) in env {
             cmd.env(k, v);
         }
+        Proxy::spawn(cmd, args.contains(&"--listen"))
+    }
+
+    /// Starts `cmd` (the proxy, or a shell that runs it); `listening` when it listens.
+    fn spawn(mut cmd: Command, listening: bool) -> Proxy {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("proxy starts");
         let err = child.stderr.take().expect("stderr");
         let log = Arc::new(Mutex::new(String::new()));
@@ -56,7 +60,6 @@ impl Proxy {
                 }
             });
         }
-        let listening = args.contains(&"--listen");
         let url = listening.then(|| {
             let line = rx
                 .recv_timeout(Duration::from_secs(20))
@@ -642,6 +645,48 @@ fn a_session_that_cannot_start_leaves_the_earlier_recording_as_it_was() {
     }
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn out_of_file_descriptors_the_listener_waits_instead_of_spinning() {
+    // 64 descriptors, and a hundred clients that connect and send nothing.
+    let server = common::example_server().display().to_string();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "ulimit -n 64 && exec \"$0\" \"$@\"", BIN, "mcp"])
+        .args(["--listen", "127.0.0.1:0", "--", &server]);
+    let p = Proxy::spawn(cmd, true);
+    let url = p.url().to_owned();
+    let host = host_port(&url);
+    let idle: Vec<TcpStream> = (0..100)
+        .filter_map(|_| TcpStream::connect(&host).ok())
+        .collect();
+    assert_eq!(idle.len(), 100, "the backlog takes them all");
+    thread::sleep(Duration::from_millis(300));
+    // While the descriptors are gone, the proxy waits: it does not spin on accept (which
+    // took most of a core), and it says why new clients wait.
+    let cpu = || {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", p.pid())).expect("stat");
+        let after = &stat[stat.rfind(')').expect("comm") + 2..];
+        // From field 3 (the state) on: utime and stime, in clock ticks, are fields 14 and 15.
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| f[i - 3].parse::<u64>().expect("ticks");
+        ticks(14) + ticks(15)
+    };
+    let before = cpu();
+    thread::sleep(Duration::from_secs(2));
+    let used = cpu() - before;
+    assert!(
+        used < 50,
+        "{used} ticks of CPU in 2 s while out of descriptors"
+    );
+    let log = p.log.lock().expect("log").clone();
+    assert!(log.contains("cannot take a new connection"), "{log}");
+    // Once they are given back, a client is served.
+    drop(idle);
+    let session = initialize(&url, &[]);
+    assert!(!session.is_empty());
+    let (code, log) = p.stop();
+    assert_eq!(code, 128 + 15, "{log}");
 }
 
 #[test]

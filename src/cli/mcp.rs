@@ -91,10 +91,9 @@ pub struct McpArgs {
 impl McpArgs {
     /// `--listen` and `--allow-remote`.
     fn listen_options(&self) -> Option<ListenOptions> {
-        self.listen.as_ref().map(|addr| ListenOptions {
-            addr: addr.clone(),
-            allow_remote: self.allow_remote,
-        })
+        self.listen
+            .as_ref()
+            .map(|addr| ListenOptions::new(addr, self.allow_remote))
     }
 
     /// The scenario and the server command, whichever way they were given: with `--`, or
@@ -245,13 +244,7 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         append: a.append,
         watchdog: std::env::current_exe().ok(),
         headers,
-        listen: a
-            .listen
-            .as_ref()
-            .map(|addr| crate::mcp::http::listen::ListenOptions {
-                addr: addr.clone(),
-                allow_remote: a.allow_remote,
-            }),
+        listen: a.listen_options(),
         agent: a
             .agent_cmd
             .as_ref()

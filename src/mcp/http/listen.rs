@@ -28,6 +28,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -59,6 +60,15 @@ const UNSENT_MAX: usize = 256;
 /// Sessions the proxy issues and remembers (a server on stdio).
 const SESSIONS_MAX: usize = 4096;
 
+/// How long a connection may take to send a request's head, and stay silent between
+/// requests, before it is closed (a client that opens connections and sends nothing holds
+/// no socket for long).
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// After a connection could not be accepted (no file descriptor left), the wait before the
+/// next try: the others' connections are served meanwhile, not starved by a loop.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
 /// How the proxy listens.
 #[derive(Debug, Clone)]
 pub struct ListenOptions {
@@ -66,6 +76,19 @@ pub struct ListenOptions {
     pub addr: String,
     /// Take clients from other machines (otherwise loopback only).
     pub allow_remote: bool,
+    /// [`HEAD_TIMEOUT`], unless a test needs it shorter.
+    pub head_timeout: Duration,
+}
+
+impl ListenOptions {
+    /// `--listen ADDR`, with `--allow-remote` or not.
+    pub fn new(addr: &str, allow_remote: bool) -> ListenOptions {
+        ListenOptions {
+            addr: addr.to_owned(),
+            allow_remote,
+            head_timeout: HEAD_TIMEOUT,
+        }
+    }
 }
 
 /// Why the proxy cannot listen.
@@ -247,6 +270,7 @@ pub struct Bound {
     pub local: SocketAddr,
     addr: String,
     allow_remote: bool,
+    head_timeout: Duration,
 }
 
 /// Binds `options.addr`: a loopback address, or any with `allow_remote`.
@@ -272,6 +296,7 @@ pub fn bind(options: &ListenOptions) -> Result<Bound, ListenError> {
         local,
         addr: options.addr.clone(),
         allow_remote: options.allow_remote,
+        head_timeout: options.head_timeout,
     })
 }
 
@@ -289,6 +314,7 @@ pub fn listen(
         local,
         addr,
         allow_remote,
+        head_timeout,
     } = bound;
     let listener = {
         let _entered = runtime.enter();
@@ -314,10 +340,23 @@ pub fn listen(
     });
     let accept = Arc::clone(&shared);
     runtime.spawn(async move {
+        let mut refusing = false;
         loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
+            let tcp = match listener.accept().await {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors, most often: said once, tried again shortly.
+                    if !refusing {
+                        accept.note(&format!(
+                            "cannot take a new connection: {e}; new clients wait until it can"
+                        ));
+                        refusing = true;
+                    }
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
+                    continue;
+                }
             };
+            refusing = false;
             let _ = tcp.set_nodelay(true);
             let handler = Arc::clone(&accept);
             tokio::spawn(async move {
@@ -327,6 +366,8 @@ pub fn listen(
                 });
                 let _ = hyper::server::conn::http1::Builder::new()
                     .keep_alive(true)
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(head_timeout)
                     .serve_connection(TokioIo::new(tcp), service)
                     .await;
             });
@@ -1460,6 +1501,30 @@ mod tests {
         push_event(face, n, &vec![b'x'; size]);
         end_stream(face, n);
         rx
+    }
+
+    #[test]
+    fn a_connection_that_sends_no_whole_head_is_closed_after_the_head_timeout() {
+        use std::io::Read;
+        let rt = super::super::runtime().expect("a runtime");
+        let mut options = ListenOptions::new("127.0.0.1:0", false);
+        options.head_timeout = Duration::from_millis(200);
+        let bound = bind(&options).expect("binds");
+        let local = bound.local;
+        let _listening =
+            listen(bound, rt.handle(), None, Box::new(std::io::sink()), "t").expect("listens");
+        for first in [&b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"[..], b""] {
+            let mut s = std::net::TcpStream::connect(local).expect("connects");
+            s.write_all(first).expect("writes");
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("a read timeout");
+            let started = std::time::Instant::now();
+            let mut got = Vec::new();
+            let end = s.read_to_end(&mut got);
+            let took = started.elapsed();
+            assert!(end.is_ok(), "the proxy closes it: {end:?}");
+            assert!(took >= Duration::from_millis(150), "closed after {took:?}");
+        }
     }
 
     #[test]
