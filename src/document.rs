@@ -426,8 +426,20 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
 /// answer on record. How the session ended is said, but only a call in flight fails it: a
 /// client that kills the proxy after its last answer (pydantic-ai does, always), or that kills
 /// it while the server takes its time to exit (the Python SDK after 4 s), lost nothing and
-/// left nothing unknown.
+/// left nothing unknown. A session that never started fails it too: the server answered
+/// `initialize` with an error (unreachable, a web page at the URL, a refused credential) and
+/// no call was made — the agent was never tested, whatever the other checks say.
 fn session_finished(m: &McpSession, report: &crate::report::Report, live: bool) -> Check {
+    if let (false, true, Some(why)) = (live, report.calls.is_empty(), refused_handshake(m)) {
+        return Check {
+            name: "Session finished".into(),
+            passed: false,
+            detail: format!(
+                "the session never started: the server answered initialize with an error \
+                 ({why}); no call was made"
+            ),
+        };
+    }
     let in_flight: Vec<String> = report
         .calls
         .iter()
@@ -460,6 +472,30 @@ fn session_finished(m: &McpSession, report: &crate::report::Report, live: bool) 
         passed: in_flight.is_empty(),
         detail,
     }
+}
+
+/// The error the server answered `initialize` with, when no `initialize` of the recording
+/// was answered with a result.
+fn refused_handshake(m: &McpSession) -> Option<String> {
+    let answers = || {
+        m.exchanges
+            .iter()
+            .filter(|x| x.method == "initialize")
+            .filter_map(|x| x.response.as_object())
+    };
+    if answers().any(|r| r.get("result").is_some()) {
+        return None;
+    }
+    let error = answers().find_map(|r| r.get("error"))?.as_object()?;
+    let text = error
+        .get("message")
+        .and_then(crate::json::Value::as_str)
+        .unwrap_or("no message");
+    let code = error
+        .get("code")
+        .map(|c| format!("JSON-RPC error {}: ", crate::json::canonical(c)))
+        .unwrap_or_default();
+    Some(format!("{code}{}", crate::printable::line(text)))
 }
 
 /// How an MCP session ended, as its files tell it.
@@ -976,5 +1012,51 @@ impl Document {
         self.path
             .as_ref()
             .map_or_else(|| BUNDLED_NAME.to_owned(), |p| p.display().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::session::Exchange;
+
+    fn init(response: &str) -> Exchange {
+        Exchange {
+            method: "initialize".into(),
+            params: Value::Null,
+            response: parse(response).expect("JSON"),
+        }
+    }
+
+    #[test]
+    fn a_handshake_is_refused_only_when_no_initialize_got_a_result() {
+        let refused = init(r#"{"error":{"code":-32000,"message":"cannot reach it"}}"#);
+        let agreed = init(r#"{"result":{"protocolVersion":"2025-11-25"}}"#);
+        let mut m = McpSession::default();
+        assert_eq!(refused_handshake(&m), None, "no initialize: not said");
+        m.exchanges = vec![refused.clone()];
+        assert_eq!(
+            refused_handshake(&m).as_deref(),
+            Some("JSON-RPC error -32000: cannot reach it")
+        );
+        // A session continued (--append) after a refused one, or a client that tried again.
+        m.exchanges = vec![refused, agreed];
+        assert_eq!(refused_handshake(&m), None);
+        let report = crate::report::Report {
+            seed: crate::json::Int::parse_decimal("1").expect("an integer"),
+            clock: "RealClock".into(),
+            calls: Vec::new(),
+            effects: Vec::new(),
+            rules: Vec::new(),
+            coverage: Vec::new(),
+            budget_rejections: 0,
+            capture: true,
+        };
+        m.exchanges = vec![init(r#"{"error":{"code":-32001,"message":"401"}}"#)];
+        let check = session_finished(&m, &report, false);
+        assert!(!check.passed);
+        assert!(check.detail.contains("never started"), "{}", check.detail);
+        // While the proxy still runs, the session is not judged yet.
+        assert!(session_finished(&m, &report, true).passed);
     }
 }

@@ -880,8 +880,16 @@ fn a_web_page_or_no_server_at_the_url_is_said_in_an_error_without_the_urls_secre
         wait_for(&mut p.child, Duration::from_secs(15));
         let log = p.log.lock().expect("log").clone();
         assert!(log.contains(said), "{log}");
+        // No agent was tested: the session never started, whatever else passed.
+        let (code, out) = check(&record);
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.contains("✗ Session finished: the session never started: the server answered initialize with an error (JSON-RPC error -32000: "),
+            "{out}"
+        );
         for secret in ["pw-DO-NOT-KEEP", "key-DO-NOT-KEEP"] {
             assert!(!message.contains(secret), "{secret} in {answer}");
+            assert!(!out.contains(secret), "{secret} in {out}");
             assert!(!log.contains(secret), "{secret} in {log}");
             assert!(!files_of(&record).contains(secret), "{secret} kept");
         }
