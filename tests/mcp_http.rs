@@ -639,7 +639,10 @@ fn a_session_that_cannot_start_leaves_the_earlier_recording_as_it_was() {
         let temps: Vec<_> = std::fs::read_dir(dir)
             .expect("the folder")
             .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.ends_with(".tmp") || name.ends_with(".new")
+            })
             .collect();
         assert!(temps.is_empty(), "{args:?} left {temps:?}");
     }
@@ -687,6 +690,39 @@ fn out_of_file_descriptors_the_listener_waits_instead_of_spinning() {
     assert!(!session.is_empty());
     let (code, log) = p.stop();
     assert_eq!(code, 128 + 15, "{log}");
+}
+
+#[test]
+fn the_listening_line_comes_before_what_the_server_says_at_start() {
+    // A server with a banner on stderr (FastMCP prints one), and a recording to start.
+    let record = common::scratch_recording("http-banner", "banner.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let banner = format!("echo 'banner: starting' >&2; exec '{server}'");
+    // Proxy::start takes the first stderr line as the one that says where it listens.
+    let p = Proxy::start(
+        &[
+            "--record",
+            &rec,
+            "--listen",
+            "127.0.0.1:0",
+            "--",
+            "sh",
+            "-c",
+            &banner,
+        ],
+        &[],
+    );
+    let session = initialize(p.url(), &[]);
+    assert!(!session.is_empty());
+    let (code, log) = p.stop();
+    assert_eq!(code, 128 + 15, "{log}");
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines[0].starts_with("listening on "), "{log}");
+    assert!(
+        lines.contains(&"banner: starting"),
+        "the banner is relayed: {log}"
+    );
 }
 
 #[test]
@@ -894,6 +930,30 @@ fn a_web_page_or_no_server_at_the_url_is_said_in_an_error_without_the_urls_secre
             assert!(!files_of(&record).contains(secret), "{secret} kept");
         }
     }
+}
+
+#[test]
+fn an_answer_with_a_byte_order_mark_and_another_label_still_reaches_the_client() {
+    // JSON labelled text/plain, after a UTF-8 byte-order mark.
+    let (url, _) = scripted(move |_, _, _| {
+        let body = format!("\u{feff}{INIT_ANSWER}");
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nMcp-Session-Id: S1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    });
+    let record = common::scratch_recording("http-bom", "bom.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    let answer = c.next();
+    assert_eq!(
+        answer["result"]["serverInfo"]["name"], "scripted",
+        "{answer}"
+    );
+    drop(c);
+    wait_for(&mut p.child, Duration::from_secs(15));
 }
 
 #[test]

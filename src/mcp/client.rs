@@ -325,11 +325,16 @@ impl McpClient {
         watchdog: Option<&PathBuf>,
         limit: Duration,
     ) -> Result<McpClient, ClientError> {
-        let shown = command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(" ");
+        // A URL is shown with its secrets hidden (it is connected to as given).
+        let shown = if super::http::upstream::is_url(command) {
+            super::http::headers::shown_url(&command[0].to_string_lossy())
+        } else {
+            command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let shared = Arc::new(Shared::default());
         let Connected {
             peer: server,
@@ -583,7 +588,7 @@ fn connect(
         };
         let runtime = super::http::runtime().map_err(spawn_error)?;
         let (remote, input, output) = super::http::upstream::Remote::connect(
-            shown,
+            &command[0].to_string_lossy(),
             Vec::new(),
             None,
             runtime.handle(),

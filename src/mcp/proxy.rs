@@ -326,9 +326,9 @@ impl Proxy {
             return Err(ProxyError::NoServer);
         }
         if upstream::is_other_url(&options.server) {
-            let url = options.server[0].to_string_lossy().into_owned();
+            let url = options.server[0].to_string_lossy();
             return Err(ProxyError::Remote(upstream::RemoteError::Url {
-                url,
+                url: super::http::headers::shown_url(&url),
                 why: "the proxy reaches MCP servers over http or https".into(),
             }));
         }
@@ -378,7 +378,7 @@ impl Proxy {
         client_in: impl Read + Send + 'static,
         client_out: &mut dyn Write,
         log: &mut dyn Write,
-        mut server_log: impl Write + Send + 'static,
+        server_log: impl Write + Send + 'static,
     ) -> Result<Ending, ProxyError> {
         let Proxy {
             options,
@@ -517,6 +517,10 @@ impl Proxy {
         let to_client = Flow::new();
         let to_server = Flow::new();
         let mut passage = None;
+        let mut server_err = None;
+        // The server's notes: a remote server's go to the upstream side; a child's stderr is
+        // copied once the session is under way.
+        let mut server_log = Some(server_log);
         let (mut server, server_in, server_out): ServerParts = match (&runtime, remote_server) {
             (Some(rt), true) => {
                 let url = options.server[0].to_string_lossy().into_owned();
@@ -525,7 +529,10 @@ impl Proxy {
                     options.headers.clone(),
                     routing.clone(),
                     rt.handle(),
-                    Box::new(server_log),
+                    match server_log.take() {
+                        Some(l) => Box::new(l),
+                        None => Box::new(std::io::sink()),
+                    },
                 )
                 .map_err(ProxyError::Remote)?;
                 passage = Some(remote.passage());
@@ -548,11 +555,9 @@ impl Proxy {
                 watch
                     .group
                     .store(server.id(), std::sync::atomic::Ordering::SeqCst);
-                if let Some(mut err) = streams.stderr {
-                    std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut err, &mut server_log);
-                    });
-                }
+                // Relayed once the proxy has said where it listens (its pipe holds it
+                // meanwhile): a client that waits for that line reads it first.
+                server_err = streams.stderr;
                 (
                     Box::new(server),
                     streams.stdin.map(|w| Box::new(w) as Box<dyn Write + Send>),
@@ -624,6 +629,11 @@ impl Proxy {
             // recording under way.
             let _ = writeln!(log, "listening on {url}");
             let _ = log.flush();
+        }
+        if let (Some(mut err), Some(mut out)) = (server_err, server_log) {
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut err, &mut out);
+            });
         }
         if let Some(out) = server_out {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_client));

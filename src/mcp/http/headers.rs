@@ -90,6 +90,21 @@ pub fn recorded(name: &str, value: &str) -> String {
     }
 }
 
+/// A URL as messages show it, whether it is a valid URL or not: as the recording keeps it
+/// ([`recorded_url`]), and with everything before the last `@` of its authority hidden, also
+/// when its user part holds what a URL may not (`?`, `#`, another `@`), which would otherwise
+/// end the authority early.
+pub fn shown_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return recorded_url(url);
+    };
+    let end = rest.find('/').unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => recorded_url(&format!("{scheme}://{MARKER}{}", &rest[at..])),
+        None => recorded_url(url),
+    }
+}
+
 /// A URL as the recording keeps it: a password in it, and the value of any query parameter
 /// named like a secret, redacted.
 pub fn recorded_url(url: &str) -> String {
@@ -255,6 +270,32 @@ mod tests {
             recorded_url("http://h/mcp?token=t#f"),
             "http://h/mcp?token=[REDACTED]#f"
         );
+    }
+
+    #[test]
+    fn urls_that_are_not_valid_show_no_user_part_either() {
+        // A password with what a URL may not hold there, unencoded: all of it hidden.
+        for bad in [
+            "http://ops:p?w#x@host/mcp",
+            "http://ops:p@ss@host/mcp",
+            "http://ops:pw@host:99999/mcp",
+        ] {
+            let shown = shown_url(bad);
+            assert!(
+                shown.starts_with("http://[REDACTED]@host"),
+                "{bad} → {shown}"
+            );
+            assert!(
+                !shown.contains("ops") && !shown.contains("pw"),
+                "{bad} → {shown}"
+            );
+        }
+        assert_eq!(
+            shown_url("https://user:pw@host/mcp?api_key=abc&x=1"),
+            recorded_url("https://user:pw@host/mcp?api_key=abc&x=1")
+        );
+        assert_eq!(shown_url("http://h/mcp"), "http://h/mcp");
+        assert_eq!(shown_url("not a url"), "not a url");
     }
 
     #[test]

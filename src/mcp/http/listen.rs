@@ -65,9 +65,23 @@ const SESSIONS_MAX: usize = 4096;
 /// no socket for long).
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// After a connection could not be accepted (no file descriptor left), the wait before the
-/// next try: the others' connections are served meanwhile, not starved by a loop.
+/// After a connection could not be accepted for want of descriptors or memory, the wait
+/// before the next try: the others' connections are served meanwhile, not starved by a loop.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// That want is said at most this often.
+const ACCEPT_NOTE_EVERY: Duration = Duration::from_secs(60);
+
+/// Whether accepting failed for want of a resource (descriptors, memory), which a retry at
+/// once cannot find; other errors (a connection reset before it was taken) are the client's.
+fn out_of_resources(e: &std::io::Error) -> bool {
+    use nix::errno::Errno;
+    e.raw_os_error().is_some_and(|n| {
+        matches!(
+            Errno::from_raw(n),
+            Errno::EMFILE | Errno::ENFILE | Errno::ENOBUFS | Errno::ENOMEM
+        )
+    })
+}
 
 /// How the proxy listens.
 #[derive(Debug, Clone)]
@@ -340,23 +354,22 @@ pub fn listen(
     });
     let accept = Arc::clone(&shared);
     runtime.spawn(async move {
-        let mut refusing = false;
+        let mut noted: Option<std::time::Instant> = None;
         loop {
             let tcp = match listener.accept().await {
                 Ok((tcp, _)) => tcp,
-                Err(e) => {
-                    // Out of file descriptors, most often: said once, tried again shortly.
-                    if !refusing {
+                Err(e) if out_of_resources(&e) => {
+                    if noted.is_none_or(|t| t.elapsed() >= ACCEPT_NOTE_EVERY) {
                         accept.note(&format!(
                             "cannot take a new connection: {e}; new clients wait until it can"
                         ));
-                        refusing = true;
+                        noted = Some(std::time::Instant::now());
                     }
                     tokio::time::sleep(ACCEPT_PAUSE).await;
                     continue;
                 }
+                Err(_) => continue,
             };
-            refusing = false;
             let _ = tcp.set_nodelay(true);
             let handler = Arc::clone(&accept);
             tokio::spawn(async move {

@@ -59,7 +59,7 @@ pub enum RemoteError {
     /// The URL is not one.
     #[error("{url:?} is not an http:// or https:// URL: {why}")]
     Url {
-        /// As given.
+        /// As given, its secrets hidden ([`super::headers::shown_url`]).
         url: String,
         /// Why.
         why: String,
@@ -96,7 +96,7 @@ pub fn is_other_url(words: &[std::ffi::OsString]) -> bool {
 /// Parses a server URL.
 pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
     let fail = |why: &str| RemoteError::Url {
-        url: url.to_owned(),
+        url: super::headers::shown_url(url),
         why: why.to_owned(),
     };
     let uri: Uri = url
@@ -208,7 +208,7 @@ pub struct Remote {
 impl std::fmt::Debug for Remote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Remote")
-            .field("url", &self.shared.url)
+            .field("url", &self.shared.shown)
             .finish()
     }
 }
@@ -223,7 +223,7 @@ pub struct Passage {
 impl std::fmt::Debug for Passage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Passage")
-            .field("url", &self.shared.url)
+            .field("url", &self.shared.shown)
             .finish()
     }
 }
@@ -259,7 +259,7 @@ impl Remote {
         let (to_remote, requests) = lines_out();
         let shared = Arc::new(Shared {
             client,
-            shown: super::headers::recorded_url(&uri.to_string()),
+            shown: super::headers::shown_url(&uri.to_string()),
             url: uri,
             fixed,
             to_relay: Mutex::new(Some(to_relay)),
@@ -574,6 +574,12 @@ fn not_mcp(url: &str, status: u16, content_type: &str, body: &[u8]) -> String {
     } else {
         content_type.to_owned()
     };
+    let events = ["event:", "data:", "id:", "retry:", ":"];
+    if events.iter().any(|e| text.starts_with(e)) {
+        return format!(
+            "the MCP server at {url} answered HTTP {status} with events labelled {typed}, not text/event-stream: the server is at fault: {text}"
+        );
+    }
     format!(
         "the MCP server at {url} answered HTTP {status} with {typed}, not an MCP message (is that URL its MCP endpoint? it often ends in /mcp): {text}"
     )
@@ -724,7 +730,14 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
         }
         return;
     }
-    match read_body(res.into_body(), MAX_MESSAGE).await {
+    // A byte-order mark is no part of a message (RFC 8259 lets readers ignore it).
+    let read = read_body(res.into_body(), MAX_MESSAGE).await.map(|mut b| {
+        if b.starts_with(b"\xEF\xBB\xBF") {
+            b.drain(..3);
+        }
+        b
+    });
+    match read {
         Ok(body) if !body.iter().all(u8::is_ascii_whitespace) && !may_be_json(&ct, &body) => {
             // A web page where the MCP endpoint was expected (a URL without its /mcp, a
             // login page): said, not passed on for the client to choke on.
@@ -1099,6 +1112,24 @@ impl Passage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_is_no_message_is_said_by_what_it_looks_like() {
+        // JSON passes by its type or by its first byte, whatever it is labelled.
+        assert!(may_be_json("application/json", b"<not json>"));
+        assert!(may_be_json("text/plain", b" {\"jsonrpc\":\"2.0\"}"));
+        assert!(may_be_json("", b"[{}]"));
+        assert!(!may_be_json("text/html", b"<html></html>"));
+        let page = not_mcp("http://h/", 200, "text/html", b"<html>\n <p>Hi</p></html>");
+        assert!(page.contains("text/html, not an MCP message"), "{page}");
+        assert!(page.ends_with("<html> <p>Hi</p></html>"), "{page}");
+        let events = not_mcp("http://h/mcp", 200, "", b"event: message\ndata: {}\n\n");
+        assert!(
+            events.contains("events labelled no Content-Type"),
+            "{events}"
+        );
+        assert!(!events.contains("/mcp?"), "{events}");
+    }
 
     #[test]
     fn a_url_of_another_scheme_is_told_apart_from_a_command() {
