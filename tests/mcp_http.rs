@@ -723,6 +723,28 @@ fn the_listening_line_comes_before_what_the_server_says_at_start() {
         lines.contains(&"banner: starting"),
         "the banner is relayed: {log}"
     );
+    // Again on the same recording: what the start says of it comes after that line too.
+    let args = [
+        "--record",
+        &rec,
+        "--listen",
+        "127.0.0.1:0",
+        "--",
+        "sh",
+        "-c",
+        &banner,
+    ];
+    let p = Proxy::start(&args, &[]);
+    let (_, log) = p.stop();
+    assert!(log.starts_with("listening on "), "{log}");
+    assert!(log.contains("replacing the recording"), "{log}");
+    // And continued with --append.
+    let mut appended = args.to_vec();
+    appended.insert(2, "--append");
+    let p = Proxy::start(&appended, &[]);
+    let (_, log) = p.stop();
+    assert!(log.starts_with("listening on "), "{log}");
+    assert!(log.contains("continuing the recording"), "{log}");
 }
 
 #[test]

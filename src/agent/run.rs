@@ -549,8 +549,9 @@ impl Listening {
     }
 }
 
-/// Starts the run's proxy listening on a free loopback port; its URL is the first line it
-/// writes (the rest of its notes go to `proxy.log`).
+/// Starts the run's proxy listening on a free loopback port; its URL is on the line that says
+/// where it listens, its first but for a wait for another session's lock (all its notes go
+/// to `proxy.log`).
 fn listening_proxy(
     plan: &Plan,
     seed: i64,
@@ -574,23 +575,34 @@ fn listening_proxy(
         return Err(std::io::Error::other("no standard error"));
     };
     let mut lines = BufReader::new(err);
-    let mut first = String::new();
-    lines.read_line(&mut first)?;
-    let _ = log.write_all(first.as_bytes());
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut lines, &mut log);
-    });
-    match first.trim_end().strip_prefix("listening on ") {
-        Some(url) => Ok(Listening {
-            child,
-            url: url.to_owned(),
-        }),
+    // The line that says where it listens comes first, unless the proxy waited for another
+    // session's lock (it says so first): lines before it are kept in the log.
+    let mut said = Vec::new();
+    let url = loop {
+        let mut line = String::new();
+        let n = lines.read_line(&mut line)?;
+        let _ = log.write_all(line.as_bytes());
+        if let Some(url) = line.trim_end().strip_prefix("listening on ") {
+            break Some(url.to_owned());
+        }
+        if n == 0 || said.len() == 16 {
+            break None;
+        }
+        said.push(line.trim_end().to_owned());
+    };
+    match url {
+        Some(url) => {
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut lines, &mut log);
+            });
+            Ok(Listening { child, url })
+        }
         None => {
             let _ = child.kill();
             let _ = child.wait();
             Err(std::io::Error::other(format!(
                 "it said {:?}",
-                first.trim_end()
+                said.join(" / ")
             )))
         }
     }

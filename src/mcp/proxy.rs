@@ -448,6 +448,9 @@ impl Proxy {
             }
         }
         let mut prior = None;
+        // What the start has to say, said once the session is under way (after the line that
+        // says where the proxy listens, which clients wait for).
+        let mut starting: Vec<String> = Vec::new();
         let prepared = match &options.record {
             Some(path) => {
                 let record_error = |error| ProxyError::Record {
@@ -485,12 +488,11 @@ impl Proxy {
                     facts.client_info = s.client_info.clone();
                     facts.server_info = s.server_info.clone();
                     facts.exchanges = s.exchanges.clone();
-                    let _ = writeln!(
-                        log,
-                        "toolstorm-tui mcp: continuing the recording {} ({} call(s) so far)",
+                    starting.push(format!(
+                        "continuing the recording {} ({} call(s) so far)",
                         path.display(),
                         c.report.calls.len()
-                    );
+                    ));
                 }
                 prior = earlier;
                 Some((path, lock))
@@ -597,11 +599,10 @@ impl Proxy {
         let recorder = match prepared {
             Some((path, lock)) => {
                 if !options.append && path.exists() {
-                    let _ = writeln!(
-                        log,
-                        "toolstorm-tui mcp: replacing the recording {} (--append continues it instead)",
+                    starting.push(format!(
+                        "replacing the recording {} (--append continues it instead)",
                         path.display()
-                    );
+                    ));
                 }
                 let started = Recorder::start(
                     path,
@@ -628,8 +629,11 @@ impl Proxy {
             // Said once everything is up: a client that waits for this line finds the
             // recording under way.
             let _ = writeln!(log, "listening on {url}");
-            let _ = log.flush();
         }
+        for note in starting {
+            let _ = writeln!(log, "toolstorm-tui mcp: {note}");
+        }
+        let _ = log.flush();
         if let (Some(mut err), Some(mut out)) = (server_err, server_log) {
             std::thread::spawn(move || {
                 let _ = std::io::copy(&mut err, &mut out);
