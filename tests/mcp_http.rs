@@ -699,20 +699,18 @@ fn the_listening_line_comes_before_what_the_server_says_at_start() {
     let rec = record.display().to_string();
     let server = common::example_server().display().to_string();
     let banner = format!("echo 'banner: starting' >&2; exec '{server}'");
+    let args = [
+        "--record",
+        &rec,
+        "--listen",
+        "127.0.0.1:0",
+        "--",
+        "sh",
+        "-c",
+        &banner,
+    ];
     // Proxy::start takes the first stderr line as the one that says where it listens.
-    let p = Proxy::start(
-        &[
-            "--record",
-            &rec,
-            "--listen",
-            "127.0.0.1:0",
-            "--",
-            "sh",
-            "-c",
-            &banner,
-        ],
-        &[],
-    );
+    let p = Proxy::start(&args, &[]);
     let session = initialize(p.url(), &[]);
     assert!(!session.is_empty());
     let (code, log) = p.stop();
@@ -724,16 +722,6 @@ fn the_listening_line_comes_before_what_the_server_says_at_start() {
         "the banner is relayed: {log}"
     );
     // Again on the same recording: what the start says of it comes after that line too.
-    let args = [
-        "--record",
-        &rec,
-        "--listen",
-        "127.0.0.1:0",
-        "--",
-        "sh",
-        "-c",
-        &banner,
-    ];
     let p = Proxy::start(&args, &[]);
     let (_, log) = p.stop();
     assert!(log.starts_with("listening on "), "{log}");
