@@ -673,6 +673,7 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
         call("4", &long_name, "{}"),
         huge,
     ];
+    let lines_all = lines.to_vec();
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     let (code, out, err) = replay_with(&incident, &lines);
     for id in 2..=5 {
@@ -706,6 +707,21 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
         );
         assert_eq!(code, 1, "{what}: {err}");
     }
+    // A call past the recording's end is a mismatch that names the call made.
+    let mut past = lines_all.clone();
+    past.push(call("6", "create_shipment", r#"{"order_id":"o-3"}"#));
+    let past: Vec<&str> = past.iter().map(String::as_str).collect();
+    let (_, out, err) = replay_with(&incident, &past);
+    let answer = out
+        .lines()
+        .find(|l| l.starts_with("{\"jsonrpc\":\"2.0\",\"id\":6,"))
+        .unwrap_or_default();
+    assert!(
+        answer.contains(
+            "Replay mismatch: the client called create_shipment, but all 4 recorded calls were already used"
+        ),
+        "{answer} {err}"
+    );
     // The request's summary says it is of its first part (it was judged on that).
     let summarised = Cassette::load(&incident).expect("cassette").report.calls[3]
         .arguments

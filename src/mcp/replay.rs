@@ -438,8 +438,7 @@ impl Recording {
     fn explain(&self, tool: &str, given: &Value, next: usize, past_end: bool) -> String {
         if past_end {
             return format!(
-                "Replay mismatch: {} called {}, but all {} recorded calls were already used",
-                crate::printable::quoted(tool),
+                "Replay mismatch: the client called {}, but all {} recorded calls were already used",
                 crate::printable::quoted(tool),
                 self.calls.len()
             );
