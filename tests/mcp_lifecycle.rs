@@ -358,6 +358,14 @@ fn replay_twice(recording: &Path, tool: &str, args: &str) -> (i32, String, Strin
     )
 }
 
+/// The line of `out` that answers the call `id` (empty when none does).
+fn answer_to(out: &str, id: u64) -> &str {
+    let start = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},");
+    out.lines()
+        .find(|l| l.starts_with(&start))
+        .unwrap_or_default()
+}
+
 fn replay_with(recording: &Path, lines: &[&str]) -> (i32, String, String) {
     let mut child = Command::new(BIN)
         .args(["mcp", "--replay", text(recording)])
@@ -697,10 +705,7 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
         let lines = [init(1), INITIALIZED.to_owned(), changed];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
         let (code, out, err) = replay_with(&incident, &lines);
-        let answer = out
-            .lines()
-            .find(|l| l.starts_with("{\"jsonrpc\":\"2.0\",\"id\":2,"))
-            .unwrap_or_default();
+        let answer = answer_to(&out, 2);
         assert!(
             answer.contains("\"isError\":true") && answer.contains("Replay mismatch"),
             "a call differing in {what} does not match: {answer} {err}"
@@ -712,10 +717,7 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
     past.push(call("6", "create_shipment", r#"{"order_id":"o-3"}"#));
     let past: Vec<&str> = past.iter().map(String::as_str).collect();
     let (_, out, err) = replay_with(&incident, &past);
-    let answer = out
-        .lines()
-        .find(|l| l.starts_with("{\"jsonrpc\":\"2.0\",\"id\":6,"))
-        .unwrap_or_default();
+    let answer = answer_to(&out, 6);
     assert!(
         answer.contains(
             "Replay mismatch: the client called create_shipment, but all 4 recorded calls were already used"
