@@ -103,7 +103,7 @@ pub fn write_own_with(
 }
 
 /// The file a write to `path` replaces: `path` itself, or what its symlinks lead to.
-fn resolve_links(path: &Path) -> io::Result<PathBuf> {
+pub fn resolve_links(path: &Path) -> io::Result<PathBuf> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         match fs::symlink_metadata(&current) {

@@ -912,6 +912,15 @@ fn a_bad_record_target_fails_before_the_server_starts() {
     let (code, _, err) = cli(&["mcp", "--record", "/nonexistent-dir/x.json", "--", "true"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("does not exist"), "{err}");
+    // The same through a link that leads there: refused, and no folder is made for it.
+    let link = scratch("dangling.json");
+    let gone = std::env::temp_dir().join(format!("toolstorm-gone-{}", std::process::id()));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(gone.join("x.json"), &link).expect("a link");
+    let (code, _, err) = cli(&["mcp", "--record", text(&link), "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!gone.exists(), "a folder was made for the link");
 }
 
 #[test]

@@ -229,14 +229,24 @@ fn check_target(path: &Path, append: bool) -> Result<(), std::io::Error> {
     if path.is_dir() {
         return Err(Error::new(ErrorKind::IsADirectory, "it is a folder"));
     }
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(dir) = parent
-        && !dir.is_dir()
+    // The folder must exist, also the one a link leads to (a dangling link to a folder
+    // that is gone would otherwise have it made).
+    for at in [
+        Some(path.to_path_buf()),
+        crate::atomic::resolve_links(path).ok(),
+    ]
+    .into_iter()
+    .flatten()
     {
-        return Err(Error::new(
-            ErrorKind::NotFound,
-            format!("its folder {} does not exist", dir.display()),
-        ));
+        let parent = at.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(dir) = parent
+            && !dir.is_dir()
+        {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!("its folder {} does not exist", dir.display()),
+            ));
+        }
     }
     // The cassette may be a link the user made to a regular file; the files we name beside
     // it must be regular files of their own (or absent).
