@@ -897,10 +897,14 @@ fn a_web_page_or_no_server_at_the_url_is_said_in_an_error_without_the_urls_secre
             page.len()
         )
     });
-    // A user and a key in the URL, as some hosted servers take them.
-    let url = url.replacen("http://", "http://ops:pw-DO-NOT-KEEP@", 1) + "?api_key=key-DO-NOT-KEEP";
+    // A user, a key in the path and a key in the query, as hosted servers take them.
+    let url = url
+        .replacen("http://", "http://ops:pw-DO-NOT-KEEP@", 1)
+        .replacen("/mcp", "/s/PathKey0DoNotKeep/mcp", 1)
+        + "?api_key=key-DO-NOT-KEEP";
     // And a URL where nothing listens (port 1), with the same secrets.
-    let nobody = "http://ops:pw-DO-NOT-KEEP@127.0.0.1:1/mcp?api_key=key-DO-NOT-KEEP";
+    let nobody =
+        "http://ops:pw-DO-NOT-KEEP@127.0.0.1:1/s/PathKey0DoNotKeep/mcp?api_key=key-DO-NOT-KEEP";
     for (target, said) in [
         (
             url.as_str(),
@@ -933,7 +937,8 @@ fn a_web_page_or_no_server_at_the_url_is_said_in_an_error_without_the_urls_secre
             out.contains("✗ Session finished: the session never started: the server answered initialize with an error (JSON-RPC error -32000: "),
             "{out}"
         );
-        for secret in ["pw-DO-NOT-KEEP", "key-DO-NOT-KEEP"] {
+        assert!(log.contains("/s/[REDACTED]/mcp"), "{log}");
+        for secret in ["pw-DO-NOT-KEEP", "key-DO-NOT-KEEP", "PathKey0DoNotKeep"] {
             assert!(!message.contains(secret), "{secret} in {answer}");
             assert!(!out.contains(secret), "{secret} in {out}");
             assert!(!log.contains(secret), "{secret} in {log}");

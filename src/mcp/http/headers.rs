@@ -105,8 +105,9 @@ pub fn shown_url(url: &str) -> String {
     }
 }
 
-/// A URL as the recording keeps it: a password in it, and the value of any query parameter
-/// named like a secret, redacted.
+/// A URL as the recording keeps it: a password in it, a path segment that looks like a key
+/// ([`secret_like`]), and the value of any query parameter named like a secret or looking like
+/// a key, redacted.
 pub fn recorded_url(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
     let (authority, tail) = match rest.find(['/', '?', '#']) {
@@ -117,8 +118,20 @@ pub fn recorded_url(url: &str) -> String {
         Some((_, host)) => format!("{MARKER}@{host}"),
         None => authority.to_owned(),
     };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
+    let (path, query) = match tail.find(['?', '#']) {
+        Some(i) => tail.split_at(i),
+        None => (tail, ""),
+    };
+    let path = path
+        .split('/')
+        .map(|segment| match secret_like(segment) {
+            true => MARKER,
+            false => segment,
+        })
+        .collect::<Vec<_>>()
+        .join("/");
+    let tail = match query.strip_prefix('?') {
+        Some(query) => {
             let (query, fragment) = match query.split_once('#') {
                 Some((q, f)) => (q, Some(f)),
                 None => (query, None),
@@ -127,7 +140,7 @@ pub fn recorded_url(url: &str) -> String {
                 .split('&')
                 .map(|pair| match pair.split_once('=') {
                     Some((k, v)) => {
-                        let shown = if is_credential(k) {
+                        let shown = if is_credential(k) || secret_like(v) {
                             MARKER.to_owned()
                         } else {
                             recorded(k, v)
@@ -144,13 +157,42 @@ pub fn recorded_url(url: &str) -> String {
             }
             t
         }
-        None => tail.to_owned(),
+        None => format!("{path}{query}"),
     };
     if scheme.is_empty() {
         format!("{authority}{tail}")
     } else {
         format!("{scheme}://{authority}{tail}")
     }
+}
+
+/// Whether a segment of a URL's path looks like a key rather than a name: hosted MCP servers
+/// often put the user's secret there (`/api/mcp/s/<token>/mcp`, `/<uuid>/mcp`). It is, when
+/// it is at least 16 characters of what tokens are made of and either mixes upper case, lower
+/// case and digits, or is hexadecimal with letters and digits (an id, a UUID, a digest). A
+/// name of words (`server-everything`, `v2`, `2025-06-18`) is not.
+pub fn secret_like(segment: &str) -> bool {
+    const TOKEN_PUNCTUATION: &[u8] = b"-_.~+=%";
+    let bytes = segment.as_bytes();
+    if bytes.len() < 16
+        || !bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || TOKEN_PUNCTUATION.contains(b))
+    {
+        return false;
+    }
+    let has = |f: fn(&u8) -> bool| bytes.iter().any(f);
+    let (upper, lower, digit) = (
+        has(u8::is_ascii_uppercase),
+        has(u8::is_ascii_lowercase),
+        has(u8::is_ascii_digit),
+    );
+    let hex_digits = bytes.iter().filter(|b| b.is_ascii_hexdigit()).count();
+    let hexadecimal = bytes.iter().all(|b| b.is_ascii_hexdigit() || *b == b'-')
+        && hex_digits >= 16
+        && digit
+        && (upper || lower);
+    (upper && lower && digit) || hexadecimal
 }
 
 /// A `--header 'Name: value'` from the command line, its value read from the environment when
@@ -270,6 +312,42 @@ mod tests {
             recorded_url("http://h/mcp?token=t#f"),
             "http://h/mcp?token=[REDACTED]#f"
         );
+    }
+
+    #[test]
+    fn keys_in_a_urls_path_are_hidden_and_names_kept() {
+        for (url, kept) in [
+            (
+                "https://mcp.zapier.com/api/mcp/s/ZjM4YjE2NDUtMTk2Ny00NzQ1LWI0ZjctN2Jm/mcp",
+                "https://mcp.zapier.com/api/mcp/s/[REDACTED]/mcp",
+            ),
+            (
+                "https://h/3f2a9c1e-8b7d-4e6f-a5c4-1d2e3f4a5b6c/mcp?x=1#top",
+                "https://h/[REDACTED]/mcp?x=1#top",
+            ),
+            (
+                "https://h/mcp?user=ops&s=ZjM4YjE2NDUtMTk2Ny00NzQ1&v=2025-06-18",
+                "https://h/mcp?user=ops&s=[REDACTED]&v=2025-06-18",
+            ),
+            ("https://h/a#x?y", "https://h/a#x?y"),
+            (
+                "https://h/ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+                "https://h/[REDACTED]",
+            ),
+            // Names of words, dates and versions stay.
+            (
+                "http://127.0.0.1:3001/server-everything/v2/2025-06-18/mcp",
+                "http://127.0.0.1:3001/server-everything/v2/2025-06-18/mcp",
+            ),
+            (
+                "http://h/modelcontextprotocol-sqlite",
+                "http://h/modelcontextprotocol-sqlite",
+            ),
+            ("http://h/deadbeefdeadbeef", "http://h/deadbeefdeadbeef"),
+        ] {
+            assert_eq!(recorded_url(url), kept, "{url}");
+            assert_eq!(shown_url(url), kept, "{url}");
+        }
     }
 
     #[test]
