@@ -263,28 +263,15 @@ fn check_target(path: &Path, append: bool) -> Result<(), std::io::Error> {
     }
     // What is there already is replaced only when it is a recording (or empty): any other
     // file is the user's (a scenario named by mistake, or what a link leads to).
-    if !append && !replaceable(path) {
-        return Err(Error::new(
-            ErrorKind::AlreadyExists,
-            "the file there is not a recording, and only a recording is replaced \
-             (choose another path, or remove the file)",
-        ));
-    }
-    Ok(())
-}
-
-/// Whether a recording may be written over `path`: nothing is there, or an empty file, or a
-/// recording (with its sidecar or its journal beside it, or a cassette that loads).
-fn replaceable(path: &Path) -> bool {
-    match std::fs::metadata(path) {
-        Err(_) => true,
-        Ok(meta) if meta.len() == 0 => true,
-        Ok(_) => {
+    if !append {
+        let recording = |_: &[u8]| {
             super::session::sidecar_path(path).exists()
                 || super::session::journal_path(path).exists()
                 || crate::cassette::Cassette::load(path).is_ok()
-        }
+        };
+        crate::atomic::refuse_foreign(path, recording, "a recording")?;
     }
+    Ok(())
 }
 
 /// The recording a session continues (`--append`): through its journal if the session before
