@@ -786,13 +786,62 @@ fn cancelled(message: &Message) -> Option<Id> {
 /// The error and its causes, in one line.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
+    let mut hint = None;
     let mut source = e.source();
     while let Some(s) = source {
         out.push_str(": ");
         out.push_str(&s.to_string());
+        hint = hint.or_else(|| tls_within(s).and_then(tls_hint));
         source = s.source();
     }
+    if let Some(h) = hint {
+        out.push_str(" (");
+        out.push_str(h);
+        out.push(')');
+    }
     out
+}
+
+/// The TLS error an error is, or carries inside the I/O errors that wrap it (which show its
+/// words but do not give it as their source).
+fn tls_within<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls::Error> {
+    let mut at = e;
+    loop {
+        if let Some(tls) = at.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        at = at.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
+}
+
+/// What a refused server certificate means and what to do, in words: rustls names only the
+/// case.
+fn tls_hint(e: &rustls::Error) -> Option<&'static str> {
+    use rustls::CertificateError as C;
+    let rustls::Error::InvalidCertificate(c) = e else {
+        return None;
+    };
+    Some(match c {
+        C::UnknownIssuer => {
+            "the server's certificate is not signed by an authority trusted here (Mozilla's \
+             roots, bundled): a private or self-signed authority is trusted with \
+             SSL_CERT_FILE=its-ca.pem"
+        }
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "the server's certificate is not made out to the host the URL names"
+        }
+        C::Expired | C::ExpiredContext { .. } => "the server's certificate has expired",
+        C::NotValidYet | C::NotValidYetContext { .. } => {
+            "the server's certificate is not valid yet (is this machine's clock right?)"
+        }
+        C::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
+            "the server presents an authority's certificate as its own, as a self-signed \
+             one made with `openssl req -x509` is (CA:TRUE); rustls accepts only a \
+             certificate an authority signed: make one with an authority (mkcert does) and \
+             give the authority with SSL_CERT_FILE"
+        }
+        _ => return None,
+    })
 }
 
 /// The server ended our session (404): the next requests go without it.
@@ -1112,6 +1161,48 @@ impl Passage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error with a source, as the HTTP client's are.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("client error (Connect)")
+        }
+    }
+
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_refused_certificate_is_explained_in_words() {
+        use std::io::{Error, ErrorKind};
+        // As tokio-rustls gives it: the TLS error inside two I/O errors.
+        let wrapped = |c: rustls::CertificateError| {
+            Outer(Error::other(Error::new(
+                ErrorKind::InvalidData,
+                rustls::Error::InvalidCertificate(c),
+            )))
+        };
+        let unknown = chain(&wrapped(rustls::CertificateError::UnknownIssuer));
+        assert!(
+            unknown.starts_with("client error (Connect): invalid peer certificate: UnknownIssuer")
+                && unknown.contains("SSL_CERT_FILE"),
+            "{unknown}"
+        );
+        let expired = chain(&wrapped(rustls::CertificateError::Expired));
+        assert!(
+            expired.ends_with("(the server's certificate has expired)"),
+            "{expired}"
+        );
+        // Nothing to add to what needs no explaining.
+        let refused = chain(&Outer(Error::new(ErrorKind::ConnectionRefused, "refused")));
+        assert_eq!(refused, "client error (Connect): refused");
+    }
 
     #[test]
     fn what_is_no_message_is_said_by_what_it_looks_like() {
