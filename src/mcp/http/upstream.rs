@@ -113,7 +113,8 @@ pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
 }
 
 /// The client, verifying certificates against Mozilla's roots (bundled) and, for an https://
-/// server, those in the file `SSL_CERT_FILE` names when it is set. That file is extra: when it
+/// server, the platform's (its certificate store) and those in the file `SSL_CERT_FILE` names
+/// when it is set. That file is extra: when it
 /// cannot be read (or a certificate in it cannot be used) `log` is told, and the bundled
 /// roots verify alone; it never stops an http:// server from being reached.
 fn client(https: bool, log: &mut dyn Write) -> Result<HttpClient, RemoteError> {
@@ -141,6 +142,13 @@ fn client(https: bool, log: &mut dyn Write) -> Result<HttpClient, RemoteError> {
                     "toolstorm-tui mcp: SSL_CERT_FILE {shown} cannot be read ({e}): the bundled roots verify the server alone"
                 );
             }
+        }
+    }
+    if https {
+        // The platform's store, where there is one (a minimal container has none: the
+        // bundled roots then verify alone, said nowhere as nothing is missing).
+        for c in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(c);
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -824,8 +832,8 @@ fn tls_hint(e: &rustls::Error) -> Option<&'static str> {
     Some(match c {
         C::UnknownIssuer => {
             "the server's certificate is not signed by an authority trusted here (Mozilla's \
-             roots, bundled): a private or self-signed authority is trusted with \
-             SSL_CERT_FILE=its-ca.pem"
+             roots, bundled, or this machine's store): a private authority is trusted by \
+             adding it to the store or with SSL_CERT_FILE=its-ca.pem"
         }
         C::NotValidForName | C::NotValidForNameContext { .. } => {
             "the server's certificate is not made out to the host the URL names"
