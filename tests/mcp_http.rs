@@ -784,18 +784,44 @@ type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
 /// Serves each request with `script(method, headers, body)`, whose answer is written as is
 /// (status line, headers, body) and the connection closed.
 fn scripted(script: impl Fn(&str, &str, &str) -> String + Send + Sync + 'static) -> (String, Seen) {
+    scripted_on(None, script)
+}
+
+/// A connection of the scripted server: plain TCP or TLS over it.
+trait Conn: Read + Write + Send {}
+impl<T: Read + Write + Send> Conn for T {}
+
+/// [`scripted`], over TLS with `tls` (then the URL is `https://localhost:PORT/mcp`).
+fn scripted_on(
+    tls: Option<Arc<rustls::ServerConfig>>,
+    script: impl Fn(&str, &str, &str) -> String + Send + Sync + 'static,
+) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let port = listener.local_addr().expect("addr").port();
+    let url = match tls {
+        Some(_) => format!("https://localhost:{port}/mcp"),
+        None => format!("http://127.0.0.1:{port}/mcp"),
+    };
     let seen: Seen = Arc::default();
     let script = Arc::new(script);
     let log = Arc::clone(&seen);
     thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
+        for tcp in listener.incoming() {
+            let Ok(tcp) = tcp else { continue };
             let script = Arc::clone(&script);
             let log = Arc::clone(&log);
+            let tls = tls.clone();
             thread::spawn(move || {
-                let mut reader = BufReader::new(conn.try_clone().expect("clone"));
+                let conn: Box<dyn Conn> = match tls {
+                    Some(config) => {
+                        let Ok(server) = rustls::ServerConnection::new(config) else {
+                            return;
+                        };
+                        Box::new(rustls::StreamOwned::new(server, tcp))
+                    }
+                    None => Box::new(tcp),
+                };
+                let mut reader = BufReader::new(conn);
                 let mut head = String::new();
                 loop {
                     let mut line = String::new();
@@ -822,6 +848,7 @@ fn scripted(script: impl Fn(&str, &str, &str) -> String + Send + Sync + 'static)
                     .push((method.clone(), lower.clone(), body.clone()));
                 let answer = script(&method, &lower, &body);
                 // An answer may be given in parts: `\u{0}` pauses between them.
+                let conn = reader.get_mut();
                 for part in answer.split('\u{0}') {
                     let _ = conn.write_all(part.as_bytes());
                     let _ = conn.flush();
@@ -945,6 +972,101 @@ fn a_web_page_or_no_server_at_the_url_is_said_in_an_error_without_the_urls_secre
             assert!(!files_of(&record).contains(secret), "{secret} kept");
         }
     }
+}
+
+/// The scripted server's TLS set-up: the certificate for localhost that the test authority
+/// (tests/fixtures/tls) signed.
+fn test_tls() -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let certs = CertificateDer::pem_file_iter(dir.join("localhost.pem"))
+        .expect("the certificate")
+        .collect::<Result<Vec<_>, _>>()
+        .expect("the certificate");
+    let key = PrivateKeyDer::from_pem_file(dir.join("localhost.key")).expect("the key");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .expect("a TLS set-up");
+    Arc::new(config)
+}
+
+#[test]
+fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused_in_words_when_not()
+{
+    let (url, seen) = scripted_on(Some(test_tls()), |m, _, body| {
+        usual(m, body, |b| {
+            let id = serde_json::from_str::<serde_json::Value>(b).expect("a call")["id"].clone();
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "content": [{"type": "text", "text": "{\"shipment_id\":1}"}],
+                "structuredContent": {"shipment_id": 1}}});
+            json_answer("", &answer.to_string())
+        })
+    });
+    assert!(url.starts_with("https://localhost:"), "{url}");
+    let authority = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls/authority.pem");
+    // Trusted through SSL_CERT_FILE: the session runs over TLS and is recorded.
+    let record = common::scratch_recording("https-trusted", "tls.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(
+        &["--record", &rec, "--", &url],
+        &[("SSL_CERT_FILE", &authority.display().to_string())],
+    );
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    assert_eq!(c.next()["result"]["serverInfo"]["name"], "scripted");
+    c.send(INITIALIZED);
+    c.send(&call(2, "A1"));
+    let done = c.next();
+    assert_eq!(
+        done["result"]["structuredContent"]["shipment_id"], 1,
+        "{done}"
+    );
+    drop(c);
+    let code = wait_for(&mut p.child, Duration::from_secs(15));
+    assert_eq!(code, 0, "{}", p.log.lock().expect("log"));
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Call budget: 1 /"), "{out}");
+    assert!(
+        seen.lock()
+            .expect("seen")
+            .iter()
+            .any(|(_, _, b)| b.contains("tools/call")),
+        "the call went over TLS"
+    );
+    // Not trusted (neither bundled nor in this machine's store): refused, in words, and no
+    // request reaches the server.
+    // (A connection whose handshake failed shows as a request without a method.)
+    let requests = || {
+        seen.lock()
+            .expect("seen")
+            .iter()
+            .filter(|(m, _, _)| !m.is_empty())
+            .count()
+    };
+    let before = requests();
+    let record = common::scratch_recording("https-untrusted", "tls.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    let refused = c.next();
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("UnknownIssuer")
+            && message.contains("not signed by an authority trusted here")
+            && message.contains("SSL_CERT_FILE"),
+        "{refused}"
+    );
+    drop(c);
+    wait_for(&mut p.child, Duration::from_secs(15));
+    assert_eq!(requests(), before, "nothing was sent");
 }
 
 #[test]
