@@ -1067,6 +1067,21 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
     drop(c);
     wait_for(&mut p.child, Duration::from_secs(15));
     assert_eq!(requests(), before, "nothing was sent");
+
+    // A listening proxy whose SSL_CERT_FILE cannot be read still says where it listens
+    // first (Proxy::start reads that line), and the note comes after it.
+    let p = Proxy::start(
+        &["--listen", "127.0.0.1:0", "--", &url],
+        &[("SSL_CERT_FILE", "/nonexistent/ca.pem")],
+    );
+    assert!(p.url().starts_with("http://127.0.0.1:"));
+    let (_, log) = p.stop();
+    assert!(
+        log.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("SSL_CERT_FILE /nonexistent/ca.pem cannot be read")),
+        "{log}"
+    );
 }
 
 #[test]

@@ -587,7 +587,7 @@ fn connect(
             source,
         };
         let runtime = super::http::runtime().map_err(spawn_error)?;
-        let (remote, input, output) = super::http::upstream::Remote::connect(
+        let (mut remote, input, output) = super::http::upstream::Remote::connect(
             &command[0].to_string_lossy(),
             Vec::new(),
             None,
@@ -595,6 +595,9 @@ fn connect(
             Box::new(TailLog(Arc::clone(shared))),
         )
         .map_err(|e| spawn_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+        for note in remote.start_notes() {
+            let _ = writeln!(TailLog(Arc::clone(shared)), "toolstorm-tui mcp: {note}");
+        }
         Connected {
             peer: Peer::Remote {
                 remote: Box::new(remote),

@@ -523,7 +523,7 @@ impl Proxy {
         let (mut server, server_in, server_out): ServerParts = match (&runtime, remote_server) {
             (Some(rt), true) => {
                 let url = options.server[0].to_string_lossy().into_owned();
-                let (remote, input, output) = Remote::connect(
+                let (mut remote, input, output) = Remote::connect(
                     &url,
                     options.headers.clone(),
                     routing.clone(),
@@ -534,6 +534,7 @@ impl Proxy {
                     },
                 )
                 .map_err(ProxyError::Remote)?;
+                starting.extend(remote.start_notes());
                 passage = Some(remote.passage());
                 (
                     Box::new(remote),

@@ -114,10 +114,11 @@ pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
 
 /// The client, verifying certificates against Mozilla's roots (bundled) and, for an https://
 /// server, the platform's (its certificate store) and those in the file `SSL_CERT_FILE` names
-/// when it is set. That file is extra: when it
-/// cannot be read (or a certificate in it cannot be used) `log` is told, and the bundled
-/// roots verify alone; it never stops an http:// server from being reached.
-fn client(https: bool, log: &mut dyn Write) -> Result<HttpClient, RemoteError> {
+/// when it is set. That file is extra: when it cannot be read (or a certificate in it cannot
+/// be used) a note says so, and the other roots verify alone; it never stops an http://
+/// server from being reached. The notes are for the start of the session.
+fn client(https: bool) -> Result<(HttpClient, Vec<String>), RemoteError> {
+    let mut notes = Vec::new();
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
@@ -130,18 +131,15 @@ fn client(https: bool, log: &mut dyn Write) -> Result<HttpClient, RemoteError> {
                     .filter(|c| !c.as_ref().is_ok_and(|c| roots.add(c.clone()).is_ok()))
                     .count();
                 if skipped > 0 {
-                    let _ = writeln!(
-                        log,
-                        "toolstorm-tui mcp: SSL_CERT_FILE {shown}: {skipped} certificate(s) could not be used"
-                    );
+                    notes.push(format!(
+                        "SSL_CERT_FILE {shown}: {skipped} certificate(s) could not be used"
+                    ));
                 }
             }
-            Err(e) => {
-                let _ = writeln!(
-                    log,
-                    "toolstorm-tui mcp: SSL_CERT_FILE {shown} cannot be read ({e}): the bundled roots verify the server alone"
-                );
-            }
+            Err(e) => notes.push(format!(
+                "SSL_CERT_FILE {shown} cannot be read ({e}): the other roots verify the server \
+                 alone"
+            )),
         }
     }
     if https {
@@ -165,10 +163,11 @@ fn client(https: bool, log: &mut dyn Write) -> Result<HttpClient, RemoteError> {
         .https_or_http()
         .enable_http1()
         .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
+    let client = Client::builder(TokioExecutor::new())
         .retry_canceled_requests(false)
         .pool_idle_timeout(Duration::from_secs(30))
-        .build(connector))
+        .build(connector);
+    Ok((client, notes))
 }
 
 /// The session the proxy holds itself when its client speaks stdio.
@@ -211,6 +210,9 @@ pub struct Remote {
     done: std::sync::mpsc::Receiver<()>,
     pump: tokio::task::AbortHandle,
     ended: bool,
+    /// What the start has to say (without our prefix), for its caller to say when the
+    /// session is under way.
+    starting: Vec<String>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -257,11 +259,10 @@ impl Remote {
         log: Box<dyn Write + Send>,
     ) -> Result<(Remote, LinesOut, LinesIn), RemoteError> {
         let uri = parse_url(url)?;
-        let mut log = log;
-        let client = {
+        let (client, starting) = {
             // The connector's resolver needs the runtime.
             let _entered = runtime.enter();
-            client(uri.scheme_str() == Some("https"), &mut *log)?
+            client(uri.scheme_str() == Some("https"))?
         };
         let (to_relay, from_remote) = lines_in();
         let (to_remote, requests) = lines_out();
@@ -289,10 +290,16 @@ impl Remote {
                 done,
                 pump,
                 ended: false,
+                starting,
             },
             to_remote,
             from_remote,
         ))
+    }
+
+    /// The notes of the start, once.
+    pub fn start_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.starting)
     }
 
     /// The listener's way to the server beside the relay.
