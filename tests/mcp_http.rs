@@ -787,6 +787,18 @@ fn scripted(script: impl Fn(&str, &str, &str) -> String + Send + Sync + 'static)
     scripted_on(None, script)
 }
 
+/// An HTTP request's head, up to its blank line (what there is of it, if the connection ends).
+fn read_head(reader: &mut impl BufRead) -> String {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            return head;
+        }
+        head.push_str(&line);
+    }
+}
+
 /// A connection of the scripted server: plain TCP or TLS over it.
 trait Conn: Read + Write + Send {}
 impl<T: Read + Write + Send> Conn for T {}
@@ -822,14 +834,7 @@ fn scripted_on(
                     None => Box::new(tcp),
                 };
                 let mut reader = BufReader::new(conn);
-                let mut head = String::new();
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    head.push_str(&line);
-                }
+                let head = read_head(&mut reader);
                 let len = head
                     .lines()
                     .find_map(|l| {
@@ -974,6 +979,41 @@ fn a_web_page_or_no_server_at_the_url_is_said_in_an_error_without_the_urls_secre
     }
 }
 
+/// The scripted server's answers, with each call's `{"shipment_id":1}`.
+fn shipping(method: &str, _: &str, body: &str) -> String {
+    usual(method, body, |b| {
+        let id = serde_json::from_str::<serde_json::Value>(b).expect("a call")["id"].clone();
+        let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+            "content": [{"type": "text", "text": "{\"shipment_id\":1}"}],
+            "structuredContent": {"shipment_id": 1}}});
+        json_answer("", &answer.to_string())
+    })
+}
+
+/// A stdio client's session through `p` with a [`shipping`] server: initialize, one call;
+/// the proxy's exit code and its stderr.
+fn one_shipment(mut p: Proxy, what: &str) -> (i32, String) {
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    let started = c.next();
+    assert_eq!(
+        started["result"]["serverInfo"]["name"], "scripted",
+        "{what}: {started}"
+    );
+    c.send(INITIALIZED);
+    c.send(&call(2, "A1"));
+    let done = c.next();
+    assert_eq!(
+        done["result"]["structuredContent"]["shipment_id"], 1,
+        "{what}: {done}"
+    );
+    drop(c);
+    let code = wait_for(&mut p.child, Duration::from_secs(15));
+    thread::sleep(Duration::from_millis(50));
+    let log = p.log.lock().expect("log").clone();
+    (code, log)
+}
+
 /// The scripted server's TLS set-up: the certificate for localhost that the test authority
 /// (tests/fixtures/tls) signed.
 fn test_tls() -> Arc<rustls::ServerConfig> {
@@ -999,37 +1039,18 @@ fn test_tls() -> Arc<rustls::ServerConfig> {
 #[test]
 fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused_in_words_when_not()
 {
-    let (url, seen) = scripted_on(Some(test_tls()), |m, _, body| {
-        usual(m, body, |b| {
-            let id = serde_json::from_str::<serde_json::Value>(b).expect("a call")["id"].clone();
-            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
-                "content": [{"type": "text", "text": "{\"shipment_id\":1}"}],
-                "structuredContent": {"shipment_id": 1}}});
-            json_answer("", &answer.to_string())
-        })
-    });
+    let (url, seen) = scripted_on(Some(test_tls()), shipping);
     assert!(url.starts_with("https://localhost:"), "{url}");
     let authority = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls/authority.pem");
     // Trusted through SSL_CERT_FILE: the session runs over TLS and is recorded.
     let record = common::scratch_recording("https-trusted", "tls.json");
     let rec = record.display().to_string();
-    let mut p = Proxy::start(
+    let p = Proxy::start(
         &["--record", &rec, "--", &url],
         &[("SSL_CERT_FILE", &authority.display().to_string())],
     );
-    let mut c = Stdio2::of(&mut p);
-    c.send(INIT);
-    assert_eq!(c.next()["result"]["serverInfo"]["name"], "scripted");
-    c.send(INITIALIZED);
-    c.send(&call(2, "A1"));
-    let done = c.next();
-    assert_eq!(
-        done["result"]["structuredContent"]["shipment_id"], 1,
-        "{done}"
-    );
-    drop(c);
-    let code = wait_for(&mut p.child, Duration::from_secs(15));
-    assert_eq!(code, 0, "{}", p.log.lock().expect("log"));
+    let (code, log) = one_shipment(p, &url);
+    assert_eq!(code, 0, "{log}");
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("Call budget: 1 /"), "{out}");
@@ -1081,6 +1102,173 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
             .nth(1)
             .is_some_and(|l| l.contains("SSL_CERT_FILE /nonexistent/ca.pem cannot be read")),
         "{log}"
+    );
+}
+
+// ----- an HTTP proxy between us and the server -----
+
+/// `Proxy-Authorization` the test proxy asks for: `ops:pw-DO-NOT-KEEP`, in Basic.
+const PROXY_AUTH: &str = "proxy-authorization: basic b3bzonb3lurplu5pvc1lruvq";
+
+/// Copies one way until the end, then ends the other side's writing.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    let _ = std::io::copy(&mut from, &mut to);
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+/// A small HTTP proxy as companies run them: it asks for credentials (407 without), opens
+/// a tunnel for `CONNECT host:port`, and passes any other request on by its absolute URL;
+/// every host it is asked for is this machine (so a name only it knows can be used). What
+/// it saw: (request line, headers lower-cased, "").
+fn http_proxy() -> (String, Seen) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("addr");
+    let seen: Seen = Arc::default();
+    let log = Arc::clone(&seen);
+    thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { continue };
+            let log = Arc::clone(&log);
+            thread::spawn(move || {
+                let mut reader = BufReader::new(client);
+                let head = read_head(&mut reader);
+                let first = head.lines().next().unwrap_or("").to_owned();
+                let lower = head.to_ascii_lowercase();
+                log.lock()
+                    .expect("log")
+                    .push((first.clone(), lower.clone(), String::new()));
+                let mut words = first.split_whitespace();
+                let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+                let authority = target.trim_start_matches("http://");
+                let authority = authority.split('/').next().unwrap_or("");
+                let port = authority.rsplit(':').next().unwrap_or("80");
+                if !lower.contains(PROXY_AUTH) {
+                    let _ = reader.get_mut().write_all(
+                        b"HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"corp\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                let Ok(mut server) = TcpStream::connect(format!("127.0.0.1:{port}")) else {
+                    return;
+                };
+                if method == "CONNECT" {
+                    let _ = reader
+                        .get_mut()
+                        .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+                } else {
+                    // Passed on in origin form, without our credentials, with what was read.
+                    let path = &target[target.find(authority).unwrap_or(0) + authority.len()..];
+                    let mut out = format!("{method} {path} HTTP/1.1\r\n");
+                    for line in head.lines().skip(1) {
+                        if !line.to_ascii_lowercase().starts_with("proxy-authorization") {
+                            out.push_str(line);
+                            out.push_str("\r\n");
+                        }
+                    }
+                    out.push_str("\r\n");
+                    let _ = server.write_all(out.as_bytes());
+                    let _ = server.write_all(reader.buffer());
+                }
+                let client = reader.into_inner();
+                let (c2, s2) = (
+                    client.try_clone().expect("clone"),
+                    server.try_clone().expect("clone"),
+                );
+                thread::spawn(move || pipe(c2, s2));
+                pipe(server, client);
+            });
+        }
+    });
+    (format!("http://{address}"), seen)
+}
+
+#[test]
+fn a_server_is_reached_through_the_environments_http_proxy_and_its_credentials_kept_nowhere() {
+    let (proxy, through) = http_proxy();
+    let with_credentials = proxy.replacen("http://", "http://ops:pw-DO-NOT-KEEP@", 1);
+    let authority = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls/authority.pem");
+    let authority = authority.display().to_string();
+    // https:// through a CONNECT tunnel, http:// by its absolute URL. The server's name is
+    // one only the proxy resolves: reaching it at all proves the way.
+    let (tls_url, _) = scripted_on(Some(test_tls()), shipping);
+    let (plain_url, plain_seen) = scripted(shipping);
+    let tls_url = tls_url.replacen("localhost", "mcp.example.test", 1);
+    let plain_url = plain_url.replacen("127.0.0.1", "mcp.example.test", 1);
+    for (url, variable) in [(&tls_url, "HTTPS_PROXY"), (&plain_url, "HTTP_PROXY")] {
+        let record = common::scratch_recording("http-proxy", "proxied.json");
+        let rec = record.display().to_string();
+        let p = Proxy::start(
+            &["--record", &rec, "--", url],
+            &[
+                (variable, &with_credentials),
+                ("NO_PROXY", ""),
+                ("no_proxy", ""),
+                ("SSL_CERT_FILE", &authority),
+            ],
+        );
+        let (code, log) = one_shipment(p, url);
+        assert_eq!(code, 0, "{log}");
+        assert!(
+            log.contains(&format!(
+                "the server is reached through the HTTP proxy {proxy}/"
+            )),
+            "{log}"
+        );
+        let (code, out) = check(&record);
+        assert_eq!(code, 0, "{out}");
+        for text in [&log, &out, &files_of(&record)] {
+            assert!(!text.contains("pw-DO-NOT-KEEP"), "{text}");
+            assert!(!text.contains("b3BzOnB3"), "{text}");
+        }
+    }
+    let lines: Vec<String> = through
+        .lock()
+        .expect("seen")
+        .iter()
+        .map(|(l, _, _)| l.clone())
+        .collect();
+    let tls_authority = tls_url
+        .trim_start_matches("https://")
+        .trim_end_matches("/mcp");
+    assert!(
+        lines.contains(&format!("CONNECT {tls_authority} HTTP/1.1")),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&format!("POST {plain_url} HTTP/1.1")),
+        "{lines:?}"
+    );
+    // The server behind got the request in origin form, without the proxy's credentials.
+    assert!(
+        plain_seen
+            .lock()
+            .expect("seen")
+            .iter()
+            .all(|(m, _, _)| m == "POST" || m == "DELETE" || m == "GET")
+            && plain_seen
+                .lock()
+                .expect("seen")
+                .iter()
+                .all(|(_, h, _)| !h.contains("proxy-authorization")),
+    );
+    // Without credentials the proxy says 407, and the client is told what to do.
+    let mut p = Proxy::start(
+        &["--", &tls_url],
+        &[
+            ("HTTPS_PROXY", &proxy),
+            ("NO_PROXY", ""),
+            ("no_proxy", ""),
+            ("SSL_CERT_FILE", &authority),
+        ],
+    );
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    let refused = c.next();
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("(through the proxy {proxy}/)"))
+            && message.contains("the HTTP proxy asks for credentials"),
+        "{refused}"
     );
 }
 

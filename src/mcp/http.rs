@@ -13,12 +13,14 @@
 //! no tag and is routed by its id.
 //!
 //! Both sides run on a small tokio runtime of their own ([`runtime`]); [`sse`] reads and
-//! writes server-sent events and [`headers`] decides which headers pass and what the
-//! recording keeps of them.
+//! writes server-sent events, [`headers`] decides which headers pass and what the
+//! recording keeps of them, and [`route`] how a URL server is reached (directly or through
+//! the environment's HTTP proxy).
 
 pub mod headers;
 pub mod listen;
 pub mod pipe;
+pub mod route;
 pub mod sse;
 pub mod upstream;
 

@@ -51,7 +51,7 @@ const RETRY_DEFAULT: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(10);
 
 /// The HTTPS-capable client.
-type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type HttpClient = Client<hyper_rustls::HttpsConnector<super::route::Route>, Full<Bytes>>;
 
 /// Why the remote server cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +67,9 @@ pub enum RemoteError {
     /// The TLS set-up failed (the extra roots could not be read).
     #[error("cannot set up TLS: {0}")]
     Tls(String),
+    /// The environment names a proxy for the server that the proxy cannot go through.
+    #[error("{0}")]
+    Proxy(String),
 }
 
 /// Whether a server named after `--` is a URL (one word, `http://` or `https://`).
@@ -116,8 +119,10 @@ pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
 /// server, the platform's (its certificate store) and those in the file `SSL_CERT_FILE` names
 /// when it is set. That file is extra: when it cannot be read (or a certificate in it cannot
 /// be used) a note says so, and the other roots verify alone; it never stops an http://
-/// server from being reached. The notes are for the start of the session.
-fn client(https: bool) -> Result<(HttpClient, Vec<String>), RemoteError> {
+/// server from being reached. The way to the server is [`super::route`]'s, from the
+/// environment. The notes are for the start of the session.
+fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<String>), RemoteError> {
+    let https = url.scheme_str() == Some("https");
     let mut notes = Vec::new();
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
@@ -158,16 +163,25 @@ fn client(https: bool) -> Result<(HttpClient, Vec<String>), RemoteError> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
+    let proxies = hyper_util::client::proxy::matcher::Matcher::from_env();
+    let (route, via) = super::route::choose(url, &proxies, http).map_err(RemoteError::Proxy)?;
+    if let Some(v) = &via {
+        notes.push(format!(
+            "the server is reached through the HTTP proxy {} the environment names \
+             (NO_PROXY lists hosts reached directly)",
+            v.shown
+        ));
+    }
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(config)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(http);
+        .wrap_connector(route);
     let client = Client::builder(TokioExecutor::new())
         .retry_canceled_requests(false)
         .pool_idle_timeout(Duration::from_secs(30))
         .build(connector);
-    Ok((client, notes))
+    Ok((client, via, notes))
 }
 
 /// The session the proxy holds itself when its client speaks stdio.
@@ -188,6 +202,8 @@ struct Shared {
     shown: String,
     /// `--header`s, sent on every request.
     fixed: Vec<Header>,
+    /// The HTTP proxy's credentials, on every request that goes through it (never recorded).
+    proxy_authorization: Option<hyper::http::HeaderValue>,
     /// Messages for the relay; none once the connection is over.
     to_relay: Mutex<Option<LineSender>>,
     /// Where each message came from, for a listening proxy (none for a stdio client).
@@ -259,16 +275,21 @@ impl Remote {
         log: Box<dyn Write + Send>,
     ) -> Result<(Remote, LinesOut, LinesIn), RemoteError> {
         let uri = parse_url(url)?;
-        let (client, starting) = {
+        let (client, via, starting) = {
             // The connector's resolver needs the runtime.
             let _entered = runtime.enter();
-            client(uri.scheme_str() == Some("https"))?
+            client(&uri)?
         };
+        let mut shown = super::headers::shown_url(&uri.to_string());
+        if let Some(v) = &via {
+            shown = format!("{shown} (through the proxy {})", v.shown);
+        }
         let (to_relay, from_remote) = lines_in();
         let (to_remote, requests) = lines_out();
         let shared = Arc::new(Shared {
             client,
-            shown: super::headers::shown_url(&uri.to_string()),
+            shown,
+            proxy_authorization: via.and_then(|v| v.authorization),
             url: uri,
             fixed,
             to_relay: Mutex::new(Some(to_relay)),
@@ -443,6 +464,9 @@ impl Shared {
         envelope: Option<&Envelope>,
     ) -> hyper::http::request::Builder {
         let mut b = Request::builder().method(method).uri(self.url.clone());
+        if let Some(a) = &self.proxy_authorization {
+            b = b.header(hyper::header::PROXY_AUTHORIZATION, a.clone());
+        }
         let mut named: Vec<(String, String)> = self.fixed.clone();
         match envelope {
             Some(e) => {
@@ -806,7 +830,9 @@ fn chain(e: &dyn std::error::Error) -> String {
     while let Some(s) = source {
         out.push_str(": ");
         out.push_str(&s.to_string());
-        hint = hint.or_else(|| tls_within(s).and_then(tls_hint));
+        hint = hint
+            .or_else(|| tls_within(s).and_then(tls_hint))
+            .or_else(|| tunnel_hint(&s.to_string()));
         source = s.source();
     }
     if let Some(h) = hint {
@@ -826,6 +852,22 @@ fn tls_within<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls
             return Some(tls);
         }
         at = at.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
+}
+
+/// What a proxy's refused tunnel means (hyper-util's tunnel error is not a public type: it
+/// is known by its words).
+fn tunnel_hint(said: &str) -> Option<&'static str> {
+    match said {
+        "tunnel error: proxy authorization required" => Some(
+            "the HTTP proxy asks for credentials: give them in its URL, \
+             HTTPS_PROXY=http://user:password@host:port",
+        ),
+        "tunnel error: unsuccessful" => Some(
+            "the HTTP proxy refused to open a tunnel to the server: its rules may allow only \
+             some hosts or ports; NO_PROXY lists hosts to reach directly",
+        ),
+        _ => None,
     }
 }
 

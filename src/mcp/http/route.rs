@@ -1,0 +1,238 @@
+//! How the proxy reaches a URL server: directly, or through the HTTP proxy the environment
+//! names, read as curl reads it (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, in
+//! upper or lower case) — as the MCP clients themselves do, so a client that reached a
+//! server through a company's proxy still reaches it with ours in between. An https://
+//! server is reached through a `CONNECT` tunnel (TLS stays end to end), an http:// one by
+//! asking the proxy for its absolute URL. A loopback server is always reached directly: no
+//! proxy elsewhere could reach it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use hyper::Uri;
+use hyper::http::HeaderValue;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::client::proxy::matcher::Matcher;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// Errors of a connection on its way to the server.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The way to the server, chosen once (the proxy serves one URL).
+#[derive(Clone, Debug)]
+pub enum Route {
+    /// Straight to the server.
+    Direct(HttpConnector),
+    /// An https:// server through a proxy's `CONNECT` tunnel.
+    Tunnel(Tunnel<HttpConnector>),
+    /// An http:// server through a proxy that is asked for the absolute URL.
+    Forward { proxy: Uri, http: HttpConnector },
+}
+
+/// The proxy a route goes through.
+#[derive(Clone, Debug)]
+pub struct Via {
+    /// Its URL as notes show it (credentials hidden).
+    pub shown: String,
+    /// `Proxy-Authorization` for each request ([`Route::Forward`] only: a tunnel sends it
+    /// once, with `CONNECT`).
+    pub authorization: Option<HeaderValue>,
+}
+
+/// Whether a URL's host is this machine.
+fn loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The route to `url` that `proxies` (the environment's, in use) gives; an error names a
+/// proxy the route cannot go through (only http:// proxies are spoken to).
+pub fn choose(
+    url: &Uri,
+    proxies: &Matcher,
+    http: HttpConnector,
+) -> Result<(Route, Option<Via>), String> {
+    let intercept = match url.host() {
+        Some(h) if !loopback(h) => proxies.intercept(url),
+        _ => None,
+    };
+    let Some(intercept) = intercept else {
+        return Ok((Route::Direct(http), None));
+    };
+    let proxy = intercept.uri().clone();
+    let shown = super::headers::shown_url(&proxy.to_string());
+    if proxy.scheme_str().is_some_and(|s| s != "http") {
+        return Err(format!(
+            "the proxy the environment names for {} is {shown}: only http:// proxies are \
+             supported (set NO_PROXY to reach the server directly)",
+            super::headers::shown_url(&url.to_string())
+        ));
+    }
+    let authorization = intercept.basic_auth().cloned();
+    Ok(match url.scheme_str() {
+        Some("https") => {
+            let mut tunnel = Tunnel::new(proxy, http);
+            if let Some(a) = authorization {
+                tunnel = tunnel.with_auth(a);
+            }
+            (
+                Route::Tunnel(tunnel),
+                Some(Via {
+                    shown,
+                    authorization: None,
+                }),
+            )
+        }
+        _ => (
+            Route::Forward { proxy, http },
+            Some(Via {
+                shown,
+                authorization,
+            }),
+        ),
+    })
+}
+
+/// The connection a route made: the server's (direct or tunnelled), or the proxy's, which
+/// then gets absolute URLs.
+#[derive(Debug)]
+pub struct Routed {
+    io: TokioIo<TcpStream>,
+    proxied: bool,
+}
+
+impl tower_service::Service<Uri> for Route {
+    type Response = Routed;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Routed, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        match self {
+            Route::Direct(h) | Route::Forward { http: h, .. } => {
+                h.poll_ready(cx).map_err(Into::into)
+            }
+            Route::Tunnel(t) => t.poll_ready(cx).map_err(Into::into),
+        }
+    }
+
+    fn call(&mut self, dst: Uri) -> Self::Future {
+        match self {
+            Route::Direct(h) => routed(h.call(dst), false),
+            Route::Tunnel(t) => routed(t.call(dst), false),
+            Route::Forward { proxy, http } => routed(http.call(proxy.clone()), true),
+        }
+    }
+}
+
+/// A connection being made, as the route's own.
+fn routed<E: Into<BoxError>>(
+    connecting: impl Future<Output = Result<TokioIo<TcpStream>, E>> + Send + 'static,
+    proxied: bool,
+) -> Pin<Box<dyn Future<Output = Result<Routed, BoxError>> + Send>> {
+    Box::pin(async move {
+        let io = connecting.await.map_err(Into::into)?;
+        Ok(Routed { io, proxied })
+    })
+}
+
+impl Connection for Routed {
+    fn connected(&self) -> Connected {
+        self.io.connected().proxy(self.proxied)
+    }
+}
+
+impl hyper::rt::Read for Routed {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl hyper::rt::Write for Routed {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proxies(https: &str, no: &str) -> Matcher {
+        Matcher::builder().https(https).http(https).no(no).build()
+    }
+
+    fn route(url: &str, m: &Matcher) -> Result<(Route, Option<Via>), String> {
+        choose(&url.parse().expect("a URL"), m, HttpConnector::new())
+    }
+
+    #[test]
+    fn the_environments_proxy_is_used_except_for_this_machine_and_no_proxy() {
+        let m = proxies("http://ops:pw@proxy.corp:3128", "internal.corp");
+        let (r, via) = route("https://mcp.example.com/mcp", &m).expect("a route");
+        assert!(matches!(r, Route::Tunnel(_)), "{r:?}");
+        let via = via.expect("through the proxy");
+        // The matcher keeps the credentials apart from the URL.
+        assert_eq!(via.shown, "http://proxy.corp:3128/");
+        assert!(via.authorization.is_none(), "sent once, with CONNECT");
+        let (r, via) = route("http://mcp.example.com/mcp", &m).expect("a route");
+        assert!(matches!(r, Route::Forward { .. }), "{r:?}");
+        assert!(via.and_then(|v| v.authorization).is_some());
+        for direct in [
+            "https://internal.corp/mcp",
+            "http://localhost:8000/mcp",
+            "http://127.0.0.1:8000/mcp",
+            "http://[::1]:8000/mcp",
+        ] {
+            let (r, via) = route(direct, &m).expect("a route");
+            assert!(matches!(r, Route::Direct(_)) && via.is_none(), "{direct}");
+        }
+        let none = Matcher::builder().build();
+        let (r, _) = route("https://mcp.example.com/mcp", &none).expect("a route");
+        assert!(matches!(r, Route::Direct(_)));
+    }
+
+    #[test]
+    fn a_proxy_that_is_not_http_is_refused_by_name() {
+        let m = proxies("socks5://ops:pw@proxy.corp:1080", "");
+        let e = route("https://mcp.example.com/mcp", &m).expect_err("refused");
+        assert!(
+            e.contains("socks5://proxy.corp:1080") && e.contains("NO_PROXY"),
+            "{e}"
+        );
+        assert!(!e.contains("pw"), "{e}");
+    }
+}
