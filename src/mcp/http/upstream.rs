@@ -1256,6 +1256,9 @@ mod tests {
             expired.ends_with("(the server's certificate has expired)"),
             "{expired}"
         );
+        // A proxy that refused the tunnel (known by its words).
+        let tunnel = chain(&Outer(Error::other("tunnel error: unsuccessful")));
+        assert!(tunnel.contains("refused to open a tunnel"), "{tunnel}");
         // Nothing to add to what needs no explaining.
         let refused = chain(&Outer(Error::new(ErrorKind::ConnectionRefused, "refused")));
         assert_eq!(refused, "client error (Connect): refused");
