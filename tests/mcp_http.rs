@@ -1190,11 +1190,14 @@ fn a_server_is_reached_through_the_environments_http_proxy_and_its_credentials_k
     let authority = authority.display().to_string();
     // https:// through a CONNECT tunnel, http:// by its absolute URL. The server's name is
     // one only the proxy resolves: reaching it at all proves the way.
-    let (tls_url, _) = scripted_on(Some(test_tls()), shipping);
+    let (tls_url, tls_seen) = scripted_on(Some(test_tls()), shipping);
     let (plain_url, plain_seen) = scripted(shipping);
     let tls_url = tls_url.replacen("localhost", "mcp.example.test", 1);
     let plain_url = plain_url.replacen("127.0.0.1", "mcp.example.test", 1);
-    for (url, variable) in [(&tls_url, "HTTPS_PROXY"), (&plain_url, "HTTP_PROXY")] {
+    // The plain server's URL carries its own user and password (sent as Basic, never in
+    // the request line the proxy sees).
+    let plain_with_user = plain_url.replacen("http://", "http://srv:srvpw-DO-NOT-KEEP@", 1);
+    for (url, variable) in [(&tls_url, "HTTPS_PROXY"), (&plain_with_user, "HTTP_PROXY")] {
         let record = common::scratch_recording("http-proxy", "proxied.json");
         let rec = record.display().to_string();
         let p = Proxy::start(
@@ -1210,7 +1213,7 @@ fn a_server_is_reached_through_the_environments_http_proxy_and_its_credentials_k
         assert_eq!(code, 0, "{log}");
         assert!(
             log.contains(&format!(
-                "the server is reached through the HTTP proxy {proxy}/"
+                "the server is reached through the HTTP proxy {proxy} "
             )),
             "{log}"
         );
@@ -1219,6 +1222,7 @@ fn a_server_is_reached_through_the_environments_http_proxy_and_its_credentials_k
         for text in [&log, &out, &files_of(&record)] {
             assert!(!text.contains("pw-DO-NOT-KEEP"), "{text}");
             assert!(!text.contains("b3BzOnB3"), "{text}");
+            assert!(!text.contains("c3J2OnNydnB3"), "{text}");
         }
     }
     let lines: Vec<String> = through
@@ -1238,38 +1242,59 @@ fn a_server_is_reached_through_the_environments_http_proxy_and_its_credentials_k
         lines.contains(&format!("POST {plain_url} HTTP/1.1")),
         "{lines:?}"
     );
-    // The server behind got the request in origin form, without the proxy's credentials.
+    // Through the proxy: every absolute-form request with the proxy's credentials, in a
+    // request line without the server's user part.
+    let forwarded: Vec<(String, String, String)> = through
+        .lock()
+        .expect("seen")
+        .iter()
+        .filter(|(l, _, _)| !l.starts_with("CONNECT"))
+        .cloned()
+        .collect();
+    assert!(!forwarded.is_empty());
+    for (line, head, _) in &forwarded {
+        assert!(line.contains(" http://mcp.example.test:"), "{line}");
+        assert!(!line.contains("srv"), "{line}");
+        assert!(head.contains(PROXY_AUTH), "{head}");
+    }
+    // The server's user and password reached it as Basic (base64 of srv:srvpw-DO-NOT-KEEP).
     assert!(
         plain_seen
             .lock()
             .expect("seen")
             .iter()
-            .all(|(m, _, _)| m == "POST" || m == "DELETE" || m == "GET")
-            && plain_seen
-                .lock()
-                .expect("seen")
-                .iter()
-                .all(|(_, h, _)| !h.contains("proxy-authorization")),
+            .any(|(_, h, _)| h.contains("authorization: basic c3j2onnydnb3lurplu5pvc1lruvq")),
+    );
+    // Inside the tunnel, the server never sees the proxy's credentials.
+    let tls_seen = tls_seen.lock().expect("seen").clone();
+    assert!(tls_seen.iter().any(|(m, _, _)| m == "POST"));
+    assert!(
+        tls_seen
+            .iter()
+            .all(|(_, h, _)| !h.contains("proxy-authorization")),
+        "{tls_seen:?}"
     );
     // Without credentials the proxy says 407, and the client is told what to do.
-    let mut p = Proxy::start(
-        &["--", &tls_url],
-        &[
-            ("HTTPS_PROXY", &proxy),
-            ("NO_PROXY", ""),
-            ("no_proxy", ""),
-            ("SSL_CERT_FILE", &authority),
-        ],
-    );
-    let mut c = Stdio2::of(&mut p);
-    c.send(INIT);
-    let refused = c.next();
-    let message = refused["error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains(&format!("(through the proxy {proxy}/)"))
-            && message.contains("the HTTP proxy asks for credentials"),
-        "{refused}"
-    );
+    for (url, variable) in [(&tls_url, "HTTPS_PROXY"), (&plain_url, "HTTP_PROXY")] {
+        let mut p = Proxy::start(
+            &["--", url],
+            &[
+                (variable, &proxy),
+                ("NO_PROXY", ""),
+                ("no_proxy", ""),
+                ("SSL_CERT_FILE", &authority),
+            ],
+        );
+        let mut c = Stdio2::of(&mut p);
+        c.send(INIT);
+        let refused = c.next();
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("(through the proxy {proxy})"))
+                && message.contains("the HTTP proxy asks for credentials, or refused those given"),
+            "{url}: {refused}"
+        );
+    }
 }
 
 #[test]

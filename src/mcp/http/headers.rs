@@ -147,6 +147,7 @@ pub fn recorded_url(url: &str) -> String {
                         };
                         format!("{k}={shown}")
                     }
+                    None if secret_like(pair) => MARKER.to_owned(),
                     None => pair.to_owned(),
                 })
                 .collect();
@@ -166,14 +167,17 @@ pub fn recorded_url(url: &str) -> String {
     }
 }
 
-/// Whether a segment of a URL's path looks like a key rather than a name: hosted MCP servers
-/// often put the user's secret there (`/api/mcp/s/<token>/mcp`, `/<uuid>/mcp`). It is, when
-/// it is at least 16 characters of what tokens are made of and either mixes upper case, lower
-/// case and digits, or is hexadecimal with letters and digits (an id, a UUID, a digest). A
-/// name of words (`server-everything`, `v2`, `2025-06-18`) is not.
+/// Whether a segment of a URL's path (or a query value) looks like a key rather than a name:
+/// hosted MCP servers often put the user's secret there (`/api/mcp/s/<token>/mcp`,
+/// `/<uuid>/mcp`). Read with its `%XX` escapes decoded, it is one when it is at least 16
+/// characters of what tokens are made of and either holds a run of 16 letters and digits
+/// mixing upper case, lower case and digits (a random key), or is hexadecimal with letters
+/// and digits (an id, a UUID, a digest). Names of words (`server-everything`,
+/// `AcmeCorp-Production-2025`), versions and dates are not.
 pub fn secret_like(segment: &str) -> bool {
-    const TOKEN_PUNCTUATION: &[u8] = b"-_.~+=%";
-    let bytes = segment.as_bytes();
+    const TOKEN_PUNCTUATION: &[u8] = b"-_.~+=";
+    let decoded: Vec<u8> = percent_encoding::percent_decode_str(segment).collect();
+    let bytes = decoded.as_slice();
     if bytes.len() < 16
         || !bytes
             .iter()
@@ -181,18 +185,19 @@ pub fn secret_like(segment: &str) -> bool {
     {
         return false;
     }
-    let has = |f: fn(&u8) -> bool| bytes.iter().any(f);
-    let (upper, lower, digit) = (
-        has(u8::is_ascii_uppercase),
-        has(u8::is_ascii_lowercase),
-        has(u8::is_ascii_digit),
-    );
+    let mixes = |run: &[u8]| {
+        run.len() >= 16
+            && run.iter().any(u8::is_ascii_uppercase)
+            && run.iter().any(u8::is_ascii_lowercase)
+            && run.iter().any(u8::is_ascii_digit)
+    };
+    let random = bytes.split(|b| !b.is_ascii_alphanumeric()).any(mixes);
     let hex_digits = bytes.iter().filter(|b| b.is_ascii_hexdigit()).count();
     let hexadecimal = bytes.iter().all(|b| b.is_ascii_hexdigit() || *b == b'-')
         && hex_digits >= 16
-        && digit
-        && (upper || lower);
-    (upper && lower && digit) || hexadecimal
+        && bytes.iter().any(u8::is_ascii_digit)
+        && bytes.iter().any(u8::is_ascii_alphabetic);
+    random || hexadecimal
 }
 
 /// A `--header 'Name: value'` from the command line, its value read from the environment when
@@ -330,6 +335,24 @@ mod tests {
                 "https://h/mcp?user=ops&s=[REDACTED]&v=2025-06-18",
             ),
             ("https://h/a#x?y", "https://h/a#x?y"),
+            // A key as the whole query, and one percent-encoded.
+            (
+                "https://h/mcp?ZjM4YjE2NDUtMTk2Ny00NzQ1",
+                "https://h/mcp?[REDACTED]",
+            ),
+            (
+                "https://h/k/ZjM4YjE2NDUtMTk2%2BNy00NzQ1/mcp",
+                "https://h/k/[REDACTED]/mcp",
+            ),
+            // Names that only look busy: words with a version, escapes of a path or spaces.
+            (
+                "https://h/GitHubServer-v2-Prod/AcmeCorp-Production-2025/mcp",
+                "https://h/GitHubServer-v2-Prod/AcmeCorp-Production-2025/mcp",
+            ),
+            (
+                "https://h/my%2Fteam%2Fserver/Team%20Workspace%202025/mcp",
+                "https://h/my%2Fteam%2Fserver/Team%20Workspace%202025/mcp",
+            ),
             (
                 "https://h/ghp_16C7e42F292c6912E7710c838347Ae178B4a",
                 "https://h/[REDACTED]",

@@ -42,13 +42,44 @@ pub struct Via {
     pub authorization: Option<HeaderValue>,
 }
 
-/// Whether a URL's host is this machine.
+/// Whether a URL's host names this machine by its loopback name or address (`localhost`,
+/// `*.localhost`, `127.0.0.0/8`, `::1`, `0.0.0.0`, `::ffff:127.0.0.1`). Its other names and
+/// addresses are not known here: `NO_PROXY` lists them.
 fn loopback(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    use std::net::IpAddr;
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()))
+        })
+}
+
+/// A proxy's URL as notes show it: its host and the port used (80 when it names none, as
+/// the MCP SDKs' clients take it), nothing else; none when its port is not a number (a
+/// password with an unescaped `#`, `/` or `?` leaves a word there, and no part of it is said).
+fn shown_proxy(proxy: &Uri) -> Option<String> {
+    let authority = proxy.authority()?.as_str();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let port = match host_port.rsplit_once(']') {
+        Some((_, after)) => after.strip_prefix(':'),
+        None => host_port.rsplit_once(':').map(|(_, p)| p),
+    };
+    let port = match port {
+        Some(p) => p.parse::<u16>().ok()?,
+        None => 80,
+    };
+    Some(format!(
+        "{}://{}:{port}",
+        proxy.scheme_str().unwrap_or("http"),
+        proxy.host()?
+    ))
 }
 
 /// The route to `url` that `proxies` (the environment's, in use) gives; an error names a
@@ -66,7 +97,14 @@ pub fn choose(
         return Ok((Route::Direct(http), None));
     };
     let proxy = intercept.uri().clone();
-    let shown = super::headers::shown_url(&proxy.to_string());
+    let Some(shown) = shown_proxy(&proxy) else {
+        return Err(
+            "the HTTP proxy the environment names (HTTPS_PROXY, HTTP_PROXY or ALL_PROXY) \
+             cannot be read: its port is not a number (a password with '#', '/' or '?' must \
+             be written %-escaped)"
+                .to_owned(),
+        );
+    };
     if proxy.scheme_str().is_some_and(|s| s != "http") {
         return Err(format!(
             "the proxy the environment names for {} is {shown}: only http:// proxies are \
@@ -206,7 +244,7 @@ mod tests {
         assert!(matches!(r, Route::Tunnel(_)), "{r:?}");
         let via = via.expect("through the proxy");
         // The matcher keeps the credentials apart from the URL.
-        assert_eq!(via.shown, "http://proxy.corp:3128/");
+        assert_eq!(via.shown, "http://proxy.corp:3128");
         assert!(via.authorization.is_none(), "sent once, with CONNECT");
         let (r, via) = route("http://mcp.example.com/mcp", &m).expect("a route");
         assert!(matches!(r, Route::Forward { .. }), "{r:?}");
@@ -216,6 +254,10 @@ mod tests {
             "http://localhost:8000/mcp",
             "http://127.0.0.1:8000/mcp",
             "http://[::1]:8000/mcp",
+            "http://mcp.localhost:8000/mcp",
+            "http://localhost.:8000/mcp",
+            "http://0.0.0.0:8000/mcp",
+            "http://[::ffff:127.0.0.1]:8000/mcp",
         ] {
             let (r, via) = route(direct, &m).expect("a route");
             assert!(matches!(r, Route::Direct(_)) && via.is_none(), "{direct}");
@@ -223,6 +265,18 @@ mod tests {
         let none = Matcher::builder().build();
         let (r, _) = route("https://mcp.example.com/mcp", &none).expect("a route");
         assert!(matches!(r, Route::Direct(_)));
+    }
+
+    #[test]
+    fn a_proxy_is_shown_by_host_and_port_and_one_that_cannot_be_read_by_nothing_of_it() {
+        let m = proxies("http://proxy.corp", "");
+        let (_, via) = route("https://mcp.example.com/mcp", &m).expect("a route");
+        assert_eq!(via.expect("through it").shown, "http://proxy.corp:80");
+        // A password with an unescaped '#': the URL ends early, a word where the port is.
+        let m = proxies("http://ops:qz#zz@proxy.corp:3128", "");
+        let e = route("https://mcp.example.com/mcp", &m).expect_err("refused");
+        assert!(e.contains("its port is not a number"), "{e}");
+        assert!(!e.contains("qz") && !e.contains("ops"), "{e}");
     }
 
     #[test]

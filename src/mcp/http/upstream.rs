@@ -112,14 +112,55 @@ pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
     if uri.host().is_none_or(str::is_empty) {
         return Err(fail("it names no host"));
     }
+    // (A password with an unescaped `#`, `/` or `?` ends the authority early and leaves a
+    // word where the port is.)
+    let host_port = uri.authority().map_or("", |a| {
+        a.as_str().rsplit_once('@').map_or(a.as_str(), |(_, h)| h)
+    });
+    let port = match host_port.rsplit_once(']') {
+        Some((_, after)) => after.strip_prefix(':'),
+        None => host_port.rsplit_once(':').map(|(_, p)| p),
+    };
+    if port.is_some_and(|p| !p.bytes().all(|b| b.is_ascii_digit())) {
+        return Err(fail(
+            "its port is not a number (a password with '#', '/' or '?' must be written \
+             %-escaped)",
+        ));
+    }
     Ok(uri)
 }
 
+/// A URL's user and password taken out of it, as an `Authorization: Basic` value (what curl
+/// and the SDKs' HTTP clients make of them); the URL without them, which is what requests
+/// name (a user part is never sent in a request line, RFC 9110 §4.2.4).
+fn take_credentials(uri: Uri) -> (Uri, Option<String>) {
+    let Some((user_part, host)) = uri
+        .authority()
+        .and_then(|a| a.as_str().rsplit_once('@'))
+        .map(|(u, h)| (u.to_owned(), h.to_owned()))
+    else {
+        return (uri, None);
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.authority = host.parse().ok();
+    let Ok(bare) = Uri::from_parts(parts) else {
+        return (uri, None);
+    };
+    let decode = |t: &str| percent_encoding::percent_decode_str(t).collect::<Vec<u8>>();
+    let (user, password) = user_part.split_once(':').unwrap_or((&user_part, ""));
+    let mut pair = decode(user);
+    pair.push(b':');
+    pair.extend(decode(password));
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(pair);
+    (bare, Some(format!("Basic {basic}")))
+}
+
 /// The client, verifying certificates against Mozilla's roots (bundled) and, for an https://
-/// server, the platform's (its certificate store) and those in the file `SSL_CERT_FILE` names
-/// when it is set. That file is extra: when it cannot be read (or a certificate in it cannot
-/// be used) a note says so, and the other roots verify alone; it never stops an http://
-/// server from being reached. The way to the server is [`super::route`]'s, from the
+/// server, the platform's (its certificate store), or instead of those the file
+/// `SSL_CERT_FILE` names (and `SSL_CERT_DIR`) when it is set, as OpenSSL and curl read them.
+/// When that file cannot be read (or a certificate in it cannot be used) a note says so and
+/// the bundled roots verify alone; it never stops an http:// server from being reached. The way to the server is [`super::route`]'s, from the
 /// environment. The notes are for the start of the session.
 fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<String>), RemoteError> {
     let https = url.scheme_str() == Some("https");
@@ -142,14 +183,15 @@ fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<Strin
                 }
             }
             Err(e) => notes.push(format!(
-                "SSL_CERT_FILE {shown} cannot be read ({e}): the other roots verify the server \
-                 alone"
+                "SSL_CERT_FILE {shown} cannot be read ({e}): the bundled roots verify the \
+                 server alone (the file stands in for this machine's store, as for curl)"
             )),
         }
     }
     if https {
         // The platform's store, where there is one (a minimal container has none: the
-        // bundled roots then verify alone, said nowhere as nothing is missing).
+        // bundled roots then verify alone, said nowhere as nothing is missing); or instead
+        // of it, as OpenSSL and curl take them, SSL_CERT_FILE and SSL_CERT_DIR.
         for c in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(c);
         }
@@ -274,13 +316,21 @@ impl Remote {
         runtime: &tokio::runtime::Handle,
         log: Box<dyn Write + Send>,
     ) -> Result<(Remote, LinesOut, LinesIn), RemoteError> {
-        let uri = parse_url(url)?;
+        let (uri, basic) = take_credentials(parse_url(url)?);
+        let mut fixed = fixed;
+        if let Some(b) = basic
+            && !fixed
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+        {
+            fixed.push(("Authorization".to_owned(), b));
+        }
         let (client, via, starting) = {
             // The connector's resolver needs the runtime.
             let _entered = runtime.enter();
             client(&uri)?
         };
-        let mut shown = super::headers::shown_url(&uri.to_string());
+        let mut shown = super::headers::shown_url(url);
         if let Some(v) = &via {
             shown = format!("{shown} (through the proxy {})", v.shown);
         }
@@ -713,7 +763,9 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
     }
     let Some(id) = id else {
         // A notification or an answer of the client's: 202, nothing to pass on.
-        if !res.status().is_success() {
+        if status == 407 {
+            shared.note(&proxy_refusal(&shared.shown));
+        } else if !res.status().is_success() {
             shared.note(&format!(
                 "the server answered HTTP {} to a {}",
                 res.status(),
@@ -736,7 +788,10 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
             .await
             .unwrap_or_default();
         let body = one_line(body);
-        let line = if ct.contains("json") && answers(&body, &id) {
+        let line = if status == 407 {
+            // Only a proxy asks for its own credentials.
+            error_answer(&id, &proxy_refusal(&shared.shown), Some(status))
+        } else if ct.contains("json") && answers(&body, &id) {
             body
         } else if let Some(line) = ct
             .contains("json")
@@ -855,14 +910,21 @@ fn tls_within<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls
     }
 }
 
+/// What to do about an HTTP proxy's 407 on the way to `shown` (the server's URL and the
+/// proxy's, as notes show them).
+fn proxy_refusal(shown: &str) -> String {
+    format!("HTTP 407 Proxy Authentication Required on the way to {shown}: {PROXY_CREDENTIALS}")
+}
+
+/// What a 407 from a proxy asks of the user.
+const PROXY_CREDENTIALS: &str = "the HTTP proxy asks for credentials, or refused those given: \
+     they go in its URL, http://user:password@host:port, in the variable that names it";
+
 /// What a proxy's refused tunnel means (hyper-util's tunnel error is not a public type: it
 /// is known by its words).
 fn tunnel_hint(said: &str) -> Option<&'static str> {
     match said {
-        "tunnel error: proxy authorization required" => Some(
-            "the HTTP proxy asks for credentials: give them in its URL, \
-             HTTPS_PROXY=http://user:password@host:port",
-        ),
+        "tunnel error: proxy authorization required" => Some(PROXY_CREDENTIALS),
         "tunnel error: unsuccessful" => Some(
             "the HTTP proxy refused to open a tunnel to the server: its rules may allow only \
              some hosts or ports; NO_PROXY lists hosts to reach directly",
@@ -881,8 +943,9 @@ fn tls_hint(e: &rustls::Error) -> Option<&'static str> {
     Some(match c {
         C::UnknownIssuer => {
             "the server's certificate is not signed by an authority trusted here (Mozilla's \
-             roots, bundled, or this machine's store): a private authority is trusted by \
-             adding it to the store or with SSL_CERT_FILE=its-ca.pem"
+             roots, bundled, and this machine's store or the SSL_CERT_FILE that stands in for \
+             it): a private authority is trusted once it is in the store, or in a PEM file \
+             SSL_CERT_FILE names"
         }
         C::NotValidForName | C::NotValidForNameContext { .. } => {
             "the server's certificate is not made out to the host the URL names"
@@ -1301,6 +1364,20 @@ mod tests {
         assert!(!is_url(&w(&["python", "server.py"])));
         assert!(!is_url(&w(&["https://host/mcp", "extra"])));
         assert!(parse_url("ftp://x").is_err());
+        let e = parse_url("http://ops:qz#zz@host/mcp").expect_err("refused");
+        assert!(e.to_string().contains("its port is not a number"), "{e}");
+        assert!(
+            !e.to_string().contains("qz") && !e.to_string().contains("ops"),
+            "{e}"
+        );
+        assert!(parse_url("http://[::1]:8000/mcp").is_ok() && parse_url("http://h:80/").is_ok());
+        let (bare, basic) =
+            take_credentials(parse_url("https://ops:p%40ss@host:8443/mcp?x=1").expect("a URL"));
+        assert_eq!(bare.to_string(), "https://host:8443/mcp?x=1");
+        // base64 of "ops:p@ss"
+        assert_eq!(basic.as_deref(), Some("Basic b3BzOnBAc3M="));
+        let (same, none) = take_credentials(parse_url("http://h/mcp").expect("a URL"));
+        assert_eq!((same.to_string(), none), ("http://h/mcp".to_owned(), None));
         assert!(parse_url("http://").is_err());
     }
 
