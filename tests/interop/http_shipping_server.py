@@ -10,6 +10,8 @@ returns {"shipments": [{"id", "order_id"}, ...]}. Optional environment:
 - SHIPPING_DELAY: seconds create_shipment sleeps after its INSERT committed (a slow ack, for
   clients' timeouts).
 - HTTP_LOG_HEADERS=1: one stderr line per request with its method and MCP headers.
+- HTTP_TLS_CERT and HTTP_TLS_KEY: serve https:// with that certificate and key (uvicorn's TLS,
+  OpenSSL underneath).
 
 FastMCP's defaults are kept: stateful sessions (Mcp-Session-Id), SSE responses to POSTs
 (json_response=False), a GET stream, and DNS rebinding protection: with host 127.0.0.1 only
@@ -84,4 +86,7 @@ class BearerGate:
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    uvicorn.run(BearerGate(mcp.streamable_http_app()), host="127.0.0.1", port=port, log_level="warning")
+    tls = {}
+    if os.environ.get("HTTP_TLS_CERT"):
+        tls = {"ssl_certfile": os.environ["HTTP_TLS_CERT"], "ssl_keyfile": os.environ["HTTP_TLS_KEY"]}
+    uvicorn.run(BearerGate(mcp.streamable_http_app()), host="127.0.0.1", port=port, log_level="warning", **tls)

@@ -10,6 +10,7 @@ Each case checks the same outcome: two rows for A1 in the server's database, a r
 import os
 import secrets
 import sqlite3
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -20,6 +21,9 @@ from interop import CASE_DIR, HERE, Failures, files_holding, free_port, port_ope
 
 SCENARIO = (HERE / ".." / ".." / "scenarios" / "mcp-lost-ack.json").resolve()
 DB = CASE_DIR / "ship.db"
+# The test authority and the certificate it signed for localhost (tests/fixtures/tls).
+TLS = (HERE / ".." / "fixtures" / "tls").resolve()
+AUTHORITY = TLS / "authority.pem"
 
 
 def new_token() -> str:
@@ -27,16 +31,20 @@ def new_token() -> str:
     return "tok" + secrets.token_hex(16)
 
 
-def start_server(f: Failures, token: str, script: str = "http_shipping_server.py", extra_env: dict | None = None):
+def start_server(f: Failures, token: str, script: str = "http_shipping_server.py", extra_env: dict | None = None,
+                 tls: bool = False):
     """Starts the shipping server (`script`, in tests/interop, run by this Python) on a free
-    port; (process, its /mcp URL), or (process, None) when it did not come up."""
+    port, over https:// with the test certificate when `tls`; (process, its /mcp URL), or
+    (process, None) when it did not come up."""
     port = free_port()
     env = {**os.environ, "SHIPPING_DB": str(DB), "HTTP_TOKEN": token, **(extra_env or {})}
+    if tls:
+        env |= {"HTTP_TLS_CERT": str(TLS / "localhost.pem"), "HTTP_TLS_KEY": str(TLS / "localhost.key")}
     server = start([sys.executable, str(HERE / script), str(port)], "server", env)
     up = wait_until(lambda: port_open(port) or server.poll() is not None, 30) and server.poll() is None
     if not f.check(up, f"the shipping server did not listen on port {port} (see server.err)"):
         return server, None
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"https://localhost:{port}/mcp" if tls else f"http://127.0.0.1:{port}/mcp"
     # The token matters: without it the server refuses, so a working client proves it travelled.
     if token:
         f.check(status_without_token(url) == 401, "the shipping server took a request without the bearer token")
@@ -45,8 +53,9 @@ def start_server(f: Failures, token: str, script: str = "http_shipping_server.py
 
 def status_without_token(url: str) -> int:
     req = urllib.request.Request(url, method="POST", data=b"{}", headers={"Content-Type": "application/json"})
+    context = ssl.create_default_context(cafile=str(AUTHORITY)) if url.startswith("https:") else None
     try:
-        with urllib.request.urlopen(req, timeout=5) as res:
+        with urllib.request.urlopen(req, timeout=5, context=context) as res:
             return res.status
     except urllib.error.HTTPError as e:
         return e.code
