@@ -263,13 +263,13 @@ fn check_target(path: &Path, append: bool) -> Result<(), std::io::Error> {
     }
     // What is there already is replaced only when it is a recording (or empty): any other
     // file is the user's (a scenario named by mistake, or what a link leads to).
-    if !append {
-        let recording = |_: &[u8]| {
-            super::session::sidecar_path(path).exists()
-                || super::session::journal_path(path).exists()
-                || crate::cassette::Cassette::load(path).is_ok()
-        };
-        crate::atomic::refuse_foreign(path, recording, "a recording")?;
+    // A sidecar or journal beside it says so without reading it (it may be unreadable to us,
+    // and it is still ours to replace); else it must load as a cassette.
+    let beside =
+        super::session::sidecar_path(path).exists() || super::session::journal_path(path).exists();
+    if !append && !beside {
+        let cassette = |_: &[u8]| crate::cassette::Cassette::load(path).is_ok();
+        crate::atomic::refuse_foreign(path, cassette, "a recording")?;
     }
     Ok(())
 }
