@@ -900,6 +900,16 @@ struct Stdio2 {
 }
 
 impl Stdio2 {
+    /// Sends `initialize` and checks the scripted server answered it (`what` names the case).
+    fn initialize(&mut self, what: &str) {
+        self.send(INIT);
+        let answer = self.next();
+        assert_eq!(
+            answer["result"]["serverInfo"]["name"], "scripted",
+            "{what}: {answer}"
+        );
+    }
+
     fn of(p: &mut Proxy) -> Stdio2 {
         Stdio2 {
             input: p.child.stdin.take().expect("stdin"),
@@ -994,12 +1004,7 @@ fn shipping(method: &str, _: &str, body: &str) -> String {
 /// the proxy's exit code and its stderr.
 fn one_shipment(mut p: Proxy, what: &str) -> (i32, String) {
     let mut c = Stdio2::of(&mut p);
-    c.send(INIT);
-    let started = c.next();
-    assert_eq!(
-        started["result"]["serverInfo"]["name"], "scripted",
-        "{what}: {started}"
-    );
+    c.initialize(what);
     c.send(INITIALIZED);
     c.send(&call(2, "A1"));
     let done = c.next();
@@ -1311,12 +1316,7 @@ fn an_answer_with_a_byte_order_mark_and_another_label_still_reaches_the_client()
     let rec = record.display().to_string();
     let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
     let mut c = Stdio2::of(&mut p);
-    c.send(INIT);
-    let answer = c.next();
-    assert_eq!(
-        answer["result"]["serverInfo"]["name"], "scripted",
-        "{answer}"
-    );
+    c.initialize("JSON after a byte-order mark, labelled text/plain");
     drop(c);
     wait_for(&mut p.child, Duration::from_secs(15));
 }
@@ -1346,8 +1346,7 @@ fn a_stdio_client_reaches_a_remote_server_with_its_stream_messages_in_order() {
         &[("UP_TOKEN", "Bearer up-DO-NOT-KEEP")],
     );
     let mut c = Stdio2::of(&mut p);
-    c.send(INIT);
-    assert_eq!(c.next()["result"]["serverInfo"]["name"], "scripted");
+    c.initialize("a stdio client to a remote server");
     c.send(INITIALIZED);
     c.send(&call(2, "A1"));
     // Messages before the answer reach the client first, in the order the stream had them.
