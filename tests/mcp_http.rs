@@ -1108,6 +1108,28 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
             .is_some_and(|l| l.contains("SSL_CERT_FILE /nonexistent/ca.pem cannot be read")),
         "{log}"
     );
+
+    // A FIFO named by SSL_CERT_FILE is refused, not waited on (nothing will ever write to
+    // it): the proxy listens and says why the file was not used.
+    let fifo = common::scratch_recording("https-fifo", "ca.pem");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let shown = fifo.display().to_string();
+    let p = Proxy::start(
+        &["--listen", "127.0.0.1:0", "--", &url],
+        &[("SSL_CERT_FILE", &shown)],
+    );
+    let (_, log) = p.stop();
+    assert!(
+        log.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains(&shown)
+                && l.contains("cannot be read (not a regular file (a FIFO))")),
+        "{log}"
+    );
 }
 
 // ----- an HTTP proxy between us and the server -----

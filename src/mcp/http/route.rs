@@ -82,18 +82,96 @@ fn shown_proxy(proxy: &Uri) -> Option<String> {
     ))
 }
 
-/// The route to `url` that `proxies` (the environment's, in use) gives; an error names a
-/// proxy the route cannot go through (only http:// proxies are spoken to).
+/// One proxy setting: the variable it came from and its value.
+type Setting = Option<(&'static str, String)>;
+
+/// The environment's proxy settings, read as curl and hyper-util read them: of each pair
+/// of names the first that is set (upper case first), and none at all in a CGI script's
+/// environment (where a request's `Proxy:` header would become `HTTP_PROXY`).
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    pub all: Setting,
+    pub http: Setting,
+    pub https: Setting,
+    pub no: String,
+}
+
+impl Settings {
+    pub fn from_env() -> Settings {
+        let first = |names: [&'static str; 2]| {
+            names
+                .into_iter()
+                .find_map(|n| std::env::var(n).ok().map(|v| (n, v)))
+        };
+        if std::env::var_os("REQUEST_METHOD").is_some() {
+            return Settings::default();
+        }
+        Settings {
+            all: first(["ALL_PROXY", "all_proxy"]),
+            http: first(["HTTP_PROXY", "http_proxy"]),
+            https: first(["HTTPS_PROXY", "https_proxy"]),
+            no: first(["NO_PROXY", "no_proxy"])
+                .map(|(_, v)| v)
+                .unwrap_or_default(),
+        }
+    }
+
+    fn matcher(&self) -> Matcher {
+        let value = |s: &Setting| s.as_ref().map(|(_, v)| v.clone()).unwrap_or_default();
+        Matcher::builder()
+            .all(value(&self.all))
+            .http(value(&self.http))
+            .https(value(&self.https))
+            .no(self.no.clone())
+            .build()
+    }
+
+    /// The setting a proxy for `url` comes from: its scheme's, or else `ALL_PROXY` (an
+    /// empty value is no setting).
+    fn governing(&self, url: &Uri) -> Option<&(&'static str, String)> {
+        let own = match url.scheme_str() {
+            Some("https") => &self.https,
+            _ => &self.http,
+        };
+        fn nonempty(s: &Setting) -> Option<&(&'static str, String)> {
+            s.as_ref().filter(|(_, v)| !v.trim().is_empty())
+        }
+        nonempty(own).or_else(|| nonempty(&self.all))
+    }
+}
+
+/// The route to `url` that the environment's proxy `settings` give; an error names a
+/// proxy the route cannot go through (only http:// proxies are spoken to) or a setting
+/// that cannot be read as a proxy's URL (curl refuses it too; going direct instead would
+/// leave the user asking why the proxy they set was not used).
 pub fn choose(
     url: &Uri,
-    proxies: &Matcher,
+    settings: &Settings,
     http: HttpConnector,
 ) -> Result<(Route, Option<Via>), String> {
-    let intercept = match url.host() {
-        Some(h) if !loopback(h) => proxies.intercept(url),
-        _ => None,
-    };
-    let Some(intercept) = intercept else {
+    if url.host().is_none_or(loopback) {
+        return Ok((Route::Direct(http), None));
+    }
+    if let Some((name, value)) = settings.governing(url) {
+        let readable = Matcher::builder()
+            .all(value.clone())
+            .build()
+            .intercept(&Uri::from_static("https://probe.invalid/"))
+            .is_some();
+        let listed_in_no_proxy = Matcher::builder()
+            .all("http://probe.invalid:1")
+            .no(settings.no.clone())
+            .build()
+            .intercept(url)
+            .is_none();
+        if !readable && !listed_in_no_proxy {
+            return Err(format!(
+                "{name} cannot be read as a proxy's URL (http://host:port): correct or unset \
+                 it, or list the server's host in NO_PROXY"
+            ));
+        }
+    }
+    let Some(intercept) = settings.matcher().intercept(url) else {
         return Ok((Route::Direct(http), None));
     };
     let proxy = intercept.uri().clone();
@@ -229,11 +307,16 @@ impl hyper::rt::Write for Routed {
 mod tests {
     use super::*;
 
-    fn proxies(https: &str, no: &str) -> Matcher {
-        Matcher::builder().https(https).http(https).no(no).build()
+    fn proxies(https: &str, no: &str) -> Settings {
+        Settings {
+            http: Some(("HTTP_PROXY", https.to_owned())),
+            https: Some(("HTTPS_PROXY", https.to_owned())),
+            no: no.to_owned(),
+            ..Settings::default()
+        }
     }
 
-    fn route(url: &str, m: &Matcher) -> Result<(Route, Option<Via>), String> {
+    fn route(url: &str, m: &Settings) -> Result<(Route, Option<Via>), String> {
         choose(&url.parse().expect("a URL"), m, HttpConnector::new())
     }
 
@@ -262,7 +345,7 @@ mod tests {
             let (r, via) = route(direct, &m).expect("a route");
             assert!(matches!(r, Route::Direct(_)) && via.is_none(), "{direct}");
         }
-        let none = Matcher::builder().build();
+        let none = Settings::default();
         let (r, _) = route("https://mcp.example.com/mcp", &none).expect("a route");
         assert!(matches!(r, Route::Direct(_)));
     }
@@ -288,5 +371,40 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("pw"), "{e}");
+    }
+
+    #[test]
+    fn a_setting_that_is_no_proxy_url_is_refused_by_its_name_unless_no_proxy_lists_the_host() {
+        for bad in ["not a url", "http://", "ftp://proxy.corp:21", "http://:::"] {
+            let m = proxies(bad, "internal.corp");
+            let e = route("https://mcp.example.com/mcp", &m).expect_err(bad);
+            assert!(
+                e.starts_with("HTTPS_PROXY cannot be read as a proxy's URL")
+                    && !e.contains("proxy.corp")
+                    && !e.contains("not a url"),
+                "{bad}: {e}"
+            );
+            let e = route("http://mcp.example.com/mcp", &m).expect_err(bad);
+            assert!(e.starts_with("HTTP_PROXY cannot"), "{bad}: {e}");
+            // Not used for a host NO_PROXY lists, nor for this machine.
+            for direct in ["https://internal.corp/mcp", "http://127.0.0.1:9/mcp"] {
+                let (r, via) = route(direct, &m).expect("a route");
+                assert!(matches!(r, Route::Direct(_)) && via.is_none(), "{direct}");
+            }
+        }
+        // ALL_PROXY stands in when the scheme's own is unset or empty, and is named.
+        let m = Settings {
+            https: Some(("https_proxy", String::new())),
+            all: Some(("ALL_PROXY", "ftp://proxy.corp:21".to_owned())),
+            ..Settings::default()
+        };
+        let e = route("https://mcp.example.com/mcp", &m).expect_err("refused");
+        assert!(e.starts_with("ALL_PROXY cannot"), "{e}");
+        let m = Settings {
+            all: Some(("all_proxy", "proxy.corp:3128".to_owned())),
+            ..Settings::default()
+        };
+        let (_, via) = route("https://mcp.example.com/mcp", &m).expect("a route");
+        assert_eq!(via.expect("through it").shown, "http://proxy.corp:3128");
     }
 }

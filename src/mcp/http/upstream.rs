@@ -160,7 +160,7 @@ fn take_credentials(uri: Uri) -> (Uri, Option<String>) {
 /// server, the platform's (its certificate store), or instead of those the file
 /// `SSL_CERT_FILE` names (and `SSL_CERT_DIR`) when it is set, as OpenSSL and curl read them.
 /// When that file cannot be read (or a certificate in it cannot be used) a note says so and
-/// the bundled roots verify alone; it never stops an http:// server from being reached. The way to the server is [`super::route`]'s, from the
+/// the bundled roots verify alone (a FIFO or device there is refused, never waited on); it never stops an http:// server from being reached. The way to the server is [`super::route`]'s, from the
 /// environment. The notes are for the start of the session.
 fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<String>), RemoteError> {
     let https = url.scheme_str() == Some("https");
@@ -169,11 +169,14 @@ fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<Strin
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    // Whether the platform's store can be read: its loader opens SSL_CERT_FILE as it is,
+    // and would wait forever on a FIFO there.
+    let mut store_readable = true;
     if let Some(path) = std::env::var_os("SSL_CERT_FILE").filter(|_| https) {
         let shown = std::path::Path::new(&path).display().to_string();
-        match CertificateDer::pem_file_iter(&path) {
-            Ok(certs) => {
-                let skipped = certs
+        match crate::fsread::read_document(std::path::Path::new(&path)) {
+            Ok(pem) => {
+                let skipped = CertificateDer::pem_slice_iter(&pem)
                     .filter(|c| !c.as_ref().is_ok_and(|c| roots.add(c.clone()).is_ok()))
                     .count();
                 if skipped > 0 {
@@ -182,13 +185,16 @@ fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<Strin
                     ));
                 }
             }
-            Err(e) => notes.push(format!(
-                "SSL_CERT_FILE {shown} cannot be read ({e}): the bundled roots verify the \
-                 server alone (the file stands in for this machine's store, as for curl)"
-            )),
+            Err(e) => {
+                store_readable = e.kind() != std::io::ErrorKind::InvalidInput;
+                notes.push(format!(
+                    "SSL_CERT_FILE {shown} cannot be read ({e}): the bundled roots verify the \
+                     server alone (the file stands in for this machine's store, as for curl)"
+                ));
+            }
         }
     }
-    if https {
+    if https && store_readable {
         // The platform's store, where there is one (a minimal container has none: the
         // bundled roots then verify alone, said nowhere as nothing is missing); or instead
         // of it, as OpenSSL and curl take them, SSL_CERT_FILE and SSL_CERT_DIR.
@@ -205,7 +211,7 @@ fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<Strin
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
-    let proxies = hyper_util::client::proxy::matcher::Matcher::from_env();
+    let proxies = super::route::Settings::from_env();
     let (route, via) = super::route::choose(url, &proxies, http).map_err(RemoteError::Proxy)?;
     if let Some(v) = &via {
         notes.push(format!(
