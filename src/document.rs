@@ -526,9 +526,18 @@ fn recording_complete(m: &McpSession) -> Check {
         Some(st) => (
             false,
             format!(
-                "the recording stopped after {} call(s): {}; {} later tools/call request(s) were \
-                 answered with an error by the proxy and never reached the server",
-                st.after_calls, st.reason, st.refused
+                "the recording stopped after {} call(s): {}; {}{} later tools/call request(s) \
+                 were answered with an error by the proxy and never reached the server",
+                st.after_calls,
+                st.reason,
+                // Counted as the recording last wrote it: a session whose end was never
+                // written (its disk full, its proxy killed) refused more than that.
+                if m.finished == Some(true) {
+                    ""
+                } else {
+                    "at least "
+                },
+                st.refused
             ),
         ),
     };

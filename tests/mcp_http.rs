@@ -776,6 +776,89 @@ fn a_client_gone_mid_stream_leaves_its_call_in_flight_on_record() {
     assert!(out.contains("Call budget: 1 /"), "{out}");
 }
 
+#[test]
+fn a_full_disk_refuses_the_calls_it_cannot_record_and_check_counts_them_apart() {
+    // A 48 KB tmpfs where the machine lets the test mount one (root; the recorder's own
+    // tests inject the write error elsewhere). Calls with 2 KB arguments fill it.
+    let dir = common::scratch_dir("http-full").join("tmpfs-48k");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let shown = dir.display().to_string();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=48k", "tmpfs", &shown])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("no tmpfs could be mounted here: the full-disk case is not run");
+        return;
+    }
+    /// Unmounts the folder however the test ends.
+    struct Mounted(String);
+    impl Drop for Mounted {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _mounted = Mounted(shown.clone());
+    let record = dir.join("full.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &server],
+        &[],
+    );
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let note = "n".repeat(2000);
+    let (mut answered, mut refused) = (0, 0);
+    for id in 1..=40 {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"create_shipment","arguments":{{"order_id":"o-{id}","note":"{note}"}}}}}}"#
+        );
+        let a = request(&url, "POST", &headers, &body);
+        if a.body.contains("shipment_id") {
+            assert_eq!(
+                refused, 0,
+                "no call is answered after the recording stopped"
+            );
+            answered += 1;
+        } else if a.body.contains("this call was not sent to the MCP server") {
+            refused += 1;
+        } else {
+            panic!("call {id}: {}", a.body);
+        }
+    }
+    assert!(
+        answered > 3 && refused > 3,
+        "{answered} answered, {refused} refused"
+    );
+    let (_, log) = p.stop();
+    assert!(log.contains("No space left on device"), "{log}");
+    // The recording holds the calls answered, and says it stopped after them: a call whose
+    // line could not be written is one of those refused, not one taken.
+    let doc = toolstorm::document::Document::open(&record).expect("the recording opens");
+    let calls = doc.runs[0].timeline.report().calls.len();
+    assert_eq!(calls, answered);
+    let mcp = doc.runs[0].mcp.as_deref().expect("mcp");
+    let st = mcp.recording_stopped.as_ref().expect("it says it stopped");
+    assert_eq!(st.after_calls as usize, answered, "{st:?}");
+    // What it counted before the disk took no more is a floor, and said as one.
+    assert!(st.refused as usize <= refused, "{st:?}");
+    let (code, out) = check(&record);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "✗ Recording complete: the recording stopped after {answered} call(s): the journal \
+             could not be written"
+        )) && out.contains(&format!("at least {} later", st.refused)),
+        "{out}"
+    );
+}
+
 // ----- a scripted Streamable HTTP server upstream -----
 
 /// What the scripted server saw: (method, headers lower-cased, body).

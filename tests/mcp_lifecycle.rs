@@ -1690,6 +1690,11 @@ fn judged_like_the_client_saw_it(incident: &Path, answers: &[Value], committed: 
             record.delivered
         );
     }
+    if let Some(st) = &mcp.recording_stopped {
+        // Stopped after the calls it holds: a call whose begin line was lost is refused,
+        // not counted as taken.
+        assert_eq!(st.after_calls as usize, report.calls.len(), "{st:?}");
+    }
     let ran = report.calls.iter().filter(|c| c.executed).count();
     assert!(
         ran >= committed,

@@ -33,7 +33,7 @@ impl Relay<'_> {
                  each, and 32,000,000 for its journal)"
                     .to_owned()
             });
-            let _ = self.stop_recording(&why);
+            let _ = self.stop_recording(&why, 0);
         }
         self.stopped.is_some()
     }
@@ -62,8 +62,9 @@ impl Relay<'_> {
 
     /// The recording stops taking calls, for `why`: said once on stderr, and in the
     /// recording (a facts line: with the next batch, or at once after a failed write). The
-    /// result says whether that write went.
-    pub(super) fn stop_recording(&mut self, why: &str) -> std::io::Result<()> {
+    /// `lost` calls begun last are not in the recording (their lines could not be written):
+    /// they are refused, not recorded. The result says whether that write went.
+    pub(super) fn stop_recording(&mut self, why: &str, lost: usize) -> std::io::Result<()> {
         if self.stopped.is_some() {
             return Ok(());
         }
@@ -74,8 +75,8 @@ impl Relay<'_> {
         ));
         self.session.recording_stopped = Some(Stopped {
             reason: why.to_owned(),
-            after_calls: self.storm.call_count() as u64,
-            refused: 0,
+            after_calls: self.storm.call_count().saturating_sub(lost) as u64,
+            refused: lost as u64,
         });
         self.facts_changed()
     }
@@ -86,8 +87,13 @@ impl Relay<'_> {
     pub(super) fn journal_failed(&mut self, e: &std::io::Error) {
         // The mark goes on its own, at once: the failed lines were cut back, which often
         // gives back room enough for one short line (the space taken ahead of the lines).
+        let lost = self
+            .unsent
+            .iter()
+            .filter(|(call, _)| self.pending.contains_key(call))
+            .count();
         if self
-            .stop_recording(&format!("the journal could not be written ({e})"))
+            .stop_recording(&format!("the journal could not be written ({e})"), lost)
             .is_err()
         {
             self.note_once(
