@@ -232,12 +232,7 @@ fn the_command_line_runs_a_batch_against_the_server() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("tools: MCP server"), "{out}");
     assert!(out.contains("(wall clock)"), "{out}");
-    for line in [
-        "call_A   check_inventory  ok",
-        "call_C   create_shipment  bad_args",
-        "call_D   cancel_order     unknown_tool",
-        "call_E   create_shipment  transient",
-    ] {
+    for line in common::MCP_BATCH_OUTCOMES {
         assert!(out.contains(line), "{line:?} in\n{out}");
     }
     assert!(out.contains("effects: 2"), "{out}");

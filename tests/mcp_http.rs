@@ -777,6 +777,52 @@ fn a_client_gone_mid_stream_leaves_its_call_in_flight_on_record() {
 }
 
 #[test]
+fn the_executor_runs_a_batch_against_a_server_reached_by_url() {
+    // The example server behind a recording proxy that listens: to the executor, a server
+    // at a URL. The same batch and outcomes as over stdio (tests/executor_mcp.rs), and the
+    // approved calls reach the server once each, on record.
+    let (record, p) = listening(
+        "http-executor",
+        "exec.json",
+        &[("SHIPPING_EFFECTS_META", "1")],
+    );
+    let url = p.url().to_owned();
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/mcp-batch.json");
+    let out = Command::new(BIN)
+        .args(["run", scenario, "--live", "--mcp", "--", &url])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}{err}");
+    assert!(text.contains("tools: MCP server"), "{text}");
+    for line in common::MCP_BATCH_OUTCOMES {
+        assert!(text.contains(line), "{line:?} in\n{text}");
+    }
+    assert!(text.contains("effects: 2"), "{text}");
+    let (code, log) = p.stop();
+    assert_eq!(code, 143, "a listener ends on SIGTERM: {log}");
+    // What the server was asked, as the proxy recorded it: one call per attempt (A, B and
+    // E), not the one the executor refused for bad arguments nor the unknown tool.
+    let doc = toolstorm::document::Document::open(&record).expect("the recording opens");
+    let mut tools: Vec<String> = doc.runs[0]
+        .timeline
+        .report()
+        .calls
+        .iter()
+        .map(|c| c.tool.to_lossy())
+        .collect();
+    tools.sort();
+    assert_eq!(
+        tools,
+        ["check_inventory", "create_shipment", "create_shipment"]
+    );
+}
+
+#[test]
 fn a_full_disk_refuses_the_calls_it_cannot_record_and_check_counts_them_apart() {
     // A 48 KB tmpfs where the machine lets the test mount one (root; the recorder's own
     // tests inject the write error elsewhere). Calls with 2 KB arguments fill it.

@@ -195,3 +195,13 @@ pub fn lost_ack_workspace(tag: &str) -> (PathBuf, PathBuf) {
     std::fs::write(&scenario, toolstorm::json::pretty(&v)).expect("write");
     (dir, scenario)
 }
+
+/// The outcome lines `run scenarios/mcp-batch.json --live --mcp` prints against the example
+/// server (started with `SHIPPING_EFFECTS_META=1`), however it is reached.
+#[allow(dead_code)]
+pub const MCP_BATCH_OUTCOMES: [&str; 4] = [
+    "call_A   check_inventory  ok",
+    "call_C   create_shipment  bad_args",
+    "call_D   cancel_order     unknown_tool",
+    "call_E   create_shipment  transient",
+];
