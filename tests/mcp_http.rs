@@ -823,6 +823,46 @@ fn the_executor_runs_a_batch_against_a_server_reached_by_url() {
 }
 
 #[test]
+fn the_explorer_follows_an_http_recording_while_its_proxy_runs_and_judges_it_once_it_ends() {
+    use toolstorm::tui::action::Action;
+    use toolstorm::tui::runtime::dispatch;
+    let (record, p) = listening("http-follow", "follow.json", &[]);
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let a = request(&url, "POST", &headers, &call(1, "A1"));
+    assert!(a.body.contains("shipment_id"), "{}", a.body);
+    // Opened while the session runs: live, with the call so far, and how it was reached.
+    let doc = toolstorm::document::Document::open(&record).expect("a live recording opens");
+    assert!(doc.live, "its proxy holds it");
+    assert_eq!(doc.runs[0].timeline.report().calls.len(), 1);
+    let transport = doc.runs[0]
+        .mcp
+        .as_deref()
+        .and_then(|m| m.transport.as_deref())
+        .expect("the transport is on record");
+    assert_eq!(transport.client, "streamable-http");
+    let mut app = toolstorm::tui::app::App::new(doc);
+    app.update(Action::Last);
+    // A second call: on the last call, the explorer moves to it.
+    let a = request(&url, "POST", &headers, &call(2, "A2"));
+    assert!(a.body.contains("shipment_id"), "{}", a.body);
+    dispatch(&mut app, Action::FileChanged);
+    assert_eq!(app.cursor, Some(1), "{}", app.status);
+    assert!(app.doc.live);
+    assert!(app.status.contains("1 new call"), "{}", app.status);
+    // The proxy ends: the next tick sees the session over and reads the finished recording.
+    let (code, log) = p.stop();
+    assert_eq!(code, 143, "{log}");
+    dispatch(&mut app, Action::Tick);
+    assert!(!app.doc.live, "{}", app.status);
+    assert_eq!(app.doc.runs[0].timeline.report().calls.len(), 2);
+}
+
+#[test]
 fn a_full_disk_refuses_the_calls_it_cannot_record_and_check_counts_them_apart() {
     // A 48 KB tmpfs where the machine lets the test mount one (root; the recorder's own
     // tests inject the write error elsewhere). Calls with 2 KB arguments fill it.
