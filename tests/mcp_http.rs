@@ -863,6 +863,84 @@ fn the_explorer_follows_an_http_recording_while_its_proxy_runs_and_judges_it_onc
 }
 
 #[test]
+fn print_config_gives_the_url_entry_of_a_listening_proxy_and_the_stdio_entry_of_a_url_server() {
+    let config = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .arg("mcp")
+            .args(args)
+            .output()
+            .expect("runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), text, err)
+    };
+    let entry = |text: &str| {
+        let v = toolstorm::json::parse(text.trim()).expect("JSON");
+        common::get(common::get(&v, "mcpServers"), "ship").clone()
+    };
+    // A client that speaks HTTP is given the listening proxy's URL, with the type Claude
+    // Code and VS Code ask for; a wildcard address is reached on loopback.
+    for (listen, url) in [
+        ("127.0.0.1:8931", "http://127.0.0.1:8931/mcp"),
+        ("0.0.0.0:8931", "http://127.0.0.1:8931/mcp"),
+        ("[::1]:8931", "http://[::1]:8931/mcp"),
+    ] {
+        let (code, text, err) = config(&[
+            "--print-config",
+            "ship",
+            "--record",
+            "x.json",
+            "--listen",
+            listen,
+            "--allow-remote",
+            "--",
+            "https://mcp.example.com/mcp",
+        ]);
+        assert_eq!(code, Some(0), "{err}");
+        let e = entry(&text);
+        assert_eq!(common::get_str(&e, "type"), "http", "{text}");
+        assert_eq!(common::get_str(&e, "url"), url, "{text}");
+        assert!(
+            err.contains("start the proxy with the same command"),
+            "{err}"
+        );
+    }
+    // Port 0 cannot be given to a client before the proxy starts.
+    let (code, text, err) = config(&[
+        "--print-config",
+        "ship",
+        "--listen",
+        "127.0.0.1:0",
+        "--",
+        "https://mcp.example.com/mcp",
+    ]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(err.contains("needs a fixed port"), "{err}");
+    assert!(text.is_empty(), "{text}");
+    // A stdio client of a URL server starts the proxy, which reaches the URL.
+    let (code, text, err) = config(&[
+        "--print-config",
+        "ship",
+        "--record",
+        "x.json",
+        "--",
+        "https://mcp.example.com/mcp",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let e = entry(&text);
+    let args: Vec<&str> = common::get_array(&e, "args")
+        .iter()
+        .filter_map(toolstorm::json::Value::as_str)
+        .collect();
+    assert_eq!(args.first(), Some(&"mcp"), "{text}");
+    assert_eq!(args.last(), Some(&"https://mcp.example.com/mcp"), "{text}");
+    assert!(
+        Path::new(common::get_str(&e, "command")).is_absolute(),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_full_disk_refuses_the_calls_it_cannot_record_and_check_counts_them_apart() {
     // A 48 KB tmpfs where the machine lets the test mount one (root; the recorder's own
     // tests inject the write error elsewhere). Calls with 2 KB arguments fill it.
