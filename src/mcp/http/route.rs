@@ -392,6 +392,10 @@ mod tests {
                 assert!(matches!(r, Route::Direct(_)) && via.is_none(), "{direct}");
             }
         }
+        // NO_PROXY=* reaches every host directly: no setting is read.
+        let m = proxies("not a url", "*");
+        let (r, via) = route("https://mcp.example.com/mcp", &m).expect("a route");
+        assert!(matches!(r, Route::Direct(_)) && via.is_none());
         // ALL_PROXY stands in when the scheme's own is unset or empty, and is named.
         let m = Settings {
             https: Some(("https_proxy", String::new())),
