@@ -1377,6 +1377,22 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
                 && l.contains("cannot be read (not a regular file (a FIFO))")),
         "{log}"
     );
+    // SSL_CERT_DIR still stands in for the store beside it: the authority there is trusted.
+    let dir = common::scratch_dir("https-cert-dir").join("certs");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::copy(&authority, dir.join("authority.pem")).expect("copy");
+    let record = common::scratch_recording("https-cert-dir", "tls.json");
+    let rec = record.display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--", &url],
+        &[
+            ("SSL_CERT_FILE", &shown),
+            ("SSL_CERT_DIR", &dir.display().to_string()),
+        ],
+    );
+    let (code, log) = one_shipment(p, &url);
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains("(a FIFO)"), "{log}");
 }
 
 // ----- an HTTP proxy between us and the server -----

@@ -1690,11 +1690,13 @@ fn judged_like_the_client_saw_it(incident: &Path, answers: &[Value], committed: 
             record.delivered
         );
     }
-    if let Some(st) = &mcp.recording_stopped {
-        // Stopped after the calls it holds: a call whose begin line was lost is refused,
-        // not counted as taken.
-        assert_eq!(st.after_calls as usize, report.calls.len(), "{st:?}");
-    }
+    // Stopped after the calls it holds: a call whose begin line was lost is refused, not
+    // counted as taken.
+    let st = mcp
+        .recording_stopped
+        .as_ref()
+        .expect("the recording says it stopped");
+    assert_eq!(st.after_calls as usize, report.calls.len(), "{st:?}");
     let ran = report.calls.iter().filter(|c| c.executed).count();
     assert!(
         ran >= committed,
@@ -2129,6 +2131,90 @@ fn a_journal_that_cannot_be_written_withholds_answers_and_fails_check() {
     judged_like_the_client_saw_it(&incident, &answers, committed);
 }
 
+/// `mcp RULES --record INCIDENT -- python3 odd_server.py` (writing its rows to `db`, with
+/// `env`) whose files may grow to 256 KB (ulimit -f counts 512-byte blocks in sh), with
+/// SIGXFSZ ignored so writes past it fail with EFBIG: an injected write error.
+fn efbig_session(rules: &Path, incident: &Path, db: &Path, env: &[(&str, &str)]) -> Session {
+    let proxy = format!(
+        "trap '' XFSZ; ulimit -f 512; exec {BIN} mcp {} --record {} -- python3 {}",
+        text(rules),
+        text(incident),
+        text(&odd_server())
+    );
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &proxy]).env("ODD_DB", db);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Session::of(&mut cmd)
+}
+
+#[test]
+fn a_call_waiting_on_injected_latency_whose_line_was_lost_never_reaches_the_server() {
+    // Each write_row waits 0.2 s (a latency rule) and carries 30 KB of arguments, so the
+    // journal's writes fail (as above: past 256 KB) at a call's begin line. That call is
+    // refused at once, not sent when its latency has passed: the server commits only calls
+    // the recording holds.
+    let rules = write(
+        "latency-rows.json",
+        r#"{
+      "schema_version": 1, "world": "mcp", "name": "slow-rows", "title": "Slow rows", "seed": 1,
+      "rules": [{"name": "slow", "tool": "write_row", "kind": "latency", "delay": 0.2, "probability": 1.0}],
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
+    }"#,
+    );
+    let incident = scratch("efbig-latency.json");
+    let db = scratch("efbig-latency.db");
+    let _ = std::fs::remove_file(&db);
+    let mut s = efbig_session(&rules, &incident, &db, &[]);
+    s.handshake();
+    let pad = "p".repeat(30_000);
+    let (mut written, mut refused) = (0, 0);
+    for i in 0..16 {
+        s.send(&call(
+            &(10 + i).to_string(),
+            "write_row",
+            &format!(r#"{{"row":"r-{i}","pad":"{pad}"}}"#),
+        ));
+        let a = canonical(&s.answer());
+        if a.contains("row written") {
+            assert_eq!(
+                refused, 0,
+                "no call is answered after the recording stopped: {a}"
+            );
+            written += 1;
+        } else if a.contains("not sent to the MCP server") {
+            refused += 1;
+        } else {
+            panic!("call {i}: {a}");
+        }
+    }
+    let (_, err) = s.wait(Duration::from_secs(30));
+    assert!(err.contains("the recording stops here"), "{err}");
+    assert!(
+        written > 2 && refused > 2,
+        "{written} written, {refused} refused"
+    );
+    // Give a timer that should not have forwarded anything its time, then count.
+    std::thread::sleep(Duration::from_millis(300));
+    let committed = std::fs::read_to_string(&db)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
+    assert_eq!(
+        committed, written,
+        "the server committed only the answered calls"
+    );
+    let doc = Document::open(&incident).expect("the recording opens");
+    let calls = doc.runs[0].timeline.report().calls.len();
+    assert_eq!(
+        calls, written,
+        "the recording holds the calls the server committed"
+    );
+    let mcp = doc.runs[0].mcp.as_deref().expect("mcp");
+    let st = mcp.recording_stopped.as_ref().expect("it says it stopped");
+    assert_eq!(st.after_calls as usize, written, "{st:?}");
+}
+
 #[test]
 fn a_server_batch_whose_journal_line_is_lost_keeps_what_answers_no_call() {
     // Each answer comes in a batch beside a notification; the journal's writes start
@@ -2137,18 +2223,7 @@ fn a_server_batch_whose_journal_line_is_lost_keeps_what_answers_no_call() {
     let db = scratch("efbig-batch.db");
     let _ = std::fs::remove_file(&db);
     let rows = write("batch-disk-rows.json", ROWS);
-    let proxy = format!(
-        "trap '' XFSZ; ulimit -f 512; exec {BIN} mcp {} --record {} -- python3 {}",
-        text(&rows),
-        text(&incident),
-        text(&odd_server())
-    );
-    let mut s = Session::of(
-        Command::new("sh")
-            .args(["-c", &proxy])
-            .env("ODD_ANSWER", "largebatch")
-            .env("ODD_DB", &db),
-    );
+    let mut s = efbig_session(&rows, &incident, &db, &[("ODD_ANSWER", "largebatch")]);
     s.handshake();
     let (mut notes, mut withheld) = (0, 0);
     for i in 0..16 {

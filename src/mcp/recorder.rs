@@ -73,6 +73,10 @@ pub struct Recorder {
     /// The last begin line without its arguments: about what each call in flight adds to
     /// the journal when it ends (its counters; its output is bounded apart).
     end_line_bytes: usize,
+    /// The calls whose begin lines are held for the next write, and those whose begin lines
+    /// a failed write lost (not yet taken by [`Recorder::take_lost_begins`]).
+    begins_held: Vec<u64>,
+    begins_lost: Vec<u64>,
 }
 
 /// The most one call can add to a file: its arguments and output (each captured up to
@@ -194,6 +198,8 @@ impl Recorder {
             sidecar_bytes,
             client_closed: false,
             end_line_bytes: 0,
+            begins_held: Vec::new(),
+            begins_lost: Vec::new(),
         })
     }
 
@@ -243,6 +249,7 @@ impl Recorder {
     pub fn begin(&mut self, storm: &Storm, id: u64, executing: bool) {
         // Written in place, among the lines held.
         let mut counted = 0;
+        let mut held = false;
         let before = self.journal.written();
         self.journal.hold_with(|line| {
             call_line(id, "begin", line);
@@ -252,8 +259,12 @@ impl Recorder {
             counted = arguments;
             counters_text(storm, line);
             line.push('}');
+            held = true;
             true
         });
+        if held {
+            self.begins_held.push(id);
+        }
         // The arguments are counted here, once: the end line does not repeat them.
         self.cassette_bytes += counted;
         // Its counters come again in its end line: what a call in flight will add.
@@ -361,8 +372,18 @@ impl Recorder {
             return Ok(());
         }
         let r = self.journal.flush();
+        if r.is_err() {
+            self.begins_lost.append(&mut self.begins_held);
+        }
+        self.begins_held.clear();
         self.poke();
         r
+    }
+
+    /// The calls whose begin lines failed writes lost since this was last asked: they are
+    /// not on record, so none of them may reach the server or be answered as recorded.
+    pub fn take_lost_begins(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.begins_lost)
     }
 
     /// The session is over: the journal says so, the compactor writes the files a last time,

@@ -88,12 +88,25 @@ type Setting = Option<(&'static str, String)>;
 /// The environment's proxy settings, read as curl and hyper-util read them: of each pair
 /// of names the first that is set (upper case first), and none at all in a CGI script's
 /// environment (where a request's `Proxy:` header would become `HTTP_PROXY`).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Settings {
     pub all: Setting,
     pub http: Setting,
     pub https: Setting,
     pub no: String,
+}
+
+/// By name only: a proxy's URL may hold its password.
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = |s: &Setting| s.as_ref().map(|(n, _)| *n);
+        f.debug_struct("Settings")
+            .field("all", &name(&self.all))
+            .field("http", &name(&self.http))
+            .field("https", &name(&self.https))
+            .field("no", &self.no)
+            .finish()
+    }
 }
 
 impl Settings {
@@ -126,6 +139,12 @@ impl Settings {
             .build()
     }
 
+    /// Whether `NO_PROXY` has the entry `*`: every host, by name or address, is reached
+    /// directly (as curl takes it; hyper-util's matcher applies it to names only).
+    fn none_proxied(&self) -> bool {
+        self.no.split(',').any(|e| e.trim() == "*")
+    }
+
     /// The setting a proxy for `url` comes from: its scheme's, or else `ALL_PROXY` (an
     /// empty value is no setting).
     fn governing(&self, url: &Uri) -> Option<&(&'static str, String)> {
@@ -149,7 +168,7 @@ pub fn choose(
     settings: &Settings,
     http: HttpConnector,
 ) -> Result<(Route, Option<Via>), String> {
-    if url.host().is_none_or(loopback) {
+    if url.host().is_none_or(loopback) || settings.none_proxied() {
         return Ok((Route::Direct(http), None));
     }
     if let Some((name, value)) = settings.governing(url) {
@@ -184,9 +203,12 @@ pub fn choose(
         );
     };
     if proxy.scheme_str().is_some_and(|s| s != "http") {
+        let name = settings
+            .governing(url)
+            .map_or("the environment", |(n, _)| n);
         return Err(format!(
-            "the proxy the environment names for {} is {shown}: only http:// proxies are \
-             supported (set NO_PROXY to reach the server directly)",
+            "the proxy {name} names for {} is {shown}: only http:// proxies are supported \
+             (set NO_PROXY to reach the server directly)",
             super::headers::shown_url(&url.to_string())
         ));
     }
@@ -367,7 +389,9 @@ mod tests {
         let m = proxies("socks5://ops:pw@proxy.corp:1080", "");
         let e = route("https://mcp.example.com/mcp", &m).expect_err("refused");
         assert!(
-            e.contains("socks5://proxy.corp:1080") && e.contains("NO_PROXY"),
+            e.contains("the proxy HTTPS_PROXY names")
+                && e.contains("socks5://proxy.corp:1080")
+                && e.contains("NO_PROXY"),
             "{e}"
         );
         assert!(!e.contains("pw"), "{e}");
@@ -392,10 +416,23 @@ mod tests {
                 assert!(matches!(r, Route::Direct(_)) && via.is_none(), "{direct}");
             }
         }
-        // NO_PROXY=* reaches every host directly: no setting is read.
-        let m = proxies("not a url", "*");
-        let (r, via) = route("https://mcp.example.com/mcp", &m).expect("a route");
-        assert!(matches!(r, Route::Direct(_)) && via.is_none());
+        // NO_PROXY=* reaches every host directly, by name or address: no setting is read.
+        for (value, url) in [
+            ("not a url", "https://mcp.example.com/mcp"),
+            ("http://proxy.corp:3128", "https://mcp.example.com/mcp"),
+            ("http://proxy.corp:3128", "https://10.0.0.5/mcp"),
+            ("http://proxy.corp:3128", "http://[2001:db8::5]:8000/mcp"),
+        ] {
+            let m = proxies(value, "internal.corp, *");
+            let (r, via) = route(url, &m).expect("a route");
+            assert!(matches!(r, Route::Direct(_)) && via.is_none(), "{url}");
+        }
+        // A proxy's password never shows in Debug.
+        let shown = format!("{:?}", proxies("http://ops:pw-SECRET@proxy.corp:3128", ""));
+        assert!(
+            !shown.contains("SECRET") && shown.contains("HTTPS_PROXY"),
+            "{shown}"
+        );
         // ALL_PROXY stands in when the scheme's own is unset or empty, and is named.
         let m = Settings {
             https: Some(("https_proxy", String::new())),

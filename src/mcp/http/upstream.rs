@@ -160,8 +160,10 @@ fn take_credentials(uri: Uri) -> (Uri, Option<String>) {
 /// server, the platform's (its certificate store), or instead of those the file
 /// `SSL_CERT_FILE` names (and `SSL_CERT_DIR`) when it is set, as OpenSSL and curl read them.
 /// When that file cannot be read (or a certificate in it cannot be used) a note says so and
-/// the bundled roots verify alone (a FIFO or device there is refused, never waited on); it never stops an http:// server from being reached. The way to the server is [`super::route`]'s, from the
-/// environment. The notes are for the start of the session.
+/// the bundled roots verify, with `SSL_CERT_DIR`'s certificates when it is set (a FIFO or
+/// device as the file is refused, never waited on); it never stops an http:// server from
+/// being reached. The way to the server is [`super::route`]'s, from the environment. The
+/// notes are for the start of the session.
 fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<String>), RemoteError> {
     let https = url.scheme_str() == Some("https");
     let mut notes = Vec::new();
@@ -188,9 +190,19 @@ fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<Strin
             Err(e) => {
                 store_readable = e.kind() != std::io::ErrorKind::InvalidInput;
                 notes.push(format!(
-                    "SSL_CERT_FILE {shown} cannot be read ({e}): the bundled roots verify the \
-                     server alone (the file stands in for this machine's store, as for curl)"
+                    "SSL_CERT_FILE {shown} cannot be read ({e}), so it is not used (it stands \
+                     in for this machine's store, as for curl)"
                 ));
+            }
+        }
+    }
+    if https && !store_readable {
+        // The store's loader would open the file and wait: SSL_CERT_DIR, which stands in for
+        // the store beside it, is read on its own.
+        let dirs = std::env::var_os("SSL_CERT_DIR").unwrap_or_default();
+        for dir in std::env::split_paths(&dirs).filter(|d| !d.as_os_str().is_empty()) {
+            for c in rustls_native_certs::load_certs_from_paths(None, Some(&dir)).certs {
+                let _ = roots.add(c);
             }
         }
     }

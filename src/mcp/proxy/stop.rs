@@ -66,7 +66,16 @@ impl Relay<'_> {
     /// they are refused, not recorded. The result says whether that write went.
     pub(super) fn stop_recording(&mut self, why: &str, lost: usize) -> std::io::Result<()> {
         if self.stopped.is_some() {
-            return Ok(());
+            // Stopped already (full, then a write failed in the same batch): the calls lost
+            // now were counted as taken.
+            if lost == 0 {
+                return Ok(());
+            }
+            if let Some(st) = self.session.recording_stopped.as_mut() {
+                st.after_calls = st.after_calls.saturating_sub(lost as u64);
+                st.refused += lost as u64;
+            }
+            return self.facts_changed();
         }
         self.stopped = Some(why.to_owned());
         self.note(&format!(
@@ -82,18 +91,23 @@ impl Relay<'_> {
     }
 
     /// The journal lines of the batch in hand could not be written: the recording stops, the
-    /// batch's requests are not sent (their calls end with an error the client gets), and its
-    /// answers are withheld (an error in place of each).
+    /// batch's requests are not sent (their calls end with an error the client gets), its
+    /// answers are withheld (an error in place of each), and a call whose begin line was
+    /// lost and that waits (on injected latency, or to be answered in the server's place)
+    /// is refused now: nothing off the record reaches the server or the client.
     pub(super) fn journal_failed(&mut self, e: &std::io::Error) {
+        let lost = self
+            .recorder
+            .as_mut()
+            .map(|r| r.take_lost_begins())
+            .unwrap_or_default();
         // The mark goes on its own, at once: the failed lines were cut back, which often
         // gives back room enough for one short line (the space taken ahead of the lines).
-        let lost = self
-            .unsent
-            .iter()
-            .filter(|(call, _)| self.pending.contains_key(call))
-            .count();
         if self
-            .stop_recording(&format!("the journal could not be written ({e})"), lost)
+            .stop_recording(
+                &format!("the journal could not be written ({e})"),
+                lost.len(),
+            )
             .is_err()
         {
             self.note_once(
@@ -134,6 +148,16 @@ impl Relay<'_> {
             p.forwarded = false;
             self.storm.body_not_started(&p.handle);
             self.refuse_begun(call, &why);
+        }
+        for call in lost {
+            let Some(p) = self.pending.get_mut(&call) else {
+                continue;
+            };
+            // Not sent yet: its timer finds no line (or no call) and does nothing.
+            if !p.forwarded && (p.line.take().is_some() || p.injected.is_some()) {
+                self.storm.body_not_started(&p.handle);
+                self.refuse_begun(call, &why);
+            }
         }
     }
 
