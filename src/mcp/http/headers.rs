@@ -22,6 +22,15 @@ const NOT_PASSED: [&str; 12] = [
     "accept-encoding",
 ];
 
+/// The MCP transport's own headers, which the proxy writes for the session it holds.
+const SET_BY_PROXY: [&str; 5] = [
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "content-type",
+    "accept",
+];
+
 /// Whether a header of a client's request (or a server's answer) is passed on to the other
 /// side. `Connection` may name more headers that belong to the connection: those are in
 /// `also`.
@@ -216,6 +225,24 @@ pub fn parse_static(
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if !valid {
         return Err(format!("--header {text:?}: {name:?} is not a header name"));
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower == "proxy-authorization" {
+        return Err(format!(
+            "--header {name}: an HTTP proxy's credentials go in the URL HTTPS_PROXY or \
+             HTTP_PROXY names (http://user:password@host:port)"
+        ));
+    }
+    // Hop-by-hop and framing headers, and those of the MCP transport: a value given here
+    // would cut the body short (Content-Length), break the framing, or fight the session the
+    // proxy holds. `Host` may be set, as curl lets it be.
+    if (NOT_PASSED.contains(&lower.as_str()) && lower != "host")
+        || SET_BY_PROXY.contains(&lower.as_str())
+    {
+        return Err(format!(
+            "--header {name}: the proxy sets this header itself (it frames each request and \
+             holds the session)"
+        ));
     }
     let value = value.trim();
     let value = match value.strip_prefix('$') {
@@ -418,6 +445,21 @@ mod tests {
         assert!(parse_static("Authorization: $MISSING", env).is_err());
         assert!(parse_static("no colon", env).is_err());
         assert!(parse_static("Bad Name: x", env).is_err());
+        // What the proxy frames or holds itself is refused by name; Host may be set.
+        for set in [
+            "Content-Length: 5",
+            "transfer-encoding: chunked",
+            "Connection: close",
+            "Mcp-Session-Id: abc",
+            "Accept: text/html",
+            "Accept-Encoding: gzip",
+        ] {
+            let e = parse_static(set, env).expect_err(set);
+            assert!(e.contains("the proxy sets this header itself"), "{e}");
+        }
+        let e = parse_static("Proxy-Authorization: Basic eA==", env).expect_err("refused");
+        assert!(e.contains("HTTPS_PROXY") && !e.contains("eA=="), "{e}");
+        assert!(parse_static("Host: mcp.internal", env).is_ok());
     }
 
     #[test]
