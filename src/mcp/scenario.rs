@@ -338,6 +338,10 @@ fn server_command(v: Option<&Value>) -> Result<Option<ServerCommand>, ConfigErro
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
             return Err(invalid("server.url", "expected an http:// or https:// URL"));
         }
+        // Read as the proxy will read it, so a URL it cannot use is said with the file.
+        if let Err(e) = crate::mcp::http::upstream::parse_url(&url) {
+            return Err(invalid("server.url", &e.to_string()));
+        }
         return Ok(Some(ServerCommand {
             command: url,
             args: Vec::new(),
@@ -636,11 +640,32 @@ mod tests {
                 LOST_ACK.replace("\"response_lost\"", "\"explode\""),
                 "rules[0].kind",
             ),
+            // A URL the proxy could not use is refused with the file, not at start.
+            (
+                LOST_ACK.replace(
+                    "\"seed\": 42",
+                    "\"seed\": 42, \"server\": {\"url\": \"http://\"}",
+                ),
+                "server.url",
+            ),
+            (
+                LOST_ACK.replace(
+                    "\"seed\": 42",
+                    "\"seed\": 42, \"server\": {\"url\": \"https://ops:pw#1@host/mcp\"}",
+                ),
+                "server.url",
+            ),
         ];
         for (text, path) in cases {
             let e = McpScenario::from_text(&text).expect_err(path);
             assert_eq!(e.path.as_deref(), Some(path), "{e}");
+            assert!(!e.to_string().contains("pw"), "{e}");
         }
+        let good = LOST_ACK.replace(
+            "\"seed\": 42",
+            "\"seed\": 42, \"server\": {\"url\": \"https://mcp.example.com/mcp\"}",
+        );
+        assert!(McpScenario::from_text(&good).is_ok());
     }
 
     #[test]
