@@ -1377,6 +1377,19 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
                 && l.contains("cannot be read (not a regular file (a FIFO))")),
         "{log}"
     );
+    // A file without a PEM certificate (a DER file, a key, a typo) is said to add none.
+    let garbage = common::scratch_file("https-garbage", "ca.der", "not a certificate\n");
+    let p = Proxy::start(
+        &["--listen", "127.0.0.1:0", "--", &url],
+        &[("SSL_CERT_FILE", &garbage.display().to_string())],
+    );
+    let (_, log) = p.stop();
+    assert!(
+        log.lines()
+            .nth(1)
+            .is_some_and(|l| l.contains("ca.der holds no PEM certificate")),
+        "{log}"
+    );
     // SSL_CERT_DIR still stands in for the store beside it: the authority there is trusted.
     let dir = common::scratch_dir("https-cert-dir").join("certs");
     std::fs::create_dir_all(&dir).expect("dir");

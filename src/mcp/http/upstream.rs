@@ -178,10 +178,20 @@ fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<Strin
         let shown = std::path::Path::new(&path).display().to_string();
         match crate::fsread::read_document(std::path::Path::new(&path)) {
             Ok(pem) => {
-                let skipped = CertificateDer::pem_slice_iter(&pem)
-                    .filter(|c| !c.as_ref().is_ok_and(|c| roots.add(c.clone()).is_ok()))
-                    .count();
-                if skipped > 0 {
+                let (mut found, mut skipped) = (0, 0);
+                for c in CertificateDer::pem_slice_iter(&pem) {
+                    found += 1;
+                    if !c.is_ok_and(|c| roots.add(c).is_ok()) {
+                        skipped += 1;
+                    }
+                }
+                if found == 0 {
+                    notes.push(format!(
+                        "SSL_CERT_FILE {shown} holds no PEM certificate (-----BEGIN \
+                         CERTIFICATE-----), so it adds none (it stands in for this machine's \
+                         store, as for curl)"
+                    ));
+                } else if skipped > 0 {
                     notes.push(format!(
                         "SSL_CERT_FILE {shown}: {skipped} certificate(s) could not be used"
                     ));
