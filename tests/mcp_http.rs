@@ -1341,23 +1341,23 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
     wait_for(&mut p.child, Duration::from_secs(15));
     assert_eq!(requests(), before, "nothing was sent");
 
-    // A listening proxy whose SSL_CERT_FILE cannot be read still says where it listens
-    // first (Proxy::start reads that line), and the note comes after it.
-    let p = Proxy::start(
-        &["--listen", "127.0.0.1:0", "--", &url],
-        &[("SSL_CERT_FILE", "/nonexistent/ca.pem")],
-    );
-    assert!(p.url().starts_with("http://127.0.0.1:"));
-    let (_, log) = p.stop();
+    // A listening proxy whose SSL_CERT_FILE cannot be used still says where it listens
+    // first (Proxy::start reads that line), and the note why comes after it.
+    let note_for = |file: &str| {
+        let p = Proxy::start(
+            &["--listen", "127.0.0.1:0", "--", &url],
+            &[("SSL_CERT_FILE", file)],
+        );
+        assert!(p.url().starts_with("http://127.0.0.1:"));
+        let (_, log) = p.stop();
+        log.lines().nth(1).unwrap_or_default().to_owned()
+    };
+    let note = note_for("/nonexistent/ca.pem");
     assert!(
-        log.lines()
-            .nth(1)
-            .is_some_and(|l| l.contains("SSL_CERT_FILE /nonexistent/ca.pem cannot be read")),
-        "{log}"
+        note.contains("SSL_CERT_FILE /nonexistent/ca.pem cannot be read"),
+        "{note}"
     );
-
-    // A FIFO named by SSL_CERT_FILE is refused, not waited on (nothing will ever write to
-    // it): the proxy listens and says why the file was not used.
+    // A FIFO is refused, not waited on (nothing will ever write to it).
     let fifo = common::scratch_recording("https-fifo", "ca.pem");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
@@ -1365,31 +1365,15 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
         .expect("mkfifo");
     assert!(made.success());
     let shown = fifo.display().to_string();
-    let p = Proxy::start(
-        &["--listen", "127.0.0.1:0", "--", &url],
-        &[("SSL_CERT_FILE", &shown)],
-    );
-    let (_, log) = p.stop();
+    let note = note_for(&shown);
     assert!(
-        log.lines()
-            .nth(1)
-            .is_some_and(|l| l.contains(&shown)
-                && l.contains("cannot be read (not a regular file (a FIFO))")),
-        "{log}"
+        note.contains(&shown) && note.contains("cannot be read (not a regular file (a FIFO))"),
+        "{note}"
     );
     // A file without a PEM certificate (a DER file, a key, a typo) is said to add none.
     let garbage = common::scratch_file("https-garbage", "ca.der", "not a certificate\n");
-    let p = Proxy::start(
-        &["--listen", "127.0.0.1:0", "--", &url],
-        &[("SSL_CERT_FILE", &garbage.display().to_string())],
-    );
-    let (_, log) = p.stop();
-    assert!(
-        log.lines()
-            .nth(1)
-            .is_some_and(|l| l.contains("ca.der holds no PEM certificate")),
-        "{log}"
-    );
+    let note = note_for(&garbage.display().to_string());
+    assert!(note.contains("ca.der holds no PEM certificate"), "{note}");
     // SSL_CERT_DIR still stands in for the store beside it: the authority there is trusted.
     let dir = common::scratch_dir("https-cert-dir").join("certs");
     std::fs::create_dir_all(&dir).expect("dir");
