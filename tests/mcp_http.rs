@@ -922,6 +922,38 @@ fn print_config_gives_the_url_entry_of_a_listening_proxy_and_the_stdio_entry_of_
     assert_eq!(code, Some(2), "{text}");
     assert!(err.contains("needs a fixed port"), "{err}");
     assert!(text.is_empty(), "{text}");
+    // A --header the proxy would refuse at start is refused before a client is given it,
+    // and so is a name given twice.
+    for (headers, why) in [
+        (
+            &["Content-Length: 5"][..],
+            "the proxy sets this header itself",
+        ),
+        (
+            &["X-Team: a", "x-team: b"][..],
+            "--header x-team is given twice",
+        ),
+    ] {
+        let mut args = vec!["--print-config", "ship"];
+        for h in headers {
+            args.extend(["--header", h]);
+        }
+        args.extend(["--", "https://mcp.example.com/mcp"]);
+        let (code, text, err) = config(&args);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(err.contains(why), "{err}");
+        assert!(text.is_empty(), "{text}");
+    }
+    // A `$VAR` is read when the proxy starts, not here.
+    let (code, _, err) = config(&[
+        "--print-config",
+        "ship",
+        "--header",
+        "Authorization: $UNSET_FOR_PRINT_CONFIG",
+        "--",
+        "https://mcp.example.com/mcp",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
     // A stdio client of a URL server starts the proxy, which reaches the URL.
     let (code, text, err) = config(&[
         "--print-config",

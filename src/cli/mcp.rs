@@ -172,6 +172,10 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         },
         None => None,
     };
+    // Checked before a client is given them (a `$VAR` is read when the proxy starts).
+    if let Err(e) = static_headers(&a.headers, |_| Some(String::new())) {
+        return io.fail(format!("ValueError: {e}"));
+    }
     if let Some(name) = &a.print_config {
         return print_config(name, a, scenario_path.as_deref(), &command, io);
     }
@@ -223,13 +227,10 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
             );
         }
     };
-    let mut headers = Vec::new();
-    for h in &a.headers {
-        match crate::mcp::http::headers::parse_static(h, |k| std::env::var(k).ok()) {
-            Ok(pair) => headers.push(pair),
-            Err(e) => return io.fail(format!("ValueError: {e}")),
-        }
-    }
+    let headers = match static_headers(&a.headers, |k| std::env::var(k).ok()) {
+        Ok(h) => h,
+        Err(e) => return io.fail(format!("ValueError: {e}")),
+    };
     if !headers.is_empty() && !crate::mcp::http::upstream::is_url(&server) {
         return io.fail(
             "ValueError: --header is for a server reached by URL (give its http:// or https:// URL after `--`)",
@@ -308,6 +309,23 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// Prints `{"mcpServers": {NAME: {"command", "args"}}}` for this very invocation.
+/// The `--header` values, each checked ([`crate::mcp::http::headers::parse_static`]), a name
+/// given twice refused (it would go twice).
+fn static_headers(
+    given: &[String],
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<(String, String)>, String> {
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for h in given {
+        let (name, value) = crate::mcp::http::headers::parse_static(h, &env)?;
+        if headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return Err(format!("--header {name} is given twice"));
+        }
+        headers.push((name, value));
+    }
+    Ok(headers)
+}
+
 fn print_config(
     name: &str,
     a: &McpArgs,

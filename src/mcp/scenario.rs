@@ -655,6 +655,13 @@ mod tests {
                 ),
                 "server.url",
             ),
+            (
+                LOST_ACK.replace(
+                    "\"seed\": 42",
+                    "\"seed\": 42, \"server\": {\"url\": \"https://ops:p/w@host/mcp\"}",
+                ),
+                "server.url",
+            ),
         ];
         for (text, path) in cases {
             let e = McpScenario::from_text(&text).expect_err(path);

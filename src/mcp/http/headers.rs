@@ -22,12 +22,13 @@ const NOT_PASSED: [&str; 12] = [
     "accept-encoding",
 ];
 
-/// The MCP transport's own headers, which the proxy writes for the session it holds.
-const SET_BY_PROXY: [&str; 5] = [
-    "mcp-session-id",
-    "mcp-protocol-version",
+/// Headers the proxy writes for each request and the session it holds (besides every
+/// `Mcp-*` header of the MCP transport: the session, the revision, and under 2026-07-28 the
+/// method, name and parameters, which must agree with the body).
+const SET_BY_PROXY: [&str; 4] = [
     "last-event-id",
     "content-type",
+    "content-encoding",
     "accept",
 ];
 
@@ -108,9 +109,20 @@ pub fn shown_url(url: &str) -> String {
         return recorded_url(url);
     };
     let end = rest.find('/').unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => recorded_url(&format!("{scheme}://{MARKER}{}", &rest[at..])),
-        None => recorded_url(url),
+    let authority = &rest[..end];
+    if let Some(at) = authority.rfind('@') {
+        return recorded_url(&format!("{scheme}://{MARKER}{}", &rest[at..]));
+    }
+    // A password holding `/` ends the authority early (`user:pa` then `ss@host/...`): what
+    // reads as its port is no number, and an `@` follows before any query or fragment.
+    let port_is_word = !authority.starts_with('[')
+        && authority
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| !p.is_empty() && !p.bytes().all(|b| b.is_ascii_digit()));
+    let stop = rest.find(['?', '#']).unwrap_or(rest.len());
+    match rest[..stop].rfind('@') {
+        Some(at) if port_is_word => recorded_url(&format!("{scheme}://{MARKER}{}", &rest[at..])),
+        _ => recorded_url(url),
     }
 }
 
@@ -238,6 +250,7 @@ pub fn parse_static(
     // proxy holds. `Host` may be set, as curl lets it be.
     if (NOT_PASSED.contains(&lower.as_str()) && lower != "host")
         || SET_BY_PROXY.contains(&lower.as_str())
+        || lower.starts_with("mcp-")
     {
         return Err(format!(
             "--header {name}: the proxy sets this header itself (it frames each request and \
@@ -407,6 +420,8 @@ mod tests {
             "http://ops:p?w#x@host/mcp",
             "http://ops:p@ss@host/mcp",
             "http://ops:pw@host:99999/mcp",
+            "http://ops:p/w@host/mcp",
+            "http://ops:p/w/x@host/mcp?q=1",
         ] {
             let shown = shown_url(bad);
             assert!(
@@ -424,6 +439,11 @@ mod tests {
         );
         assert_eq!(shown_url("http://h/mcp"), "http://h/mcp");
         assert_eq!(shown_url("not a url"), "not a url");
+        // An `@` in the path of a URL whose port is a number is the path's.
+        assert_eq!(
+            shown_url("http://h:8080/users/@me/mcp"),
+            "http://h:8080/users/@me/mcp"
+        );
     }
 
     #[test]
@@ -451,8 +471,12 @@ mod tests {
             "transfer-encoding: chunked",
             "Connection: close",
             "Mcp-Session-Id: abc",
+            "MCP-Protocol-Version: 2025-06-18",
+            "Mcp-Method: tools/call",
+            "Mcp-Param-Order: o-1",
             "Accept: text/html",
             "Accept-Encoding: gzip",
+            "Content-Encoding: gzip",
         ] {
             let e = parse_static(set, env).expect_err(set);
             assert!(e.contains("the proxy sets this header itself"), "{e}");
