@@ -2157,11 +2157,10 @@ fn a_call_waiting_on_injected_latency_whose_line_was_lost_never_reaches_the_serv
     // the recording holds.
     let rules = write(
         "latency-rows.json",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "slow-rows", "title": "Slow rows", "seed": 1,
-      "rules": [{"name": "slow", "tool": "write_row", "kind": "latency", "delay": 0.2, "probability": 1.0}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
-    }"#,
+        &ROWS.replace(
+            "\"rules\": []",
+            r#""rules": [{"name": "slow", "tool": "write_row", "kind": "latency", "delay": 0.2, "probability": 1.0}]"#,
+        ),
     );
     let incident = scratch("efbig-latency.json");
     let db = scratch("efbig-latency.db");
