@@ -1411,6 +1411,15 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
     let garbage = common::scratch_file("https-garbage", "ca.der", "not a certificate\n");
     let note = note_for(&garbage.display().to_string());
     assert!(note.contains("ca.der holds no PEM certificate"), "{note}");
+    // Past the 8 MB every file we read stops at, the rest is said to be left out.
+    let pem = std::fs::read_to_string(&authority).expect("authority");
+    let big = pem.repeat(8_000_001 / pem.len() + 1);
+    let huge = common::scratch_file("https-huge", "bundle.pem", &big);
+    let note = note_for(&huge.display().to_string());
+    assert!(
+        note.contains("bundle.pem exceeds 8,000,000 bytes"),
+        "{note}"
+    );
     // SSL_CERT_DIR still stands in for the store beside it: the authority there is trusted.
     let dir = common::scratch_dir("https-cert-dir").join("certs");
     std::fs::create_dir_all(&dir).expect("dir");

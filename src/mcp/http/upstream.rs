@@ -185,7 +185,12 @@ fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<Strin
                         skipped += 1;
                     }
                 }
-                if found == 0 {
+                if pem.len() > crate::json::MAX_DOCUMENT_BYTES {
+                    notes.push(format!(
+                        "SSL_CERT_FILE {shown} exceeds 8,000,000 bytes: only the certificates \
+                         in its first 8,000,000 are used"
+                    ));
+                } else if found == 0 {
                     notes.push(format!(
                         "SSL_CERT_FILE {shown} holds no PEM certificate (-----BEGIN \
                          CERTIFICATE-----), so it adds none (it stands in for this machine's \
