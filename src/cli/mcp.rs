@@ -621,9 +621,11 @@ fn replay(
                 Ok(b) => b,
                 Err(e) => return io.fail(format!("OSError: {e}")),
             };
+            let (inlet, input) = crate::mcp::http::pipe::lines_in();
             let listening = match crate::mcp::http::listen::listen(
                 bound,
                 runtime.handle(),
+                inlet,
                 None,
                 Box::new(std::io::stderr()),
                 &path.display().to_string(),
@@ -638,7 +640,7 @@ fn replay(
                 crate::mcp::http::listen::PATH
             );
             router = listening.router;
-            (Box::new(listening.input), &mut router)
+            (Box::new(input), &mut router)
         }
         None => (Box::new(std::io::stdin()), io.out),
     };

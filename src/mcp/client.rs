@@ -587,11 +587,13 @@ fn connect(
             source,
         };
         let runtime = super::http::runtime().map_err(spawn_error)?;
-        let (mut remote, input, output) = super::http::upstream::Remote::connect(
+        let (inlet, output) = super::http::pipe::lines_in();
+        let (mut remote, input) = super::http::upstream::Remote::connect(
             &command[0].to_string_lossy(),
             Vec::new(),
             None,
             runtime.handle(),
+            inlet,
             Box::new(TailLog(Arc::clone(shared))),
         )
         .map_err(|e| spawn_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;

@@ -7,7 +7,8 @@
 //!
 //! A proxy is a chain of small stages, each in its own module and testable alone:
 //! - [`framing`]: reader threads cut each stream into whole messages, with a byte budget that
-//!   gives back-pressure; whole messages only go out, never one inside another.
+//!   gives back-pressure (an HTTP side's tasks send whole messages themselves, within the
+//!   same budget); whole messages only go out, never one inside another.
 //! - `link`: the relay's state — the engine run, the recording, the calls in hand — and the
 //!   two ends it writes to: the bytes for each are held with the journal lines describing
 //!   them and written journal first, once per batch of messages (a group commit).
@@ -523,11 +524,20 @@ impl Proxy {
         let (mut server, server_in, server_out): ServerParts = match (&runtime, remote_server) {
             (Some(rt), true) => {
                 let url = options.server[0].to_string_lossy().into_owned();
-                let (mut remote, input, output) = Remote::connect(
+                // The server's messages go straight to the relay, read ahead as its reader
+                // thread would.
+                let inlet = super::http::pipe::feed(
+                    tx.clone(),
+                    Side::Server,
+                    Arc::clone(&to_client),
+                    Some(calls::keep_answer),
+                );
+                let (mut remote, input) = Remote::connect(
                     &url,
                     options.headers.clone(),
                     routing.clone(),
                     rt.handle(),
+                    inlet,
                     match server_log.take() {
                         Some(l) => Box::new(l),
                         None => Box::new(std::io::sink()),
@@ -536,11 +546,7 @@ impl Proxy {
                 .map_err(ProxyError::Remote)?;
                 starting.extend(remote.start_notes());
                 passage = Some(remote.passage());
-                (
-                    Box::new(remote),
-                    Some(Box::new(input)),
-                    Some(Box::new(output)),
-                )
+                (Box::new(remote), Some(Box::new(input)), None)
             }
             _ => {
                 let (server, streams) = child::Server::spawn(
@@ -568,13 +574,20 @@ impl Proxy {
         let mut router;
         let mut control = None;
         let mut listening_at = None;
-        let (client_in, client_out): (Box<dyn Read + Send>, &mut dyn Write) =
+        let (client_in, client_out): (Option<Box<dyn Read + Send>>, &mut dyn Write) =
             match (bound, &runtime) {
                 (Some(b), Some(rt)) => {
                     let remote = passage.zip(routing);
+                    let inlet = super::http::pipe::feed(
+                        tx.clone(),
+                        Side::Client,
+                        Arc::clone(&to_server),
+                        None,
+                    );
                     let listening = listen(
                         b,
                         rt.handle(),
+                        inlet,
                         remote,
                         Box::new(std::io::stderr()),
                         &session_id(options.record.as_deref().unwrap_or(Path::new("-"))),
@@ -590,9 +603,9 @@ impl Proxy {
                     listening_at = Some(url);
                     router = listening.router;
                     control = Some(listening.control);
-                    (Box::new(listening.input), &mut router)
+                    (None, &mut router)
                 }
-                _ => (Box::new(client_in), client_out),
+                _ => (Some(Box::new(client_in)), client_out),
             };
         let recorder = match prepared {
             Some((path, lock)) => {
@@ -643,7 +656,7 @@ impl Proxy {
                 read_messages(out, Side::Server, &tx, &flow, Some(calls::keep_answer))
             });
         }
-        {
+        if let Some(client_in) = client_in {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_server));
             std::thread::spawn(move || read_messages(client_in, Side::Client, &tx, &flow, None));
         }

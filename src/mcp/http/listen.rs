@@ -38,7 +38,7 @@ use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::sync::mpsc;
 
-use super::pipe::{LineSender, LinesIn, lines_in};
+use super::pipe::Inlet;
 use super::sse;
 use super::upstream::{MAX_MESSAGE, Passage, Routing};
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
@@ -231,7 +231,7 @@ struct Face {
 /// The listening side, shared by every connection's handler.
 struct Listener {
     face: Arc<Mutex<Face>>,
-    to_relay: Mutex<Option<LineSender>>,
+    to_relay: Mutex<Option<Inlet>>,
     /// The remote server (a URL upstream); none for a server on stdio.
     passage: Option<Passage>,
     envelopes: Option<Arc<Tags<Envelope>>>,
@@ -259,8 +259,6 @@ const RECORDED_MAX: usize = 4096;
 pub struct Listening {
     /// The address bound.
     pub local: SocketAddr,
-    /// The stream the relay reads the clients' messages from.
-    pub input: LinesIn,
     /// Where the relay writes messages for the clients.
     pub router: Router,
     /// Ends the session's client side.
@@ -314,11 +312,12 @@ pub fn bind(options: &ListenOptions) -> Result<Bound, ListenError> {
     })
 }
 
-/// Starts serving `bound` on `runtime`. `remote` is the URL upstream's passage and routing;
-/// none for a server on stdio.
+/// Starts serving `bound` on `runtime`; the clients' messages go into `inlet`. `remote` is the
+/// URL upstream's passage and routing; none for a server on stdio.
 pub fn listen(
     bound: Bound,
     runtime: &tokio::runtime::Handle,
+    inlet: Inlet,
     remote: Option<(Passage, Routing)>,
     log: Box<dyn Write + Send>,
     salt: &str,
@@ -334,7 +333,6 @@ pub fn listen(
         let _entered = runtime.enter();
         tokio::net::TcpListener::from_std(listener).map_err(|e| ListenError::Bind(addr, e))?
     };
-    let (to_relay, input) = lines_in();
     let face = Arc::new(Mutex::new(Face::default()));
     let (passage, routing) = match remote {
         Some((p, r)) => (Some(p), Some(r)),
@@ -342,7 +340,7 @@ pub fn listen(
     };
     let shared = Arc::new(Listener {
         face: Arc::clone(&face),
-        to_relay: Mutex::new(Some(to_relay)),
+        to_relay: Mutex::new(Some(inlet)),
         passage,
         envelopes: routing.as_ref().map(|r| Arc::clone(&r.envelopes)),
         allow_remote,
@@ -388,7 +386,6 @@ pub fn listen(
     });
     Ok(Listening {
         local,
-        input,
         router: Router {
             face: Arc::clone(&face),
             origins: routing.map(|r| r.origins),
@@ -785,7 +782,7 @@ impl Listener {
         if let Some(e) = &self.envelopes {
             e.put(&line, envelope);
         }
-        tx.send(line).await.is_ok()
+        tx.send(line).await
     }
 
     async fn get(&self, req: Request<Incoming>) -> Answer {
@@ -1183,14 +1180,11 @@ impl Router {
             return self.act(rest);
         }
         let origin = self.origins.as_ref().and_then(|o| o.take(line));
-        let message = match wire::classify(line) {
-            // An answer too large to read whole still goes to the client waiting for it, by
-            // its id (its body is passed on untouched, never read here).
-            Message::Other(why) => match wire::unread_message(line) {
-                Some(answer @ Message::Response { .. }) => answer,
-                _ => Message::Other(why),
-            },
-            m => m,
+        // An answer goes by its id alone: found by a scan, its body never read here (it may
+        // be too large to read whole). What else the relay writes is read for where it goes.
+        let message = match wire::unread_message(line) {
+            Some(answer @ Message::Response { .. }) => answer,
+            _ => wire::classify(line),
         };
         let Ok(mut face) = self.face.lock() else {
             return;
@@ -1524,8 +1518,16 @@ mod tests {
         options.head_timeout = Duration::from_millis(200);
         let bound = bind(&options).expect("binds");
         let local = bound.local;
-        let _listening =
-            listen(bound, rt.handle(), None, Box::new(std::io::sink()), "t").expect("listens");
+        let (inlet, _input) = super::super::pipe::lines_in();
+        let _listening = listen(
+            bound,
+            rt.handle(),
+            inlet,
+            None,
+            Box::new(std::io::sink()),
+            "t",
+        )
+        .expect("listens");
         for first in [&b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"[..], b""] {
             let mut s = std::net::TcpStream::connect(local).expect("connects");
             s.write_all(first).expect("writes");

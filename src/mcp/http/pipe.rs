@@ -1,18 +1,121 @@
 //! The proxy's relay reads and writes byte streams of one message per line (a child's pipes,
-//! our stdin and stdout). An HTTP side gives it the same: [`LinesIn`] is a stream read from
-//! whole messages that async tasks send, and [`LinesOut`] cuts what the relay writes into
-//! whole lines for them. Both channels are bounded, so a slow side slows the other as a full
-//! pipe would.
+//! our stdin and stdout). An HTTP side gives it the same: an [`Inlet`] takes the whole
+//! messages async tasks send — into a stream read like a pipe ([`LinesIn`], for replay and
+//! the executor's client), or straight to the proxy's relay as the events its reader threads
+//! would have sent (no thread in between: each hand-off between threads costs a wake-up) —
+//! and [`LinesOut`] cuts what the relay writes into whole lines for them. Every way is
+//! bounded, so a slow side slows the other as a full pipe would.
 
 use std::io::{Read, Write};
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
+
+use crate::mcp::proxy::framing::{self, Event, Flow, Look, Side};
+use crate::mcp::wire;
 
 /// Messages in flight on one channel before its sender waits.
 pub const DEPTH: usize = 64;
 
-/// What an async task sends towards the relay: one message (no line break in it).
-pub type LineSender = mpsc::Sender<Vec<u8>>;
+/// Where an HTTP side sends the messages it read, one at a time (no line break in them); the
+/// stream of messages ends when every clone of the inlet is gone.
+#[derive(Clone, Debug)]
+pub enum Inlet {
+    /// Into a [`LinesIn`].
+    Lines(mpsc::Sender<Vec<u8>>),
+    /// To the proxy's relay, as one of its sides.
+    Relay(Arc<Feed>),
+}
+
+/// One side of the proxy fed by async tasks: each message is counted against the side's
+/// byte budget (a task waits for room, as a reader thread does), read ahead when it is short,
+/// and sent to the relay as a line, or in pieces when it is too long to read as a message.
+/// When the last clone goes, the relay hears the side ended.
+#[derive(Debug)]
+pub struct Feed {
+    tx: std::sync::mpsc::Sender<Event>,
+    side: Side,
+    flow: Arc<Flow>,
+    look: Option<Look>,
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Event::Eof(self.side));
+    }
+}
+
+/// An inlet that feeds the relay's `tx` as `side`, within `flow`'s budget; `look` runs on each
+/// message read ahead (as the reader thread of that side would run it).
+pub fn feed(
+    tx: std::sync::mpsc::Sender<Event>,
+    side: Side,
+    flow: Arc<Flow>,
+    look: Option<Look>,
+) -> Inlet {
+    Inlet::Relay(Arc::new(Feed {
+        tx,
+        side,
+        flow,
+        look,
+    }))
+}
+
+impl Inlet {
+    /// Sends a message, waiting for room; false once the other end is gone.
+    pub async fn send(&self, line: Vec<u8>) -> bool {
+        match self {
+            Inlet::Lines(tx) => tx.send(line).await.is_ok(),
+            Inlet::Relay(feed) => {
+                let mut sent = true;
+                for (event, n) in feed.events(line) {
+                    feed.flow.acquire_async(n).await;
+                    sent = sent && feed.tx.send(event).is_ok();
+                }
+                sent
+            }
+        }
+    }
+
+    /// Sends a message without waiting (from code that cannot wait): into a full channel it
+    /// is dropped (false); to the relay it goes past the budget.
+    pub fn try_send(&self, line: Vec<u8>) -> bool {
+        match self {
+            Inlet::Lines(tx) => tx.try_send(line).is_ok(),
+            Inlet::Relay(feed) => {
+                let mut sent = true;
+                for (event, n) in feed.events(line) {
+                    feed.flow.count(n);
+                    sent = sent && feed.tx.send(event).is_ok();
+                }
+                sent
+            }
+        }
+    }
+}
+
+impl Feed {
+    /// The events a message makes, with the bytes each counts: as the reader thread cuts a
+    /// stream, a line (read ahead when short), or pieces of at most [`framing::PIECE`] bytes
+    /// when it is longer than a message the relay reads. The budget is counted per event, so
+    /// the parse ahead sees what is in flight before it.
+    fn events(&self, mut line: Vec<u8>) -> Vec<(Event, usize)> {
+        line.push(b'\n');
+        if line.len() <= wire::MAX_PARSED_LINE {
+            let read = framing::read_here(&line, &self.flow, self.look);
+            let n = line.len();
+            return vec![(Event::Line(self.side, line, read), n)];
+        }
+        let count = line.len().div_ceil(framing::PIECE);
+        line.chunks(framing::PIECE)
+            .enumerate()
+            .map(|(i, piece)| {
+                let last = i + 1 == count;
+                (Event::Piece(self.side, piece.to_vec(), last), piece.len())
+            })
+            .collect()
+    }
+}
 
 /// A byte stream made of the messages sent on a channel, each followed by a newline; it ends
 /// when every sender is gone.
@@ -23,11 +126,11 @@ pub struct LinesIn {
     at: usize,
 }
 
-/// A channel of messages and the stream that reads them.
-pub fn lines_in() -> (LineSender, LinesIn) {
+/// An inlet and the stream that reads what is sent into it.
+pub fn lines_in() -> (Inlet, LinesIn) {
     let (tx, rx) = mpsc::channel(DEPTH);
     (
-        tx,
+        Inlet::Lines(tx),
         LinesIn {
             rx,
             current: Vec::new(),
@@ -116,6 +219,7 @@ impl Write for LinesOut {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn lines_cross_whole_in_both_directions() {
@@ -132,12 +236,129 @@ mod tests {
         let (tx, mut input) = lines_in();
         std::thread::spawn(move || {
             for m in got {
-                let _ = tx.blocking_send(m);
+                let _ = tx.try_send(m);
             }
         });
         let mut text = String::new();
         input.read_to_string(&mut text).expect("reads");
         assert_eq!(text, "{\"a\":1}\n{\"b\":2}\n");
+    }
+
+    #[test]
+    fn a_feed_gives_the_relay_lines_read_ahead_pieces_and_the_end() {
+        let rt = super::super::runtime().expect("a runtime");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let flow = Flow::new();
+        let inlet = feed(tx, Side::Server, Arc::clone(&flow), None);
+        let second = inlet.clone();
+        let long = vec![b' '; wire::MAX_PARSED_LINE + framing::PIECE / 2];
+        rt.block_on(async {
+            assert!(inlet.send(ANSWER.to_vec()).await);
+            assert!(second.send(long.clone()).await);
+        });
+        assert!(second.try_send(b"{}".to_vec()));
+        drop(inlet);
+        assert!(
+            !rx.try_iter().any(|e| matches!(e, Event::Eof(_))),
+            "no end while an inlet is left"
+        );
+        let flow_then = flow.in_flight();
+        drop(second);
+        let events: Vec<Event> = rx.try_iter().collect();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert!(
+            matches!(&events[0], Event::Eof(Side::Server)),
+            "the end, once the last inlet went"
+        );
+        assert_eq!(
+            flow_then,
+            ANSWER.len() + 1 + long.len() + 1 + 3,
+            "counted until the relay releases them"
+        );
+    }
+
+    #[test]
+    fn a_feed_cuts_a_message_too_long_to_read_into_pieces() {
+        let rt = super::super::runtime().expect("a runtime");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let inlet = feed(tx, Side::Server, Flow::new(), None);
+        let long = vec![b' '; wire::MAX_PARSED_LINE + framing::PIECE / 2];
+        rt.block_on(async {
+            assert!(inlet.send(ANSWER.to_vec()).await);
+            assert!(inlet.send(long.clone()).await);
+        });
+        assert!(inlet.try_send(b"{}".to_vec()));
+        drop(inlet);
+        let events: Vec<Event> = rx.try_iter().collect();
+        let pieces = (long.len() + 1).div_ceil(framing::PIECE);
+        assert_eq!(events.len(), 1 + pieces + 2, "{}", events.len());
+        assert!(
+            matches!(&events[0], Event::Line(Side::Server, _, Some(_))),
+            "read ahead"
+        );
+        for (i, e) in events[1..=pieces].iter().enumerate() {
+            let last = i + 1 == pieces;
+            assert!(matches!(e, Event::Piece(Side::Server, p, l) if *l == last && !p.is_empty()));
+        }
+        assert_eq!(events_bytes(&events[1..=pieces]), long.len() + 1);
+        assert!(matches!(&events[pieces], Event::Piece(_, p, true) if p.ends_with(b" \n")));
+        assert!(
+            matches!(&events[pieces + 1], Event::Line(Side::Server, l, None) if l == b"{}\n"),
+            "not read ahead with more than a megabyte in flight"
+        );
+        assert!(matches!(&events[pieces + 2], Event::Eof(Side::Server)));
+    }
+
+    const ANSWER: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+
+    fn events_bytes(events: &[Event]) -> usize {
+        events
+            .iter()
+            .map(|e| match e {
+                Event::Piece(_, p, _) | Event::Line(_, p, _) => p.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    #[test]
+    fn a_feed_waits_for_room_in_the_budget() {
+        let rt = super::super::runtime().expect("a runtime");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let flow = Flow::new();
+        let inlet = feed(tx, Side::Client, Arc::clone(&flow), None);
+        // Two messages of the longest length read whole, then one that does not fit beside them.
+        let whole = vec![b' '; wire::MAX_PARSED_LINE - 1];
+        let rest = framing::BUDGET - 2 * wire::MAX_PARSED_LINE;
+        let sending = rt.spawn(async move {
+            assert!(inlet.send(whole.clone()).await);
+            assert!(inlet.send(whole).await);
+            assert!(
+                inlet.send(vec![b' '; rest]).await,
+                "sent once there is room"
+            );
+        });
+        let mut first = 0;
+        for _ in 0..2 {
+            match rx.recv_timeout(Duration::from_secs(10)).expect("a message") {
+                Event::Line(_, l, _) => first = l.len(),
+                e => panic!("{e:?}"),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            rx.try_recv().is_err(),
+            "the third waits while the others are in flight"
+        );
+        assert!(!sending.is_finished());
+        flow.release(first);
+        let third = rx.recv_timeout(Duration::from_secs(10)).expect("the third");
+        assert!(matches!(third, Event::Line(Side::Client, l, _) if l.len() == rest + 1));
+        rt.block_on(sending).expect("the sender ends");
+        assert!(matches!(
+            rx.recv_timeout(Duration::from_secs(10)),
+            Ok(Event::Eof(Side::Client))
+        ));
     }
 
     #[test]

@@ -36,7 +36,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::pipe::{LineSender, LinesIn, LinesOut, lines_in, lines_out};
+use super::pipe::{Inlet, LinesOut, lines_out};
 use super::sse::Parser;
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
 use crate::mcp::wire::{self, Id, Message};
@@ -280,7 +280,7 @@ struct Shared {
     /// The HTTP proxy's credentials, on every request that goes through it (never recorded).
     proxy_authorization: Option<hyper::http::HeaderValue>,
     /// Messages for the relay; none once the connection is over.
-    to_relay: Mutex<Option<LineSender>>,
+    to_relay: Mutex<Option<Inlet>>,
     /// Where each message came from, for a listening proxy (none for a stdio client).
     origins: Option<Arc<Tags<Origin>>>,
     /// The headers each client message came with, for a listening proxy.
@@ -340,15 +340,17 @@ pub struct Routing {
 
 impl Remote {
     /// Connects (lazily: nothing is sent before the first message) to the server at `url`.
-    /// The relay writes to the [`LinesOut`] and reads the [`LinesIn`]. `routing` is given when
-    /// the client side is a listening proxy; `log` gets the notes about the server.
+    /// The relay writes to the [`LinesOut`]; the server's messages go into `inlet`. `routing`
+    /// is given when the client side is a listening proxy; `log` gets the notes about the
+    /// server.
     pub fn connect(
         url: &str,
         fixed: Vec<Header>,
         routing: Option<Routing>,
         runtime: &tokio::runtime::Handle,
+        inlet: Inlet,
         log: Box<dyn Write + Send>,
-    ) -> Result<(Remote, LinesOut, LinesIn), RemoteError> {
+    ) -> Result<(Remote, LinesOut), RemoteError> {
         let (uri, basic) = take_credentials(parse_url(url)?);
         let mut fixed = fixed;
         if let Some(b) = basic
@@ -367,7 +369,6 @@ impl Remote {
         if let Some(v) = &via {
             shown = format!("{shown} (through the proxy {})", v.shown);
         }
-        let (to_relay, from_remote) = lines_in();
         let (to_remote, requests) = lines_out();
         let shared = Arc::new(Shared {
             client,
@@ -375,7 +376,7 @@ impl Remote {
             proxy_authorization: via.and_then(|v| v.authorization),
             url: uri,
             fixed,
-            to_relay: Mutex::new(Some(to_relay)),
+            to_relay: Mutex::new(Some(inlet)),
             origins: routing.as_ref().map(|r| Arc::clone(&r.origins)),
             envelopes: routing.map(|r| r.envelopes),
             own: Mutex::new(Own::default()),
@@ -397,7 +398,6 @@ impl Remote {
                 starting,
             },
             to_remote,
-            from_remote,
         ))
     }
 
@@ -515,7 +515,7 @@ impl Shared {
         if let Some(o) = &self.origins {
             o.put(&line, origin);
         }
-        tx.send(line).await.is_ok()
+        tx.send(line).await
     }
 
     /// Keeps the protocol version the `initialize` answer agreed on (our session's answers

@@ -74,11 +74,14 @@ pub enum Kept {
 /// What a reader works out beside parsing a line, off the relay's thread.
 pub type Look = fn(&mut Message) -> Option<Kept>;
 
-/// The bytes a direction has in flight, shared by its reader and the relay.
+/// The bytes a direction has in flight, shared by its reader (a thread, or the async tasks
+/// of an HTTP side) and the relay.
 #[derive(Debug, Default)]
 pub struct Flow {
     state: Mutex<Budget>,
     freed: Condvar,
+    /// Wakes async tasks waiting for room.
+    freed_async: tokio::sync::Notify,
 }
 
 /// What the budget's lock guards.
@@ -112,12 +115,43 @@ impl Flow {
         b.in_flight += n;
     }
 
+    /// [`Flow::acquire`] for an async task: waits without holding its thread.
+    pub async fn acquire_async(&self, n: usize) {
+        loop {
+            let freed = self.freed_async.notified();
+            let mut freed = std::pin::pin!(freed);
+            // Registered before the check: a release between the check and the wait wakes it.
+            freed.as_mut().enable();
+            {
+                let Ok(mut b) = self.state.lock() else {
+                    return;
+                };
+                if b.in_flight == 0 || b.in_flight + n <= BUDGET {
+                    b.in_flight += n;
+                    return;
+                }
+                b.waiting = true;
+            }
+            freed.await;
+        }
+    }
+
+    /// Counts `n` bytes without waiting (a message from code that cannot wait).
+    pub fn count(&self, n: usize) {
+        if let Ok(mut b) = self.state.lock() {
+            b.in_flight += n;
+        }
+    }
+
     /// The relay is done with `n` bytes (written, or dropped).
     pub fn release(&self, n: usize) {
         if let Ok(mut b) = self.state.lock() {
             b.in_flight = b.in_flight.saturating_sub(n);
             if b.waiting {
+                // Every waiter checks again, and one that still finds no room says so again.
+                b.waiting = false;
                 self.freed.notify_all();
+                self.freed_async.notify_waiters();
             }
         }
     }
@@ -130,7 +164,7 @@ impl Flow {
 
 /// What a line says, when the reader reads it: a short line while little is in flight (a
 /// parsed tree can be many times its text, and the budget counts text).
-fn read_here(line: &[u8], flow: &Flow, look: Option<Look>) -> Option<ReadAhead> {
+pub fn read_here(line: &[u8], flow: &Flow, look: Option<Look>) -> Option<ReadAhead> {
     (line.len() <= PARSED_HERE && flow.in_flight() < PARSE_AHEAD).then(|| {
         let mut message = wire::classify(trim(line));
         let kept = look.and_then(|look| look(&mut message));
