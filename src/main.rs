@@ -8,6 +8,11 @@ use std::process::ExitCode;
 
 use toolstorm::cli::{self, Io, Outcome};
 
+/// mimalloc serves the MCP proxy's allocations, many freed on another thread than the one
+/// that made them, well (see Cargo.toml).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     if let Err(e) = color_eyre::install() {
         eprintln!("toolstorm-tui: could not install error reporting: {e}");
