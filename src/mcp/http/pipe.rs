@@ -62,17 +62,18 @@ pub fn feed(
 }
 
 impl Inlet {
-    /// Sends a message, waiting for room; false once the other end is gone.
+    /// Sends a message, waiting for room; false once the other end is gone. A message the
+    /// relay takes in pieces is counted whole before its first piece goes, and then its pieces
+    /// go one after another with no wait between them: no other message's pieces come between
+    /// them, and a sender cancelled while it waits has sent nothing (a cancelled send never
+    /// leaves the relay in the middle of a message).
     pub async fn send(&self, line: Vec<u8>) -> bool {
         match self {
             Inlet::Lines(tx) => tx.send(line).await.is_ok(),
             Inlet::Relay(feed) => {
-                let mut sent = true;
-                for (event, n) in feed.events(line) {
-                    feed.flow.acquire_async(n).await;
-                    sent = sent && feed.tx.send(event).is_ok();
-                }
-                sent
+                let n = line.len() + 1;
+                feed.flow.acquire_async(n).await;
+                feed.pass(line)
             }
         }
     }
@@ -83,37 +84,38 @@ impl Inlet {
         match self {
             Inlet::Lines(tx) => tx.try_send(line).is_ok(),
             Inlet::Relay(feed) => {
-                let mut sent = true;
-                for (event, n) in feed.events(line) {
-                    feed.flow.count(n);
-                    sent = sent && feed.tx.send(event).is_ok();
-                }
-                sent
+                feed.flow.count(line.len() + 1);
+                feed.pass(line)
             }
         }
     }
 }
 
 impl Feed {
-    /// The events a message makes, with the bytes each counts: as the reader thread cuts a
-    /// stream, a line (read ahead when short), or pieces of at most [`framing::PIECE`] bytes
-    /// when it is longer than a message the relay reads. The budget is counted per event, so
-    /// the parse ahead sees what is in flight before it.
-    fn events(&self, mut line: Vec<u8>) -> Vec<(Event, usize)> {
+    /// Sends the relay a message already counted in the budget, as the reader thread cuts a
+    /// stream: a line (read ahead when short), or, when it is longer than a message the relay
+    /// reads, pieces — the first holds the message's first [`wire::MAX_PARSED_LINE`] bytes
+    /// and one more (what the relay judges a long message by), the others at most
+    /// [`framing::PIECE`] bytes. False once the relay is gone.
+    fn pass(&self, mut line: Vec<u8>) -> bool {
         line.push(b'\n');
         if line.len() <= wire::MAX_PARSED_LINE {
             let read = framing::read_here(&line, &self.flow, self.look);
-            let n = line.len();
-            return vec![(Event::Line(self.side, line, read), n)];
+            return self.tx.send(Event::Line(self.side, line, read)).is_ok();
         }
-        let count = line.len().div_ceil(framing::PIECE);
-        line.chunks(framing::PIECE)
-            .enumerate()
-            .map(|(i, piece)| {
-                let last = i + 1 == count;
-                (Event::Piece(self.side, piece.to_vec(), last), piece.len())
-            })
-            .collect()
+        let mut rest = line.split_off(wire::MAX_PARSED_LINE + 1);
+        let mut piece = line;
+        loop {
+            let last = rest.is_empty();
+            if self.tx.send(Event::Piece(self.side, piece, last)).is_err() {
+                return false;
+            }
+            if last {
+                return true;
+            }
+            let tail = rest.split_off(rest.len().min(framing::PIECE));
+            piece = std::mem::replace(&mut rest, tail);
+        }
     }
 }
 
@@ -221,6 +223,22 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// A runtime, and an inlet feeding a relay's channel as `side` within a new budget.
+    fn fed(
+        side: Side,
+    ) -> (
+        tokio::runtime::Runtime,
+        std::sync::mpsc::Receiver<Event>,
+        Arc<Flow>,
+        Inlet,
+    ) {
+        let rt = super::super::runtime().expect("a runtime");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let flow = Flow::new();
+        let inlet = feed(tx, side, Arc::clone(&flow), None);
+        (rt, rx, flow, inlet)
+    }
+
     #[test]
     fn lines_cross_whole_in_both_directions() {
         let (mut out, mut rx) = lines_out();
@@ -246,10 +264,7 @@ mod tests {
 
     #[test]
     fn a_feed_gives_the_relay_lines_read_ahead_pieces_and_the_end() {
-        let rt = super::super::runtime().expect("a runtime");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let flow = Flow::new();
-        let inlet = feed(tx, Side::Server, Arc::clone(&flow), None);
+        let (rt, rx, flow, inlet) = fed(Side::Server);
         let second = inlet.clone();
         let long = vec![b' '; wire::MAX_PARSED_LINE + framing::PIECE / 2];
         rt.block_on(async {
@@ -279,9 +294,7 @@ mod tests {
 
     #[test]
     fn a_feed_cuts_a_message_too_long_to_read_into_pieces() {
-        let rt = super::super::runtime().expect("a runtime");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let inlet = feed(tx, Side::Server, Flow::new(), None);
+        let (rt, rx, _flow, inlet) = fed(Side::Server);
         let long = vec![b' '; wire::MAX_PARSED_LINE + framing::PIECE / 2];
         rt.block_on(async {
             assert!(inlet.send(ANSWER.to_vec()).await);
@@ -290,15 +303,21 @@ mod tests {
         assert!(inlet.try_send(b"{}".to_vec()));
         drop(inlet);
         let events: Vec<Event> = rx.try_iter().collect();
-        let pieces = (long.len() + 1).div_ceil(framing::PIECE);
+        // The first piece is what the relay judges a long message by: as the reader's, the
+        // first 8,000,000 bytes and one more; the rest at most a megabyte each.
+        let pieces = 1 + (long.len() + 1 - (wire::MAX_PARSED_LINE + 1)).div_ceil(framing::PIECE);
         assert_eq!(events.len(), 1 + pieces + 2, "{}", events.len());
         assert!(
             matches!(&events[0], Event::Line(Side::Server, _, Some(_))),
             "read ahead"
         );
+        assert!(
+            matches!(&events[1], Event::Piece(_, p, false) if p.len() == wire::MAX_PARSED_LINE + 1)
+        );
         for (i, e) in events[1..=pieces].iter().enumerate() {
             let last = i + 1 == pieces;
             assert!(matches!(e, Event::Piece(Side::Server, p, l) if *l == last && !p.is_empty()));
+            assert!(matches!(e, Event::Piece(_, p, _) if p.len() <= wire::MAX_PARSED_LINE + 1));
         }
         assert_eq!(events_bytes(&events[1..=pieces]), long.len() + 1);
         assert!(matches!(&events[pieces], Event::Piece(_, p, true) if p.ends_with(b" \n")));
@@ -307,6 +326,84 @@ mod tests {
             "not read ahead with more than a megabyte in flight"
         );
         assert!(matches!(&events[pieces + 2], Event::Eof(Side::Server)));
+    }
+
+    /// Which message each piece came from (the tests fill each with its own byte), in order,
+    /// with the bytes of the message it ends.
+    fn messages_of(events: &[Event]) -> Vec<(u8, usize)> {
+        let mut out = Vec::new();
+        let mut current: Option<(u8, usize)> = None;
+        for e in events {
+            if let Event::Piece(_, p, last) = e {
+                let (b, n) = current.get_or_insert((p[0], 0));
+                assert!(
+                    p.iter().all(|x| x == b || *x == b'\n'),
+                    "a piece of another message in the middle of one"
+                );
+                *n += p.len();
+                if *last {
+                    out.extend(current.take());
+                }
+            }
+        }
+        assert!(current.is_none(), "a message left without its last piece");
+        out
+    }
+
+    #[test]
+    fn long_messages_sent_at_once_reach_the_relay_one_whole_after_the_other() {
+        let (rt, rx, flow, inlet) = fed(Side::Client);
+        // Two messages that do not fit the budget together: the second waits for the first.
+        let size = framing::BUDGET / 2 + framing::PIECE;
+        let senders: Vec<_> = [b'a', b'b']
+            .into_iter()
+            .map(|b| {
+                let inlet = inlet.clone();
+                rt.spawn(async move { assert!(inlet.send(vec![b; size]).await) })
+            })
+            .collect();
+        drop(inlet);
+        let mut events = Vec::new();
+        while events.len() < 2 || !matches!(events.last(), Some(Event::Piece(_, _, true))) {
+            events.push(rx.recv_timeout(Duration::from_secs(10)).expect("pieces"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(rx.try_recv().is_err(), "the second waits for room");
+        flow.release(size + 1);
+        for s in senders {
+            rt.block_on(s).expect("sent");
+        }
+        events.extend(rx.try_iter());
+        assert!(matches!(events.last(), Some(Event::Eof(Side::Client))));
+        let got = messages_of(&events);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().all(|(_, n)| *n == size + 1));
+        assert_ne!(got[0].0, got[1].0);
+    }
+
+    #[test]
+    fn a_send_cancelled_while_it_waits_for_room_sends_nothing() {
+        let (rt, rx, flow, inlet) = fed(Side::Server);
+        // Room for the first piece of the message, not for all of it.
+        let held = framing::BUDGET - (wire::MAX_PARSED_LINE + 1);
+        flow.count(held);
+        let waiting = {
+            let inlet = inlet.clone();
+            rt.spawn(async move { inlet.send(vec![b'w'; wire::MAX_PARSED_LINE + 10]).await })
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        waiting.abort();
+        assert!(rt.block_on(waiting).is_err(), "cancelled");
+        flow.release(held);
+        assert!(rx.try_recv().is_err(), "none of it went");
+        assert_eq!(flow.in_flight(), 0, "nor is any of it counted");
+        rt.block_on(async { assert!(inlet.send(vec![b'x'; wire::MAX_PARSED_LINE + 10]).await) });
+        drop(inlet);
+        let events: Vec<Event> = rx.try_iter().collect();
+        assert_eq!(
+            messages_of(&events),
+            vec![(b'x', wire::MAX_PARSED_LINE + 11)]
+        );
     }
 
     const ANSWER: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
@@ -323,10 +420,7 @@ mod tests {
 
     #[test]
     fn a_feed_waits_for_room_in_the_budget() {
-        let rt = super::super::runtime().expect("a runtime");
-        let (tx, rx) = std::sync::mpsc::channel();
-        let flow = Flow::new();
-        let inlet = feed(tx, Side::Client, Arc::clone(&flow), None);
+        let (rt, rx, flow, inlet) = fed(Side::Client);
         // Two messages of the longest length read whole, then one that does not fit beside them.
         let whole = vec![b' '; wire::MAX_PARSED_LINE - 1];
         let rest = framing::BUDGET - 2 * wire::MAX_PARSED_LINE;
