@@ -403,6 +403,16 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
         let answer: serde_json::Value = serde_json::from_str(&big.body).expect("JSON");
         assert_eq!(answer["id"], id);
     }
+    // An answer longer than the bytes a stream may hold for a client that does not read
+    // (16 MB: the SKU twice) still reaches a client that reads, as an event of its stream.
+    let long = request(&url, "POST", &h, &large(6, &"e".repeat(8_500_000)));
+    assert_eq!(long.status, 200, "{}", long.head);
+    let got = long.messages();
+    assert!(
+        got.iter().any(|m| m["id"] == 6 && m["result"].is_object()),
+        "the answer, {} bytes of events",
+        long.body.len()
+    );
     // Nested deeper than the proxy reads, yet JSON: it goes on, as on stdio, and is recorded
     // with its arguments summarised.
     let deep = format!(
@@ -462,7 +472,7 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert_eq!(t["request_headers"]["x-api-key"], "[REDACTED]");
     // Each call keeps the headers of its own request: the second one's trace id is its own.
     let calls = side["calls"].as_array().expect("calls");
-    assert_eq!(calls.len(), 5, "{side}");
+    assert_eq!(calls.len(), 6, "{side}");
     let first = &calls[0]["request_headers"];
     let second = &calls[1]["request_headers"];
     assert_eq!(first["authorization"], "[REDACTED]", "{side}");
@@ -491,8 +501,8 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("Call budget: 5 /"),
-        "five calls recorded: {out}"
+        out.contains("Call budget: 6 /"),
+        "six calls recorded: {out}"
     );
 }
 

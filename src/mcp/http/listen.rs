@@ -1056,12 +1056,14 @@ fn start_events(face: &mut Face, n: u64, status: u16, headers: Vec<Header>, retr
 }
 
 /// Queues bytes on a stream (a client that stopped reading loses the stream, not the proxy).
+/// One event always goes when the connection has taken all before it, however large: a
+/// client that reads gets an answer larger than the bound too.
 fn send_data(st: &mut StreamState, bytes: Bytes) {
     let Some(tx) = &st.tx else {
         return;
     };
-    let now = st.queued.fetch_add(bytes.len(), Ordering::Relaxed) + bytes.len();
-    if now > QUEUED_MAX || tx.send(Out::Data(bytes)).is_err() {
+    let before = st.queued.fetch_add(bytes.len(), Ordering::Relaxed);
+    if (before > 0 && before + bytes.len() > QUEUED_MAX) || tx.send(Out::Data(bytes)).is_err() {
         st.tx = None;
     }
 }
