@@ -1741,6 +1741,67 @@ fn a_stdio_client_reaches_a_remote_server_with_its_stream_messages_in_order() {
 }
 
 #[test]
+fn a_call_too_long_to_read_reaches_a_remote_server_and_its_answer_comes_back() {
+    // The server answers a tools/call under the id it was asked with, as JSON, and an answer
+    // itself too long to read whole (the request's bytes again) as events.
+    let (url, seen) = scripted(move |m, _, body| {
+        usual(m, body, |body| {
+            let at = body.rfind("\"id\":").expect("an id") + 5;
+            let id: String = body[at..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let text = "x".repeat(body.len());
+            format!(
+                "{}data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}}}\n\n",
+                sse_head()
+            )
+        })
+    });
+    let record = common::scratch_recording("http-upstream-long", "long.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    // An answer that never comes fails the test instead of hanging it: the proxy is stopped.
+    let pid = p.child.id().to_string();
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    thread::spawn(move || {
+        if watch.recv_timeout(Duration::from_secs(60)).is_err() {
+            let _ = std::process::Command::new("kill").arg(&pid).status();
+        }
+    });
+    let mut c = Stdio2::of(&mut p);
+    c.initialize("a call over 8 MB to a remote server");
+    c.send(INITIALIZED);
+    let sku = "s".repeat(8_100_000);
+    c.send(&format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"check_inventory","arguments":{{"sku":"{sku}"}}}},"id":7}}"#
+    ));
+    let answer = c.next();
+    assert_eq!(answer["id"], 7, "the answer to the long call, under its id");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.len() > 8_100_000),
+        "whole"
+    );
+    let _ = done.send(());
+    drop(c);
+    let code = wait_for(&mut p.child, Duration::from_secs(15));
+    assert_eq!(code, 0, "{}", p.log.lock().expect("log"));
+    let seen = seen.lock().expect("seen").clone();
+    assert_eq!(
+        seen.iter()
+            .filter(|(_, _, b)| b.contains("tools/call"))
+            .count(),
+        1,
+        "sent once"
+    );
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("no call was left in flight"), "{out}");
+}
+
+#[test]
 fn a_stream_cut_by_the_network_is_resumed_and_a_session_the_server_ended_is_said() {
     let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
     let (url, seen) = scripted(move |m, head, body| {

@@ -450,7 +450,12 @@ async fn pump(
     let mut closable: crate::hashing::Map<Id, tokio::task::AbortHandle> = Default::default();
     while let Some(line) = requests.recv().await {
         let envelope = shared.envelopes.as_ref().and_then(|t| t.take(&line));
-        let message = wire::classify(&line);
+        // A request too long (or too deep) to read whole is still known by its id and method,
+        // found by a scan, as the relay knows it: its answer is waited for like any other.
+        let message = match wire::classify(&line) {
+            Message::Other(why) => wire::unread_message(&line).unwrap_or(Message::Other(why)),
+            m => m,
+        };
         if let Some(id) = cancelled(&message)
             && let Some(task) = closable.remove(&id)
         {
