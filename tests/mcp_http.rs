@@ -1802,6 +1802,65 @@ fn a_call_too_long_to_read_reaches_a_remote_server_and_its_answer_comes_back() {
 }
 
 #[test]
+fn nothing_goes_to_a_remote_server_before_its_initialize_is_answered() {
+    // A stdio client that sends its messages without waiting for the handshake's answer (the
+    // server on stdio would read them in order): over HTTP they would race `initialize`.
+    let times: Arc<Mutex<Vec<(String, Instant, Instant)>>> = Arc::default();
+    let log = Arc::clone(&times);
+    let (url, _) = scripted(move |m, _, body| {
+        let came = Instant::now();
+        if body.contains("\"initialize\"") {
+            thread::sleep(Duration::from_millis(300));
+        }
+        let answer = usual(m, body, |_| {
+            json_answer(
+                "",
+                r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}"#,
+            )
+        });
+        let what = if body.contains("\"initialize\"") {
+            "initialize"
+        } else if body.contains("notifications/initialized") {
+            "initialized"
+        } else if body.contains("tools/call") {
+            "call"
+        } else {
+            "other"
+        };
+        log.lock()
+            .expect("times")
+            .push((what.into(), came, Instant::now()));
+        answer
+    });
+    let record = common::scratch_recording("http-upstream-order", "order.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    c.send(INITIALIZED);
+    c.send(&call(2, "A1"));
+    assert_eq!(c.next()["result"]["serverInfo"]["name"], "scripted");
+    assert_eq!(c.next()["id"], 2);
+    drop(c);
+    assert_eq!(wait_for(&mut p.child, Duration::from_secs(15)), 0);
+    let times = times.lock().expect("times").clone();
+    let at = |what: &str| {
+        times
+            .iter()
+            .find(|(w, _, _)| w == what)
+            .unwrap_or_else(|| panic!("{what} not sent: {times:?}"))
+            .clone()
+    };
+    let (_, _, answered) = at("initialize");
+    for later in ["initialized", "call"] {
+        assert!(
+            at(later).1 >= answered,
+            "{later} went before initialize was answered"
+        );
+    }
+}
+
+#[test]
 fn a_stream_cut_by_the_network_is_resumed_and_a_session_the_server_ended_is_said() {
     let answer = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
     let (url, seen) = scripted(move |m, head, body| {

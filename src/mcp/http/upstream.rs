@@ -481,6 +481,13 @@ async fn pump(
             }
             _ => None,
         };
+        if matches!(&message, Message::Request { method, .. } if method == "initialize") {
+            // Nothing goes after `initialize` until it is answered: a client that sends its
+            // next messages without waiting (on stdio the server reads them in order) would
+            // otherwise have them race it, and a server that gets `initialized` first fails.
+            send(Arc::clone(&shared), line, message, envelope).await;
+            continue;
+        }
         let task = tasks.spawn(send(Arc::clone(&shared), line, message, envelope));
         if let Some(id) = stateless {
             closable.insert(id, task);
