@@ -1187,6 +1187,19 @@ fn usual(method: &str, body: &str, tools: impl Fn(&str) -> String) -> String {
     }
 }
 
+/// An answer that never comes fails the test instead of hanging it: the proxy is stopped
+/// after a minute unless the test says it is done first (sends on what this gives).
+fn stop_unless_done(p: &Proxy) -> std::sync::mpsc::Sender<()> {
+    let pid = p.child.id().to_string();
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    thread::spawn(move || {
+        if watch.recv_timeout(Duration::from_secs(60)).is_err() {
+            let _ = Command::new("kill").arg(&pid).status();
+        }
+    });
+    done
+}
+
 /// A stdio client's session with a proxy: lines in, lines out.
 struct Stdio2 {
     input: ChildStdin,
@@ -1761,14 +1774,7 @@ fn a_call_too_long_to_read_reaches_a_remote_server_and_its_answer_comes_back() {
     let record = common::scratch_recording("http-upstream-long", "long.json");
     let rec = record.display().to_string();
     let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
-    // An answer that never comes fails the test instead of hanging it: the proxy is stopped.
-    let pid = p.child.id().to_string();
-    let (done, watch) = std::sync::mpsc::channel::<()>();
-    thread::spawn(move || {
-        if watch.recv_timeout(Duration::from_secs(60)).is_err() {
-            let _ = std::process::Command::new("kill").arg(&pid).status();
-        }
-    });
+    let done = stop_unless_done(&p);
     let mut c = Stdio2::of(&mut p);
     c.initialize("a call over 8 MB to a remote server");
     c.send(INITIALIZED);
@@ -1858,6 +1864,59 @@ fn nothing_goes_to_a_remote_server_before_its_initialize_is_answered() {
             "{later} went before initialize was answered"
         );
     }
+}
+
+#[test]
+fn a_stdio_clients_batch_to_a_remote_server_is_answered_whole_or_refused_request_by_request() {
+    // The server takes a batch (as under 2025-03-26) and answers it with an array, except one
+    // holding the order "R", which it refuses as a server of a later revision does.
+    let batch_answer = r#"[{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"ok"}]}},{"jsonrpc":"2.0","id":4,"result":{"tools":[]}}]"#;
+    let (url, _) = scripted(move |m, _, body| {
+        if body.starts_with('[') && body.contains("\"R\"") {
+            let refusal =
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no batches"}}"#;
+            return format!(
+                "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{refusal}",
+                refusal.len()
+            );
+        }
+        if body.starts_with('[') {
+            return json_answer("", batch_answer);
+        }
+        usual(m, body, |_| unreachable!("calls come in batches here"))
+    });
+    let record = common::scratch_recording("http-upstream-batch", "batch.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let done = stop_unless_done(&p);
+    let mut c = Stdio2::of(&mut p);
+    c.initialize("batches to a remote server");
+    c.send(INITIALIZED);
+    let list = |id: u64| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+    c.send(&format!("[{},{}]", call(1, "R"), list(2)));
+    let refused = c.next();
+    let refused = refused.as_array().expect("a batch of errors");
+    let ids: Vec<&serde_json::Value> = refused.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [1, 2], "{refused:?}");
+    assert!(
+        refused.iter().all(|a| a["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("HTTP 400") && m.contains("no batches"))),
+        "each request says why: {refused:?}"
+    );
+    c.send(&format!("[{},{}]", call(3, "A3"), list(4)));
+    let answered = c.next();
+    assert_eq!(answered[0]["id"], 3, "{answered}");
+    assert_eq!(
+        answered[1]["result"]["tools"],
+        serde_json::json!([]),
+        "{answered}"
+    );
+    let _ = done.send(());
+    drop(c);
+    assert_eq!(wait_for(&mut p.child, Duration::from_secs(15)), 0);
+    let (code, out) = check(&record);
+    assert!(out.contains("no call was left in flight"), "{code}: {out}");
 }
 
 #[test]

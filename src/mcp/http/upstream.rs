@@ -726,6 +726,10 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
         Message::Notification { method, .. } => (None, Some(method.clone())),
         _ => (None, None),
     };
+    let batch = match &message {
+        Message::Other(_) => batch_requests(&line),
+        _ => Vec::new(),
+    };
     if method.as_deref() == Some("initialize")
         && shared.envelopes.is_none()
         && let Ok(mut own) = shared.own.lock()
@@ -768,10 +772,14 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
     let request = match b.body(Full::new(Bytes::from(line))) {
         Ok(r) => r,
         Err(e) => {
+            let why = format!("the request could not be sent to the server: {e}");
             if let Some(id) = &id {
-                let why = format!("the request could not be sent to the server: {e}");
                 shared
                     .deliver(error_answer(id, &why, None), origin(502, vec![], true))
+                    .await;
+            } else if !batch.is_empty() {
+                shared
+                    .deliver(batch_errors(&batch, &why, None), origin(502, vec![], true))
                     .await;
             }
             return;
@@ -790,6 +798,10 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
                 shared
                     .deliver(error_answer(id, &why, None), origin(502, vec![], true))
                     .await;
+            } else if !batch.is_empty() {
+                shared
+                    .deliver(batch_errors(&batch, &why, None), origin(502, vec![], true))
+                    .await;
             }
             return;
         }
@@ -805,6 +817,9 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
         && let Ok(mut own) = shared.own.lock()
     {
         own.session = Some(s.to_owned());
+    }
+    if !batch.is_empty() {
+        return answer_batch(&shared, res, &batch, origin).await;
     }
     let Some(id) = id else {
         // A notification or an answer of the client's: 202, nothing to pass on.
@@ -909,6 +924,85 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
                 .await;
         }
     }
+}
+
+/// The ids of the requests in a JSON-RPC batch (an array of messages; a stdio client of the
+/// 2025-03-26 revision may send one): what its answer must answer. None for anything else.
+fn batch_requests(line: &[u8]) -> Vec<Id> {
+    let text = std::str::from_utf8(line).ok();
+    match text.and_then(|t| crate::json::parse(t).ok()) {
+        Some(crate::json::Value::Array(items)) => items
+            .iter()
+            .filter_map(|m| {
+                let o = m.as_object()?;
+                o.get("method")?;
+                o.get("id").map(Id::of)
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Passes on the server's answer to a batch holding the requests `ids`: its JSON body (an
+/// array, relayed as it came) or its events. A server that refuses batches (the HTTP
+/// transport has not had them since 2025-06-18), or answers none of it, has every request
+/// answered with an error in its place, as one batch: the client is never left waiting.
+async fn answer_batch(
+    shared: &Shared,
+    res: Response<Incoming>,
+    ids: &[Id],
+    origin: impl Fn(u16, Vec<Header>, bool) -> Origin,
+) {
+    let status = res.status().as_u16();
+    let headers = answer_headers(&res);
+    let ct = content_type(&res);
+    if res.status().is_success() && ct.starts_with("text/event-stream") {
+        let base = origin(status, headers, false);
+        if let Err(cut) = events(shared, res.into_body(), &base, None).await {
+            shared.note(&format!(
+                "the answer to a batch of {} request(s) was cut ({}); what did not come is not answered",
+                ids.len(),
+                cut.why
+            ));
+        }
+        return;
+    }
+    let reason = res.status();
+    let body = read_body(res.into_body(), MAX_MESSAGE)
+        .await
+        .unwrap_or_default();
+    if reason.is_success() && !body.iter().all(u8::is_ascii_whitespace) {
+        shared
+            .deliver(one_line(body), origin(status, headers, true))
+            .await;
+        return;
+    }
+    let text: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+    let mut why = format!("the MCP server answered HTTP {reason} to a batch");
+    if !text.trim().is_empty() {
+        why.push_str(": ");
+        why.push_str(text.trim());
+    }
+    shared.note(&why);
+    shared
+        .deliver(
+            batch_errors(ids, &why, Some(status)),
+            origin(status, headers, true),
+        )
+        .await;
+}
+
+/// A batch answering each of `ids` with the error `why`.
+fn batch_errors(ids: &[Id], why: &str, status: Option<u16>) -> Vec<u8> {
+    let mut line = b"[".to_vec();
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            line.push(b',');
+        }
+        line.extend_from_slice(&error_answer(id, why, status));
+    }
+    line.push(b']');
+    line
 }
 
 /// The request a `notifications/cancelled` cancels.
