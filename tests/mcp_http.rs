@@ -1867,6 +1867,61 @@ fn nothing_goes_to_a_remote_server_before_its_initialize_is_answered() {
 }
 
 #[test]
+fn one_http_clients_slow_handshake_holds_up_no_other_client() {
+    let (url, _) = scripted(move |m, _, body| {
+        if body.contains("slow-client") {
+            thread::sleep(Duration::from_millis(1500));
+        }
+        if body.contains("\"initialize\"") {
+            // Answered under the id it was asked with (the proxy gives the second client's
+            // `initialize`, id 0 as the first's, an id of its own).
+            let id = serde_json::from_str::<serde_json::Value>(body).expect("JSON")["id"].clone();
+            let answer = INIT_ANSWER.replacen("\"id\":0", &format!("\"id\":{id}"), 1);
+            return json_answer("Mcp-Session-Id: S1\r\n", &answer);
+        }
+        usual(m, body, |_| {
+            json_answer(
+                "",
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}"#,
+            )
+        })
+    });
+    let record = common::scratch_recording("http-slow-handshake", "slow.json");
+    let rec = record.display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
+        &[],
+    );
+    let listen = p.url().to_owned();
+    let start = Instant::now();
+    let slow = {
+        let listen = listen.clone();
+        thread::spawn(move || {
+            let init = INIT.replace("http-test", "slow-client");
+            let a = request(&listen, "POST", &[], &init);
+            (a.status, start.elapsed())
+        })
+    };
+    thread::sleep(Duration::from_millis(100));
+    let session = initialize(&listen, &[]);
+    let h = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let c = request(&listen, "POST", &h, &call(1, "A1"));
+    let fast = start.elapsed();
+    assert_eq!(c.status, 200, "{}", c.head);
+    assert_eq!(c.messages().last().expect("an answer")["id"], 1);
+    let (status, slow_done) = slow.join().expect("the slow client");
+    assert_eq!(status, 200);
+    assert!(
+        fast < slow_done,
+        "the other client's call ({fast:?}) waited for the slow handshake ({slow_done:?})"
+    );
+    let _ = p.stop();
+}
+
+#[test]
 fn a_stdio_clients_batch_to_a_remote_server_is_answered_whole_or_refused_request_by_request() {
     // The server takes a batch (as under 2025-03-26) and answers it with an array, except one
     // holding the order "R", which it refuses as a server of a later revision does.

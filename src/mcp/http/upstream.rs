@@ -481,10 +481,14 @@ async fn pump(
             }
             _ => None,
         };
-        if matches!(&message, Message::Request { method, .. } if method == "initialize") {
-            // Nothing goes after `initialize` until it is answered: a client that sends its
-            // next messages without waiting (on stdio the server reads them in order) would
-            // otherwise have them race it, and a server that gets `initialized` first fails.
+        if shared.envelopes.is_none()
+            && matches!(&message, Message::Request { method, .. } if method == "initialize")
+        {
+            // Nothing goes after our session's `initialize` until it is answered: a stdio
+            // client that sends its next messages without waiting (on stdio the server reads
+            // them in order) would otherwise have them race it, and a server that gets
+            // `initialized` first fails. (HTTP clients cannot: their next requests need the
+            // session the answer gives, and one client's slow handshake holds up no other.)
             send(Arc::clone(&shared), line, message, envelope).await;
             continue;
         }
