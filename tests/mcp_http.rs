@@ -1830,6 +1830,8 @@ fn nothing_goes_to_a_remote_server_before_its_initialize_is_answered() {
             "initialized"
         } else if body.contains("tools/call") {
             "call"
+        } else if body.contains("srv-1") {
+            "client's answer"
         } else {
             "other"
         };
@@ -1843,6 +1845,8 @@ fn nothing_goes_to_a_remote_server_before_its_initialize_is_answered() {
     let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
     let mut c = Stdio2::of(&mut p);
     c.send(INIT);
+    // An answer of the client's (to a ping the server sent meanwhile) is no part of the race.
+    c.send(r#"{"jsonrpc":"2.0","id":"srv-1","result":{}}"#);
     c.send(INITIALIZED);
     c.send(&call(2, "A1"));
     assert_eq!(c.next()["result"]["serverInfo"]["name"], "scripted");
@@ -1864,6 +1868,40 @@ fn nothing_goes_to_a_remote_server_before_its_initialize_is_answered() {
             "{later} went before initialize was answered"
         );
     }
+    assert!(
+        at("client's answer").1 < answered,
+        "the client's answer waited for the handshake"
+    );
+}
+
+#[test]
+fn a_remote_server_that_never_answers_initialize_holds_up_no_session_end() {
+    // The handshake hangs; the client sends more than the pump's channel holds, then leaves.
+    let (url, _) = scripted(move |m, _, body| {
+        if body.contains("\"initialize\"") {
+            thread::sleep(Duration::from_secs(30));
+        }
+        usual(m, body, |_| unreachable!("no call is made"))
+    });
+    let record = common::scratch_recording("http-upstream-hung", "hung.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let mut c = Stdio2::of(&mut p);
+    c.send(INIT);
+    for n in 0..200 {
+        c.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"ping"}}"#,
+            100 + n
+        ));
+    }
+    let left = Instant::now();
+    drop(c);
+    let code = wait_for(&mut p.child, Duration::from_secs(25));
+    assert!(
+        left.elapsed() < Duration::from_secs(15),
+        "the proxy ended {:?} after its client left (code {code})",
+        left.elapsed()
+    );
 }
 
 #[test]

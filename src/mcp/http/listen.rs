@@ -55,6 +55,9 @@ const KEPT_IN_ALL: usize = 64 * 1024 * 1024;
 /// Bytes queued for one stream whose client does not read before the stream is given up
 /// (its events stay resumable).
 const QUEUED_MAX: usize = 16 * 1024 * 1024;
+/// Bytes still queued for a stream that do not count against one event larger than
+/// [`QUEUED_MAX`] (the priming event before an answer, a notification or two).
+const QUEUED_SLACK: usize = 64 * 1024;
 /// Server messages kept for a GET stream not yet opened.
 const UNSENT_MAX: usize = 256;
 /// Sessions the proxy issues and remembers (a server on stdio).
@@ -1056,14 +1059,17 @@ fn start_events(face: &mut Face, n: u64, status: u16, headers: Vec<Header>, retr
 }
 
 /// Queues bytes on a stream (a client that stopped reading loses the stream, not the proxy).
-/// One event always goes when the connection has taken all before it, however large: a
-/// client that reads gets an answer larger than the bound too.
+/// One event always goes when the connection has taken all but [`QUEUED_SLACK`] before it,
+/// however large: a client that reads gets an answer larger than the bound too (its stream's
+/// priming event may still be queued when its answer comes).
 fn send_data(st: &mut StreamState, bytes: Bytes) {
     let Some(tx) = &st.tx else {
         return;
     };
     let before = st.queued.fetch_add(bytes.len(), Ordering::Relaxed);
-    if (before > 0 && before + bytes.len() > QUEUED_MAX) || tx.send(Out::Data(bytes)).is_err() {
+    if (before > QUEUED_SLACK && before + bytes.len() > QUEUED_MAX)
+        || tx.send(Out::Data(bytes)).is_err()
+    {
         st.tx = None;
     }
 }

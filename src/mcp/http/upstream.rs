@@ -437,34 +437,36 @@ impl Remote {
     }
 }
 
-/// Reads the relay's messages and sends each as its own request; when the relay closes its
-/// end, waits for the answers in flight, ends a session of ours, and closes the relay's input.
-async fn pump(
-    shared: Arc<Shared>,
-    mut requests: mpsc::Receiver<Vec<u8>>,
-    done: std::sync::mpsc::Sender<()>,
-) {
-    let mut tasks = JoinSet::new();
-    // Requests in flight on the 2026-07-28 revision, where closing a request's stream is its
-    // cancel: a `notifications/cancelled` for one of them closes it instead of being sent.
-    let mut closable: crate::hashing::Map<Id, tokio::task::AbortHandle> = Default::default();
-    while let Some(line) = requests.recv().await {
-        let envelope = shared.envelopes.as_ref().and_then(|t| t.take(&line));
-        // A request too long (or too deep) to read whole is still known by its id and method,
-        // found by a scan, as the relay knows it: its answer is waited for like any other.
-        let message = match wire::classify(&line) {
-            Message::Other(why) => wire::unread_message(&line).unwrap_or(Message::Other(why)),
-            m => m,
-        };
+/// Messages the client holds while our session's handshake is unanswered, at most.
+const HELD_MAX: usize = 1024;
+
+/// The requests the pump has sent and not yet seen answered.
+struct Outgoing {
+    tasks: JoinSet<()>,
+    /// Requests in flight on the 2026-07-28 revision, where closing a request's stream is its
+    /// cancel: a `notifications/cancelled` for one of them closes it instead of being sent.
+    closable: crate::hashing::Map<Id, tokio::task::AbortHandle>,
+}
+
+impl Outgoing {
+    /// Sends one message as its own request (or, for a 2026-07-28 cancel, closes the stream of
+    /// the request it cancels).
+    fn send(
+        &mut self,
+        shared: &Arc<Shared>,
+        line: Vec<u8>,
+        message: Message,
+        envelope: Option<Envelope>,
+    ) {
         if let Some(id) = cancelled(&message)
-            && let Some(task) = closable.remove(&id)
+            && let Some(task) = self.closable.remove(&id)
         {
             task.abort();
             shared.note(&format!(
                 "the client cancelled request {} (2026-07-28): its stream to the server was closed",
                 crate::printable::line(&id.0)
             ));
-            continue;
+            return;
         }
         let stateless = match &message {
             Message::Request { id, params, .. } => {
@@ -481,24 +483,88 @@ async fn pump(
             }
             _ => None,
         };
+        let task = self
+            .tasks
+            .spawn(send(Arc::clone(shared), line, message, envelope));
+        if let Some(id) = stateless {
+            self.closable.insert(id, task);
+        }
+        while self.tasks.try_join_next().is_some() {}
+        self.closable.retain(|_, t| !t.is_finished());
+    }
+}
+
+/// Reads the relay's messages and sends each as its own request; when the relay closes its
+/// end, waits for the answers in flight, ends a session of ours, and closes the relay's input.
+async fn pump(
+    shared: Arc<Shared>,
+    mut requests: mpsc::Receiver<Vec<u8>>,
+    done: std::sync::mpsc::Sender<()>,
+) {
+    let mut out = Outgoing {
+        tasks: JoinSet::new(),
+        closable: Default::default(),
+    };
+    // Our session's handshake while it is unanswered, and the client's requests and
+    // notifications held until it is: a stdio client that sends its next messages without
+    // waiting (on stdio the server reads them in order) would otherwise have them race it, and
+    // a server that gets `initialized` first fails. The client's answers (to a `ping` the server
+    // sends meanwhile) go on. (HTTP clients cannot race their handshake: their next requests
+    // need the session its answer gives; one client's slow handshake holds up no other.)
+    let mut handshake: Option<tokio::task::JoinHandle<()>> = None;
+    let mut held: std::collections::VecDeque<(Vec<u8>, Message, Option<Envelope>)> =
+        std::collections::VecDeque::new();
+    loop {
+        let line = match handshake.as_mut() {
+            Some(h) => tokio::select! {
+                _ = h => {
+                    handshake = None;
+                    for (line, message, envelope) in held.drain(..) {
+                        out.send(&shared, line, message, envelope);
+                    }
+                    continue;
+                }
+                line = requests.recv() => line,
+            },
+            None => requests.recv().await,
+        };
+        let Some(line) = line else {
+            break;
+        };
+        let envelope = shared.envelopes.as_ref().and_then(|t| t.take(&line));
+        // A request too long (or too deep) to read whole is still known by its id and method,
+        // found by a scan, as the relay knows it: its answer is waited for like any other.
+        let message = match wire::classify(&line) {
+            Message::Other(why) => wire::unread_message(&line).unwrap_or(Message::Other(why)),
+            m => m,
+        };
+        if handshake.is_some()
+            && !matches!(message, Message::Response { .. })
+            && held.len() < HELD_MAX
+        {
+            held.push_back((line, message, envelope));
+            continue;
+        }
         if shared.envelopes.is_none()
             && matches!(&message, Message::Request { method, .. } if method == "initialize")
         {
-            // Nothing goes after our session's `initialize` until it is answered: a stdio
-            // client that sends its next messages without waiting (on stdio the server reads
-            // them in order) would otherwise have them race it, and a server that gets
-            // `initialized` first fails. (HTTP clients cannot: their next requests need the
-            // session the answer gives, and one client's slow handshake holds up no other.)
-            send(Arc::clone(&shared), line, message, envelope).await;
+            handshake = Some(tokio::spawn(send(
+                Arc::clone(&shared),
+                line,
+                message,
+                envelope,
+            )));
             continue;
         }
-        let task = tasks.spawn(send(Arc::clone(&shared), line, message, envelope));
-        if let Some(id) = stateless {
-            closable.insert(id, task);
-        }
-        while tasks.try_join_next().is_some() {}
-        closable.retain(|_, t| !t.is_finished());
+        out.send(&shared, line, message, envelope);
     }
+    if let Some(h) = handshake {
+        let _ = h.await;
+    }
+    for (line, message, envelope) in held.drain(..) {
+        out.send(&shared, line, message, envelope);
+    }
+    let mut tasks = out.tasks;
     while tasks.join_next().await.is_some() {}
     shared.closing.store(true, Ordering::SeqCst);
     if shared.envelopes.is_none() {
