@@ -1965,6 +1965,20 @@ fn a_stdio_clients_batch_to_a_remote_server_is_answered_whole_or_refused_request
     // holding the order "R", which it refuses as a server of a later revision does.
     let batch_answer = r#"[{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"ok"}]}},{"jsonrpc":"2.0","id":4,"result":{"tools":[]}}]"#;
     let (url, _) = scripted(move |m, _, body| {
+        if body.starts_with('[') && body.contains("\"O\"") {
+            // A single error object instead of the batch's answers.
+            return json_answer(
+                "",
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"one object"}}"#,
+            );
+        }
+        if body.starts_with('[') && body.contains("\"S\"") {
+            // Events answering the first request only, then the stream ends.
+            return format!(
+                "{}data: {{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{{\"content\":[]}}}}\n\n",
+                sse_head()
+            );
+        }
         if body.starts_with('[') && body.contains("\"R\"") {
             let refusal =
                 r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no batches"}}"#;
@@ -2004,6 +2018,32 @@ fn a_stdio_clients_batch_to_a_remote_server_is_answered_whole_or_refused_request
         answered[1]["result"]["tools"],
         serde_json::json!([]),
         "{answered}"
+    );
+    // A server that answers a batch with one object, or with events for part of it: what it
+    // did not answer is answered with an error, saying why.
+    c.send(&format!("[{},{}]", call(5, "S"), list(6)));
+    assert_eq!(c.next()["id"], 5, "the event that came");
+    let rest = c.next();
+    assert_eq!(rest[0]["id"], 6, "{rest}");
+    assert!(
+        rest[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ended without")),
+        "{rest}"
+    );
+    c.send(&format!("[{},{}]", call(7, "O"), list(8)));
+    let other = c.next();
+    let ids: Vec<&serde_json::Value> = other
+        .as_array()
+        .expect("a batch")
+        .iter()
+        .map(|a| &a["id"])
+        .collect();
+    assert_eq!(ids, [7, 8], "{other}");
+    assert!(
+        other[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("one object"))
     );
     let _ = done.send(());
     drop(c);

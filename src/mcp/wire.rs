@@ -204,6 +204,31 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
+/// The byte ranges of the elements of the JSON array in `bytes` (a batch), found without
+/// parsing them; none when `bytes` is no array. Stops at the first thing that is not an
+/// element (or the end of `bytes`).
+pub fn elements(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = skip_ws(bytes, 0);
+    if bytes.get(i) != Some(&b'[') {
+        return out;
+    }
+    i = skip_ws(bytes, i + 1);
+    while i < bytes.len() && bytes[i] != b']' {
+        let end = value_end(bytes, i);
+        if end <= i {
+            break;
+        }
+        out.push(i..end);
+        i = skip_ws(bytes, end);
+        match bytes.get(i) {
+            Some(b',') => i = skip_ws(bytes, i + 1),
+            _ => break,
+        }
+    }
+    out
+}
+
 /// A message we cannot read whole (too long, too deep), known by its top-level members found
 /// by a scan: a request or notification by a `method` that is a plain string (and its `id`),
 /// an answer by its `id` beside a `result` or an `error`. What else it holds is not read

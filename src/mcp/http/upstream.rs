@@ -948,7 +948,7 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
     let ct = content_type(&res);
     if ct.starts_with("text/event-stream") {
         let base = origin(status, headers, false);
-        let got = events(&shared, res.into_body(), &base, Some(&id)).await;
+        let got = events(&shared, res.into_body(), &base, Some(&id), None).await;
         if let Err(cut) = got {
             resume(&shared, &id, cut, base, envelope.as_ref()).await;
         }
@@ -997,26 +997,38 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
 }
 
 /// The ids of the requests in a JSON-RPC batch (an array of messages; a stdio client of the
-/// 2025-03-26 revision may send one): what its answer must answer. None for anything else.
+/// 2025-03-26 revision may send one): what its answer must answer. Each element is known by a
+/// scan, so a batch too long or too deep to read whole is known too. None for anything else.
 fn batch_requests(line: &[u8]) -> Vec<Id> {
-    let text = std::str::from_utf8(line).ok();
-    match text.and_then(|t| crate::json::parse(t).ok()) {
-        Some(crate::json::Value::Array(items)) => items
-            .iter()
-            .filter_map(|m| {
-                let o = m.as_object()?;
-                o.get("method")?;
-                o.get("id").map(Id::of)
-            })
+    wire::elements(line)
+        .into_iter()
+        .filter_map(|r| match wire::unread_message(&line[r])? {
+            Message::Request { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The ids a server's message answers: its own, or its elements' when it is a batch.
+fn answered_ids(line: &[u8]) -> Vec<Id> {
+    let one = |m: &[u8]| match wire::unread_message(m) {
+        Some(Message::Response { id, .. }) => Some(id),
+        _ => None,
+    };
+    match one(line) {
+        Some(id) => vec![id],
+        None => wire::elements(line)
+            .into_iter()
+            .filter_map(|r| one(&line[r]))
             .collect(),
-        _ => Vec::new(),
     }
 }
 
 /// Passes on the server's answer to a batch holding the requests `ids`: its JSON body (an
-/// array, relayed as it came) or its events. A server that refuses batches (the HTTP
-/// transport has not had them since 2025-06-18), or answers none of it, has every request
-/// answered with an error in its place, as one batch: the client is never left waiting.
+/// array, relayed as it came) or its events. Every request it does not answer — the server
+/// refused batches (the HTTP transport has not had them since 2025-06-18), answered with
+/// something else, or its stream ended or broke first — is answered with an error in its
+/// place, as one batch: the client is never left waiting.
 async fn answer_batch(
     shared: &Shared,
     res: Response<Incoming>,
@@ -1026,37 +1038,51 @@ async fn answer_batch(
     let status = res.status().as_u16();
     let headers = answer_headers(&res);
     let ct = content_type(&res);
-    if res.status().is_success() && ct.starts_with("text/event-stream") {
-        let base = origin(status, headers, false);
-        if let Err(cut) = events(shared, res.into_body(), &base, None).await {
-            shared.note(&format!(
-                "the answer to a batch of {} request(s) was cut ({}); what did not come is not answered",
-                ids.len(),
-                cut.why
-            ));
-        }
-        return;
-    }
     let reason = res.status();
-    let body = read_body(res.into_body(), MAX_MESSAGE)
-        .await
-        .unwrap_or_default();
-    if reason.is_success() && !body.iter().all(u8::is_ascii_whitespace) {
-        shared
-            .deliver(one_line(body), origin(status, headers, true))
-            .await;
+    let mut seen = Vec::new();
+    let why = if reason.is_success() && ct.starts_with("text/event-stream") {
+        let base = origin(status, headers.clone(), false);
+        match events(shared, res.into_body(), &base, None, Some(&mut seen)).await {
+            Ok(()) => "the server's answer to the batch ended without it".to_owned(),
+            Err(cut) => format!("the server's answer to the batch was cut: {}", cut.why),
+        }
+    } else {
+        let body = read_body(res.into_body(), MAX_MESSAGE)
+            .await
+            .unwrap_or_default();
+        if status == 404 {
+            session_gone(shared);
+        }
+        if reason.is_success() && !wire::elements(&body).is_empty() {
+            seen = answered_ids(&body);
+            shared
+                .deliver(one_line(body), origin(status, headers.clone(), true))
+                .await;
+            "the server's answer to the batch did not answer it".to_owned()
+        } else if status == 407 {
+            proxy_refusal(&shared.shown)
+        } else {
+            let text: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+            let mut why = format!("the MCP server answered HTTP {reason} to a batch");
+            if !text.trim().is_empty() {
+                why.push_str(": ");
+                why.push_str(text.trim());
+            }
+            why
+        }
+    };
+    let rest: Vec<Id> = ids
+        .iter()
+        .filter(|id| !seen.contains(id))
+        .cloned()
+        .collect();
+    if rest.is_empty() {
         return;
-    }
-    let text: String = String::from_utf8_lossy(&body).chars().take(200).collect();
-    let mut why = format!("the MCP server answered HTTP {reason} to a batch");
-    if !text.trim().is_empty() {
-        why.push_str(": ");
-        why.push_str(text.trim());
     }
     shared.note(&why);
     shared
         .deliver(
-            batch_errors(ids, &why, Some(status)),
+            batch_errors(&rest, &why, Some(status)),
             origin(status, headers, true),
         )
         .await;
@@ -1210,12 +1236,14 @@ struct Cut {
 }
 
 /// Passes on every event of a stream; `Ok` once the answer to `want` came (or the stream
-/// ended normally when there is none), else where it was cut.
+/// ended normally when there is none), else where it was cut. `seen`, when given, gets the
+/// ids the messages passed on answer.
 async fn events(
     shared: &Shared,
     mut body: Incoming,
     origin: &Origin,
     want: Option<&Id>,
+    mut seen: Option<&mut Vec<Id>>,
 ) -> Result<(), Cut> {
     let mut parser = Parser::new(MAX_MESSAGE);
     let mut cut = Cut::default();
@@ -1253,6 +1281,9 @@ async fn events(
             }
             let line = one_line(ev.data.into_bytes());
             let done = want.is_some_and(|id| answers(&line, id));
+            if let Some(seen) = seen.as_deref_mut() {
+                seen.extend(answered_ids(&line));
+            }
             if !shared.deliver(line, origin.clone()).await {
                 return Ok(());
             }
@@ -1306,7 +1337,7 @@ async fn resume(
                 continue;
             }
         };
-        match events(shared, res.into_body(), &origin, Some(id)).await {
+        match events(shared, res.into_body(), &origin, Some(id), None).await {
             Ok(()) => return,
             Err(next) => {
                 cut = Cut {
@@ -1378,7 +1409,7 @@ fn listen_own(shared: &Arc<Shared>) {
                     json: false,
                     retry: None,
                 };
-                match events(&s, res.into_body(), &origin, None).await {
+                match events(&s, res.into_body(), &origin, None, None).await {
                     Ok(()) => failures = 0,
                     Err(cut) => {
                         failures += 1;
@@ -1460,7 +1491,7 @@ impl Passage {
         let inner = Arc::clone(&s);
         if let Ok(mut bg) = s.background.lock() {
             bg.spawn(async move {
-                let _ = events(&inner, res.into_body(), &origin, None).await;
+                let _ = events(&inner, res.into_body(), &origin, None, None).await;
             });
         }
         (status, headers)
@@ -1490,6 +1521,32 @@ impl Passage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batchs_requests_and_answers_are_known_by_a_scan_however_long_or_deep() {
+        let long = "x".repeat(wire::MAX_PARSED_LINE + 10);
+        let deep = format!("{}1{}", "[".repeat(40), "]".repeat(40));
+        let batch = format!(
+            r#"[{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"a":"{long}"}}}}}}, {{"jsonrpc":"2.0","method":"notifications/x"}},{{"jsonrpc":"2.0","id":"two","method":"m","params":{deep}}},{{"jsonrpc":"2.0","id":9,"result":{{}}}}]"#
+        );
+        let ids = batch_requests(batch.as_bytes());
+        assert_eq!(
+            ids.len(),
+            2,
+            "the two requests, not the notification or the answer"
+        );
+        assert_eq!(ids[0].0, "1");
+        assert_eq!(ids[1].0, "\"two\"");
+        assert!(batch_requests(br#"{"jsonrpc":"2.0","id":1,"method":"m"}"#).is_empty());
+        let answers = br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}},{"jsonrpc":"2.0","method":"n"}]"#;
+        let got: Vec<String> = answered_ids(answers).into_iter().map(|i| i.0).collect();
+        assert_eq!(got, ["1", "2"]);
+        let one: Vec<String> = answered_ids(br#"{"jsonrpc":"2.0","id":3,"result":{}}"#)
+            .into_iter()
+            .map(|i| i.0)
+            .collect();
+        assert_eq!(one, ["3"]);
+    }
 
     /// An error with a source, as the HTTP client's are.
     #[derive(Debug)]
