@@ -1808,6 +1808,38 @@ fn a_call_too_long_to_read_reaches_a_remote_server_and_its_answer_comes_back() {
 }
 
 #[test]
+fn a_2026_call_too_long_to_read_goes_to_a_remote_server_with_its_name_header() {
+    let (url, seen) = scripted(move |m, _, body| {
+        usual(m, body, |_| {
+            json_answer(
+                "",
+                r#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"resultType":"complete"}}"#,
+            )
+        })
+    });
+    let record = common::scratch_recording("http-upstream-2026-long", "long2026.json");
+    let rec = record.display().to_string();
+    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let done = stop_unless_done(&p);
+    let mut c = Stdio2::of(&mut p);
+    let sku = "k".repeat(8_100_000);
+    c.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},"name":"check_inventory","arguments":{{"sku":"{sku}"}}}}}}"#
+    ));
+    assert_eq!(c.next()["id"], 3);
+    let _ = done.send(());
+    drop(c);
+    assert_eq!(wait_for(&mut p.child, Duration::from_secs(15)), 0);
+    let seen = seen.lock().expect("seen").clone();
+    let (_, head, _) = seen
+        .iter()
+        .find(|(_, _, b)| b.contains("tools/call"))
+        .expect("the call went");
+    assert!(head.contains("mcp-method: tools/call"), "{head}");
+    assert!(head.contains("mcp-name: check_inventory"), "{head}");
+}
+
+#[test]
 fn nothing_goes_to_a_remote_server_before_its_initialize_is_answered() {
     // A stdio client that sends its messages without waiting for the handshake's answer (the
     // server on stdio would read them in order): over HTTP they would race `initialize`.

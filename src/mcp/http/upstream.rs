@@ -820,11 +820,18 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
         b = b
             .header("MCP-Protocol-Version", v)
             .header("Mcp-Method", method.as_str());
-        if let Some(name) = params
+        // A request too long to read whole has only its `_meta` read: its name is scanned.
+        let name = params
             .as_object()
             .and_then(|p| p.get("name").or_else(|| p.get("uri")))
             .and_then(crate::json::Value::as_str)
-            && let Ok(v) = HeaderValue::from_str(name)
+            .map(str::to_owned)
+            .or_else(|| {
+                let p = &line[wire::member(&line, "params")?];
+                wire::member_str(p, "name").or_else(|| wire::member_str(p, "uri"))
+            });
+        if let Some(name) = name
+            && let Ok(v) = HeaderValue::from_str(&name)
         {
             b = b.header("Mcp-Name", v);
         }
