@@ -264,7 +264,15 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         Err(e) => return io.fail(format!("ConfigurationError: {e}")),
     };
     spawn_signals(proxy.interrupter());
-    match proxy.run(std::io::stdin(), io.out, io.err, std::io::stderr()) {
+    // The relay writes from the thread that runs it (any reader's): our own handles of the
+    // process's streams, the messages flushed one batch at a time.
+    let client_out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
+    match proxy.run(
+        std::io::stdin(),
+        client_out,
+        std::io::stderr(),
+        std::io::stderr(),
+    ) {
         Ok(ending) => {
             if let Some(t) = &ending.trouble {
                 let _ = writeln!(io.err, "toolstorm-tui mcp: {}", crate::printable::line(t));

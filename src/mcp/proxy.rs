@@ -12,8 +12,11 @@
 //! - `link`: the relay's state — the engine run, the recording, the calls in hand — and the
 //!   two ends it writes to: the bytes for each are held with the journal lines describing
 //!   them and written journal first, once per batch of messages (a group commit).
-//! - `relay`: the event loop on the thread that calls [`Proxy::run`]: relays lines, learns the
-//!   session's facts, and ends the session when a side leaves or a signal comes.
+//! - [`inbox`]: who runs the relay — an HTTP side's task, on the events waiting, when no one
+//!   else is (no hand-off between threads per message); reader threads and signals wake the
+//!   thread that calls [`Proxy::run`], which also keeps the timers and the session's end.
+//! - `relay`: handles each event: relays lines, learns the session's facts, and ends the
+//!   session when a side leaves or a signal comes.
 //! - `calls`: the `tools/call` lifecycle — decide, delay, forward or answer, judge what
 //!   committed — each outcome journaled before it is relayed.
 //! - `batch`: JSON-RPC batches, relayed as they came, their calls judged like any other.
@@ -25,6 +28,7 @@ mod batch;
 mod calls;
 pub mod child;
 pub mod framing;
+pub mod inbox;
 mod link;
 mod relay;
 mod stop;
@@ -33,9 +37,9 @@ use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Sender, channel};
 
 use self::framing::{Event, Flow, Side, read_messages};
+use self::inbox::{Hub, Tx};
 use self::link::{Ends, Relay};
 use super::http::listen::{ListenError, ListenOptions, bind, listen};
 use super::http::upstream::{self, Remote, RemoteError, Routing};
@@ -132,6 +136,11 @@ pub enum ProxyError {
     /// The HTTP runtime could not start.
     #[error("cannot start the HTTP client: {0}")]
     Runtime(std::io::Error),
+    /// The relay broke (a panic while it ran): the session could not go on.
+    #[error(
+        "the relay stopped after an internal error; the journal beside the recording keeps what was recorded"
+    )]
+    Relay,
     /// A signal came before the session started (while waiting for the recording's lock).
     #[error("interrupted by signal {0} before the session started")]
     Interrupted(i32),
@@ -172,7 +181,7 @@ pub struct Ending {
 /// Sends a signal's number to a running proxy, which then ends the session cleanly.
 #[derive(Debug, Clone)]
 pub struct Interrupter {
-    tx: Sender<Event>,
+    tx: Tx,
     watch: Arc<Watch>,
 }
 
@@ -209,8 +218,8 @@ impl Interrupter {
 pub struct Proxy {
     options: Options,
     storm: Storm,
-    tx: Sender<Event>,
-    rx: std::sync::mpsc::Receiver<Event>,
+    hub: Arc<Hub<Relay>>,
+    tx: Tx,
     watch: Arc<Watch>,
 }
 
@@ -350,12 +359,12 @@ impl Proxy {
             .capture(options.record.is_some())
             .build()
             .map_err(ProxyError::Config)?;
-        let (tx, rx) = channel();
+        let (hub, tx) = Hub::new();
         Ok(Proxy {
             options,
             storm,
+            hub,
             tx,
-            rx,
             watch: Arc::default(),
         })
     }
@@ -374,18 +383,18 @@ impl Proxy {
     pub fn run(
         self,
         client_in: impl Read + Send + 'static,
-        client_out: &mut dyn Write,
-        log: &mut dyn Write,
+        client_out: impl Write + Send + 'static,
+        log: impl Write + Send + 'static,
         server_log: impl Write + Send + 'static,
     ) -> Result<Ending, ProxyError> {
         let Proxy {
             options,
             storm,
+            hub,
             tx,
-            rx,
             watch,
         } = self;
-        let log: &mut dyn Write = log;
+        let mut log: Box<dyn Write + Send> = Box::new(log);
         let command = options
             .server
             .iter()
@@ -466,7 +475,7 @@ impl Proxy {
                         );
                     },
                     &mut || {
-                        if let Ok(Event::Interrupt(n)) = rx.try_recv() {
+                        if let Some(Event::Interrupt(n)) = hub.early() {
                             signal = Some(n);
                         }
                         signal.is_some()
@@ -527,7 +536,7 @@ impl Proxy {
                 // The server's messages go straight to the relay, read ahead as its reader
                 // thread would.
                 let inlet = super::http::pipe::feed(
-                    tx.clone(),
+                    tx.combining(),
                     Side::Server,
                     Arc::clone(&to_client),
                     Some(calls::keep_answer),
@@ -571,15 +580,14 @@ impl Proxy {
                 )
             }
         };
-        let mut router;
         let mut control = None;
         let mut listening_at = None;
-        let (client_in, client_out): (Option<Box<dyn Read + Send>>, &mut dyn Write) =
+        let (client_in, client_out): (Option<Box<dyn Read + Send>>, Box<dyn Write + Send>) =
             match (bound, &runtime) {
                 (Some(b), Some(rt)) => {
                     let remote = passage.zip(routing);
                     let inlet = super::http::pipe::feed(
-                        tx.clone(),
+                        tx.combining(),
                         Side::Client,
                         Arc::clone(&to_server),
                         None,
@@ -601,11 +609,10 @@ impl Proxy {
                         t.listen = Some(url.clone());
                     }
                     listening_at = Some(url);
-                    router = listening.router;
                     control = Some(listening.control);
-                    (None, &mut router)
+                    (None, Box::new(listening.router))
                 }
-                _ => (Some(Box::new(client_in)), client_out),
+                _ => (Some(Box::new(client_in)), Box::new(client_out)),
             };
         let recorder = match prepared {
             Some((path, lock)) => {
@@ -653,15 +660,23 @@ impl Proxy {
         if let Some(out) = server_out {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_client));
             std::thread::spawn(move || {
-                read_messages(out, Side::Server, &tx, &flow, Some(calls::keep_answer))
+                read_messages(
+                    out,
+                    Side::Server,
+                    &|e| tx.send(e),
+                    &flow,
+                    Some(calls::keep_answer),
+                )
             });
         }
         if let Some(client_in) = client_in {
             let (tx, flow) = (tx.clone(), Arc::clone(&to_server));
-            std::thread::spawn(move || read_messages(client_in, Side::Client, &tx, &flow, None));
+            std::thread::spawn(move || {
+                read_messages(client_in, Side::Client, &|e| tx.send(e), &flow, None)
+            });
         }
         drop(tx);
-        let mut relay = Relay::new(
+        let relay = Relay::new(
             storm,
             options.scenario,
             recorder,
@@ -676,7 +691,11 @@ impl Proxy {
                 to_server,
             },
         );
-        let code = relay.serve(&rx, server.as_mut());
+        let Some((mut relay, code)) = relay.serve(&hub, server.as_mut()) else {
+            // A panic while the relay was held: nothing more can be relayed or recorded.
+            server.stop();
+            return Err(ProxyError::Relay);
+        };
         watch.over.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(c) = &relay.ends.http {
             c.close();
@@ -687,6 +706,7 @@ impl Proxy {
         // Whatever is left of the server's group (a launcher's children too) goes now.
         server.stop();
         let ending = relay.finish(code);
+        hub.close();
         if let Some(rt) = runtime {
             rt.shutdown_timeout(std::time::Duration::from_millis(500));
         }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::mcp::proxy::framing::{self, Event, Flow, Look, Side};
+use crate::mcp::proxy::inbox::Tx;
 use crate::mcp::wire;
 
 /// Messages in flight on one channel before its sender waits.
@@ -33,7 +34,7 @@ pub enum Inlet {
 /// When the last clone goes, the relay hears the side ended.
 #[derive(Debug)]
 pub struct Feed {
-    tx: std::sync::mpsc::Sender<Event>,
+    tx: Tx,
     side: Side,
     flow: Arc<Flow>,
     look: Option<Look>,
@@ -47,12 +48,7 @@ impl Drop for Feed {
 
 /// An inlet that feeds the relay's `tx` as `side`, within `flow`'s budget; `look` runs on each
 /// message read ahead (as the reader thread of that side would run it).
-pub fn feed(
-    tx: std::sync::mpsc::Sender<Event>,
-    side: Side,
-    flow: Arc<Flow>,
-    look: Option<Look>,
-) -> Inlet {
+pub fn feed(tx: Tx, side: Side, flow: Arc<Flow>, look: Option<Look>) -> Inlet {
     Inlet::Relay(Arc::new(Feed {
         tx,
         side,
@@ -101,13 +97,13 @@ impl Feed {
         line.push(b'\n');
         if line.len() <= wire::MAX_PARSED_LINE {
             let read = framing::read_here(&line, &self.flow, self.look);
-            return self.tx.send(Event::Line(self.side, line, read)).is_ok();
+            return self.tx.send(Event::Line(self.side, line, read));
         }
         let mut rest = line.split_off(wire::MAX_PARSED_LINE + 1);
         let mut piece = line;
         loop {
             let last = rest.is_empty();
-            if self.tx.send(Event::Piece(self.side, piece, last)).is_err() {
+            if !self.tx.send(Event::Piece(self.side, piece, last)) {
                 return false;
             }
             if last {
@@ -181,6 +177,27 @@ pub fn lines_out() -> (LinesOut, mpsc::Receiver<Vec<u8>>) {
     )
 }
 
+/// Sends `line`, waiting for room when the channel is full: on a plain thread as such, and
+/// on a worker of the runtime (a task that runs the relay writes through here) in place,
+/// the worker's other tasks handed to another. `BrokenPipe` once the receiver is gone.
+fn send_waiting(tx: &mpsc::Sender<Vec<u8>>, line: Vec<u8>) -> std::io::Result<()> {
+    let gone = |_| std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+    let line = match tx.try_send(line) {
+        Ok(()) => return Ok(()),
+        Err(mpsc::error::TrySendError::Closed(_)) => {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        Err(mpsc::error::TrySendError::Full(line)) => line,
+    };
+    let on_worker = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if on_worker {
+        tokio::task::block_in_place(|| tx.blocking_send(line)).map_err(gone)
+    } else {
+        tx.blocking_send(line).map_err(gone)
+    }
+}
+
 /// Cuts what is written into whole lines: `partial` holds a line not yet ended; each whole,
 /// non-blank line (without its line ending) goes to `each`.
 pub fn cut_lines(
@@ -207,10 +224,7 @@ pub fn cut_lines(
 impl Write for LinesOut {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let tx = &self.tx;
-        cut_lines(&mut self.partial, buf, |line| {
-            tx.blocking_send(line)
-                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
-        })
+        cut_lines(&mut self.partial, buf, |line| send_waiting(tx, line))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -235,7 +249,7 @@ mod tests {
         let rt = super::super::runtime().expect("a runtime");
         let (tx, rx) = std::sync::mpsc::channel();
         let flow = Flow::new();
-        let inlet = feed(tx, side, Arc::clone(&flow), None);
+        let inlet = feed(Tx::plain(tx), side, Arc::clone(&flow), None);
         (rt, rx, flow, inlet)
     }
 

@@ -10,7 +10,7 @@ use crate::json::{Value, compact};
 use crate::mcp::wire::Id;
 use crate::storm::Prelude;
 
-impl Relay<'_> {
+impl Relay {
     /// A batch from the client; false when it holds no `tools/call` (relay it as it is).
     pub(super) fn client_batch(&mut self, items: &[Value], line: &[u8]) -> bool {
         let calls = |m: &Value| {

@@ -115,7 +115,7 @@ fn keep_tail(tail: &mut Vec<u8>, piece: &[u8]) {
     }
 }
 
-impl Relay<'_> {
+impl Relay {
     /// A `tools/call` from the client: decide, then forward, delay or answer.
     pub(super) fn tools_call(&mut self, id: Id, mut params: Value, line: Vec<u8>) {
         let arguments = params

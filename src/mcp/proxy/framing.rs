@@ -10,7 +10,6 @@
 //! the server wait — the back-pressure a direct pipe would give.
 
 use std::io::{BufRead, BufReader, Read};
-use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::mcp::session::Delivered;
@@ -172,17 +171,18 @@ pub fn read_here(line: &[u8], flow: &Flow, look: Option<Look>) -> Option<ReadAhe
     })
 }
 
-/// Reads messages from `from` until it ends, sending them to the relay as [`Event`]s.
-/// The channel is unbounded on purpose: one direction must never wait for the other's
-/// messages to be taken (a server blocked on its output while the relay is blocked writing its
-/// input would deadlock); the byte budget bounds memory per direction instead.
+/// Reads messages from `from` until it ends, sending them to the relay as [`Event`]s with
+/// `tx` (false: the relay is gone, and the reader stops). Sending never waits for the
+/// relay: one direction must never wait for the other's messages to be taken (a server
+/// blocked on its output while the relay is blocked writing its input would deadlock); the
+/// byte budget bounds memory per direction instead.
 ///
 /// `look`, when given, runs on each line the reader parses (the server's reader has it work
 /// out the record of an answer).
 pub fn read_messages(
     from: impl Read,
     side: Side,
-    tx: &Sender<Event>,
+    tx: &dyn Fn(Event) -> bool,
     flow: &Flow,
     look: Option<Look>,
 ) {
@@ -190,7 +190,7 @@ pub fn read_messages(
     let mut line = Vec::new();
     let send = |e: Event, n: usize| {
         flow.acquire(n);
-        tx.send(e).is_ok()
+        tx(e)
     };
     loop {
         let buf = match r.fill_buf() {
@@ -250,7 +250,7 @@ pub fn read_messages(
             }
         }
     }
-    let _ = tx.send(Event::Eof(side));
+    let _ = tx(Event::Eof(side));
 }
 
 /// The line without its line ending.
@@ -350,7 +350,13 @@ mod tests {
     fn lines_pieces_and_the_end_arrive_in_order() {
         let (tx, rx) = std::sync::mpsc::channel();
         let flow = Flow::new();
-        read_messages(&b"a\nb"[..], Side::Server, &tx, &flow, None);
+        read_messages(
+            &b"a\nb"[..],
+            Side::Server,
+            &|e| tx.send(e).is_ok(),
+            &flow,
+            None,
+        );
         let got: Vec<Event> = rx.try_iter().collect();
         assert!(matches!(&got[0], Event::Line(Side::Server, l, _) if l == b"a\n"));
         assert!(matches!(&got[1], Event::Line(Side::Server, l, _) if l == b"b"));

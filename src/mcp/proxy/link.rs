@@ -1,4 +1,4 @@
-//! The relay's state, shared by the event loop (`relay`) and the call lifecycle (`calls`):
+//! The relay's state, shared by its event handling (`relay`) and the call lifecycle (`calls`):
 //! the engine run, the recording, the calls in hand, and the two ends it writes to — whole
 //! messages only (a long line in progress holds the others back), a client that stopped
 //! reading ends the session instead of the proxy.
@@ -48,13 +48,13 @@ pub(super) struct Awaited {
 }
 
 /// The two ends the relay writes to, and the byte budgets of what it reads.
-pub(super) struct Ends<'a> {
-    pub(super) client_out: &'a mut dyn Write,
+pub(super) struct Ends {
+    pub(super) client_out: Box<dyn Write + Send>,
     pub(super) server_in: Option<Box<dyn Write + Send>>,
     /// The clients' HTTP streams, when the proxy listens: what a fault does to a stream
     /// beyond writing a message (cut it, answer with an HTTP status).
     pub(super) http: Option<crate::mcp::http::listen::Control>,
-    pub(super) log: &'a mut dyn Write,
+    pub(super) log: Box<dyn Write + Send>,
     /// Server → client bytes in flight.
     pub(super) to_client: Arc<Flow>,
     /// Client → server bytes in flight.
@@ -69,7 +69,7 @@ pub(super) struct Stopping {
 }
 
 /// The relay's state, on the thread that runs it.
-pub(super) struct Relay<'a> {
+pub(super) struct Relay {
     pub(super) storm: Storm,
     pub(super) rules: Vec<Rule>,
     pub(super) scenario: Option<McpScenario>,
@@ -95,7 +95,7 @@ pub(super) struct Relay<'a> {
     /// unrecorded.
     pub(super) stopped: Option<String>,
     pub(super) said: HashSet<String>,
-    pub(super) ends: Ends<'a>,
+    pub(super) ends: Ends,
     /// The client stopped reading: nothing more is written to it.
     pub(super) client_gone: bool,
     pub(super) to_client: Outgoing,
@@ -123,15 +123,15 @@ pub(super) struct Relay<'a> {
     pub(super) answers_held: Vec<HeldAnswer>,
 }
 
-impl<'a> Relay<'a> {
+impl Relay {
     pub(super) fn new(
         storm: Storm,
         scenario: Option<McpScenario>,
         recorder: Option<Recorder>,
         session: McpSession,
         prior: Option<(&crate::report::Report, &McpSession)>,
-        ends: Ends<'a>,
-    ) -> Relay<'a> {
+        ends: Ends,
+    ) -> Relay {
         let mut tools = ToolIndex::default();
         for x in session
             .exchanges
@@ -237,7 +237,7 @@ impl<'a> Relay<'a> {
 
     /// The group commit: writes the journal lines held, then the bytes held for the server,
     /// then those for the client — so nothing reaches a side before the journal has it. The
-    /// event loop calls it before it waits for the next message; one write per side per
+    /// relay's runner (`inbox`) calls it after each batch of events; one write per side per
     /// batch of messages instead of one per message.
     pub(super) fn flush(&mut self) {
         if let Some(r) = self.recorder.as_mut()

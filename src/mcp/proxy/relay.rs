@@ -1,138 +1,83 @@
-//! The relay: one event loop that takes the readers' messages, relays them, learns what the
-//! session says of itself (the handshake, the tool list), hands `tools/call` to the call
-//! lifecycle (`calls`), and ends the session — when the client leaves (end of input, or it
-//! stops reading), when the server exits, or on a signal — without ever skipping the finish:
-//! calls still open are ended and recorded, the journal closed, the server stopped.
+//! The relay: handles the readers' events one at a time (whoever runs it: see `inbox`),
+//! relays their messages, learns what the session says of itself (the handshake, the tool
+//! list), hands `tools/call` to the call lifecycle (`calls`), and ends the session — when the
+//! client leaves (end of input, or it stops reading), when the server exits, or on a signal —
+//! without ever skipping the finish: calls still open are ended and recorded, the journal
+//! closed, the server stopped.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::Ending;
 use super::ServerEnd;
 use super::framing::{Event, Flow, Kept, Side, trim};
+use super::inbox::{Hub, Runs, Served};
 use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer};
 use crate::json::Value;
 use crate::mcp::session::{Exchange, keep};
 use crate::mcp::wire::{self, Id, Message};
 
-/// Past this many bytes held for the two sides, they are written before the next message
-/// is taken.
-const FLUSH_AT: usize = 64 * 1024;
-/// And past this many messages taken after the one that ended a wait: the first message of
-/// a batch waits for the others' handling, so a long batch costs the tail what it saves in
-/// writes (measured at 16 calls in flight: 4–8 gave the lowest p50 and p99; 64 doubled the
-/// p99).
-const BATCH: usize = 8;
-
-impl Relay<'_> {
-    /// The event loop; returns the exit code. Messages already waiting are taken one after
-    /// another, their journal lines and relayed bytes held; all is written ([`Relay::flush`])
-    /// before the loop waits, so a burst of messages costs one write per side.
-    pub(super) fn serve(&mut self, rx: &Receiver<Event>, server: &mut dyn ServerEnd) -> i32 {
-        let code = self.serve_events(rx, server);
-        self.flush();
-        code
+impl Relay {
+    /// Runs the session on the relay's thread (see [`Hub::serve`]) and takes the relay back
+    /// when it ends, with the exit code; what it holds is written.
+    pub(super) fn serve(
+        self,
+        hub: &Hub<Relay>,
+        server: &mut dyn ServerEnd,
+    ) -> Option<(Relay, i32)> {
+        hub.start(self);
+        let served = hub.serve(
+            &mut |relay| {
+                relay.fire_timers();
+                relay.out_of_grace(server)
+            },
+            &Relay::stop_code,
+        );
+        let mut relay = hub.lock().relay.take()?;
+        let code = match served {
+            Served::Ended(code) => code,
+            Served::ServerLeft => relay.server_left(server),
+        };
+        relay.flush();
+        Some((relay, code))
     }
 
-    fn serve_events(&mut self, rx: &Receiver<Event>, server: &mut dyn ServerEnd) -> i32 {
-        let mut batch = 0;
-        loop {
-            let ready = (self.held() < FLUSH_AT && batch < BATCH)
-                .then(|| rx.try_recv().ok())
-                .flatten();
-            if ready.is_some() {
-                batch += 1;
-            } else {
-                self.flush();
-                batch = 0;
-            }
-            let next = self.timers.peek().map(|t| t.0.0);
-            let deadline = match (next, self.stopping.map(|s| s.until)) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, None) => a,
-                (None, b) => b,
-            };
-            let event = match (ready, deadline) {
-                (Some(e), _) => Some(e),
-                (None, Some(d)) => {
-                    match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
-                        Ok(e) => Some(e),
-                        Err(RecvTimeoutError::Timeout) => None,
-                        Err(RecvTimeoutError::Disconnected) => return self.stop_code(),
-                    }
-                }
-                (None, None) => match rx.recv() {
-                    Ok(e) => Some(e),
-                    Err(_) => return self.stop_code(),
-                },
-            };
-            match event {
-                None => {
-                    self.fire_timers();
-                    if let Some(s) = self.stopping
-                        && Instant::now() >= s.until
-                    {
-                        // The server did not leave in time: its group is stopped (what the
-                        // timers ended is on record first).
-                        self.flush();
-                        server.stop();
-                        self.answer_due_faults();
-                        self.finish_pending("the server had not answered when the session ended");
-                        return s.code;
-                    }
-                }
-                Some(Event::Line(side, line, read)) => {
-                    let n = line.len();
-                    let (message, kept) = match read {
-                        Some(r) => (r.message, r.kept),
-                        None => (wire::classify(trim(&line)), None),
-                    };
-                    match side {
-                        Side::Client => self.client_line(line, message),
-                        Side::Server => self.server_line(line, message, kept),
-                    }
-                    self.flow(side).release(n);
-                }
-                Some(Event::Piece(side, piece, last)) => {
-                    let n = piece.len();
-                    match side {
-                        Side::Client => self.client_piece(piece, last),
-                        Side::Server => self.server_piece(piece, last),
-                    }
-                    self.flow(side).release(n);
-                }
-                Some(Event::Eof(Side::Client)) => {
-                    // The client is done sending: the server's input closes and it has a
-                    // grace to answer what it holds and exit; its answers are still relayed.
-                    self.client_closed();
-                    self.begin_stopping(EOF_GRACE, 0);
-                }
-                Some(Event::Eof(Side::Server)) => {
-                    // What the server said before it left reaches the client first.
-                    self.flush();
-                    let status = server.wait_for(Duration::from_secs(2));
-                    if let Some(s) = self.stopping {
-                        self.answer_due_faults();
-                        self.finish_pending("the server exited without answering");
-                        return s.code;
-                    }
-                    let in_flight = self.pending.values().filter(|p| !p.cancelled).count();
-                    self.server_died(status.clone());
-                    let trail = self.recorder.as_ref().map_or(String::new(), |r| {
-                        format!(" and recorded in {}", r.path().display())
-                    });
-                    self.note(&format!(
-                        "the server exited ({}) with {in_flight} call(s) in flight; they were answered with an error{trail}",
-                        status.as_deref().unwrap_or("status unknown"),
-                    ));
-                    return 1;
-                }
-                Some(Event::Interrupt(n)) => self.begin_stopping(SIGNAL_GRACE, 128 + n),
-            }
+    /// The session is ending and the server did not leave in its grace: its group is stopped
+    /// (what the timers ended is on record first); the exit code.
+    fn out_of_grace(&mut self, server: &mut dyn ServerEnd) -> Option<i32> {
+        let s = self.stopping?;
+        if Instant::now() < s.until {
+            return None;
         }
+        self.flush();
+        server.stop();
+        self.answer_due_faults();
+        self.finish_pending("the server had not answered when the session ended");
+        Some(s.code)
     }
 
-    fn stop_code(&self) -> i32 {
+    /// The server's output ended: what it said before it left reaches the client first; the
+    /// exit code.
+    fn server_left(&mut self, server: &mut dyn ServerEnd) -> i32 {
+        self.flush();
+        let status = server.wait_for(Duration::from_secs(2));
+        if let Some(s) = self.stopping {
+            self.answer_due_faults();
+            self.finish_pending("the server exited without answering");
+            return s.code;
+        }
+        let in_flight = self.pending.values().filter(|p| !p.cancelled).count();
+        self.server_died(status.clone());
+        let trail = self.recorder.as_ref().map_or(String::new(), |r| {
+            format!(" and recorded in {}", r.path().display())
+        });
+        self.note(&format!(
+            "the server exited ({}) with {in_flight} call(s) in flight; they were answered with an error{trail}",
+            status.as_deref().unwrap_or("status unknown"),
+        ));
+        1
+    }
+
+    pub(super) fn stop_code(&self) -> i32 {
         self.stopping.map_or(0, |s| s.code)
     }
 
@@ -143,7 +88,7 @@ impl Relay<'_> {
         }
     }
 
-    fn fire_timers(&mut self) {
+    pub(super) fn fire_timers(&mut self) {
         let now = Instant::now();
         while let Some(std::cmp::Reverse((at, _, _))) = self.timers.peek() {
             if *at > now {
@@ -364,6 +309,64 @@ impl Relay<'_> {
                 }));
         }
         ending
+    }
+}
+
+impl Runs for Relay {
+    /// Handles one event (the server's end is the relay thread's: see [`Relay::serve`]).
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Line(side, line, read) => {
+                let n = line.len();
+                let (message, kept) = match read {
+                    Some(r) => (r.message, r.kept),
+                    None => (wire::classify(trim(&line)), None),
+                };
+                match side {
+                    Side::Client => self.client_line(line, message),
+                    Side::Server => self.server_line(line, message, kept),
+                }
+                self.flow(side).release(n);
+            }
+            Event::Piece(side, piece, last) => {
+                let n = piece.len();
+                match side {
+                    Side::Client => self.client_piece(piece, last),
+                    Side::Server => self.server_piece(piece, last),
+                }
+                self.flow(side).release(n);
+            }
+            Event::Eof(Side::Client) => {
+                // The client is done sending: the server's input closes and it has a grace
+                // to answer what it holds and exit; its answers are still relayed.
+                self.client_closed();
+                self.begin_stopping(EOF_GRACE, 0);
+            }
+            Event::Eof(Side::Server) => {}
+            Event::Interrupt(n) => self.begin_stopping(SIGNAL_GRACE, 128 + n),
+        }
+    }
+
+    fn flush(&mut self) {
+        Relay::flush(self);
+    }
+
+    fn held(&self) -> usize {
+        Relay::held(self)
+    }
+
+    /// When the next timer is due, or the server's grace to leave ends.
+    fn deadline(&self) -> Option<Instant> {
+        let next = self.timers.peek().map(|t| t.0.0);
+        match (next, self.stopping.map(|s| s.until)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, None) => a,
+            (None, b) => b,
+        }
+    }
+
+    fn note(&mut self, text: &str) {
+        Relay::note(self, text);
     }
 }
 

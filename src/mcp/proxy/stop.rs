@@ -20,7 +20,7 @@ use crate::obj;
 /// The JSON-RPC error code of an answer the proxy gives because the recording stopped.
 const STOPPED_CODE: i64 = -32603;
 
-impl Relay<'_> {
+impl Relay {
     /// Whether the recording has stopped taking calls (checking, first, whether one more
     /// call could still fit it).
     pub(super) fn recording_stopped(&mut self) -> bool {
