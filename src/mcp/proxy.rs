@@ -12,9 +12,10 @@
 //! - `link`: the relay's state — the engine run, the recording, the calls in hand — and the
 //!   two ends it writes to: the bytes for each are held with the journal lines describing
 //!   them and written journal first, once per batch of messages (a group commit).
-//! - [`inbox`]: who runs the relay — an HTTP side's task, on the events waiting, when no one
-//!   else is (no hand-off between threads per message); reader threads and signals wake the
-//!   thread that calls [`Proxy::run`], which also keeps the timers and the session's end.
+//! - [`inbox`]: who runs the relay — with HTTP on both sides, a side's task, on the events
+//!   waiting, when no one else is (no hand-off between threads per message); other senders
+//!   wake the thread that calls [`Proxy::run`], which also keeps the timers and the
+//!   session's end.
 //! - `relay`: handles each event: relays lines, learns the session's facts, and ends the
 //!   session when a side leaves or a signal comes.
 //! - `calls`: the `tools/call` lifecycle — decide, delay, forward or answer, judge what
@@ -525,6 +526,14 @@ impl Proxy {
         });
         let to_client = Flow::new();
         let to_server = Flow::new();
+        // An HTTP side's tasks run the relay themselves only when nothing it writes to can
+        // hold them: HTTP on both sides (a stdio peer that stops reading would block a
+        // runtime worker in the write); else they hand their messages to the relay's thread.
+        let task_tx = if remote_server && options.listen.is_some() {
+            tx.combining()
+        } else {
+            tx.clone()
+        };
         let mut passage = None;
         let mut server_err = None;
         // The server's notes: a remote server's go to the upstream side; a child's stderr is
@@ -536,7 +545,7 @@ impl Proxy {
                 // The server's messages go straight to the relay, read ahead as its reader
                 // thread would.
                 let inlet = super::http::pipe::feed(
-                    tx.combining(),
+                    task_tx.clone(),
                     Side::Server,
                     Arc::clone(&to_client),
                     Some(calls::keep_answer),
@@ -587,7 +596,7 @@ impl Proxy {
                 (Some(b), Some(rt)) => {
                     let remote = passage.zip(routing);
                     let inlet = super::http::pipe::feed(
-                        tx.combining(),
+                        task_tx.clone(),
                         Side::Client,
                         Arc::clone(&to_server),
                         None,
@@ -691,8 +700,10 @@ impl Proxy {
                 to_server,
             },
         );
+        drop(task_tx);
         let Some((mut relay, code)) = relay.serve(&hub, server.as_mut()) else {
-            // A panic while the relay was held: nothing more can be relayed or recorded.
+            // The relay was not where its thread left it (a bug): nothing more can be
+            // relayed or recorded; the journal keeps what was.
             server.stop();
             return Err(ProxyError::Relay);
         };

@@ -35,6 +35,8 @@ pub enum Inlet {
 #[derive(Debug)]
 pub struct Feed {
     tx: Tx,
+    /// Held while a long message's pieces are queued.
+    whole: std::sync::Mutex<()>,
     side: Side,
     flow: Arc<Flow>,
     look: Option<Look>,
@@ -51,6 +53,7 @@ impl Drop for Feed {
 pub fn feed(tx: Tx, side: Side, flow: Arc<Flow>, look: Option<Look>) -> Inlet {
     Inlet::Relay(Arc::new(Feed {
         tx,
+        whole: std::sync::Mutex::new(()),
         side,
         flow,
         look,
@@ -101,17 +104,24 @@ impl Feed {
         }
         let mut rest = line.split_off(wire::MAX_PARSED_LINE + 1);
         let mut piece = line;
-        loop {
-            let last = rest.is_empty();
-            if !self.tx.send(Event::Piece(self.side, piece, last)) {
-                return false;
+        {
+            // All its pieces are queued before the relay takes any (it may be taking them on
+            // this very thread, and another task's pieces must not come between them).
+            let _whole = self.whole.lock();
+            loop {
+                let last = rest.is_empty();
+                if !self.tx.queue(Event::Piece(self.side, piece, last)) {
+                    return false;
+                }
+                if last {
+                    break;
+                }
+                let tail = rest.split_off(rest.len().min(framing::PIECE));
+                piece = std::mem::replace(&mut rest, tail);
             }
-            if last {
-                return true;
-            }
-            let tail = rest.split_off(rest.len().min(framing::PIECE));
-            piece = std::mem::replace(&mut rest, tail);
         }
+        self.tx.run();
+        true
     }
 }
 
@@ -360,18 +370,27 @@ mod tests {
         out
     }
 
-    #[test]
-    fn long_messages_sent_at_once_reach_the_relay_one_whole_after_the_other() {
-        let (rt, rx, flow, inlet) = fed(Side::Client);
-        // Two messages that do not fit the budget together: the second waits for the first.
-        let size = framing::BUDGET / 2 + framing::PIECE;
-        let senders: Vec<_> = [b'a', b'b']
+    /// Two tasks each send a message of `size` bytes, all `a` and all `b`.
+    fn send_both(
+        rt: &tokio::runtime::Runtime,
+        inlet: &Inlet,
+        size: usize,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        [b'a', b'b']
             .into_iter()
             .map(|b| {
                 let inlet = inlet.clone();
                 rt.spawn(async move { assert!(inlet.send(vec![b; size]).await) })
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn long_messages_sent_at_once_reach_the_relay_one_whole_after_the_other() {
+        let (rt, rx, flow, inlet) = fed(Side::Client);
+        // Two messages that do not fit the budget together: the second waits for the first.
+        let size = framing::BUDGET / 2 + framing::PIECE;
+        let senders = send_both(&rt, &inlet, size);
         drop(inlet);
         let mut events = Vec::new();
         while events.len() < 2 || !matches!(events.last(), Some(Event::Piece(_, _, true))) {
@@ -389,6 +408,37 @@ mod tests {
         assert_eq!(got.len(), 2, "{got:?}");
         assert!(got.iter().all(|(_, n)| *n == size + 1));
         assert_ne!(got[0].0, got[1].0);
+    }
+
+    #[test]
+    fn two_tasks_long_messages_reach_a_relay_that_tasks_run_one_whole_after_the_other() {
+        // The relay takes its time over a piece: while the first task runs it on its first
+        // piece, the second sends its whole message.
+        let (tx, seen) = crate::mcp::proxy::inbox::tests::slow_relay(Duration::from_millis(300));
+        let rt = super::super::runtime().expect("a runtime");
+        let inlet = feed(tx, Side::Client, Flow::new(), None);
+        // Two that fit the budget together: neither waits for room.
+        let size = wire::MAX_PARSED_LINE + 100_000;
+        let senders = send_both(&rt, &inlet, size);
+        for s in senders {
+            rt.block_on(s).expect("sent");
+        }
+        let seen: Vec<Vec<u8>> = seen
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
+        assert_eq!(seen.len(), 4, "two pieces each");
+        for whole in seen.chunks(2) {
+            assert_eq!(
+                whole[0][..2],
+                whole[1][..2],
+                "one message's pieces: {seen:?}"
+            );
+            assert_eq!((whole[0][2], whole[1][2]), (0, 1), "{seen:?}");
+        }
+        assert_ne!(seen[0][1], seen[2][1]);
     }
 
     #[test]

@@ -1,16 +1,18 @@
-//! Who runs the relay. Every reader sends what it has as an [`Event`] through a [`Tx`]. An
-//! HTTP side's tasks then run the relay on the events waiting themselves when no one else is
-//! running it (flat combining): a message crosses the proxy without a hand-off between
-//! threads, each of which costs a wake-up and a switch. Whoever finds the relay busy leaves
-//! its event to the one running it, who takes every event waiting before it lets go.
+//! Who runs the relay. Every reader sends what it has as an [`Event`] through a [`Tx`]. When
+//! both sides are HTTP, a side's tasks then run the relay on the events waiting themselves
+//! when no one else is running it (flat combining): a message crosses the proxy without a
+//! hand-off between threads, each of which costs a wake-up and a switch. Whoever finds the
+//! relay busy leaves its event to the one running it, who takes every event waiting (up to a
+//! bound, then the relay's thread takes the rest) before it lets go.
 //!
-//! A reader thread of a byte stream (a child's output, our stdin) and the signal handler hand
-//! their events to the relay's own thread instead: a reader that ran the relay could block
-//! writing to a side that waits for that very reader (a server blocked on its output, which
-//! only that reader reads, while the relay writes its input), where the relay's thread blocks
-//! while the reader still reads. The relay's thread also keeps what needs a thread that
-//! waits: the timers (injected latency, the grace a server gets to leave) and the end of the
-//! session (the server's exit, every sender gone); a task wakes it only when that changes.
+//! Every other sender hands its events to the relay's own thread: a reader thread of a byte
+//! stream (a child's output, our stdin), the signal handler, and an HTTP side's tasks when
+//! the other side is a stdio peer. A reader thread that ran the relay could block writing to
+//! a server that waits for that very reader to take its output; a task could block a runtime
+//! worker writing to a peer that stopped reading. The relay's thread blocks there instead,
+//! while the readers still read. It also keeps what needs a thread that waits: the timers
+//! (injected latency, the grace a server gets to leave) and the end of the session (the
+//! server's exit, every sender gone); a task wakes it only when that changes.
 
 use std::sync::atomic::{AtomicIsize, Ordering::SeqCst};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
@@ -47,8 +49,10 @@ pub(super) trait Runs: Send {
 
 /// What a sender tells the queue.
 trait Sent: Send + Sync {
-    /// It sent an event.
-    fn sent(&self, combines: bool);
+    /// It queued an event.
+    fn queued(&self);
+    /// It is done queueing for now.
+    fn run(&self, combines: bool);
     /// It is gone (when it was the last, the relay's thread ends the session).
     fn left(&self);
 }
@@ -91,13 +95,31 @@ impl Tx {
     /// Sends `event`; then runs the relay on what waits if this sender combines and the relay
     /// is free, or wakes the relay's thread. False once the relay is gone.
     pub fn send(&self, event: Event) -> bool {
+        let sent = self.queue(event);
+        if sent {
+            self.run();
+        }
+        sent
+    }
+
+    /// Queues `event` and no more (events queued together are taken together: [`Tx::run`]
+    /// after them). False once the relay is gone.
+    pub fn queue(&self, event: Event) -> bool {
         if self.tx.as_ref().is_none_or(|tx| tx.send(event).is_err()) {
             return false;
         }
         if let Some(hub) = &self.hub {
-            hub.sent(self.combines);
+            hub.queued();
         }
         true
+    }
+
+    /// Runs the relay on what waits if this sender combines and the relay is free, or wakes
+    /// the relay's thread.
+    pub fn run(&self) {
+        if let Some(hub) = &self.hub {
+            hub.run(self.combines);
+        }
     }
 }
 
@@ -112,8 +134,11 @@ impl Drop for Tx {
 }
 
 impl<R: Runs + 'static> Sent for Hub<R> {
-    fn sent(&self, combines: bool) {
+    fn queued(&self) {
         self.queued.fetch_add(1, SeqCst);
+    }
+
+    fn run(&self, combines: bool) {
         if combines {
             self.combine();
         } else if let Some(t) = self.thread.get() {
@@ -151,6 +176,8 @@ pub(super) struct Core<R> {
     server_left: bool,
     /// Every sender is gone.
     senders_gone: bool,
+    /// The relay's thread ended the session.
+    ended: bool,
     /// While the relay's thread sleeps, until when (none: until woken).
     asleep: Option<Option<Instant>>,
 }
@@ -185,6 +212,7 @@ impl<R: Runs + 'static> Hub<R> {
                 rx: Some(rx),
                 server_left: false,
                 senders_gone: false,
+                ended: false,
                 asleep: None,
             }),
             queued: AtomicIsize::new(0),
@@ -227,13 +255,15 @@ impl<R: Runs + 'static> Hub<R> {
     /// when only it can go on.
     fn combine(&self) {
         let _wake = WakeOnPanic(self);
+        let mut left = TAKE_MAX;
         loop {
             let mut core = match self.core.try_lock() {
                 Ok(core) => core,
                 // Whoever holds it looks at the queue after letting go.
                 Err(TryLockError::WouldBlock | TryLockError::Poisoned(_)) => return,
             };
-            let took = core.take_waiting(&self.queued, TAKE_MAX);
+            let (took, n) = core.take_waiting(&self.queued, left);
+            left -= n;
             let wake = took == Took::Backlog || core.wants_thread();
             drop(core);
             if wake && let Some(t) = self.thread.get() {
@@ -281,6 +311,8 @@ impl<R: Runs + 'static> Hub<R> {
                 return Served::Ended(gone(relay));
             }
             if let Some(code) = tick(relay) {
+                // Over: nothing more is taken.
+                core.ended = true;
                 return Served::Ended(code);
             }
             relay.flush();
@@ -313,18 +345,19 @@ impl<R> Drop for WakeOnPanic<'_, R> {
 }
 
 impl<R: Runs> Core<R> {
-    /// Takes the events waiting, at most `max`, in batches with a write between them.
-    fn take_waiting(&mut self, queued: &AtomicIsize, max: usize) -> Took {
+    /// Takes the events waiting, at most `max`, in batches with a write between them; what
+    /// that left, and how many it took.
+    fn take_waiting(&mut self, queued: &AtomicIsize, max: usize) -> (Took, usize) {
         let (Some(relay), Some(rx)) = (self.relay.as_mut(), self.rx.as_ref()) else {
-            return Took::Stopped;
+            return (Took::Stopped, 0);
         };
         let mut taken = 0;
         loop {
-            if self.server_left || self.senders_gone {
-                return Took::Stopped;
+            if self.server_left || self.senders_gone || self.ended {
+                return (Took::Stopped, taken);
             }
             if taken >= max {
-                return Took::Backlog;
+                return (Took::Backlog, taken);
             }
             let mut batch = 0;
             let mut empty = false;
@@ -355,7 +388,7 @@ impl<R: Runs> Core<R> {
                 relay.flush();
             }
             if empty {
-                return Took::All;
+                return (Took::All, taken);
             }
         }
     }
@@ -378,31 +411,52 @@ impl<R: Runs> Core<R> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::thread::ThreadId;
     use std::time::Duration;
 
-    type Seen = Arc<Mutex<Vec<(ThreadId, Vec<u8>)>>>;
+    pub(crate) type Seen = Arc<Mutex<Vec<(ThreadId, Vec<u8>)>>>;
 
-    /// A relay that keeps what it handled and on which thread; `later` gives it a deadline
-    /// 100 ms on, and `boom` is a bug.
+    /// A relay that keeps what it handled and on which thread. `later` gives it a deadline
+    /// 100 ms on, `boom` is a bug, and `chain:N` has it queue `chain:N-1` (a message that
+    /// comes while it runs). A piece is kept as `P`, its first byte and whether it is the
+    /// last, and a piece that is not the last takes `slow` to handle.
     struct Fake {
         seen: Seen,
         deadline: Option<Instant>,
+        chain: Option<Tx>,
+        slow: Duration,
     }
 
     impl Runs for Fake {
         fn handle(&mut self, event: Event) {
-            if let Event::Line(_, line, _) = event {
-                match line.as_slice() {
-                    b"later" => self.deadline = Some(Instant::now() + Duration::from_millis(100)),
-                    b"boom" => panic!("a bug in the relay"),
-                    _ => {}
+            let text = match event {
+                Event::Line(_, text, _) => text,
+                Event::Piece(_, piece, last) => {
+                    if !last {
+                        std::thread::sleep(self.slow);
+                    }
+                    vec![b'P', piece.first().copied().unwrap_or(b' '), u8::from(last)]
                 }
-                let mut seen = self.seen.lock().expect("not poisoned");
-                seen.push((std::thread::current().id(), line));
+                _ => return,
+            };
+            match text.as_slice() {
+                b"later" => self.deadline = Some(Instant::now() + Duration::from_millis(100)),
+                b"boom" => panic!("a bug in the relay"),
+                _ => {}
             }
+            if let Some(n) = text.strip_prefix(b"chain:")
+                && let Some(n) = std::str::from_utf8(n)
+                    .ok()
+                    .and_then(|n| n.parse::<u32>().ok())
+                && n > 0
+                && let Some(tx) = &self.chain
+            {
+                tx.queue(line(&format!("chain:{}", n - 1)));
+            }
+            let mut seen = self.seen.lock().expect("not poisoned");
+            seen.push((std::thread::current().id(), text));
         }
         fn flush(&mut self) {}
         fn held(&self) -> usize {
@@ -415,13 +469,27 @@ mod tests {
     }
 
     fn started() -> (Arc<Hub<Fake>>, Tx, Seen) {
+        started_with(Duration::ZERO, false)
+    }
+
+    /// A hub running a fake relay (that sends through its own handle when `chain`).
+    fn started_with(slow: Duration, chain: bool) -> (Arc<Hub<Fake>>, Tx, Seen) {
         let (hub, tx) = Hub::new();
         let seen = Seen::default();
         hub.start(Fake {
             seen: Arc::clone(&seen),
             deadline: None,
+            chain: chain.then(|| tx.clone()),
+            slow,
         });
         (hub, tx, seen)
+    }
+
+    /// A sender that runs a relay whose pieces (but the last) take `slow` each; what it
+    /// handled (see `Fake`).
+    pub(crate) fn slow_relay(slow: Duration) -> (Tx, Seen) {
+        let (_hub, tx, seen) = started_with(slow, false);
+        (tx.combining(), seen)
     }
 
     fn line(text: &str) -> Event {
@@ -566,5 +634,42 @@ mod tests {
         hub.close();
         assert!(!tx.send(line("a")));
         assert!(!tx.combining().send(line("a")));
+    }
+
+    #[test]
+    fn one_turn_takes_a_bounded_number_of_events_and_leaves_the_rest_to_the_relay_thread() {
+        let (hub, tx, seen) = started_with(Duration::ZERO, true);
+        // Each event handled brings another, as messages that keep coming would.
+        assert!(tx.combining().send(line("chain:200")));
+        let me = std::thread::current().id();
+        {
+            let seen = seen.lock().expect("not poisoned");
+            assert_eq!(seen.len(), TAKE_MAX, "the task went back to its own work");
+            assert!(seen.iter().all(|(t, _)| *t == me));
+        }
+        let (relay_thread, ended) = serving(&hub);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while seen.lock().expect("not poisoned").len() < 201 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let seen = seen.lock().expect("not poisoned");
+        assert_eq!(seen.len(), 201);
+        assert!(seen[TAKE_MAX..].iter().all(|(t, _)| *t == relay_thread));
+        drop(seen);
+        drop(hub.lock().relay.take());
+        drop(tx);
+        assert!(code(&ended).is_some());
+    }
+
+    #[test]
+    fn nothing_is_taken_once_the_relay_thread_ended_the_session() {
+        let (hub, tx, seen) = started();
+        let (_, ended) = serving(&hub);
+        assert!(tx.combining().send(line("later")));
+        assert_eq!(code(&ended), Some(3));
+        // The relay is still in place (the proxy takes it next), and a task comes.
+        assert!(tx.combining().send(line("after")));
+        let seen = seen.lock().expect("not poisoned");
+        assert!(seen.iter().all(|(_, l)| l != b"after"), "{seen:?}");
     }
 }
