@@ -2197,6 +2197,58 @@ fn a_listening_proxy_relays_a_remote_session_and_its_errors_as_they_came() {
 }
 
 #[test]
+fn injected_latency_between_two_http_sides_holds_the_call_then_sends_it_on() {
+    // Both sides HTTP: the task that reads the call runs the relay itself, and the timer it
+    // sets has to wake the relay's thread, asleep with nothing due.
+    let (url, seen) = scripted(shipping);
+    let rules = r#"{"name":"slow","tool":"create_*","kind":"latency","calls":[1],"probability":1.0,"limit":null,"delay":0.4,"replacement":null}"#;
+    let sc = scenario("http-latency", rules, "");
+    let record = common::scratch_recording("http-latency", "latency.json");
+    let (sc, rec) = (sc.display().to_string(), record.display().to_string());
+    let p = Proxy::start(
+        &[&sc, "--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
+        &[],
+    );
+    let done = stop_unless_done(&p);
+    let purl = p.url().to_owned();
+    let session = initialize(&purl, &[]);
+    thread::sleep(Duration::from_millis(100));
+    let h = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let t0 = Instant::now();
+    let a = request(&purl, "POST", &h, &call(2, "A1"));
+    let took = t0.elapsed();
+    assert_eq!(
+        a.messages()[0]["result"]["structuredContent"]["shipment_id"],
+        1,
+        "{}",
+        a.body
+    );
+    assert!(
+        took >= Duration::from_millis(400),
+        "held for the injected latency: {took:?}"
+    );
+    let _ = done.send(());
+    let (_, log) = p.stop();
+    assert!(log.contains("1 fault(s) injected"), "{log}");
+    let calls = seen
+        .lock()
+        .expect("seen")
+        .iter()
+        .filter(|(_, _, b)| b.contains("tools/call"))
+        .count();
+    assert_eq!(calls, 1, "sent on once");
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        files_of(&record).contains("latency"),
+        "the fault is on record"
+    );
+}
+
+#[test]
 fn a_thousand_streams_at_once_are_answered_within_a_bounded_memory() {
     let (record, p) = listening("http-many", "many.json", &[("SHIPPING_DELAY_MS", "500")]);
     let url = p.url().to_owned();
