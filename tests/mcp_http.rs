@@ -1075,6 +1075,14 @@ fn a_full_disk_refuses_the_calls_it_cannot_record_and_check_counts_them_apart() 
 /// What the scripted server saw: (method, headers lower-cased, body).
 type Seen = Arc<Mutex<Vec<(String, String, String)>>>;
 
+/// How many `tools/call` requests the scripted server was sent.
+fn calls_sent(seen: &Seen) -> usize {
+    let seen = seen.lock().expect("seen");
+    seen.iter()
+        .filter(|(_, _, b)| b.contains("tools/call"))
+        .count()
+}
+
 /// Serves each request with `script(method, headers, body)`, whose answer is written as is
 /// (status line, headers, body) and the connection closed.
 fn scripted(script: impl Fn(&str, &str, &str) -> String + Send + Sync + 'static) -> (String, Seen) {
@@ -1794,14 +1802,7 @@ fn a_call_too_long_to_read_reaches_a_remote_server_and_its_answer_comes_back() {
     drop(c);
     let code = wait_for(&mut p.child, Duration::from_secs(15));
     assert_eq!(code, 0, "{}", p.log.lock().expect("log"));
-    let seen = seen.lock().expect("seen").clone();
-    assert_eq!(
-        seen.iter()
-            .filter(|(_, _, b)| b.contains("tools/call"))
-            .count(),
-        1,
-        "sent once"
-    );
+    assert_eq!(calls_sent(&seen), 1, "sent once");
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("no call was left in flight"), "{out}");
@@ -2233,13 +2234,7 @@ fn injected_latency_between_two_http_sides_holds_the_call_then_sends_it_on() {
     let _ = done.send(());
     let (_, log) = p.stop();
     assert!(log.contains("1 fault(s) injected"), "{log}");
-    let calls = seen
-        .lock()
-        .expect("seen")
-        .iter()
-        .filter(|(_, _, b)| b.contains("tools/call"))
-        .count();
-    assert_eq!(calls, 1, "sent on once");
+    assert_eq!(calls_sent(&seen), 1, "sent on once");
     let (code, out) = check(&record);
     assert_eq!(code, 0, "{out}");
     assert!(
