@@ -137,9 +137,9 @@ pub enum ProxyError {
     /// The HTTP runtime could not start.
     #[error("cannot start the HTTP client: {0}")]
     Runtime(std::io::Error),
-    /// The relay broke (a panic while it ran): the session could not go on.
+    /// The relay was not where its thread left it (a bug): the session could not be finished.
     #[error(
-        "the relay stopped after an internal error; the journal beside the recording keeps what was recorded"
+        "the relay was lost before the session ended (a bug); the journal beside the recording keeps what was recorded"
     )]
     Relay,
     /// A signal came before the session started (while waiting for the recording's lock).
@@ -685,6 +685,7 @@ impl Proxy {
             });
         }
         drop(tx);
+        drop(task_tx);
         let relay = Relay::new(
             storm,
             options.scenario,
@@ -700,7 +701,6 @@ impl Proxy {
                 to_server,
             },
         );
-        drop(task_tx);
         let Some((mut relay, code)) = relay.serve(&hub, server.as_mut()) else {
             // The relay was not where its thread left it (a bug): nothing more can be
             // relayed or recorded; the journal keeps what was.
