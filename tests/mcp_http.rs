@@ -585,6 +585,185 @@ fn http_faults_cut_the_stream_or_answer_with_a_status() {
     assert!(out.contains("duplicate commit: shipment A1"), "{out}");
 }
 
+/// The id of the first event of an answer's stream (its priming event).
+fn first_event_id(a: &Answer) -> String {
+    a.body
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .unwrap_or_else(|| panic!("no event id: {}", a.body))
+        .to_owned()
+}
+
+/// A GET resuming a stream from `last`, with `headers`.
+fn resume(url: &str, last: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut h = vec![("Accept", "text/event-stream"), ("Last-Event-ID", last)];
+    h.extend_from_slice(headers);
+    request(url, "GET", &h, "")
+}
+
+#[test]
+fn a_stream_is_resumed_only_in_its_session_with_its_credentials_and_never_after_delete() {
+    let (record, p) = listening("http-owner", "owner.json", &[]);
+    let url = p.url().to_owned();
+    let alice_auth = ("Authorization", "Bearer alice");
+    let bob_auth = ("Authorization", "Bearer bob");
+    let alice = initialize(&url, &[alice_auth]);
+    let bob = initialize(&url, &[bob_auth]);
+    assert_ne!(alice, bob);
+    assert!(alice.len() >= 32, "a session id of 128 bits: {alice}");
+    let as_alice = [("Mcp-Session-Id", alice.as_str()), alice_auth];
+    let as_bob = [("Mcp-Session-Id", bob.as_str()), bob_auth];
+
+    // Alice's call, answered on an event stream whose ids cannot be guessed.
+    let a = request(&url, "POST", &as_alice, &call(1, "ALICE-ORDER"));
+    assert_eq!(a.status, 200, "{}", a.head);
+    assert!(a.body.contains("ALICE-ORDER"), "{}", a.body);
+    let first = first_event_id(&a);
+    let (stream, _) = first.rsplit_once('-').expect("S-N");
+    assert!(stream.len() > 32, "the stream part is a secret: {first}");
+
+    // Another local client with that very id cannot read the stream: with no session, with
+    // its own session, or with Alice's session but its own credentials (or none).
+    let intruders: [&[(&str, &str)]; 4] = [
+        &[],
+        &as_bob,
+        &[("Mcp-Session-Id", alice.as_str()), bob_auth],
+        &[("Mcp-Session-Id", alice.as_str())],
+    ];
+    for headers in intruders {
+        let r = resume(&url, &first, headers);
+        assert!(
+            r.status == 404 || r.status == 400,
+            "{headers:?}: {} {}",
+            r.head,
+            r.body
+        );
+        assert!(!r.body.contains("ALICE-ORDER"), "{headers:?}: {}", r.body);
+    }
+    // Ids of the shape the proxy wrote before (a counter) name no stream.
+    for guess in ["0-0", "1-0", "2-0", "3-0"] {
+        let r = resume(&url, guess, &as_alice);
+        assert_eq!(r.status, 404, "{guess}: {}", r.body);
+    }
+    // Alice's session is Alice's: Bob's credentials under its id are an unknown session.
+    let taken = request(
+        &url,
+        "POST",
+        &[("Mcp-Session-Id", alice.as_str()), bob_auth],
+        &call(2, "BOB-IN-ALICE"),
+    );
+    assert_eq!(taken.status, 404, "{}", taken.body);
+    let ended = request(
+        &url,
+        "DELETE",
+        &[("Mcp-Session-Id", alice.as_str()), bob_auth],
+        "",
+    );
+    assert_eq!(ended.status, 404, "Bob cannot end Alice's session");
+
+    // Alice herself resumes her stream.
+    let own = resume(&url, &first, &as_alice);
+    assert_eq!(own.status, 200, "{}", own.head);
+    assert!(own.body.contains("ALICE-ORDER"), "{}", own.body);
+
+    // After her DELETE nobody resumes it, not even with her session and credentials.
+    let d = request(&url, "DELETE", &as_alice, "");
+    assert_eq!(d.status, 200, "{}", d.head);
+    let after = resume(&url, &first, &as_alice);
+    assert_eq!(after.status, 404, "{}", after.body);
+    assert!(!after.body.contains("ALICE-ORDER"), "{}", after.body);
+
+    let (code, log) = p.stop();
+    assert_eq!(code, 128 + 15, "{log}");
+    let files = files_of(&record);
+    assert!(
+        !files.contains("BOB-IN-ALICE"),
+        "a refused call was relayed"
+    );
+
+    // A replay's session ids are as unguessable: two replays of the same recording issue
+    // different ones (they were a digest of the recording's path and a count).
+    let rec = record.display().to_string();
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let r = Proxy::start(&["--replay", &rec, "--listen", "127.0.0.1:0"], &[]);
+            let id = initialize(r.url(), &[]);
+            let _ = r.stop();
+            id
+        })
+        .collect();
+    assert_ne!(ids[0], ids[1], "replay session ids repeat");
+}
+
+#[test]
+fn with_allow_remote_a_host_not_allowed_is_refused_and_a_head_with_two_names_is_malformed() {
+    let record = common::scratch_recording("http-hosts", "hosts.json");
+    let rec = record.display().to_string();
+    let server = common::example_server().display().to_string();
+    let p = Proxy::start(
+        &[
+            "--record",
+            &rec,
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-remote",
+            "--allow-host",
+            "mcp.lan",
+            "--",
+            &server,
+        ],
+        &[],
+    );
+    let url = p.url().to_owned();
+    let port = host_port(&url).rsplit_once(':').expect("port").1.to_owned();
+
+    // A DNS-rebinding page: its own name as Host, and (a same-origin request) no Origin.
+    let rebound = request(
+        &url,
+        "POST",
+        &[("Host", &format!("evil.example:{port}"))],
+        INIT,
+    );
+    assert_eq!(rebound.status, 403, "{}", rebound.head);
+    assert!(
+        rebound.body.contains("--allow-host evil.example"),
+        "{}",
+        rebound.body
+    );
+    // A name given with --allow-host, and the listen address, are taken.
+    let named = request(&url, "POST", &[("Host", &format!("mcp.lan:{port}"))], INIT);
+    assert_eq!(named.status, 200, "{} {}", named.head, named.body);
+    let direct = request(&url, "POST", &[], INIT);
+    assert_eq!(direct.status, 200, "{}", direct.head);
+
+    // Two Host headers, or an absolute-form target naming another authority: 400.
+    let two = request(
+        &url,
+        "POST",
+        &[("Host", &host_port(&url)), ("Host", "evil.example")],
+        INIT,
+    );
+    assert_eq!(two.status, 400, "{}", two.head);
+    assert!(two.body.contains("two Host headers"), "{}", two.body);
+    let mut s = TcpStream::connect(host_port(&url)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let head = format!(
+        "POST http://evil.example/mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\n\r\n{INIT}",
+        host_port(&url),
+        INIT.len()
+    );
+    s.write_all(head.as_bytes()).expect("send");
+    let absolute = read_answer(&mut s);
+    assert_eq!(absolute.status, 400, "{}", absolute.head);
+    assert!(absolute.body.contains("evil.example"), "{}", absolute.body);
+
+    let (code, log) = p.stop();
+    assert_eq!(code, 128 + 15, "{log}");
+}
+
 #[test]
 fn a_remote_listen_address_needs_allow_remote() {
     let out = Command::new(BIN)

@@ -69,6 +69,11 @@ pub struct McpArgs {
     /// With --listen: take clients from other machines (the default is loopback only)
     #[arg(long, requires = "listen")]
     allow_remote: bool,
+    /// With --listen: a host name (or address) requests may name in their Host header beside
+    /// loopback and the listen address, e.g. the machine's name for remote clients; repeat
+    /// for more (any other name is refused, which keeps DNS-rebinding pages out)
+    #[arg(long = "allow-host", value_name = "NAME", requires = "listen")]
+    allow_hosts: Vec<String>,
     /// With --record: the agent's command line (run by `sh -c` in this folder), kept in the
     /// recording with its secrets redacted, so the explorer can start it again on other
     /// rules (`R`, `p`). Placeholders: {mcp_config} {seed} {record} {run_dir} {mcp_url}
@@ -91,9 +96,10 @@ pub struct McpArgs {
 impl McpArgs {
     /// `--listen` and `--allow-remote`.
     fn listen_options(&self) -> Option<ListenOptions> {
-        self.listen
-            .as_ref()
-            .map(|addr| ListenOptions::new(addr, self.allow_remote))
+        self.listen.as_ref().map(|addr| ListenOptions {
+            allow_hosts: self.allow_hosts.clone(),
+            ..ListenOptions::new(addr, self.allow_remote)
+        })
     }
 
     /// The scenario and the server command, whichever way they were given: with `--`, or
@@ -636,7 +642,6 @@ fn replay(
                 inlet,
                 None,
                 Box::new(std::io::stderr()),
-                &path.display().to_string(),
             ) {
                 Ok(l) => l,
                 Err(e) => return io.fail(format!("OSError: {e}")),

@@ -22,6 +22,7 @@ pub mod headers;
 pub mod listen;
 pub mod pipe;
 pub mod route;
+pub mod secret;
 pub mod sse;
 pub mod upstream;
 

@@ -601,18 +601,12 @@ impl Proxy {
                         Arc::clone(&to_server),
                         None,
                     );
-                    let listening = listen(
-                        b,
-                        rt.handle(),
-                        inlet,
-                        remote,
-                        Box::new(std::io::stderr()),
-                        &session_id(options.record.as_deref().unwrap_or(Path::new("-"))),
-                    )
-                    .map_err(|e| {
-                        server.stop();
-                        ProxyError::Listen(e)
-                    })?;
+                    let listening =
+                        listen(b, rt.handle(), inlet, remote, Box::new(std::io::stderr()))
+                            .map_err(|e| {
+                                server.stop();
+                                ProxyError::Listen(e)
+                            })?;
                     let url = format!("http://{}{}", listening.local, super::http::listen::PATH);
                     if let Some(t) = facts.transport.as_mut() {
                         t.listen = Some(url.clone());

@@ -274,6 +274,10 @@ fn host_of(authority: &str) -> &str {
     if let Some(rest) = authority.strip_prefix('[') {
         return rest.split(']').next().unwrap_or(rest);
     }
+    // A bare IPv6 address (an `--allow-host` name, not a header) has no port to cut.
+    if authority.bytes().filter(|b| *b == b':').count() > 1 {
+        return authority;
+    }
     authority.split(':').next().unwrap_or(authority)
 }
 
@@ -287,28 +291,70 @@ fn loopback(host: &str) -> bool {
             .is_ok_and(|a| a.is_loopback())
 }
 
-/// Why a request to a listening proxy is refused (403), or none. Without `remote`, the
-/// `Host` header must name a loopback host and an `Origin`, when sent, must be a loopback
-/// origin; with it, an `Origin` must be the same host as `Host`.
-pub fn refused(host: Option<&str>, origin: Option<&str>, remote: bool) -> Option<String> {
+/// Why a request to a listening proxy is refused (403), or none. The `Host` header must
+/// name a loopback host or one of `allowed` (the listen address and the `--allow-host`
+/// names), with `--allow-remote` too: a DNS-rebinding page's requests carry its own name as
+/// `Host`, and a same-origin GET carries no `Origin`. An `Origin`, when sent, must be a
+/// loopback origin or name the same host as `Host`.
+pub fn refused(
+    host: Option<&str>,
+    origin: Option<&str>,
+    remote: bool,
+    allowed: &[String],
+) -> Option<String> {
     let Some(host) = host else {
         return Some("the request has no Host header".into());
     };
-    if !remote && !loopback(host_of(host)) {
-        return Some(format!(
-            "Host {host:?} is not this machine (start the proxy with --allow-remote to take remote clients)"
-        ));
+    let named = host_of(host);
+    let allowed_host = |h: &str| {
+        loopback(h)
+            || allowed
+                .iter()
+                .any(|a| host_of(a).eq_ignore_ascii_case(h) && !h.is_empty())
+    };
+    if !allowed_host(named) {
+        return Some(match remote {
+            false => format!(
+                "Host {host:?} is not this machine (start the proxy with --allow-remote to take remote clients)"
+            ),
+            true => format!(
+                "Host {host:?} is not a name this proxy answers to (start it with --allow-host {} to take requests for it)",
+                crate::printable::line(named)
+            ),
+        });
     }
     let origin = origin?;
     let authority = origin
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"));
     let ok = match authority {
-        Some(a) if !remote => loopback(host_of(a)),
-        Some(a) => host_of(a).eq_ignore_ascii_case(host_of(host)),
+        Some(a) => {
+            let from = host_of(a);
+            from.eq_ignore_ascii_case(named) || (loopback(from) && loopback(named))
+        }
         None => false,
     };
     (!ok).then(|| format!("Origin {origin:?} may not call this server"))
+}
+
+/// Why a request's head is malformed for a listening proxy (400), or none: a `Host` given
+/// twice, or an absolute-form target (`POST http://a/mcp`) whose authority is not the `Host`
+/// (two names for one request, the second of which a check on `Host` alone would miss).
+pub fn malformed(headers: &hyper::HeaderMap, target: &hyper::Uri) -> Option<String> {
+    let mut hosts = headers.get_all(hyper::header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Some("the request has two Host headers".into());
+    }
+    let authority = target.authority()?;
+    let host = host.and_then(|h| h.to_str().ok()).unwrap_or("");
+    (!authority.as_str().eq_ignore_ascii_case(host)).then(|| {
+        format!(
+            "the request's target names {:?} but its Host is {:?}",
+            authority.as_str(),
+            host
+        )
+    })
 }
 
 #[cfg(test)]
@@ -487,17 +533,74 @@ mod tests {
     }
 
     #[test]
-    fn rebinding_is_refused_unless_remote_clients_are_allowed() {
-        assert_eq!(refused(Some("127.0.0.1:8931"), None, false), None);
+    fn rebinding_is_refused_unless_the_host_is_allowed() {
+        let none: &[String] = &[];
+        assert_eq!(refused(Some("127.0.0.1:8931"), None, false, none), None);
         assert_eq!(
-            refused(Some("localhost:8931"), Some("http://localhost:3000"), false),
+            refused(
+                Some("localhost:8931"),
+                Some("http://localhost:3000"),
+                false,
+                none
+            ),
             None
         );
-        assert_eq!(refused(Some("[::1]:80"), None, false), None);
-        assert!(refused(Some("evil.example:8931"), None, false).is_some());
-        assert!(refused(Some("127.0.0.1:8931"), Some("http://evil.example"), false).is_some());
-        assert!(refused(None, None, false).is_some());
-        assert_eq!(refused(Some("10.0.0.5:8931"), None, true), None);
-        assert!(refused(Some("10.0.0.5:8931"), Some("http://evil.example"), true).is_some());
+        assert_eq!(refused(Some("[::1]:80"), None, false, none), None);
+        assert!(refused(Some("evil.example:8931"), None, false, none).is_some());
+        let evil = refused(
+            Some("127.0.0.1:8931"),
+            Some("http://evil.example"),
+            false,
+            none,
+        );
+        assert!(evil.is_some());
+        assert!(refused(None, None, false, none).is_some());
+        // With --allow-remote the Host check stays: a rebinding page's name is refused, and
+        // says how to allow a name.
+        let rebound = refused(Some("evil.example:8931"), None, true, none).expect("refused");
+        assert!(rebound.contains("--allow-host evil.example"), "{rebound}");
+        let allowed = ["10.0.0.5".to_owned(), "mcp.lan:8931".to_owned()];
+        assert_eq!(refused(Some("10.0.0.5:8931"), None, true, &allowed), None);
+        assert_eq!(refused(Some("MCP.lan:8931"), None, true, &allowed), None);
+        assert!(refused(Some("10.0.0.6:8931"), None, true, &allowed).is_some());
+        let foreign = refused(
+            Some("10.0.0.5:8931"),
+            Some("http://evil.example"),
+            true,
+            &allowed,
+        );
+        assert!(foreign.is_some());
+        assert_eq!(
+            refused(
+                Some("10.0.0.5:8931"),
+                Some("http://10.0.0.5:8931"),
+                true,
+                &allowed
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn two_hosts_or_a_target_naming_another_authority_are_malformed() {
+        let head = |hosts: &[&str]| {
+            let mut h = hyper::HeaderMap::new();
+            for v in hosts {
+                h.append(
+                    hyper::header::HOST,
+                    hyper::header::HeaderValue::from_str(v).expect("value"),
+                );
+            }
+            h
+        };
+        let origin_form: hyper::Uri = "/mcp".parse().expect("uri");
+        let absolute: hyper::Uri = "http://127.0.0.1:8931/mcp".parse().expect("uri");
+        let elsewhere: hyper::Uri = "http://evil.example/mcp".parse().expect("uri");
+        assert_eq!(malformed(&head(&["127.0.0.1:8931"]), &origin_form), None);
+        assert_eq!(malformed(&head(&["127.0.0.1:8931"]), &absolute), None);
+        let two = malformed(&head(&["127.0.0.1:8931", "evil.example"]), &origin_form);
+        assert!(two.is_some_and(|w| w.contains("two Host")));
+        let other = malformed(&head(&["127.0.0.1:8931"]), &elsewhere);
+        assert!(other.is_some_and(|w| w.contains("evil.example")));
     }
 }

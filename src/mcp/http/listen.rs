@@ -9,16 +9,22 @@
 //!   the stream of the request its progress token names, or else to the session's GET stream;
 //! - an answer the proxy made itself (an injected fault) has no tag and goes by its id.
 //!
-//! Every stream is written with event ids (`S-N`), and what it sent is kept (bounded) so a
-//! client whose connection broke resumes it with `Last-Event-ID`. A stream the proxy cut on
-//! purpose (the `stream_cut` delivery) is never resumed with the answer it lost.
+//! Every stream is written with event ids (`S-N`, `S` the stream's unguessable id), and what
+//! it sent is kept (bounded) so a client whose connection broke resumes it with
+//! `Last-Event-ID` — only within the session the stream was opened in and with the
+//! credentials it was opened with; a session's DELETE forgets its streams. A stream the proxy
+//! cut on purpose (the `stream_cut` delivery) is never resumed with the answer it lost.
 //!
 //! The session: with a remote server, its `Mcp-Session-Id` is relayed as it is, and its errors
 //! (400, 404, 401 with `WWW-Authenticate`, 429 with `Retry-After`) reach the client as they
-//! came. With a server on stdio the proxy issues the session itself (one per `initialize`).
+//! came. With a server on stdio the proxy issues the session itself (one per `initialize`),
+//! with an id from its secret ([`super::secret`]), bound to the credentials of the
+//! `initialize` that opened it: another credential under that id is an unknown session (404).
 //!
 //! Security: the proxy binds loopback unless remote clients were allowed, and refuses (403) a
-//! request whose `Host` or `Origin` does not name this machine (DNS rebinding).
+//! request whose `Host` or `Origin` does not name this machine or a host allowed with
+//! `--allow-host` (DNS rebinding), also with `--allow-remote`; a request with two `Host`
+//! headers, or whose absolute-form target names another authority than its `Host`, is 400.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -39,6 +45,7 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::mpsc;
 
 use super::pipe::Inlet;
+use super::secret::{Credential, Secret};
 use super::sse;
 use super::upstream::{MAX_MESSAGE, Passage, Routing};
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
@@ -93,6 +100,9 @@ pub struct ListenOptions {
     pub addr: String,
     /// Take clients from other machines (otherwise loopback only).
     pub allow_remote: bool,
+    /// Host names (or addresses) a request's `Host` may name beside loopback and the listen
+    /// address (`--allow-host`).
+    pub allow_hosts: Vec<String>,
     /// [`HEAD_TIMEOUT`], unless a test needs it shorter.
     pub head_timeout: Duration,
 }
@@ -103,6 +113,7 @@ impl ListenOptions {
         ListenOptions {
             addr: addr.to_owned(),
             allow_remote,
+            allow_hosts: Vec::new(),
             head_timeout: HEAD_TIMEOUT,
         }
     }
@@ -124,6 +135,9 @@ pub enum ListenError {
     /// The bind failed.
     #[error("cannot listen on {0}: {1}")]
     Bind(String, std::io::Error),
+    /// The operating system gave no random bytes for the session ids.
+    #[error("cannot listen: the system's secure random source failed: {0}")]
+    Random(String),
 }
 
 /// An item for one HTTP answer: its head first, then its body's bytes.
@@ -164,6 +178,10 @@ struct StreamState {
     resumable: bool,
     /// The client's own id (as written), when its request went on under one of ours.
     original: Option<Vec<u8>>,
+    /// Its event ids' stream part (`N.MAC`): its number and the keyed digest of it.
+    token: String,
+    /// The credentials of the request that opened it: a resume must bring the same.
+    credential: Credential,
 }
 
 impl StreamState {
@@ -188,6 +206,8 @@ impl StreamState {
             request,
             resumable: true,
             original: None,
+            token: String::new(),
+            credential: Credential::default(),
         }
     }
 }
@@ -220,8 +240,9 @@ struct Face {
     gets: Map<Option<String>, u64>,
     /// Server messages for a GET stream not open yet.
     unsent: VecDeque<Vec<u8>>,
-    /// Sessions we issued (a server on stdio), oldest first.
-    sessions: VecDeque<String>,
+    /// Sessions we issued (a server on stdio), oldest first, each with the credentials of the
+    /// `initialize` that opened it.
+    sessions: VecDeque<(String, Credential)>,
     /// Initialize requests in flight (their answers carry a new session id).
     initializing: crate::hashing::Set<Id>,
     issued: u64,
@@ -239,9 +260,11 @@ struct Listener {
     passage: Option<Passage>,
     envelopes: Option<Arc<Tags<Envelope>>>,
     allow_remote: bool,
+    /// Hosts a request's `Host` may name beside loopback.
+    allow_hosts: Vec<String>,
     log: Mutex<Box<dyn Write + Send>>,
-    /// A name for the sessions we issue.
-    salt: String,
+    /// The key the ids of sessions and streams come from.
+    secret: Secret,
     /// The headers clients' requests carried, by name, as the recording keeps them.
     seen: Mutex<std::collections::BTreeMap<String, String>>,
     /// Each `tools/call`'s request headers as the recording keeps them, beside its bytes
@@ -285,6 +308,7 @@ pub struct Bound {
     pub local: SocketAddr,
     addr: String,
     allow_remote: bool,
+    allow_hosts: Vec<String>,
     head_timeout: Duration,
 }
 
@@ -311,8 +335,28 @@ pub fn bind(options: &ListenOptions) -> Result<Bound, ListenError> {
         local,
         addr: options.addr.clone(),
         allow_remote: options.allow_remote,
+        allow_hosts: allowed_hosts(options, &local),
         head_timeout: options.head_timeout,
     })
+}
+
+/// The names a request's `Host` may give beside loopback: the listen address as given (its
+/// host), the address bound (unless it is a wildcard, which no request names), and the
+/// `--allow-host` names.
+fn allowed_hosts(options: &ListenOptions, local: &SocketAddr) -> Vec<String> {
+    let given = options
+        .addr
+        .rsplit_once(':')
+        .map_or(options.addr.as_str(), |(h, _)| h);
+    let given = given.trim_start_matches('[').trim_end_matches(']');
+    let mut out: Vec<String> = options.allow_hosts.clone();
+    if !local.ip().is_unspecified() {
+        out.push(local.ip().to_string());
+    }
+    if !given.is_empty() && given.parse::<std::net::IpAddr>().is_err() {
+        out.push(given.to_owned());
+    }
+    out
 }
 
 /// Starts serving `bound` on `runtime`; the clients' messages go into `inlet`. `remote` is the
@@ -323,15 +367,16 @@ pub fn listen(
     inlet: Inlet,
     remote: Option<(Passage, Routing)>,
     log: Box<dyn Write + Send>,
-    salt: &str,
 ) -> Result<Listening, ListenError> {
     let Bound {
         listener,
         local,
         addr,
         allow_remote,
+        allow_hosts,
         head_timeout,
     } = bound;
+    let secret = Secret::new().map_err(|e| ListenError::Random(e.to_string()))?;
     let listener = {
         let _entered = runtime.enter();
         tokio::net::TcpListener::from_std(listener).map_err(|e| ListenError::Bind(addr, e))?
@@ -347,8 +392,9 @@ pub fn listen(
         passage,
         envelopes: routing.as_ref().map(|r| Arc::clone(&r.envelopes)),
         allow_remote,
+        allow_hosts,
         log: Mutex::new(log),
-        salt: salt.to_owned(),
+        secret,
         seen: Mutex::default(),
         call_headers: Tags::default(),
         recorded: Mutex::default(),
@@ -561,10 +607,15 @@ impl Listener {
 
     async fn handle(&self, req: Request<Incoming>) -> Answer {
         self.see(&req);
+        if let Some(why) = headers::malformed(req.headers(), req.uri()) {
+            self.note(&format!("refused a request: {why}"));
+            return plain(400, &[], &format!("Bad Request: {why}\n"));
+        }
         if let Some(why) = headers::refused(
             header(&req, "host"),
             header(&req, "origin"),
             self.allow_remote,
+            &self.allow_hosts,
         ) {
             self.note(&format!("refused a request: {why}"));
             return plain(403, &[], &format!("Forbidden: {why}\n"));
@@ -592,12 +643,14 @@ impl Listener {
     }
 
     /// Checks the session of a request when we issue sessions (a server on stdio): a
-    /// request other than `initialize` must name one we issued (missing: 400, unknown: 404).
+    /// request other than `initialize` must name one we issued (missing: 400, unknown: 404),
+    /// with the credentials it was opened with (others: 404, as for an unknown session).
     fn session_refusal(
         &self,
         session: Option<&str>,
         initialize: bool,
         id: Option<&Id>,
+        credential: Credential,
     ) -> Option<Answer> {
         if self.passage.is_some() || initialize {
             return None;
@@ -612,7 +665,12 @@ impl Listener {
                 id,
                 "Bad Request: Mcp-Session-Id header is required",
             )),
-            Some(s) if !face.sessions.iter().any(|k| k == s) => {
+            Some(s)
+                if !face
+                    .sessions
+                    .iter()
+                    .any(|(k, c)| k == s && *c == credential) =>
+            {
                 Some(rpc_refusal(404, id, "Not Found: the session has ended"))
             }
             Some(_) => None,
@@ -628,6 +686,7 @@ impl Listener {
         let envelope = Listener::envelope(&req);
         let session = header(&req, "mcp-session-id").map(str::to_owned);
         let version = header(&req, "mcp-protocol-version").map(str::to_owned);
+        let credential = self.secret.credential(req.headers());
         let (parts, body) = req.into_parts();
         let body = match read_limited(body, MAX_MESSAGE).await {
             Ok(b) => b,
@@ -678,7 +737,9 @@ impl Listener {
             || params
                 .and_then(wire::request_version)
                 .is_some_and(|v| wire::is_stateless(&v));
-        if let Some(refusal) = self.session_refusal(session.as_deref(), initialize, id.as_ref()) {
+        if let Some(refusal) =
+            self.session_refusal(session.as_deref(), initialize, id.as_ref(), credential)
+        {
             return refusal;
         }
         let Some(mut id) = id else {
@@ -728,6 +789,10 @@ impl Listener {
             let mut st = StreamState::new(tx, &queued, session, Some(id.clone()), takes_json);
             st.resumable = !stateless;
             st.original = original;
+            st.credential = credential;
+            if st.resumable {
+                st.token = self.stream_token(n);
+            }
             face.streams.insert(n, st);
             face.waiting.entry(id.clone()).or_default().push_back(n);
             if let Some(t) = token {
@@ -798,17 +863,18 @@ impl Listener {
             );
         }
         let session = header(&req, "mcp-session-id").map(str::to_owned);
+        let credential = self.secret.credential(req.headers());
         if self.passage.is_none()
             && header(&req, "mcp-protocol-version").is_some_and(wire::is_stateless)
         {
             // 2026-07-28 has no GET stream.
             return plain(405, &[("Allow".into(), "POST".into())], "");
         }
-        if let Some(last) = header(&req, "last-event-id") {
-            return self.resume(last);
-        }
-        if let Some(refusal) = self.session_refusal(session.as_deref(), false, None) {
+        if let Some(refusal) = self.session_refusal(session.as_deref(), false, None, credential) {
             return refusal;
+        }
+        if let Some(last) = header(&req, "last-event-id") {
+            return self.resume(last, session.as_deref(), credential);
         }
         let mut headers_out = Vec::new();
         if let Some(p) = &self.passage {
@@ -837,10 +903,10 @@ impl Listener {
         }
         let n = face.next_stream;
         face.next_stream += 1;
-        face.streams.insert(
-            n,
-            StreamState::new(tx, &queued, session.clone(), None, false),
-        );
+        let mut st = StreamState::new(tx, &queued, session.clone(), None, false);
+        st.credential = credential;
+        st.token = self.stream_token(n);
+        face.streams.insert(n, st);
         face.gets.insert(session, n);
         start_events(&mut face, n, 200, headers_out, None);
         let unsent: Vec<Vec<u8>> = face.unsent.drain(..).collect();
@@ -851,22 +917,33 @@ impl Listener {
         sse_answer(rx, queued)
     }
 
-    /// A GET with `Last-Event-ID`: the rest of that stream, kept and live.
-    fn resume(&self, last: &str) -> Answer {
-        let parsed = last
-            .split_once('-')
-            .and_then(|(s, e)| Some((s.parse::<u64>().ok()?, e.parse::<u64>().ok()?)));
-        let Some((n, after)) = parsed else {
+    /// The stream part of stream `n`'s event ids: its number, then the keyed digest of it,
+    /// which only this proxy can write (`7.3f9a…`).
+    fn stream_token(&self, n: u64) -> String {
+        format!("{n}.{}", self.secret.id("stream", n))
+    }
+
+    /// A GET with `Last-Event-ID`: the rest of that stream, kept and live — when the stream
+    /// is one this proxy wrote that id for, and the request comes in the session the stream
+    /// was opened in, with the same credentials; any other is no such stream (404).
+    fn resume(&self, last: &str, session: Option<&str>, credential: Credential) -> Answer {
+        let parsed = last.rsplit_once('-').and_then(|(token, e)| {
+            let n = token.split_once('.')?.0.parse::<u64>().ok()?;
+            Some((n, token, e.parse::<u64>().ok()?))
+        });
+        let Some((n, token, after)) = parsed else {
             return plain(404, &[], "Not Found: no such stream to resume\n");
         };
         let Ok(mut face) = self.face.lock() else {
             return plain(500, &[], "");
         };
-        let Some(st) = face
-            .streams
-            .get_mut(&n)
-            .filter(|st| !st.cut && st.resumable)
-        else {
+        let Some(st) = face.streams.get_mut(&n).filter(|st| {
+            !st.cut
+                && st.resumable
+                && super::secret::same(&st.token, token)
+                && st.session.as_deref() == session
+                && st.credential == credential
+        }) else {
             return plain(404, &[], "Not Found: no such stream to resume\n");
         };
         let (tx, rx) = mpsc::unbounded_channel();
@@ -899,10 +976,12 @@ impl Listener {
         let Some(s) = session else {
             return plain(400, &[], "Bad Request: Mcp-Session-Id header is required\n");
         };
+        // Only the credentials that opened a session end it.
+        let credential = self.secret.credential(req.headers());
         let known = self
             .face
             .lock()
-            .map(|f| f.sessions.iter().any(|k| *k == s))
+            .map(|f| f.sessions.iter().any(|(k, c)| *k == s && *c == credential))
             .unwrap_or(false);
         if !known {
             return plain(404, &[], "Not Found: the session has ended\n");
@@ -917,7 +996,18 @@ impl Listener {
             return;
         };
         if let Some(s) = session {
-            face.sessions.retain(|k| k != s);
+            face.sessions.retain(|(k, _)| k != s);
+            // Its streams are no longer resumed by anyone: what they kept is let go.
+            let mut freed = 0;
+            for st in face.streams.values_mut() {
+                if st.session.as_ref() == Some(s) {
+                    freed += st.kept_bytes;
+                    st.kept.clear();
+                    st.kept_bytes = 0;
+                    st.resumable = false;
+                }
+            }
+            face.kept_in_all = face.kept_in_all.saturating_sub(freed);
         }
         let key = session.cloned();
         if let Some(n) = face.gets.remove(&key)
@@ -1052,7 +1142,7 @@ fn start_events(face: &mut Face, n: u64, status: u16, headers: Vec<Header>, retr
         });
     }
     if st.resumable {
-        let id = format!("{n}-0");
+        let id = format!("{}-0", st.token);
         let prime = Bytes::from(sse::priming(&id, retry));
         send_data(st, prime);
     }
@@ -1081,7 +1171,7 @@ fn push_event(face: &mut Face, n: u64, message: &[u8]) {
     };
     let k = st.next_event;
     st.next_event += 1;
-    let id = st.resumable.then(|| format!("{n}-{k}"));
+    let id = st.resumable.then(|| format!("{}-{k}", st.token));
     let bytes = Bytes::from(sse::event(id.as_deref(), message));
     let before = st.kept_bytes;
     st.kept_bytes += bytes.len();
@@ -1213,11 +1303,13 @@ impl Router {
                     .unwrap_or_default();
                 if face.initializing.remove(&id) {
                     face.issued += 1;
-                    let session = crate::json::sha256_hex(
-                        format!("{}:{}", self.log_shared.salt, face.issued).as_bytes(),
-                    )[..32]
-                        .to_owned();
-                    face.sessions.push_back(session.clone());
+                    let session = self.log_shared.secret.id("session", face.issued);
+                    let credential = face
+                        .streams
+                        .get(&n)
+                        .map(|st| st.credential)
+                        .unwrap_or_default();
+                    face.sessions.push_back((session.clone(), credential));
                     while face.sessions.len() > SESSIONS_MAX {
                         face.sessions.pop_front();
                     }
@@ -1225,6 +1317,12 @@ impl Router {
                     if let Some(st) = face.streams.get_mut(&n) {
                         st.session = Some(session);
                     }
+                } else if let Some(s) = origin.as_ref().and_then(|o| o.session.as_ref())
+                    && let Some(st) = face.streams.get_mut(&n)
+                    && st.session.is_none()
+                {
+                    // A remote server's initialize opened this session: the stream is its.
+                    st.session = Some(s.clone());
                 }
                 let status = origin.as_ref().map_or(200, |o| o.status);
                 let json = origin.as_ref().is_none_or(|o| o.json || o.status >= 300);
@@ -1527,15 +1625,8 @@ mod tests {
         let bound = bind(&options).expect("binds");
         let local = bound.local;
         let (inlet, _input) = super::super::pipe::lines_in();
-        let _listening = listen(
-            bound,
-            rt.handle(),
-            inlet,
-            None,
-            Box::new(std::io::sink()),
-            "t",
-        )
-        .expect("listens");
+        let _listening =
+            listen(bound, rt.handle(), inlet, None, Box::new(std::io::sink())).expect("listens");
         for first in [&b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"[..], b""] {
             let mut s = std::net::TcpStream::connect(local).expect("connects");
             s.write_all(first).expect("writes");
