@@ -835,7 +835,9 @@ fn a_session_that_cannot_start_leaves_the_earlier_recording_as_it_was() {
             .flatten()
             .filter(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
-                name.ends_with(".tmp") || name.ends_with(".new")
+                // No temporary file, and no lock file: a refused start lets go of the
+                // recording's lock and removes it, as a session's end does.
+                name.ends_with(".tmp") || name.ends_with(".new") || name.ends_with(".lock")
             })
             .collect();
         assert!(temps.is_empty(), "{args:?} left {temps:?}");

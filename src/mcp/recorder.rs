@@ -48,9 +48,6 @@ pub struct Compacted {
 /// The journal and its compactor.
 #[derive(Debug)]
 pub struct Recorder {
-    /// The recording's lock, held for the whole session: another proxy recording to the same
-    /// file waits its turn (a client that starts a server per call may run several at once).
-    _lock: std::fs::File,
     journal: Writer,
     cassette: PathBuf,
     wake: Option<SyncSender<()>>,
@@ -77,6 +74,10 @@ pub struct Recorder {
     /// a failed write lost (not yet taken by [`Recorder::take_lost_begins`]).
     begins_held: Vec<u64>,
     begins_lost: Vec<u64>,
+    /// The recording's lock, held for the whole session: another proxy recording to the same
+    /// file waits its turn (a client that starts a server per call may run several at once).
+    /// The last field, so it is let go last, after the journal's writer and the compactor.
+    _lock: Lock,
 }
 
 /// The most one call can add to a file: its arguments and output (each captured up to
@@ -109,7 +110,7 @@ impl Recorder {
     /// ([`lock`]), held until the end.
     pub fn start(
         cassette: &Path,
-        lock: std::fs::File,
+        lock: Lock,
         session_id: &str,
         storm: &Storm,
         facts: &McpSession,
@@ -402,11 +403,28 @@ impl Recorder {
         if ended.is_ok() && done.error.is_none() && done.full.is_none() {
             let _ = std::fs::remove_file(journal_path(&self.cassette));
         }
-        // The lock file goes while we still hold it: a session waiting on it finds, once it
-        // holds it, that the path names no file or another one, and takes the lock anew
-        // ([`lock`]), so no two sessions ever hold the recording at once.
-        let _ = std::fs::remove_file(lock_path(&self.cassette));
+        // The lock file goes as the recorder does (`Lock`'s drop), while still held.
         done
+    }
+}
+
+/// A recording's lock, held: its file is removed when it is let go — at the session's end,
+/// and on every way out of a start that failed after taking it (an address refused, a
+/// server that cannot start), so no `*.mcp.lock` is left beside a recording. It goes while
+/// still held: a session waiting on it finds, once it holds it, that the path names no file
+/// or another one, and takes the lock anew ([`lock`]), so no two sessions ever hold the
+/// recording at once. A file the path no longer names (another session's) is left alone.
+#[derive(Debug)]
+pub struct Lock {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        if still_named(&self.file, &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -445,7 +463,7 @@ pub fn lock(
     cassette: &Path,
     waiting: &mut dyn FnMut(),
     interrupted: &mut dyn FnMut() -> bool,
-) -> io::Result<std::fs::File> {
+) -> io::Result<Lock> {
     let path = lock_path(cassette);
     let open = || {
         crate::fsread::open_own(&path, true, false)
@@ -459,7 +477,7 @@ pub fn lock(
         match file.try_lock() {
             // The session before may have removed the file as it ended (holding it): a lock
             // on a file the path no longer names is no lock; take the new one.
-            Ok(()) if still_named(&file, &path) => return Ok(file),
+            Ok(()) if still_named(&file, &path) => return Ok(Lock { file, path }),
             Ok(()) => file = open()?,
             Err(std::fs::TryLockError::WouldBlock) => {
                 // A reader asking whether the session is live holds it for a moment: only a
