@@ -765,6 +765,76 @@ fn with_allow_remote_a_host_not_allowed_is_refused_and_a_head_with_two_names_is_
 }
 
 #[test]
+fn a_protocol_version_the_session_did_not_negotiate_is_refused_and_never_reframes_it() {
+    let (record, p) = listening("http-version", "version.json", &[]);
+    let url = p.url().to_owned();
+    let init = request(&url, "POST", &[], INIT);
+    assert_eq!(init.status, 200, "{}", init.body);
+    let agreed = init.messages()[0]["result"]["protocolVersion"]
+        .as_str()
+        .expect("the negotiated version")
+        .to_owned();
+    let session = init.header("mcp-session-id").expect("a session");
+    let ok = request(
+        &url,
+        "POST",
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", &agreed),
+        ],
+        INITIALIZED,
+    );
+    assert_eq!(ok.status, 202, "{}", ok.head);
+    let other = ["2025-06-18", "2025-03-26"]
+        .into_iter()
+        .find(|v| *v != agreed)
+        .expect("another version");
+    // An unknown version, another known one, and 2026-07-28 (whose framing has no resumable
+    // streams) mid-session: each 400 with a JSON-RPC error saying why, never relayed.
+    for (version, why) in [
+        ("banana", "Unsupported protocol version: banana"),
+        (other, "is not the version this session negotiated"),
+        ("2026-07-28", "is not the version this session negotiated"),
+    ] {
+        let r = request(
+            &url,
+            "POST",
+            &[
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", version),
+            ],
+            &call(1, "NEVER-SENT"),
+        );
+        assert_eq!(r.status, 400, "{version}: {} {}", r.head, r.body);
+        let answer: serde_json::Value = serde_json::from_str(&r.body).expect("JSON-RPC");
+        let message = answer["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(why), "{version}: {answer}");
+    }
+    // The agreed version, and none at all, are taken; the stream keeps its resumable ids.
+    for headers in [
+        vec![
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", agreed.as_str()),
+        ],
+        vec![("Mcp-Session-Id", session.as_str())],
+    ] {
+        let r = request(&url, "POST", &headers, &call(2, "SENT"));
+        assert_eq!(r.status, 200, "{headers:?}: {}", r.head);
+        assert!(
+            r.body.contains("SENT") && r.body.contains("id: "),
+            "{}",
+            r.body
+        );
+    }
+    let (code, log) = p.stop();
+    assert_eq!(code, 128 + 15, "{log}");
+    assert!(
+        !files_of(&record).contains("NEVER-SENT"),
+        "a refused call was relayed"
+    );
+}
+
+#[test]
 fn a_remote_listen_address_needs_allow_remote() {
     let out = Command::new(BIN)
         .args(["mcp", "--listen", "0.0.0.0:0", "--", "true"])

@@ -410,6 +410,20 @@ pub fn request_version(params: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The protocol versions the proxy knows how to frame (and the 2026 drafts).
+pub const KNOWN_VERSIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+/// Whether the proxy knows a protocol version (a request naming another one is refused).
+pub fn is_known_version(version: &str) -> bool {
+    KNOWN_VERSIONS.contains(&version) || version.starts_with("DRAFT-2026")
+}
+
 /// Whether a protocol version has no `initialize` and marks every result with `resultType`.
 pub fn is_stateless(version: &str) -> bool {
     version.as_bytes().first().is_some_and(u8::is_ascii_digit) && version >= "2026-07-28"
@@ -531,6 +545,8 @@ mod tests {
 
     #[test]
     fn versions() {
+        assert!(is_known_version("2025-06-18") && is_known_version("DRAFT-2026-v1"));
+        assert!(!is_known_version("banana") && !is_known_version("2025-11-26"));
         assert!(is_stateless("2026-07-28"));
         assert!(is_stateless("DRAFT-2026-v1"));
         assert!(!is_stateless("2025-11-25"));

@@ -245,6 +245,8 @@ struct Face {
     sessions: VecDeque<(String, Credential)>,
     /// Initialize requests in flight (their answers carry a new session id).
     initializing: crate::hashing::Set<Id>,
+    /// The protocol version each session negotiated (its initialize's answer), oldest first.
+    negotiated: VecDeque<(String, String)>,
     issued: u64,
     /// Bytes of events kept for resumption, all streams together.
     kept_in_all: usize,
@@ -627,12 +629,63 @@ impl Listener {
                 &format!("Not found: the MCP endpoint is {PATH}\n"),
             );
         }
+        if let Some(why) = self.version_refused(&req) {
+            self.note(&format!("refused a request: {why}"));
+            return rpc_refusal(400, None, &format!("Bad Request: {why}"));
+        }
         match *req.method() {
             Method::POST => self.post(req).await,
             Method::GET => self.get(req).await,
             Method::DELETE => self.delete(req).await,
             _ => plain(405, &[("Allow".into(), "GET, POST, DELETE".into())], ""),
         }
+    }
+
+    /// Why a request's `MCP-Protocol-Version` is refused (400), or none: a version the proxy
+    /// does not know, or, in a session whose initialize it saw answered, another version than
+    /// the one that session negotiated. (None at all is taken: the transport says to assume
+    /// 2025-03-26, and the session's own version frames it.)
+    fn version_refused(&self, req: &Request<Incoming>) -> Option<String> {
+        let version = header(req, "mcp-protocol-version")?;
+        if !wire::is_known_version(version) {
+            return Some(format!(
+                "Unsupported protocol version: {} (supported: {})",
+                crate::printable::line(version),
+                wire::KNOWN_VERSIONS.join(", ")
+            ));
+        }
+        let session = header(req, "mcp-session-id")?;
+        let face = self.face.lock().ok()?;
+        let agreed = face.negotiated(session)?;
+        (agreed != version).then(|| {
+            format!(
+                "MCP-Protocol-Version {} is not the version this session negotiated ({})",
+                crate::printable::line(version),
+                crate::printable::line(agreed)
+            )
+        })
+    }
+
+    /// Whether a request is framed as 2026-07-28 frames it (no resumable streams, a broken
+    /// stream is its cancel): by its session's version, when the proxy saw it negotiated, so
+    /// a header switched mid-session changes nothing; else by the version its header or its
+    /// `_meta` names.
+    fn stateless(
+        &self,
+        session: Option<&str>,
+        header: Option<&str>,
+        params: Option<&crate::json::Value>,
+    ) -> bool {
+        let agreed = session.and_then(|s| {
+            let face = self.face.lock().ok()?;
+            face.negotiated(s).map(wire::is_stateless)
+        });
+        agreed.unwrap_or_else(|| {
+            header.is_some_and(wire::is_stateless)
+                || params
+                    .and_then(wire::request_version)
+                    .is_some_and(|v| wire::is_stateless(&v))
+        })
     }
 
     /// The headers of a client's request passed on upstream.
@@ -733,10 +786,7 @@ impl Listener {
             }
         };
         let initialize = method.as_deref() == Some("initialize");
-        let stateless = version.as_deref().is_some_and(wire::is_stateless)
-            || params
-                .and_then(wire::request_version)
-                .is_some_and(|v| wire::is_stateless(&v));
+        let stateless = self.stateless(session.as_deref(), version.as_deref(), params);
         if let Some(refusal) =
             self.session_refusal(session.as_deref(), initialize, id.as_ref(), credential)
         {
@@ -798,7 +848,7 @@ impl Listener {
             if let Some(t) = token {
                 face.progress.insert(t, n);
             }
-            if initialize && self.passage.is_none() {
+            if initialize {
                 face.initializing.insert(id.clone());
             }
         }
@@ -1301,7 +1351,9 @@ impl Router {
                     .as_ref()
                     .map(|o| o.headers.clone())
                     .unwrap_or_default();
-                if face.initializing.remove(&id) {
+                let initialized = face.initializing.remove(&id);
+                let mut opened = None;
+                if initialized && self.log_shared.passage.is_none() {
                     face.issued += 1;
                     let session = self.log_shared.secret.id("session", face.issued);
                     let credential = face
@@ -1315,14 +1367,25 @@ impl Router {
                     }
                     headers.push(("Mcp-Session-Id".into(), session.clone()));
                     if let Some(st) = face.streams.get_mut(&n) {
-                        st.session = Some(session);
+                        st.session = Some(session.clone());
                     }
-                } else if let Some(s) = origin.as_ref().and_then(|o| o.session.as_ref())
-                    && let Some(st) = face.streams.get_mut(&n)
-                    && st.session.is_none()
+                    opened = Some(session);
+                } else if let Some(s) = origin.as_ref().and_then(|o| o.session.as_ref()) {
+                    if let Some(st) = face.streams.get_mut(&n)
+                        && st.session.is_none()
+                    {
+                        // A remote server's initialize opened this session: the stream is its.
+                        st.session = Some(s.clone());
+                    }
+                    opened = initialized.then(|| s.clone());
+                }
+                if let Some(session) = opened
+                    && let Some(version) = negotiated_version(line)
                 {
-                    // A remote server's initialize opened this session: the stream is its.
-                    st.session = Some(s.clone());
+                    face.negotiated.push_back((session, version));
+                    while face.negotiated.len() > SESSIONS_MAX {
+                        face.negotiated.pop_front();
+                    }
                 }
                 let status = origin.as_ref().map_or(200, |o| o.status);
                 let json = origin.as_ref().is_none_or(|o| o.json || o.status >= 300);
@@ -1408,6 +1471,29 @@ impl Router {
                 }
             }
         }
+    }
+}
+
+/// The protocol version an initialize's answer agreed on (`result.protocolVersion`).
+fn negotiated_version(answer: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(answer).ok()?;
+    let v = crate::json::parse(text).ok()?;
+    v.as_object()?
+        .get("result")?
+        .as_object()?
+        .get("protocolVersion")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+impl Face {
+    /// The version session `s` negotiated, if it is one we saw begin.
+    fn negotiated(&self, s: &str) -> Option<&str> {
+        self.negotiated
+            .iter()
+            .rev()
+            .find(|(k, _)| k == s)
+            .map(|(_, v)| v.as_str())
     }
 }
 
