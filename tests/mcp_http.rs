@@ -1460,6 +1460,15 @@ fn stop_unless_done(p: &Proxy) -> std::sync::mpsc::Sender<()> {
 }
 
 /// A stdio client's session with a proxy: lines in, lines out.
+/// A stdio client of a proxy recording (to `name` in a scratch folder named by `tag`) in
+/// front of the server at `url`: the recording's path, the proxy and the client.
+fn recording_to(url: &str, tag: &str, name: &str) -> (std::path::PathBuf, Proxy, Stdio2) {
+    let record = common::scratch_recording(tag, name);
+    let mut p = Proxy::start(&["--record", &record.display().to_string(), "--", url], &[]);
+    let c = Stdio2::of(&mut p);
+    (record, p, c)
+}
+
 struct Stdio2 {
     input: ChildStdin,
     output: BufReader<ChildStdout>,
@@ -1643,10 +1652,7 @@ fn an_https_server_is_verified_reached_when_its_authority_is_trusted_and_refused
             .count()
     };
     let before = requests();
-    let record = common::scratch_recording("https-untrusted", "tls.json");
-    let rec = record.display().to_string();
-    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
-    let mut c = Stdio2::of(&mut p);
+    let (_record, mut p, mut c) = recording_to(&url, "https-untrusted", "tls.json");
     c.send(INIT);
     let refused = c.next();
     let message = refused["error"]["message"].as_str().unwrap_or_default();
@@ -1922,10 +1928,7 @@ fn an_answer_with_a_byte_order_mark_and_another_label_still_reaches_the_client()
             body.len()
         )
     });
-    let record = common::scratch_recording("http-bom", "bom.json");
-    let rec = record.display().to_string();
-    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
-    let mut c = Stdio2::of(&mut p);
+    let (_record, mut p, mut c) = recording_to(&url, "http-bom", "bom.json");
     c.initialize("JSON after a byte-order mark, labelled text/plain");
     drop(c);
     wait_for(&mut p.child, Duration::from_secs(15));
@@ -2030,11 +2033,8 @@ fn a_call_too_long_to_read_reaches_a_remote_server_and_its_answer_comes_back() {
             )
         })
     });
-    let record = common::scratch_recording("http-upstream-long", "long.json");
-    let rec = record.display().to_string();
-    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let (record, mut p, mut c) = recording_to(&url, "http-upstream-long", "long.json");
     let done = stop_unless_done(&p);
-    let mut c = Stdio2::of(&mut p);
     c.initialize("a call over 8 MB to a remote server");
     c.send(INITIALIZED);
     let sku = "s".repeat(8_100_000);
@@ -2069,11 +2069,8 @@ fn a_2026_call_too_long_to_read_goes_to_a_remote_server_with_its_name_header() {
             )
         })
     });
-    let record = common::scratch_recording("http-upstream-2026-long", "long2026.json");
-    let rec = record.display().to_string();
-    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let (_record, mut p, mut c) = recording_to(&url, "http-upstream-2026-long", "long2026.json");
     let done = stop_unless_done(&p);
-    let mut c = Stdio2::of(&mut p);
     let sku = "k".repeat(8_100_000);
     c.send(&format!(
         r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},"name":"check_inventory","arguments":{{"sku":"{sku}"}}}}}}"#
@@ -2124,10 +2121,7 @@ fn nothing_goes_to_a_remote_server_before_its_initialize_is_answered() {
             .push((what.into(), came, Instant::now()));
         answer
     });
-    let record = common::scratch_recording("http-upstream-order", "order.json");
-    let rec = record.display().to_string();
-    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
-    let mut c = Stdio2::of(&mut p);
+    let (_record, mut p, mut c) = recording_to(&url, "http-upstream-order", "order.json");
     c.send(INIT);
     // An answer of the client's (to a ping the server sent meanwhile) is no part of the race.
     c.send(r#"{"jsonrpc":"2.0","id":"srv-1","result":{}}"#);
@@ -2167,10 +2161,7 @@ fn a_remote_server_that_never_answers_initialize_holds_up_no_session_end() {
         }
         usual(m, body, |_| unreachable!("no call is made"))
     });
-    let record = common::scratch_recording("http-upstream-hung", "hung.json");
-    let rec = record.display().to_string();
-    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
-    let mut c = Stdio2::of(&mut p);
+    let (_record, mut p, mut c) = recording_to(&url, "http-upstream-hung", "hung.json");
     c.send(INIT);
     for n in 0..200 {
         c.send(&format!(
@@ -2276,11 +2267,8 @@ fn a_stdio_clients_batch_to_a_remote_server_is_answered_whole_or_refused_request
         }
         usual(m, body, |_| unreachable!("calls come in batches here"))
     });
-    let record = common::scratch_recording("http-upstream-batch", "batch.json");
-    let rec = record.display().to_string();
-    let mut p = Proxy::start(&["--record", &rec, "--", &url], &[]);
+    let (record, mut p, mut c) = recording_to(&url, "http-upstream-batch", "batch.json");
     let done = stop_unless_done(&p);
-    let mut c = Stdio2::of(&mut p);
     c.initialize("batches to a remote server");
     c.send(INITIALIZED);
     let list = |id: u64| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
@@ -2681,4 +2669,99 @@ fn two_sessions_using_one_id_at_once_each_get_and_record_their_own_answer() {
             c.id
         );
     }
+}
+
+#[test]
+fn odd_requests_and_answers_that_answer_nothing_are_answered_at_once_never_waited_on() {
+    // The server answers order GARBAGE with text that is not JSON, and order OTHER with the
+    // answer to another id; each under 200 application/json.
+    let (url, seen) = scripted(|method, _, body| {
+        usual(method, body, |b| match b {
+            b if b.contains("GARBAGE") => json_answer("", "<html>oops</html>"),
+            b if b.contains("OTHER") => {
+                json_answer("", r#"{"jsonrpc":"2.0","id":99,"result":{"content":[]}}"#)
+            }
+            b => shipping("POST", "", b),
+        })
+    });
+    let (record, mut p, mut c) = recording_to(&url, "http-odd", "odd.json");
+    let done = stop_unless_done(&p);
+    c.initialize("odd");
+    c.send(INITIALIZED);
+    let tool = r#""method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"INVALID"}}"#;
+    for (head, why) in [
+        (r#""jsonrpc":"2.0","id":null"#, "id is null"),
+        (r#""jsonrpc":"2.0","id":{"n":1}"#, "an object"),
+        (r#""jsonrpc":"2.0","id":2.5"#, "a fraction"),
+        (r#""id":3"#, "no \"jsonrpc\""),
+    ] {
+        c.send(&format!("{{{head},{tool}}}"));
+        let answer = c.next();
+        assert_eq!(answer["error"]["code"], -32600, "{head}: {answer}");
+        assert!(answer["id"].is_null(), "{head}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(why), "{head}: {answer}");
+    }
+    // What the server answers nothing with: the request gets an error saying what came.
+    c.send(&call(4, "GARBAGE"));
+    let garbage = c.next();
+    assert_eq!(garbage["id"], 4, "{garbage}");
+    let said = garbage["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        said.contains("not the answer to request 4") && said.contains("oops"),
+        "{garbage}"
+    );
+    c.send(&call(5, "OTHER"));
+    let other = c.next();
+    assert_eq!(other["id"], 5, "{other}");
+    let said = other["error"]["message"].as_str().unwrap_or("");
+    assert!(said.contains("the answer to request 99"), "{other}");
+    // And the session goes on.
+    c.send(&call(6, "A1"));
+    assert_eq!(c.next()["result"]["structuredContent"]["shipment_id"], 1);
+    drop(c);
+    let code = wait_for(&mut p.child, Duration::from_secs(15));
+    let _ = done.send(());
+    assert_eq!(code, 0, "{}", p.log.lock().expect("log"));
+    // The invalid requests never reached the server, and the recording says they came.
+    let bodies: Vec<String> = seen
+        .lock()
+        .expect("seen")
+        .iter()
+        .map(|(_, _, b)| b.clone())
+        .collect();
+    assert!(!bodies.iter().any(|b| b.contains("INVALID")), "{bodies:?}");
+    let side: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar"),
+    )
+    .expect("sidecar JSON");
+    let refused = side["refused_requests"]
+        .as_array()
+        .expect("refused requests");
+    assert_eq!(refused.len(), 4, "{side}");
+    assert!(
+        refused[0].as_str().unwrap_or("").contains("id is null"),
+        "{side}"
+    );
+}
+
+#[test]
+fn an_invalid_request_to_a_listening_proxy_is_400_at_once() {
+    let (_record, p) = listening("http-invalid", "invalid.json", &[]);
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    for body in [
+        r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#,
+        r#"{"id":7,"method":"ping"}"#,
+    ] {
+        let started = Instant::now();
+        let r = request(&url, "POST", &h, body);
+        assert_eq!(r.status, 400, "{body}: {} {}", r.head, r.body);
+        let answer: serde_json::Value = serde_json::from_str(&r.body).expect("JSON-RPC");
+        assert_eq!(answer["error"]["code"], -32600, "{body}: {answer}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{body} waited");
+    }
+    let _ = p.stop();
 }

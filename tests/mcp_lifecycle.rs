@@ -579,7 +579,7 @@ fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
 }
 
 #[test]
-fn odd_and_repeated_ids_are_recorded_and_answered_as_sent() {
+fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refused() {
     let lost = r#"{
       "schema_version": 1, "world": "mcp", "name": "odd-ids", "title": "Odd ids", "seed": 1,
       "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
@@ -595,11 +595,21 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent() {
     );
     s.handshake();
     // The proxy answers these itself (the rule): each answer carries the id exactly as sent.
-    for id in ["1.5", "1e3", "null", "true", r#"{"a":1}"#, r#""s""#] {
+    for id in ["1e3", r#""s""#] {
         s.send(&call(id, "read_rows", "{}"));
         let line = String::from_utf8_lossy(&s.read_raw()).into_owned();
         assert!(
             line.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},")),
+            "{id}: {line}"
+        );
+    }
+    // Ids JSON-RPC calls invalid are refused at once (-32600, id null), never recorded as
+    // calls: no answer could be routed back by them.
+    for id in ["1.5", "null", "true", r#"{"a":1}"#] {
+        s.send(&call(id, "read_rows", "{}"));
+        let line = String::from_utf8_lossy(&s.read_raw()).into_owned();
+        assert!(
+            line.contains("-32600") && line.contains(r#""id":null"#),
             "{id}: {line}"
         );
     }
@@ -612,12 +622,34 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent() {
     assert_eq!(code, Some(0), "{err}");
     let c = Cassette::load(&incident).expect("a cassette its loader reads");
     let side = McpSession::load(&sidecar_path(&incident)).expect("a sidecar its loader reads");
-    assert_eq!(c.report.calls.len(), 8);
+    assert_eq!(c.report.calls.len(), 4);
     assert!(c.report.calls.iter().all(|c| c.status != Status::Running));
-    assert_eq!(side.calls.len(), 8);
+    assert_eq!(side.calls.len(), 4);
+    assert_eq!(
+        side.refused_requests.len(),
+        4,
+        "{:?}",
+        side.refused_requests
+    );
     assert_eq!(c.report.effects.len(), 2, "both writes are on record");
     let doc = Document::open(&incident).expect("opens");
-    assert_eq!(doc.runs[0].timeline.report().calls.len(), 8);
+    assert_eq!(doc.runs[0].timeline.report().calls.len(), 4);
+    // Replay refuses them as the proxy did, and goes on to the next line.
+    let (_, out, err) = replay_with(
+        &incident,
+        &[
+            &init(1),
+            INITIALIZED,
+            &call("null", "read_rows", "{}"),
+            &call("2", "read_rows", "{}"),
+        ],
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains("-32600") && l.contains(r#""id":null"#)),
+        "{out}\n{err}"
+    );
+    assert!(!answer_to(&out, 2).is_empty(), "{out}\n{err}");
 }
 
 #[test]

@@ -240,7 +240,7 @@ impl Shared {
             }
             // Notifications (logs, progress, list changes) and lines we cannot read change
             // nothing for a caller.
-            Message::Notification { .. } | Message::Other(_) => {}
+            Message::Notification { .. } | Message::Other(_) | Message::Invalid(_) => {}
         }
     }
 }

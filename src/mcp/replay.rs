@@ -261,6 +261,21 @@ impl Recording {
             // tool too: its arguments were summarised when it was recorded).
             let (message, unread) = match wire::classify(text) {
                 Message::Other(why) => (wire::unread_message(text), Some(why)),
+                Message::Invalid(why) => {
+                    // Refused as the recording proxy refused it: at once, never matched.
+                    let mut out = wire::error_line_as(
+                        "null",
+                        -32600,
+                        &format!("Invalid Request: {why}"),
+                        None,
+                    );
+                    if !out.ends_with(b"\n") {
+                        out.push(b'\n');
+                    }
+                    client_out.write_all(&out)?;
+                    client_out.flush()?;
+                    continue;
+                }
                 m => (Some(m), None),
             };
             let Some(Message::Request { id, method, params }) = message else {

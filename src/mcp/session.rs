@@ -268,7 +268,13 @@ pub struct McpSession {
     /// The agent that made this recording, when the proxy was told (`mcp --agent-cmd`): how
     /// the explorer starts it again.
     pub agent: Option<AgentCommand>,
+    /// Requests of the client's the proxy answered itself as invalid (-32600) instead of
+    /// relaying, each as why (the first [`REFUSED_KEPT`]). Absent when there were none.
+    pub refused_requests: Vec<String>,
 }
+
+/// Invalid requests a sidecar keeps the reasons of, at most.
+pub const REFUSED_KEPT: usize = 64;
 
 /// How to start the agent of a recording again ([`McpSession::agent`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -796,6 +802,13 @@ impl McpSession {
                 obj! {"command" => a.command.as_str(), "cwd" => a.cwd.as_str()},
             );
         }
+        if !self.refused_requests.is_empty() {
+            let why = self
+                .refused_requests
+                .iter()
+                .map(|w| Value::from(w.as_str()));
+            o.push("refused_requests", Value::Array(why.collect()));
+        }
         if let Some(st) = &self.recording_stopped {
             o.push(
                 "recording_stopped",
@@ -837,6 +850,7 @@ impl McpSession {
             "client_closed",
             "transport",
             "agent",
+            "refused_requests",
         ];
         let o = require_keys(v, &keys, &optional).map_err(|e| ConfigError {
             message: "Invalid MCP session file",
@@ -895,6 +909,20 @@ impl McpSession {
                     cwd: text("cwd")?,
                 })
             }
+        };
+        let refused_requests = match field("refused_requests") {
+            Value::Null => Vec::new(),
+            Value::Array(items) => items
+                .iter()
+                .take(REFUSED_KEPT)
+                .enumerate()
+                .map(|(i, w)| {
+                    w.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| bad(&format!("refused_requests[{i}]"), "expected a string"))
+                })
+                .collect::<Result<_, _>>()?,
+            _ => return Err(bad("refused_requests", "expected a list of strings")),
         };
         let recording_stopped = match field("recording_stopped") {
             Value::Null => None,
@@ -1014,6 +1042,7 @@ impl McpSession {
             client_closed,
             transport,
             agent,
+            refused_requests,
         })
     }
 
@@ -1168,6 +1197,7 @@ mod tests {
                 command: "python agent.py --api-key [REDACTED] --mcp-config {mcp_config}".into(),
                 cwd: "/work/agent".into(),
             }),
+            refused_requests: vec!["the request's id is null".into()],
         }
     }
 

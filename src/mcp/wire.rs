@@ -65,6 +65,11 @@ pub enum Message {
     /// Not a JSON-RPC message we can read (not JSON, too deep, too long, a batch, ...): relayed
     /// untouched. The text says why, for the log.
     Other(String),
+    /// A request JSON-RPC calls invalid (-32600): an `id` that is null, an object, an array, a
+    /// boolean or a fraction, or no `"jsonrpc": "2.0"`. No answer could be routed back to it
+    /// by its id, and servers drop it unanswered, so the proxy answers it at once instead of
+    /// relaying it for a client to wait on. The text says what is wrong.
+    Invalid(String),
 }
 
 /// Reads a line (without its line ending).
@@ -87,6 +92,11 @@ pub fn classify(line: &[u8]) -> Message {
     };
     let method = o.get("method").and_then(Value::as_str).map(str::to_owned);
     let id = o.get("id").map(Id::of);
+    if method.is_some()
+        && let Some(why) = request_flaw(&o)
+    {
+        return Message::Invalid(why);
+    }
     match (method, id) {
         (Some(method), Some(id)) => Message::Request {
             id,
@@ -106,6 +116,44 @@ pub fn classify(line: &[u8]) -> Message {
         _ => Message::Other(
             "an object that is neither a request, a notification nor a response".into(),
         ),
+    }
+}
+
+/// What makes a request (an object with a `method`) invalid, if anything: its `id`, when it
+/// has one, must be a string or a whole number, and its `jsonrpc` must be `"2.0"`.
+fn request_flaw(o: &crate::json::Object) -> Option<String> {
+    if let Some(id) = o.get("id") {
+        let flaw = match id {
+            Value::Str(_) | Value::Int(_) => None,
+            Value::Float(f) if f.fract() == 0.0 => None,
+            Value::Float(_) => Some("a fraction".to_owned()),
+            Value::Null => Some("null".to_owned()),
+            other => Some(format!(
+                "{} {}",
+                article(other.type_name()),
+                other.type_name()
+            )),
+        };
+        if let Some(flaw) = flaw {
+            return Some(format!(
+                "the request's id is {flaw} (an id is a string or a whole number)"
+            ));
+        }
+    }
+    match o.get("jsonrpc").and_then(Value::as_str) {
+        Some("2.0") => None,
+        Some(v) => Some(format!(
+            "the request says \"jsonrpc\": {:?}, not \"2.0\"",
+            crate::printable::line(v)
+        )),
+        None => Some("the request has no \"jsonrpc\": \"2.0\"".to_owned()),
+    }
+}
+
+fn article(noun: &str) -> &'static str {
+    match noun.as_bytes().first() {
+        Some(b'a' | b'e' | b'i' | b'o' | b'u') => "an",
+        _ => "a",
     }
 }
 
@@ -453,6 +501,40 @@ mod tests {
         assert!(matches!(classify(b"not json"), Message::Other(_)));
         assert!(matches!(classify(b"[1,2]"), Message::Other(_)));
         assert!(matches!(classify(b"{\"id\":1}"), Message::Other(_)));
+        // Requests JSON-RPC calls invalid, each saying why.
+        for (line, why) in [
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+                "id is null",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+                "an object",
+            ),
+            (r#"{"jsonrpc":"2.0","id":[1],"method":"ping"}"#, "an array"),
+            (
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+                "a fraction",
+            ),
+            (r#"{"id":1,"method":"ping"}"#, "no \"jsonrpc\""),
+            (r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, "not \"2.0\""),
+        ] {
+            match classify(line.as_bytes()) {
+                Message::Invalid(w) => assert!(w.contains(why), "{line}: {w}"),
+                other => panic!("{line}: {other:?}"),
+            }
+        }
+        // Whole numbers in any spelling, and strings, are ids.
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1e3,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"method":"ping"}"#,
+        ] {
+            assert!(
+                matches!(classify(line.as_bytes()), Message::Request { .. }),
+                "{line}"
+            );
+        }
         // Too deep to read whole: an answer is still known by its id, a request is not one.
         let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
         let answer = format!("{{\"jsonrpc\":\"2.0\",\"id\":\"a-7\",\"result\":{deep}}}");

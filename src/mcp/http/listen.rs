@@ -774,6 +774,11 @@ impl Listener {
             }
             Message::Notification { method, .. } => (None, Some(method.clone()), None),
             Message::Response { .. } => (None, None, None),
+            Message::Invalid(why) => {
+                // Answered at once: no answer could find its way back by that id.
+                self.note(&format!("refused an invalid request: {why}"));
+                return rpc_refusal(400, None, &format!("Invalid Request: {why}"));
+            }
             Message::Other(why) => {
                 // Not JSON at all is a parse error; JSON that is no message (an array, an
                 // object without a method) is an invalid request, as JSON-RPC tells them apart.
@@ -1433,7 +1438,7 @@ impl Router {
                     }
                 }
             }
-            Message::Other(_) => {
+            Message::Other(_) | Message::Invalid(_) => {
                 let n = face.gets.values().copied().max();
                 if let Some(n) = n {
                     push_event(&mut face, n, line);

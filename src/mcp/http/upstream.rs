@@ -712,6 +712,23 @@ fn answers(line: &[u8], id: &Id) -> bool {
         .is_some_and(|v| Id::of(&v) == *id)
 }
 
+/// What a JSON body that does not answer its request is, in a few words: the answer to
+/// another id, another kind of message, or text that is not JSON (its start).
+fn what_came(body: &[u8]) -> String {
+    match wire::classify(body) {
+        Message::Response { id, .. } => {
+            format!("the answer to request {}", crate::printable::line(&id.0))
+        }
+        Message::Request { method, .. } | Message::Notification { method, .. } => {
+            format!("a {} message", crate::printable::line(&method))
+        }
+        Message::Invalid(why) | Message::Other(why) => {
+            let text = String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned();
+            format!("{} ({:?})", why, crate::printable::line(&text))
+        }
+    }
+}
+
 /// The server's own JSON-RPC error in an HTTP error's body (its id often null: it could not
 /// read the request), as the answer to `id`, its code and message kept and the HTTP status
 /// added to its data.
@@ -969,10 +986,27 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
         b
     });
     match read {
-        Ok(body) if !body.iter().all(u8::is_ascii_whitespace) && !may_be_json(&ct, &body) => {
-            // A web page where the MCP endpoint was expected (a URL without its /mcp, a
-            // login page): said, not passed on for the client to choke on.
-            let why = not_mcp(&shared.shown, status, &ct, &body);
+        Ok(body) if !body.iter().all(u8::is_ascii_whitespace) => {
+            let why = if !may_be_json(&ct, &body) {
+                // A web page where the MCP endpoint was expected (a URL without its /mcp, a
+                // login page): said, not passed on for the client to choke on.
+                not_mcp(&shared.shown, status, &ct, &body)
+            } else {
+                let body = one_line(body);
+                if answers(&body, &id) {
+                    shared.deliver(body, origin(status, headers, true)).await;
+                    return;
+                }
+                // A JSON body is the request's one answer: garbage, or the answer to another
+                // request, answers nothing, and the client would wait on it for ever. The
+                // request gets an error saying what came back instead.
+                format!(
+                    "the MCP server at {} answered HTTP {status} with {}, not the answer to request {}",
+                    shared.shown,
+                    what_came(&body),
+                    crate::printable::line(&id.0)
+                )
+            };
             shared.note(&why);
             shared
                 .deliver(
@@ -980,10 +1014,6 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
                     origin(502, headers, true),
                 )
                 .await;
-        }
-        Ok(body) if !body.iter().all(u8::is_ascii_whitespace) => {
-            let body = one_line(body);
-            shared.deliver(body, origin(status, headers, true)).await;
         }
         Ok(_) => {
             let why = format!("the MCP server answered HTTP {status} with no message");

@@ -169,6 +169,23 @@ impl Relay {
                 }
                 self.send_server(&line);
             }
+            Message::Invalid(why) => {
+                // No answer could find its way back by that id, and servers drop such a
+                // request unanswered: the client is answered at once (-32600, id null, as
+                // JSON-RPC answers a request whose id it cannot tell), and it never reaches
+                // the server.
+                self.note(&format!(
+                    "the client sent an invalid request ({why}); answered -32600, not relayed"
+                ));
+                let answer =
+                    wire::error_line_as("null", -32600, &format!("Invalid Request: {why}"), None);
+                if self.session.refused_requests.len() < super::super::session::REFUSED_KEPT {
+                    self.session.refused_requests.push(why);
+                    // Best effort, as for the handshake's facts: the answer goes all the same.
+                    let _ = self.facts_changed();
+                }
+                self.send_client(&answer);
+            }
             Message::Other(why) => {
                 if let Some(items) = batch_of(&line)
                     && self.client_batch(&items, &line)
@@ -209,6 +226,12 @@ impl Relay {
                 self.send_client(&line)
             }
             Message::Notification { .. } => self.send_client(&line),
+            Message::Invalid(why) => {
+                self.note(&format!(
+                    "the server sent an invalid request ({why}); relayed as is"
+                ));
+                self.send_client(&line)
+            }
             Message::Other(why) => {
                 if let Some(items) = batch_of(&line)
                     && self.server_batch(&items, &line)
