@@ -239,3 +239,48 @@ fn copy_files(from: &Path, recording_name: &Path, to: &Path) -> std::io::Result<
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::Outcome;
+
+    fn named(recording: &str) -> Result<PathBuf, String> {
+        let r = RunRecord::new(1, 1, Outcome::Finished, recording.into());
+        inside(Path::new("/nowhere/shards/a.campaign.json"), 0, &r).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_recording_is_named_in_a_run_folder_of_the_shards_own_run_folder() {
+        assert_eq!(
+            named("a.campaign.runs/run-001/recording.json"),
+            Ok(PathBuf::from(
+                "/nowhere/shards/a.campaign.runs/run-001/recording.json"
+            ))
+        );
+        for (recording, why) in [
+            ("/etc/hostname", "an absolute path"),
+            ("a.campaign.runs/../../x/recording.json", "a path with `..`"),
+            (
+                "a.campaign.runs/recording.json",
+                "not a file in a run's folder",
+            ),
+            (
+                "a.campaign.runs/run-001/deeper/recording.json",
+                "not a file in a run's folder",
+            ),
+            (
+                "b.campaign.runs/run-001/recording.json",
+                "not in the shard's run folder",
+            ),
+        ] {
+            let e = named(recording).expect_err(recording);
+            assert!(
+                e.starts_with(&format!(
+                    "/nowhere/shards/a.campaign.json: runs[0].recording is {recording:?}, {why}:"
+                )) && e.ends_with("as a.campaign.runs/run-NNN/recording.json"),
+                "{e}"
+            );
+        }
+    }
+}
