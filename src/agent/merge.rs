@@ -2,7 +2,10 @@
 //! such as downloaded CI artifacts, searched for `*.campaign.json`), reading them, naming
 //! each run's recording from where the merged file will be (or copying the run's folder in,
 //! `--copy-runs`), and writing the merged campaign atomically. Whether the parts belong
-//! together is [`crate::campaign::merge`]'s.
+//! together is [`crate::campaign::merge`]'s; what each run may name, and its verdict worked
+//! out again from its recording, is [`runs`]'.
+
+pub mod runs;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -11,6 +14,7 @@ use crate::campaign::CampaignFile;
 use crate::campaign::merge::{MergeError, Part, merge, seed_list};
 use crate::document::Error;
 use crate::document::campaign::{base_of, named_path, read_file, relative_to, runs_dir};
+use runs::{RunRefused, checked, copy_run};
 
 /// How deep a folder given to merge is searched.
 const DEPTH: usize = 8;
@@ -24,6 +28,9 @@ pub enum MergeFailure {
     NoFiles(PathBuf),
     /// The parts are not one campaign's.
     Parts(MergeError),
+    /// A part names a recording outside its run folder, or a verdict its recording does not
+    /// give.
+    Run(RunRefused),
     /// Seeds no part ran (merging anyway needs `--allow-missing`).
     Missing {
         /// The seeds, in plan order.
@@ -43,6 +50,7 @@ impl fmt::Display for MergeFailure {
                 dir.display()
             ),
             MergeFailure::Parts(e) => write!(f, "ValueError: cannot merge: {e}"),
+            MergeFailure::Run(e) => write!(f, "ValueError: cannot merge: {e}"),
             MergeFailure::Missing { seeds, planned } => write!(
                 f,
                 "ValueError: {} of {planned} seeds were run by no shard: {} (a shard is missing \
@@ -148,10 +156,12 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Merges the shard files among `inputs` into `out` (written atomically). Refuses parts of
-/// another campaign, a seed run twice with different outcomes, and — unless `allow_missing`
-/// — seeds no part ran. With `copy_runs`, each run's folder is copied beside `out` and
-/// named from there; else each recording is named where it is.
+/// Merges the shard files among `inputs` into `out` (written atomically). Refuses a run
+/// whose recording is named outside its part's run folder or whose verdict is not its
+/// recording's, parts of another campaign, a seed run twice with different outcomes, and —
+/// unless `allow_missing` — seeds no part ran. With `copy_runs`, the files each run wrote
+/// are copied into a folder beside `out` and named from there; else each recording is named
+/// where it is.
 pub fn merge_into(
     out: &Path,
     inputs: &[PathBuf],
@@ -165,9 +175,12 @@ pub fn merge_into(
     let paths = find_parts(inputs, out)?;
     let base = absolute(&base_of(out));
     let mut parts: Vec<Part> = Vec::with_capacity(paths.len());
+    let mut read = Vec::with_capacity(paths.len());
     for path in &paths {
-        // A campaign file has a size limit of its own (a merged one can be a part again).
+        // A campaign file has a size limit of its own (a merged one can be a part again,
+        // when its runs were copied into its own run folder).
         let mut file = read_file(path).map_err(MergeFailure::File)?;
+        read.push((path, file.clone()));
         let part_base = absolute(&base_of(path));
         for r in &mut file.runs {
             r.recording = relative_to(&part_base.join(&r.recording), &base)
@@ -181,7 +194,17 @@ pub fn merge_into(
         }
         parts.push((path.display().to_string(), file));
     }
+    // Whether the parts are one campaign's is read from what they say; then what each run
+    // says is checked against its files.
     let merged = merge(&parts).map_err(MergeFailure::Parts)?;
+    // Each run's folder in the first part that has the run (the one merging keeps).
+    let mut folders: std::collections::BTreeMap<u64, PathBuf> = std::collections::BTreeMap::new();
+    for (path, file) in &read {
+        for (i, r) in file.runs.iter().enumerate() {
+            let folder = checked(path, i, r).map_err(MergeFailure::Run)?;
+            folders.entry(r.run).or_insert(folder);
+        }
+    }
     let missing = merged.file.missing();
     if !missing.is_empty() && !allow_missing {
         return Err(MergeFailure::Missing {
@@ -194,18 +217,20 @@ pub fn merge_into(
     if copy_runs {
         let into = runs_dir(out);
         for r in &mut file.runs {
-            let recording = base.join(&r.recording);
-            let (Some(from), Some(name)) = (recording.parent(), recording.file_name()) else {
+            let (Some(from), Some(name)) =
+                (folders.get(&r.run), Path::new(&r.recording).file_name())
+            else {
                 continue;
             };
             let to = into.join(format!("run-{:03}", r.run));
-            if absolute(from) != absolute(&to) {
+            if !same_folder(from, &to) {
                 // A run folder the artifact left out is named as the source; any other error
                 // names where the copy was going (a full disk is the destination's).
                 if let Err(e) = std::fs::metadata(from) {
                     return Err(MergeFailure::File(Error::io(from, e)));
                 }
-                copy_folder(from, &to).map_err(|e| MergeFailure::File(Error::io(&to, e)))?;
+                copy_run(from, Path::new(name), &to)
+                    .map_err(|e| MergeFailure::File(Error::io(&to, e)))?;
                 copied += 1;
             }
             r.recording = relative_to(&absolute(&to.join(name)), &base)
@@ -223,39 +248,11 @@ pub fn merge_into(
     })
 }
 
-/// Copies the folder `from` to `to` (replacing what is there): into a fresh folder beside
-/// `to`, renamed over it when whole, so an interrupted copy leaves no half folder under the
-/// run's name. Regular files and folders are copied; links and special files are not.
-fn copy_folder(from: &Path, to: &Path) -> std::io::Result<()> {
-    let parent = to.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let name = to
-        .file_name()
-        .map_or_else(|| "run".into(), |n| n.to_string_lossy().into_owned());
-    let staging = parent.join(format!(".{name}.merging-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    if let Err(e) = copy_tree(from, &staging) {
-        // Nothing half-copied stays behind.
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(e);
+/// Whether `a` and `b` are one folder (a merged file merged into itself): resolved when
+/// both exist, else by their absolute names.
+fn same_folder(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => absolute(a) == absolute(b),
     }
-    if to.exists() {
-        std::fs::remove_dir_all(to)?;
-    }
-    std::fs::rename(&staging, to)
-}
-
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let target = to.join(entry.file_name());
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
 }

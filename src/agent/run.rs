@@ -435,7 +435,26 @@ fn run_steps(plan: &Plan, run: u64, seed: i64, mark: &str) -> RunRecord {
             Ok(None) | Err(_) => Some(false),
         };
     }
-    judge_recording(&record_path, &mut r);
+    conclude(&record_path, &mut r);
+    finish(r)
+}
+
+/// The files a run writes in its folder besides its recording (whose sidecar and journal
+/// are named after it): all that `campaign merge --copy-runs` copies of a run's folder.
+pub(super) const RUN_FILES: [&str; 5] = [
+    "mcp.json",
+    "agent.log",
+    "before.log",
+    "verify.log",
+    "proxy.log",
+];
+
+/// A run's verdict, the one way it is worked out (when the run ends, and again when a shard
+/// is merged): its counts and checks from the recording at `recording`, then whether it
+/// passed — the agent finished in time, exited 0, every check passed, and the oracle (which
+/// `r` says) did not fail.
+pub(super) fn conclude(recording: &Path, r: &mut RunRecord) {
+    judge_recording(recording, r);
     if r.outcome == Outcome::TimedOut
         && r.calls == 0
         && let Some(note) = r.note.as_mut()
@@ -455,7 +474,6 @@ fn run_steps(plan: &Plan, run: u64, seed: i64, mark: &str) -> RunRecord {
         && r.note.is_none()
         && r.checks.iter().all(|c| c.passed)
         && r.oracle != Some(false);
-    finish(r)
 }
 
 /// The checks that judge an agent, as a run records them.
