@@ -132,6 +132,11 @@ fn r_on_a_forged_sidecar_shows_its_command_and_runs_it_only_on_y() {
     let shown = screen(&mut app);
     let command = format!("sh -c 'touch {}'", marker.display());
     shows_the_command(&shown, &command, &dir, &dir.join("rec.mcp.json"));
+    // And the server the run's proxy starts, which the sidecar names too.
+    assert!(
+        shown.contains("server  target/release/examples/mcp_shipping_server "),
+        "{shown}"
+    );
     assert!(
         shown.contains("y runs it · any other key does not"),
         "{shown}"
@@ -354,11 +359,13 @@ fn the_question_on_screen_140x40() {
         ]),
         before: Some("./reset.sh --db-password hunter2".into()),
         verify: Some("test -f done\u{1b}[2J".into()),
+        server: words(&["python", "server.py", "--token=tk-9"]),
+        server_file: PathBuf::from("/work/agent/mcp-lost-ack.json"),
     });
     app.mode = Mode::Confirm(Question::RunAgent(Box::new(r)));
     let shown = screen(&mut app);
     assert!(
-        !shown.contains("sk-live-4242") && !shown.contains("hunter2"),
+        !shown.contains("sk-live-4242") && !shown.contains("hunter2") && !shown.contains("tk-9"),
         "{shown}"
     );
     assert!(!shown.contains('\u{1b}'), "{shown}");

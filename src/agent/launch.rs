@@ -1,5 +1,6 @@
 //! What a re-run starts, for a person to judge before it does: the agent's command line, the
-//! `--before` and `--verify` commands, the folder they run in and the file they came from.
+//! `--before` and `--verify` commands, the folder they run in and the file they came from, and
+//! the MCP server the proxy starts for it (and the file naming that).
 //! A command read from a file (a campaign file, an MCP recording's sidecar) is anyone's word:
 //! its digest is one anyone can recompute, so it is no seal. The faces show it first — the
 //! explorer asks before it starts one, `campaign --rerun` prints it — and the explorer runs
@@ -25,23 +26,38 @@ pub struct Launch {
     pub before: Option<String>,
     /// `--verify` (`sh -c`).
     pub verify: Option<String>,
+    /// The server the run's proxy starts: its program and arguments, or its URL.
+    pub server: Vec<String>,
+    /// The file naming the server: `file` (a recording's server), or the scenario.
+    pub server_file: PathBuf,
 }
 
 impl Launch {
     /// What `plan` starts, its commands read from `file`.
     pub fn of(plan: &Plan, file: &Path) -> Launch {
+        let (server, server_file) = match &plan.scenario.server {
+            Some(s) if plan.server.is_empty() => (
+                std::iter::once(s.command.clone())
+                    .chain(s.args.iter().cloned())
+                    .collect(),
+                plan.scenario_path.clone(),
+            ),
+            _ => (plan.server.clone(), file.to_path_buf()),
+        };
         Launch {
             file: file.to_path_buf(),
             cwd: std::fs::canonicalize(&plan.cwd).unwrap_or_else(|_| plan.cwd.clone()),
             agent: plan.agent.clone(),
             before: plan.before.clone(),
             verify: plan.verify.clone(),
+            server,
+            server_file,
         }
     }
 
     /// The commands and the folder as people read them, one per line (`command …`,
-    /// `folder  …`, then `before  …` and `verify  …` when there are such): shell words,
-    /// secrets redacted, not yet escaped.
+    /// `folder  …`, then `before  …` and `verify  …` when there are such, then `server  …`):
+    /// shell words, secrets redacted, not yet escaped.
     pub fn lines(&self) -> Vec<String> {
         let r = Redactor::builtin();
         let mut lines = vec![
@@ -56,6 +72,12 @@ impl Launch {
                 ));
             }
         }
+        let named = if self.server_file == self.file {
+            String::new()
+        } else {
+            format!(" (named by {})", self.server_file.display())
+        };
+        lines.push(format!("server  {}{named}", command_line(&self.server)));
         lines
     }
 }

@@ -110,8 +110,8 @@ impl App {
         }
         lines.push(String::new());
         lines.push(
-            "The file names this command, and nothing vouches for it: run it only if you trust \
-             the file."
+            "Files name these commands and nothing vouches for them: start them only if you trust \
+             the files."
                 .into(),
         );
         (title, lines.join("\n"))
