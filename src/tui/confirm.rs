@@ -1,11 +1,12 @@
 //! The one gate an agent's command passes before the explorer starts it. Every re-run (`R`,
 //! `p`, `R` from the rule editor) leaves [`App::update`] as a [`Command::RerunAgent`], and
-//! `update` hands each to [`App::gate_agents`]: it works out what the re-run would start (a
-//! [`crate::agent::Launch`]: the command line, its folder, the file it came from — a campaign file or a
-//! recording's sidecar, which anyone can write) and, unless the user said yes to that very
-//! launch earlier in this session, holds the re-run in `Mode::Confirm(Question::RunAgent)`
-//! and shows the launch. `y` starts it; any other key does not, and says so. The re-run then
-//! starts only the launch shown ([`super::whatif::run_agent`] refuses a file changed since).
+//! `update` hands each to `App::gate_agents`: it works out what the re-run would start (a
+//! [`crate::agent::Launch`]: the command line, its folder, the file it came from — a campaign
+//! file or a recording's sidecar, which anyone can write — and the server its proxy starts)
+//! and, unless the user said yes to that very launch earlier in this session, holds the
+//! re-run in `Mode::Confirm(Question::RunAgent)` and shows the launch. `y` starts it; any
+//! other key does not, and says so. The re-run then starts only the launch shown
+//! ([`super::whatif::run_agent`] refuses a file changed since).
 
 use std::path::PathBuf;
 
