@@ -6,11 +6,13 @@
 //! - [`run`]: the plan and the runner (folders, the proxy's `mcpServers` entry, the agent in
 //!   a process group with a watchdog, the oracle, judging each recording).
 //! - [`rerun`]: the plan for one seed again (a campaign's, or an MCP recording's agent).
+//! - [`launch`]: what a re-run starts (commands, folder, file), shown before it starts.
 //! - [`shrink`]: the smallest failing fault schedule.
 //! - [`merge`]: shard files joined into one campaign file.
 //! - [`adopted`]: what a run leaves outside its process group, ended after it.
 
 pub mod adopted;
+pub mod launch;
 pub mod merge;
 pub mod rerun;
 pub mod run;
@@ -19,6 +21,7 @@ pub mod shrink;
 pub use crate::document::campaign::{
     named_path, read_file, recording_path, relative_to, runs_dir, scenario_of,
 };
+pub use launch::Launch;
 pub use rerun::{Again, RerunError, replan, replan_recording, rerun_out};
 pub use run::{Plan, StopFlag, lab_record, run_all, run_one};
 pub use shrink::{Fault, Shrunk, faults_of, pinned, shrink};

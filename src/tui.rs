@@ -9,6 +9,7 @@ pub mod action;
 pub mod app;
 pub mod approval;
 pub mod blame;
+pub mod confirm;
 pub mod copy;
 pub mod event;
 pub mod filter;

@@ -81,6 +81,8 @@ fn p_pins_a_fault_to_the_selected_call_and_reruns_the_agent() {
         press(&mut app, key(KeyCode::Char('j')));
     }
     press(&mut app, key(KeyCode::Enter));
+    // The agent's command is shown first; y starts it.
+    press(&mut app, key(KeyCode::Char('y')));
     assert!(!app.agent_running(), "the re-run is over: {}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
@@ -257,6 +259,8 @@ fn r_reruns_the_agent_of_a_recording_with_its_scenario_as_edited() {
     assert_ne!(edited, text, "the rule's calls were found");
     std::fs::write(&scenario, edited).expect("write");
     press(&mut app, key(KeyCode::Char('R')));
+    // The agent's command is shown first; y starts it.
+    press(&mut app, key(KeyCode::Char('y')));
     assert!(!app.agent_running(), "the re-run is over: {}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
@@ -319,6 +323,8 @@ fn a_rerun_whose_agent_made_no_call_is_compared_without_a_call_selected() {
     let mut app = open(&recording);
     draw(&mut app, 120, 36);
     press(&mut app, key(KeyCode::Char('R')));
+    // The agent's command is shown first; y starts it.
+    press(&mut app, key(KeyCode::Char('y')));
     assert!(!app.agent_running(), "the re-run is over: {}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert_eq!(app.tab().timeline.report().calls.len(), 0, "{}", app.status);
@@ -374,13 +380,7 @@ fn the_rule_editor_edits_an_agent_recordings_scenario_and_r_reruns_the_agent_wit
     let mut app = open(&recording);
     draw(&mut app, 120, 36);
     // i opens the same editor as the lab's, on the recording's scenario.
-    press(&mut app, key(KeyCode::Char('i')));
-    assert!(
-        matches!(app.mode, Mode::Edit),
-        "{:?} {}",
-        app.mode,
-        app.status
-    );
+    keys::open_editor(&mut app);
     let screen = draw(&mut app, 120, 36).backend().to_string();
     assert!(screen.contains("Rules · mcp-lost-ack"), "{screen}");
     assert!(
@@ -412,6 +412,8 @@ fn the_rule_editor_edits_an_agent_recordings_scenario_and_r_reruns_the_agent_wit
     // The policy key has nothing to cycle for an agent.
     press(&mut app, key(KeyCode::Esc));
     press(&mut app, key(KeyCode::Char('R')));
+    // The agent's command is shown first; y starts it.
+    press(&mut app, key(KeyCode::Char('y')));
     assert!(!app.agent_running(), "{}", app.status);
     assert_eq!(app.screen, Screen::Compare, "{}", app.status);
     assert!(app.status.contains("FAIL → PASS"), "{}", app.status);
@@ -441,8 +443,6 @@ fn the_rule_editor_edits_an_agent_recordings_scenario_and_r_reruns_the_agent_wit
 
 #[test]
 fn a_rerun_under_way_stops_when_asked_and_says_so() {
-    use toolstorm::agent::StopFlag;
-    use toolstorm::tui::action::{AgentRerun, AgentSource};
     let (recording, scenario) = agent_recording("stop");
     // An agent that takes its time (and prints a line first, as agents do).
     let side = recording.with_file_name("rec.mcp.json");
@@ -462,16 +462,10 @@ fn a_rerun_under_way_stops_when_asked_and_says_so() {
         1,
     );
     std::fs::write(&side, slow).expect("write");
-    let stop = StopFlag::default();
-    let rerun = AgentRerun {
-        source: AgentSource::Recording(recording.clone()),
-        seed: 42,
-        scenario: scenario.clone(),
-        label: "the rules now".into(),
-        tag: "re-run",
-        bin: Some(PathBuf::from(BIN)),
-        stop: stop.clone(),
-    };
+    let mut rerun = common::recording_rerun(&recording, &scenario);
+    let stop = rerun.stop.clone();
+    // What the explorer shows and the user confirms before it starts.
+    rerun.launch = toolstorm::tui::whatif::launch_of(&rerun).ok();
     let started = std::time::Instant::now();
     let worker = std::thread::spawn(move || {
         toolstorm::tui::whatif::run_agent(&rerun, 42, &scenario).map(|_| ())

@@ -790,7 +790,27 @@ fn replan<'f>(
         verify,
     };
     match run::replan(&out, file, seed, edited.map(PathBuf::as_path), what, again) {
-        Ok((plan, first)) => Ok((plan, first, out)),
+        Ok((plan, first)) => {
+            // Before anything starts, what will: the file's commands are anyone's word, and a
+            // CI log shows what ran (secrets redacted, every line escaped).
+            let doing = if what == "rerun" {
+                "re-running"
+            } else {
+                "shrinking"
+            };
+            let header = format!(
+                "{}: {doing} seed {seed} with the agent of {}:",
+                crate::exit::PROGRAM,
+                out.display()
+            );
+            let launch = run::Launch::of(&plan, &out);
+            for line in
+                std::iter::once(header).chain(launch.lines().iter().map(|l| format!("  {l}")))
+            {
+                let _ = writeln!(io.err, "{}", crate::printable::line(&line));
+            }
+            Ok((plan, first, out))
+        }
         Err(e) => Err(io.fail(e)),
     }
 }

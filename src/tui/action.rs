@@ -247,7 +247,32 @@ pub enum Command {
     Copy(String),
     /// Run a campaign's seed again with other rules (in the background) and answer with
     /// [`Action::AgentRan`].
-    RerunAgent(AgentRerun),
+    RerunAgent(Box<AgentRerun>),
+}
+
+impl AgentRerun {
+    /// The re-run of seed `seed` of the agent `source` knows, with the rules of `scenario`
+    /// (its files and run named `tag`, `label` for people), starting `bin` as its proxy: not
+    /// shown to anyone yet, so it starts nothing ([`AgentRerun::launch`] is `None`).
+    pub fn new(
+        source: AgentSource,
+        seed: i64,
+        scenario: PathBuf,
+        label: String,
+        tag: &'static str,
+        bin: Option<PathBuf>,
+    ) -> AgentRerun {
+        AgentRerun {
+            source,
+            seed,
+            scenario,
+            label,
+            tag,
+            bin,
+            stop: crate::agent::StopFlag::default(),
+            launch: None,
+        }
+    }
 }
 
 /// Where the agent to start again is known from.
@@ -277,4 +302,7 @@ pub struct AgentRerun {
     pub bin: Option<PathBuf>,
     /// Set to stop the agent (Esc while it runs).
     pub stop: crate::agent::StopFlag,
+    /// What it starts, as the explorer showed it (worked out when the command leaves
+    /// `update`): the re-run starts only this, and nothing without it.
+    pub launch: Option<crate::agent::Launch>,
 }

@@ -94,6 +94,9 @@ pub enum Question {
     /// The file changed on disk while there are unsaved edits: keep the disk version (`d`) or
     /// yours (`m`)? The other stays one undo step away.
     Conflict,
+    /// Start the agent a file names, with the command line, folder and file shown? (`y`;
+    /// any other key: no). See [`super::confirm`].
+    RunAgent(Box<super::action::AgentRerun>),
 }
 
 /// What the main area shows.
@@ -283,6 +286,9 @@ pub struct App {
     pub status_stale_when: Option<StaleWhen>,
     /// The reasons and calls behind the selected (or the failed) verdicts.
     pub named: super::named::Named,
+    /// What the user said yes to starting in this session (an agent's command, its folder
+    /// and its file): not asked about again.
+    pub trusted: Vec<crate::agent::Launch>,
 }
 
 impl App {
@@ -337,6 +343,7 @@ impl App {
             messages: Vec::new(),
             status_stale_when: None,
             named: super::named::Named::default(),
+            trusted: Vec::new(),
         };
         if let Some(file) = &app.doc.scenario {
             app.editor = crate::lab::edit::Editor::new(file).ok();
@@ -476,6 +483,9 @@ impl App {
     /// Applies an action; returns the side effects to carry out.
     pub fn update(&mut self, action: Action) -> Vec<Command> {
         let commands = self.apply(action);
+        // An agent's command starts only through the one gate (asked first when a file
+        // names it).
+        let commands = self.gate_agents(commands);
         self.sync_named();
         commands
     }

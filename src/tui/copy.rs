@@ -8,17 +8,7 @@ use super::app::{App, Mode};
 use crate::document::DocKind;
 use crate::json::pretty;
 
-/// A word as a POSIX shell reads it back: as is when safe, else single-quoted.
-pub fn shell_word(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
-    if safe {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
+pub use crate::agent::launch::shell_word;
 
 fn command_line(words: &[String]) -> String {
     words

@@ -5,7 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
-use super::app::Mode;
+use super::app::{Mode, Question};
 
 /// One row of the key table: keys, what they do, and the action.
 pub struct Binding {
@@ -351,7 +351,7 @@ pub const RUNNER: &[Binding] = &[
     },
     Binding {
         keys: "R",
-        help: "rerun now (an MCP run: its agent)",
+        help: "rerun now (an agent: shown first, y starts it)",
         codes: &[KeyCode::Char('R')],
         action: || Action::Rerun,
     },
@@ -519,9 +519,11 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Esc => Some(Action::Cancel),
             _ => None,
         },
-        Mode::Confirm(_) => match key.code {
+        Mode::Confirm(q) => match key.code {
             KeyCode::Char(c) => Some(Action::Answer(c)),
             KeyCode::Esc => Some(Action::Answer('n')),
+            // Starting an agent: any key but `y` is a no, Enter too.
+            _ if matches!(q, Question::RunAgent(_)) => Some(Action::Answer('n')),
             _ => None,
         },
         // Any other key closes a pop-up (and is not taken as a command).
@@ -677,7 +679,7 @@ mod tests {
 
     #[test]
     fn q_quits_and_esc_closes_in_every_view_but_a_text_field() {
-        use super::super::app::{Purpose, Question, SummaryCursor};
+        use super::super::app::{Purpose, SummaryCursor};
         use super::super::prompt::TextField;
         let views = [
             Mode::Browse,

@@ -514,6 +514,7 @@ impl App {
                 );
             }
             (q @ Question::Conflict, _) => self.mode = Mode::Confirm(q),
+            (Question::RunAgent(r), c) => return self.answer_agent(r, c),
         }
         Vec::new()
     }

@@ -119,7 +119,7 @@ pub fn perform(command: Command, app: &App) -> Option<Action> {
     Some(match command {
         Command::Reload => Action::Reloaded(load(app.doc.path.as_deref())),
         Command::Suspend | Command::Copy(_) => return None,
-        Command::RerunAgent(rerun) => super::whatif::rerun(rerun),
+        Command::RerunAgent(rerun) => super::whatif::rerun(*rerun),
         Command::Rerun => Action::Reran(runner::rerun(app)),
         Command::CheckDeterminism => Action::DeterminismChecked(runner::determinism(app)),
         Command::Write { kind, path, force } => {
@@ -219,7 +219,7 @@ pub fn run<B: Backend>(
                 Command::RerunAgent(rerun) => {
                     let tx = tx.clone();
                     std::thread::spawn(move || {
-                        if let Action::AgentRan(result, label) = super::whatif::rerun(rerun) {
+                        if let Action::AgentRan(result, label) = super::whatif::rerun(*rerun) {
                             let _ = tx.send(Event::AgentRan(result, label));
                         }
                     });

@@ -326,6 +326,10 @@ impl App {
         match &self.mode {
             Mode::Help => help::render(self.help_scroll, area, buf, theme),
             Mode::Show(title, text) => overlay::show(title, text, area, buf, theme),
+            Mode::Confirm(super::app::Question::RunAgent(r)) => {
+                let (title, text) = self.agent_question(r);
+                overlay::show_with(&title, &text, super::confirm::KEYS, area, buf, theme);
+            }
             Mode::PinFault(at) => {
                 let (title, text) = self.pin_text(*at);
                 let footer = "j/k choose · Enter re-runs the agent on the same seed · Esc cancels";

@@ -2,8 +2,9 @@
 //! call — its acknowledgement lost after it committed, a timeout, a rate limit with a wait, an
 //! outage, a replaced answer — and re-runs the agent on the same seed with that one fault
 //! pinned to that call (the pinned form `--shrink` writes), then shows the two runs side by
-//! side. The agent runs in the background (the screen keeps answering); its recording is
-//! judged from its own files.
+//! side. The agent runs in the background (the screen keeps answering), once
+//! [`super::confirm`] has shown its command and the user said yes; its recording is judged
+//! from its own files.
 
 use std::path::{Path, PathBuf};
 
@@ -125,11 +126,18 @@ pub fn rerun(r: AgentRerun) -> Action {
     Action::AgentRan(result, r.label)
 }
 
-/// Runs seed `seed` of the agent `source` knows again with the rules of `scenario`: the new
-/// run's recording, opened.
-/// `bin` is the program the agent's `mcpServers` entry starts as the proxy (this one unless
-/// given).
-pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Document>, RerunError> {
+/// The file the commands of `source` are read from: the campaign file, or the recording's
+/// sidecar.
+pub fn source_file(source: &AgentSource) -> PathBuf {
+    match source {
+        AgentSource::Campaign(campaign) => campaign.clone(),
+        AgentSource::Recording(recording) => crate::mcp::session::sidecar_path(recording),
+    }
+}
+
+/// The plan that runs seed `seed` of the agent `r.source` knows again with the rules of
+/// `scenario`.
+fn plan_of(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<run::Plan, RerunError> {
     let tag = r.tag;
     let mut plan = match &r.source {
         AgentSource::Campaign(campaign) => {
@@ -144,6 +152,30 @@ pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Docum
     plan.stop = r.stop.clone();
     if let Some(b) = &r.bin {
         plan.bin = b.clone();
+    }
+    Ok(plan)
+}
+
+/// What the re-run `r` would start, read from its file now (the error: why it cannot start).
+pub fn launch_of(r: &AgentRerun) -> Result<run::Launch, RerunError> {
+    let plan = plan_of(r, r.seed, &r.scenario)?;
+    Ok(run::Launch::of(&plan, &source_file(&r.source)))
+}
+
+/// Runs seed `seed` of the agent `source` knows again with the rules of `scenario`: the new
+/// run's recording, opened. It starts only the commands `r.launch` shows: when its file names
+/// others now (or nothing was shown), nothing starts.
+/// `bin` is the program the agent's `mcpServers` entry starts as the proxy (this one unless
+/// given).
+pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Document>, RerunError> {
+    let tag = r.tag;
+    let plan = plan_of(r, seed, scenario)?;
+    let file = source_file(&r.source);
+    if r.launch.as_ref() != Some(&run::Launch::of(&plan, &file)) {
+        return Err(RerunError::Failed(format!(
+            "{} names other commands than the ones shown: nothing was started (R shows them)",
+            file.display()
+        )));
     }
     let record = run::run_one(&plan, 1, seed);
     let recording = run::recording_path(&plan.out, &record);
@@ -289,15 +321,7 @@ impl App {
         self.info(format!(
             "re-running the agent on seed {seed} with {label} …"
         ));
-        vec![Command::RerunAgent(AgentRerun {
-            source,
-            seed,
-            scenario,
-            label,
-            tag: "re-run",
-            bin: self.proxy_bin.clone(),
-            stop: self.start_agent_run("re-run", seed),
-        })]
+        vec![self.agent_rerun(source, seed, scenario, label, "re-run")]
     }
 
     /// `p`: the picker, on a run whose agent is known, with a call selected.
@@ -381,28 +405,7 @@ impl App {
             "re-running the agent on seed {seed} with {label} (rules in {}) …",
             target.display()
         ));
-        vec![Command::RerunAgent(AgentRerun {
-            source,
-            seed,
-            scenario: target,
-            label,
-            tag: "what-if",
-            bin: self.proxy_bin.clone(),
-            stop: self.start_agent_run("what-if", seed),
-        })]
-    }
-
-    /// Notes a re-run starting (its files named `tag` and `seed`): its stop flag, and where
-    /// its agent's output goes, for the status line.
-    fn start_agent_run(&mut self, tag: &str, seed: i64) -> run::StopFlag {
-        let stop = run::StopFlag::default();
-        let out = run::rerun_out(&self.doc.path.clone().unwrap_or_default(), tag, seed);
-        self.agent_run = Some(super::app::AgentRunning {
-            stop: stop.clone(),
-            log: run::runs_dir(&out).join("run-001").join("agent.log"),
-            started: std::time::Instant::now(),
-        });
-        stop
+        vec![self.agent_rerun(source, seed, target, label, "what-if")]
     }
 
     /// The re-run is over: on success, the new run beside the old one, compared.

@@ -205,3 +205,19 @@ pub const MCP_BATCH_OUTCOMES: [&str; 4] = [
     "call_D   cancel_order     unknown_tool",
     "call_E   create_shipment  transient",
 ];
+
+/// The explorer's re-run (`R`) of seed 42 of the agent the sidecar of `recording` names, with
+/// the rules of `scenario`, its proxy the built binary: not shown to anyone yet.
+pub fn recording_rerun(
+    recording: &std::path::Path,
+    scenario: &std::path::Path,
+) -> toolstorm::tui::action::AgentRerun {
+    toolstorm::tui::action::AgentRerun::new(
+        toolstorm::tui::action::AgentSource::Recording(recording.to_path_buf()),
+        42,
+        scenario.to_path_buf(),
+        "the rules now".into(),
+        "re-run",
+        Some(PathBuf::from(env!("CARGO_BIN_EXE_toolstorm-tui"))),
+    )
+}

@@ -61,3 +61,14 @@ pub fn enter_text(app: &mut App, text: &str) {
     type_keys(app, text);
     press(app, key(KeyCode::Enter));
 }
+
+/// `i`: the rule editor opens (the status line says why when it does not).
+pub fn open_editor(app: &mut App) {
+    press(app, key(KeyCode::Char('i')));
+    assert!(
+        matches!(app.mode, toolstorm::tui::app::Mode::Edit),
+        "{:?} {}",
+        app.mode,
+        app.status
+    );
+}

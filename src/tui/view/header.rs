@@ -221,6 +221,9 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
                 Question::Conflict => "The file changed on disk and you have unsaved edits: \
                      d keep disk · m keep mine (the other stays one undo step back)"
                     .into(),
+                Question::RunAgent(_) => {
+                    format!("Start the command shown? {}", super::super::confirm::KEYS)
+                }
             };
             Line::styled(text, theme.failed)
         }
