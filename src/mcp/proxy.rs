@@ -442,10 +442,16 @@ impl Proxy {
                 url: upstream::is_url(&options.server)
                     .then(|| super::http::headers::recorded_url(&command[0])),
                 listen: options.listen.as_ref().map(|l| l.addr.clone()),
-                request_headers: options
+                // The client's headers are learnt as its requests come; the proxy's own are
+                // kept apart, their values hidden.
+                request_headers: Vec::new(),
+                added_headers: options
                     .headers
                     .iter()
-                    .map(|(n, v)| (n.to_ascii_lowercase(), super::http::headers::recorded(n, v)))
+                    .map(|(n, v)| {
+                        let kept = super::http::headers::recorded_added(n, v);
+                        (n.to_ascii_lowercase(), kept)
+                    })
                     .collect(),
             }));
             // The URL is the server's whole command: kept as the transport keeps it.
