@@ -1776,7 +1776,12 @@ fn a_header_the_proxy_adds_reaches_the_server_and_its_value_is_written_and_shown
         "--header",
         "User-Agent: ship-agent/1",
     ];
-    let mut args = vec!["--record", rec.as_str()];
+    // The agent's command holds it too, as a user would write it out.
+    let agent = format!(
+        "export SHIP_TOKEN={SECRET}; curl -u ops:{SECRET} -H 'X-Upstream-Auth: {SECRET}' \
+         https://ops:{SECRET}@ship.example/mcp && agent --ship-key {SECRET}"
+    );
+    let mut args = vec!["--record", rec.as_str(), "--agent-cmd", agent.as_str()];
     args.extend(added);
     args.extend(["--", url.as_str()]);
     let (code, log) = one_shipment(Proxy::start(&args, &env), "an added header");
@@ -1811,6 +1816,13 @@ fn a_header_the_proxy_adds_reaches_the_server_and_its_value_is_written_and_shown
     let said = String::from_utf8_lossy(&inspect.stdout).into_owned();
     assert!(
         said.contains("the proxy added x-upstream-auth, user-agent to each request"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "export SHIP_TOKEN=[REDACTED]; curl -u [REDACTED] -H 'X-Upstream-Auth: [REDACTED]' \
+             https://[REDACTED]@ship.example/mcp && agent --ship-key [REDACTED]"
+        ),
         "{said}"
     );
     shown += &said;
