@@ -66,16 +66,16 @@ pub fn connection_listed(values: &[&str]) -> Vec<String> {
 }
 
 /// Whether a header's value is a credential that is never written anywhere: `Authorization`,
-/// `Cookie`, and any `*-Key` or `*-Token`.
+/// `Cookie`, and any `*-Key`, `*-Token` or `*-Auth` (`X-Upstream-Auth`).
 pub fn is_credential(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     matches!(
         n.as_str(),
         "authorization" | "proxy-authorization" | "cookie" | "set-cookie"
-    ) || n.ends_with("-key")
-        || n.ends_with("-token")
-        || n.ends_with("_key")
-        || n.ends_with("_token")
+    ) || ["key", "token", "auth"].iter().any(|end| {
+        n.strip_suffix(end)
+            .is_some_and(|rest| rest.ends_with(['-', '_']))
+    })
 }
 
 /// The longest header value the recording keeps whole; a longer one is cut there and says how
@@ -353,6 +353,7 @@ mod tests {
             "X-Api-Key",
             "GitHub-Token",
             "x_api_key",
+            "X-Upstream-Auth",
         ] {
             assert!(is_credential(name), "{name}");
             assert_eq!(recorded(name, "Bearer s3cr3t"), "[REDACTED]");
