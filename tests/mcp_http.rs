@@ -1856,7 +1856,7 @@ fn a_header_the_proxy_adds_reaches_the_server_and_its_value_is_written_and_shown
     let (code, text) = print(&format!("X-Upstream-Auth: {SECRET}"));
     assert_eq!(code, Some(2), "{text}");
     assert!(
-        text.contains("--print-config writes no header value"),
+        text.contains("--print-config writes no header value into a client's config"),
         "{text}"
     );
     shown += &text;

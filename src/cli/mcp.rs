@@ -374,7 +374,9 @@ fn print_config(
         let name = name.trim();
         if !headers::added_value_shown(name) && headers::variable(value).is_none() {
             return io.fail(format!(
-                "ValueError: --header {name}: --print-config writes no header value into a                  client's config: give it as '{name}: $VARIABLE', read from the environment                  the client starts the proxy in"
+                "ValueError: --header {name}: --print-config writes no header value into a \
+                 client's config: give it as '{name}: $VARIABLE', read from the environment \
+                 the client starts the proxy in"
             ));
         }
         args.push("--header".into());
