@@ -4,6 +4,7 @@
 
 mod argv;
 mod raw;
+mod shapes;
 
 use crate::error::ConfigError;
 use crate::hashing::Set;

@@ -2016,6 +2016,120 @@ fn a_stdio_client_reaches_a_remote_server_with_its_stream_messages_in_order() {
 }
 
 #[test]
+fn a_header_the_proxy_adds_reaches_the_server_and_its_value_is_written_and_shown_nowhere() {
+    // Lower case: the scripted server keeps the heads it saw lower-cased.
+    const SECRET: &str = "ship-unique-secret-7c41e9";
+    let dir = common::fresh_dir("http-added");
+    let record = common::scratch_recording("http-added", "added.json");
+    let rec = record.display().to_string();
+    let (url, seen) = scripted(shipping);
+    let env = [("SHIP_TOKEN", SECRET)];
+    let added = [
+        "--header",
+        "X-Upstream-Auth: $SHIP_TOKEN",
+        "--header",
+        "User-Agent: ship-agent/1",
+    ];
+    // The agent's command holds it too, as a user would write it out.
+    let agent = format!(
+        "export SHIP_TOKEN={SECRET}; curl -u ops:{SECRET} -H 'X-Upstream-Auth: {SECRET}' \
+         https://ops:{SECRET}@ship.example/mcp && agent --ship-key {SECRET}"
+    );
+    let mut args = vec!["--record", rec.as_str(), "--agent-cmd", agent.as_str()];
+    args.extend(added);
+    args.extend(["--", url.as_str()]);
+    let (code, log) = one_shipment(Proxy::start(&args, &env), "an added header");
+    assert_eq!(code, 0, "{log}");
+    // The server was sent it with every request.
+    let sent = seen.lock().expect("seen").clone();
+    assert!(sent.len() >= 3, "{sent:?}");
+    for (_, head, _) in &sent {
+        assert!(
+            head.contains(&format!("x-upstream-auth: {SECRET}")),
+            "{head}"
+        );
+    }
+    // The sidecar keeps it as the proxy's, its value hidden (a harmless one shown), and
+    // nothing among what the stdio client sent.
+    let side: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar"),
+    )
+    .expect("sidecar JSON");
+    let t = &side["transport"];
+    assert_eq!(
+        t["added_headers"],
+        serde_json::json!({"x-upstream-auth": "[REDACTED]", "user-agent": "ship-agent/1"}),
+        "{side}"
+    );
+    assert_eq!(t["request_headers"], serde_json::json!({}), "{side}");
+    let mut shown = log;
+    let inspect = Command::new(BIN)
+        .args(["inspect", &rec])
+        .output()
+        .expect("inspect runs");
+    let said = String::from_utf8_lossy(&inspect.stdout).into_owned();
+    assert!(
+        said.contains("the proxy added x-upstream-auth, user-agent to each request"),
+        "{said}"
+    );
+    assert!(
+        said.contains(
+            "export SHIP_TOKEN=[REDACTED]; curl -u [REDACTED] -H 'X-Upstream-Auth: [REDACTED]' \
+             https://[REDACTED]@ship.example/mcp && agent --ship-key [REDACTED]"
+        ),
+        "{said}"
+    );
+    shown += &said;
+    shown += &String::from_utf8_lossy(&inspect.stderr);
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+    shown += &out;
+    // A printed config names the variable; a value in clear is refused, and not echoed.
+    let print = |header: &str| {
+        let out = Command::new(BIN)
+            .args([
+                "mcp",
+                "--print-config",
+                "ship",
+                "--header",
+                header,
+                "--",
+                &url,
+            ])
+            .envs(env)
+            .output()
+            .expect("print-config runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let (code, text) = print("X-Upstream-Auth: $SHIP_TOKEN");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("X-Upstream-Auth: $SHIP_TOKEN"), "{text}");
+    shown += &text;
+    let (code, text) = print(&format!("X-Upstream-Auth: {SECRET}"));
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("--print-config writes no header value into a client's config"),
+        "{text}"
+    );
+    shown += &text;
+    assert!(!shown.contains(SECRET), "shown: {shown}");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).expect("dir") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).expect("read");
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(SECRET),
+            "{} keeps the header's value",
+            path.display()
+        );
+        files += 1;
+    }
+    assert!(files >= 2, "the cassette and its sidecar were written");
+}
+
+#[test]
 fn a_call_too_long_to_read_reaches_a_remote_server_and_its_answer_comes_back() {
     // The server answers a tools/call under the id it was asked with, as JSON, and an answer
     // itself too long to read whole (the request's bytes again) as events.

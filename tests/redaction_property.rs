@@ -169,3 +169,62 @@ proptest! {
         prop_assert!(parsed.identical(&walked), "{} vs {:?}", scanned, walked);
     }
 }
+
+/// A secret as command lines carry it: letters and digits, 16 long, so that the token shapes
+/// (`sk-`, `ghp_`) take it too.
+fn command_secret() -> impl Strategy<Value = String> {
+    "[a-z]{6}[0-9]{4}[A-Z]{6}"
+}
+
+/// A secret `s` in one of the shapes a command line holds it, as a shell text and as the
+/// arguments of that text.
+fn secret_in_command(s: &str, shape: usize) -> (String, Vec<String>) {
+    let (text, words): (String, Vec<String>) = match shape {
+        0 => (format!("--api-key {s}"), vec!["--api-key".into(), s.into()]),
+        1 => (
+            format!("GITHUB_TOKEN={s}"),
+            vec![format!("GITHUB_TOKEN={s}")],
+        ),
+        2 => (format!("--x-token={s}"), vec![format!("--x-token={s}")]),
+        3 => (format!("--pass {s}"), vec!["--pass".into(), s.into()]),
+        4 => (
+            format!("https://bob:{s}@host/mcp"),
+            vec![format!("https://bob:{s}@host/mcp")],
+        ),
+        5 => (format!("-u bob:{s}"), vec!["-u".into(), format!("bob:{s}")]),
+        6 => (
+            format!("-H 'Authorization: Bearer {s}'"),
+            vec!["-H".into(), format!("Authorization: Bearer {s}")],
+        ),
+        7 => (format!("sk-{s}"), vec![format!("sk-{s}")]),
+        _ => (format!("ghp_{s}"), vec![format!("ghp_{s}")]),
+    };
+    (text, words)
+}
+
+proptest! {
+    /// Whatever shape a secret has in a command line (an option's value, an assignment, a
+    /// URL's user part, curl's `-u`, a credential header, a token of a known shape), neither
+    /// the shell text nor the argument vector keeps it, and the shell text keeps the operator
+    /// and the command that follow.
+    #[test]
+    fn command_lines_keep_no_secret_and_every_operator(
+        s in command_secret(),
+        shape in 0usize..9,
+        op in prop::sample::select(vec![";", "; ", " && ", "&&", " | ", "|", " || ", "\n"]),
+        next in "[a-z]{1,8}",
+    ) {
+        let r = Redactor::builtin();
+        let (text, words) = secret_in_command(&s, shape);
+        let line = format!("agent {text}{op}{next} --verbose");
+        let out = r.redact_command_line(&line);
+        prop_assert!(!out.contains(&s), "{:?} → {:?}", line, out);
+        prop_assert!(out.contains("[REDACTED]"), "{:?} → {:?}", line, out);
+        let follows = format!("{op}{next} --verbose");
+        prop_assert!(out.ends_with(&follows), "{:?} → {:?}", line, out);
+        let argv: Vec<String> = std::iter::once("agent".to_owned()).chain(words).collect();
+        let kept = r.redact_argv(&argv);
+        prop_assert!(!kept.iter().any(|w| w.contains(&s)), "{:?} → {:?}", argv, kept);
+        prop_assert_eq!(kept.len(), argv.len());
+    }
+}

@@ -853,7 +853,9 @@ fn commands_of(
 }
 
 /// A command the campaign file keeps: as kept, unless it holds a redacted secret; then the
-/// one given `again`, which must redact to what was kept.
+/// one given `again`, which must redact to what was kept — as redaction is now: a file
+/// written before it hid more (a URL's password, a `sk-…` token) keeps those in clear, and
+/// the same command given again is still the campaign's.
 fn restored<T: PartialEq + std::fmt::Debug>(
     what: &str,
     kept: T,
@@ -865,7 +867,7 @@ fn restored<T: PartialEq + std::fmt::Debug>(
         return Ok(kept);
     }
     match again {
-        Some(g) if redact(&g) == kept => Ok(g),
+        Some(g) if redact(&g) == redact(&kept) => Ok(g),
         Some(_) => Err(format!(
             "ValueError: the {what} given is not the campaign's (kept as {kept:?})"
         )),
@@ -1146,4 +1148,29 @@ fn shrink(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut Io<'_>) -> 
     );
     let _ = writeln!(io.out, "wrote {}", target.display());
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_kept_before_redaction_hid_more_is_still_restored() {
+        let r = crate::redact::Redactor::builtin();
+        // Kept by an older redactor: the option's value hidden, the URL's password not.
+        let kept = "agent --token [REDACTED] https://bob:pw@h/mcp".to_owned();
+        let given = "agent --token t1 https://bob:pw@h/mcp".to_owned();
+        let line = |again: &str| {
+            restored(
+                "agent",
+                kept.clone(),
+                Some(again.to_owned()),
+                |g| r.redact_command_line(g),
+                |k| k.contains(crate::redact::MARKER),
+            )
+        };
+        assert_eq!(line(&given), Ok(given.clone()));
+        let other = line("agent --token t1 https://h/other");
+        assert!(other.is_err_and(|e| e.contains("is not the campaign's")));
+    }
 }

@@ -12,6 +12,7 @@ use super::Io;
 use crate::document::{self, Error, Scenario};
 use crate::exit;
 use crate::json::{Object, Value, pretty};
+use crate::mcp::http::headers;
 use crate::mcp::http::listen::ListenOptions;
 use crate::mcp::proxy::{Options, Proxy};
 use crate::mcp::replay::{Recording, ReplayError};
@@ -373,6 +374,17 @@ fn print_config(
         args.push(absolute(r).display().to_string().into());
     }
     for h in &a.headers {
+        // A value in clear would be written into the client's config: only a harmless one may
+        // be, anything else is given as `$NAME`, read where the client starts the proxy.
+        let (name, value) = h.split_once(':').unwrap_or((h.as_str(), ""));
+        let name = name.trim();
+        if !headers::added_value_shown(name) && headers::variable(value).is_none() {
+            return io.fail(format!(
+                "ValueError: --header {name}: --print-config writes no header value into a \
+                 client's config: give it as '{name}: $VARIABLE', read from the environment \
+                 the client starts the proxy in"
+            ));
+        }
         args.push("--header".into());
         args.push(h.as_str().into());
     }

@@ -163,6 +163,14 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
                 if let Some(l) = &t.listen {
                     line.push_str(&format!("; the proxy listened on {l}"));
                 }
+                if !t.added_headers.is_empty() {
+                    let names: Vec<&str> =
+                        t.added_headers.iter().map(|(n, _)| n.as_str()).collect();
+                    line.push_str(&format!(
+                        "; the proxy added {} to each request",
+                        names.join(", ")
+                    ));
+                }
                 io.println(&crate::printable::line(&line));
             }
             if let Some(a) = &m.agent {
@@ -546,6 +554,7 @@ fn mcp_inspect_value(
             "server" => t.server.as_str(),
             "url" => t.url.as_deref(),
             "listen" => t.listen.as_deref(),
+            "added_headers" => Value::Array(t.added_headers.iter().map(|(n, _)| Value::from(n.as_str())).collect()),
         }),
         "agent" => session.agent.as_ref().map_or(Value::Null, |a| obj! {
             "command" => a.command.as_str(),

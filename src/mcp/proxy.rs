@@ -51,8 +51,9 @@ use crate::clock::RealClock;
 use crate::error::ConfigError;
 use crate::storm::Storm;
 
-/// How the proxy is set up.
-#[derive(Debug, Default)]
+/// How the proxy is set up. Its `Debug` shows no secret: a `--header`'s value as the
+/// recording keeps it, the server's command redacted.
+#[derive(Default)]
 pub struct Options {
     /// The faults to inject (none: record only).
     pub scenario: Option<McpScenario>,
@@ -76,6 +77,33 @@ pub struct Options {
     pub listen: Option<ListenOptions>,
     /// The agent's command (`--agent-cmd`, redacted), kept in the recording's sidecar.
     pub agent: Option<super::session::AgentCommand>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, String)> = self
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), super::http::headers::recorded_added(n, v)))
+            .collect();
+        let server: Vec<String> = self
+            .server
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        f.debug_struct("Options")
+            .field("scenario", &self.scenario)
+            .field("scenario_path", &self.scenario_path)
+            .field("record", &self.record)
+            .field("server", &super::session::redact_argv(&server))
+            .field("server_dir", &self.server_dir)
+            .field("append", &self.append)
+            .field("watchdog", &self.watchdog)
+            .field("headers", &headers)
+            .field("listen", &self.listen)
+            .field("agent", &self.agent)
+            .finish()
+    }
 }
 
 /// The server end, its input and its output.
@@ -442,10 +470,16 @@ impl Proxy {
                 url: upstream::is_url(&options.server)
                     .then(|| super::http::headers::recorded_url(&command[0])),
                 listen: options.listen.as_ref().map(|l| l.addr.clone()),
-                request_headers: options
+                // The client's headers are learnt as its requests come; the proxy's own are
+                // kept apart, their values hidden.
+                request_headers: Vec::new(),
+                added_headers: options
                     .headers
                     .iter()
-                    .map(|(n, v)| (n.to_ascii_lowercase(), super::http::headers::recorded(n, v)))
+                    .map(|(n, v)| {
+                        let kept = super::http::headers::recorded_added(n, v);
+                        (n.to_ascii_lowercase(), kept)
+                    })
                     .collect(),
             }));
             // The URL is the server's whole command: kept as the transport keeps it.
@@ -716,5 +750,29 @@ impl Proxy {
             rt.shutdown_timeout(std::time::Duration::from_millis(500));
         }
         Ok(ending)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_written_out_show_no_secret() {
+        let options = Options {
+            server: vec!["https://ops:pw-HIDDEN@h/mcp".into()],
+            headers: vec![
+                ("X-Upstream-Auth".into(), "hdr-HIDDEN".into()),
+                ("User-Agent".into(), "ship/1".into()),
+            ],
+            ..Options::default()
+        };
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("HIDDEN"), "{shown}");
+        assert!(
+            shown.contains(r#"("X-Upstream-Auth", "[REDACTED]"), ("User-Agent", "ship/1")"#),
+            "{shown}"
+        );
+        assert!(shown.contains("https://[REDACTED]@h/mcp"), "{shown}");
     }
 }

@@ -297,9 +297,14 @@ pub struct Transport {
     pub url: Option<String>,
     /// Where the proxy listened for its clients.
     pub listen: Option<String>,
-    /// The headers the client's requests carried (and `--header`s), by name: credentials'
-    /// values never, the rest redacted like arguments.
+    /// The headers the client's requests carried, by name: credentials' values never, the
+    /// rest redacted like arguments. (Sidecars written before `added_headers` have the
+    /// proxy's `--header`s here too.)
     pub request_headers: Vec<(String, String)>,
+    /// The headers the proxy added to each request it sent the server (`--header`), by name:
+    /// every value `[REDACTED]` unless the name is a harmless one
+    /// ([`crate::mcp::http::headers::recorded_added`]). Absent in older sidecars.
+    pub added_headers: Vec<(String, String)>,
 }
 
 /// Request headers as the sidecar keeps them: an object of names and (redacted) values.
@@ -328,20 +333,25 @@ fn headers_from(v: &Value, at: &str) -> Result<Vec<(String, String)>, ConfigErro
 
 impl Transport {
     fn to_value(&self) -> Value {
-        obj! {
+        let mut v = obj! {
             "client" => self.client.as_str(),
             "server" => self.server.as_str(),
             "url" => self.url.as_deref(),
             "listen" => self.listen.as_deref(),
             "request_headers" => headers_value(&self.request_headers),
+        };
+        // Written only when there are some: a recording without `--header` reads as before.
+        if let (false, Value::Object(o)) = (self.added_headers.is_empty(), &mut v) {
+            o.push("added_headers", headers_value(&self.added_headers));
         }
+        v
     }
 
     fn from_value(v: &Value) -> Result<Transport, ConfigError> {
         let o = require_keys(
             v,
             &["client", "server"],
-            &["url", "listen", "request_headers"],
+            &["url", "listen", "request_headers", "added_headers"],
         )
         .map_err(|e| bad("transport", &e.detail.unwrap_or_default()))?;
         let text = |k: &str| match o.get(k) {
@@ -353,12 +363,17 @@ impl Transport {
             o.get("request_headers").unwrap_or(&Value::Null),
             "transport.request_headers",
         )?;
+        let added_headers = headers_from(
+            o.get("added_headers").unwrap_or(&Value::Null),
+            "transport.added_headers",
+        )?;
         Ok(Transport {
             client: text("client")?.ok_or_else(|| bad("transport.client", "expected a string"))?,
             server: text("server")?.ok_or_else(|| bad("transport.server", "expected a string"))?,
             url: text("url")?,
             listen: text("listen")?,
             request_headers,
+            added_headers,
         })
     }
 }
@@ -1208,6 +1223,43 @@ mod tests {
         assert_eq!(again, s);
         assert_eq!(again.call(2).map(|c| c.replay_of), Some(Some(1)));
         assert!(again.call(3).is_none());
+    }
+
+    #[test]
+    fn headers_the_proxy_added_are_kept_apart_and_older_transports_still_read() {
+        let mut s = sample();
+        s.transport = Some(Box::new(Transport {
+            client: "stdio".into(),
+            server: "streamable-http".into(),
+            url: Some("http://h/mcp".into()),
+            added_headers: vec![("x-upstream-auth".into(), crate::redact::MARKER.into())],
+            ..Transport::default()
+        }));
+        let text = s.to_text();
+        assert!(
+            text.contains(
+                r#""request_headers":{},"added_headers":{"x-upstream-auth":"[REDACTED]"}"#
+            ),
+            "{text}"
+        );
+        let again = McpSession::from_value(&parse(&text).expect("json")).expect("valid");
+        assert_eq!(again, s);
+        // A sidecar from before: no `added_headers`, the `--header`s among the client's.
+        let older = text.replace(
+            r#""request_headers":{},"added_headers":{"x-upstream-auth":"[REDACTED]"}"#,
+            r#""request_headers":{"x-team":"ops"}"#,
+        );
+        let t = McpSession::from_value(&parse(&older).expect("json"))
+            .expect("an older sidecar reads")
+            .transport
+            .expect("transport");
+        assert_eq!(t.request_headers, [("x-team".to_owned(), "ops".to_owned())]);
+        assert!(t.added_headers.is_empty());
+        // Nothing added: the transport is written as before.
+        if let Some(t) = s.transport.as_mut() {
+            t.added_headers.clear();
+        }
+        assert!(!s.to_text().contains("added_headers"));
     }
 
     #[test]

@@ -66,16 +66,16 @@ pub fn connection_listed(values: &[&str]) -> Vec<String> {
 }
 
 /// Whether a header's value is a credential that is never written anywhere: `Authorization`,
-/// `Cookie`, and any `*-Key` or `*-Token`.
+/// `Cookie`, and any `*-Key`, `*-Token` or `*-Auth` (`X-Upstream-Auth`).
 pub fn is_credential(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     matches!(
         n.as_str(),
         "authorization" | "proxy-authorization" | "cookie" | "set-cookie"
-    ) || n.ends_with("-key")
-        || n.ends_with("-token")
-        || n.ends_with("_key")
-        || n.ends_with("_token")
+    ) || ["key", "token", "auth"].iter().any(|end| {
+        n.strip_suffix(end)
+            .is_some_and(|rest| rest.ends_with(['-', '_']))
+    })
 }
 
 /// The longest header value the recording keeps whole; a longer one is cut there and says how
@@ -97,6 +97,27 @@ pub fn recorded(name: &str, value: &str) -> String {
     match kept.char_indices().nth(KEPT_VALUE) {
         Some((at, _)) => format!("{}… ({} bytes)", &kept[..at], value.len()),
         None => kept,
+    }
+}
+
+/// Headers whose value a `--header` may show: each says how the request is to be read, or
+/// names it, and none carries who is asking. Anything else a user adds to every request is
+/// most likely a credential under a name of its own (`X-Upstream-Auth`, `X-Tenant-Secret`),
+/// so it is kept out of the recording, the logs and a printed config. `Accept` is not here:
+/// the proxy sets it itself and refuses it as a `--header`.
+const HARMLESS_ADDED: [&str; 3] = ["user-agent", "accept-language", "x-request-id"];
+
+/// Whether the value of a header added with `--header` may be shown ([`HARMLESS_ADDED`]).
+pub fn added_value_shown(name: &str) -> bool {
+    HARMLESS_ADDED.contains(&name.to_ascii_lowercase().as_str())
+}
+
+/// A header the proxy adds (`--header`) as the recording keeps it: `[REDACTED]` unless its
+/// name is a harmless one ([`added_value_shown`]), which is kept as [`recorded`] keeps it.
+pub fn recorded_added(name: &str, value: &str) -> String {
+    match added_value_shown(name) {
+        true => recorded(name, value),
+        false => MARKER.to_owned(),
     }
 }
 
@@ -221,14 +242,23 @@ pub fn secret_like(segment: &str) -> bool {
     random || hexadecimal
 }
 
+/// The environment variable a `--header`'s value names (`$NAME`), if it names one.
+pub fn variable(value: &str) -> Option<&str> {
+    value.trim().strip_prefix('$').filter(|v| !v.is_empty())
+}
+
 /// A `--header 'Name: value'` from the command line, its value read from the environment when
 /// it is `$NAME`.
 pub fn parse_static(
     text: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<(String, String), String> {
+    // Messages name the header, never its value (which may be a secret).
     let Some((name, value)) = text.split_once(':') else {
-        return Err(format!("--header {text:?}: expected 'Name: value'"));
+        return Err(format!(
+            "--header: expected 'Name: value', got {} characters without a ':'",
+            text.chars().count()
+        ));
     };
     let name = name.trim();
     let valid = !name.is_empty()
@@ -236,7 +266,7 @@ pub fn parse_static(
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if !valid {
-        return Err(format!("--header {text:?}: {name:?} is not a header name"));
+        return Err(format!("--header {name:?}: not a header name"));
     }
     let lower = name.to_ascii_lowercase();
     if lower == "proxy-authorization" {
@@ -258,10 +288,10 @@ pub fn parse_static(
         ));
     }
     let value = value.trim();
-    let value = match value.strip_prefix('$') {
-        Some(var) if !var.is_empty() => env(var)
+    let value = match variable(value) {
+        Some(var) => env(var)
             .ok_or_else(|| format!("--header {name}: the environment variable {var} is not set"))?,
-        _ => value.to_owned(),
+        None => value.to_owned(),
     };
     if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
         return Err(format!("--header {name}: the value holds a line break"));
@@ -369,6 +399,7 @@ mod tests {
             "X-Api-Key",
             "GitHub-Token",
             "x_api_key",
+            "X-Upstream-Auth",
         ] {
             assert!(is_credential(name), "{name}");
             assert_eq!(recorded(name, "Bearer s3cr3t"), "[REDACTED]");
@@ -387,6 +418,16 @@ mod tests {
             "a".repeat(KEPT_VALUE)
         );
         assert!(!is_credential("Mcp-Session-Id"));
+    }
+
+    #[test]
+    fn added_headers_keep_no_value_unless_harmless() {
+        for name in ["X-Upstream-Auth", "X-Tenant", "Authorization", "Host"] {
+            assert_eq!(recorded_added(name, "s3cr3t-value"), "[REDACTED]", "{name}");
+        }
+        for name in ["User-Agent", "accept-language", "X-Request-Id"] {
+            assert_eq!(recorded_added(name, "agent/1.0"), "agent/1.0", "{name}");
+        }
     }
 
     #[test]
@@ -509,8 +550,11 @@ mod tests {
             Ok(("Authorization".into(), "Bearer abc".into()))
         );
         assert!(parse_static("Authorization: $MISSING", env).is_err());
-        assert!(parse_static("no colon", env).is_err());
-        assert!(parse_static("Bad Name: x", env).is_err());
+        // A mistake is said without the value, which may be a secret.
+        for bad in ["X-Auth s3cr3t-value", "Bad Name: s3cr3t-value"] {
+            let e = parse_static(bad, env).expect_err(bad);
+            assert!(e.starts_with("--header") && !e.contains("s3cr3t"), "{e}");
+        }
         // What the proxy frames or holds itself is refused by name; Host may be set.
         for set in [
             "Content-Length: 5",
