@@ -75,6 +75,14 @@ const SESSIONS_MAX: usize = 4096;
 /// no socket for long).
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Connections kept open at most, below the descriptors the process may open: past it, the
+/// oldest connection with no request in hand is closed for each new one (see
+/// [`Connections`]).
+const CONNECTIONS_MAX: usize = 1024;
+/// Descriptors kept for everything but client connections (the server's pipes, the
+/// recording's files, the runtime's own, and a new client's socket).
+const DESCRIPTORS_KEPT: usize = 32;
+
 /// After a connection could not be accepted for want of descriptors or memory, the wait
 /// before the next try: the others' connections are served meanwhile, not starved by a loop.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
@@ -267,6 +275,10 @@ struct Listener {
     log: Mutex<Box<dyn Write + Send>>,
     /// The key the ids of sessions and streams come from.
     secret: Secret,
+    /// The connections open now, oldest first.
+    connections: Mutex<Connections>,
+    /// How long a request's body may take to arrive, as its head may.
+    body_timeout: Duration,
     /// The headers clients' requests carried, by name, as the recording keeps them.
     seen: Mutex<std::collections::BTreeMap<String, String>>,
     /// Each `tools/call`'s request headers as the recording keeps them, beside its bytes
@@ -397,6 +409,8 @@ pub fn listen(
         allow_hosts,
         log: Mutex::new(log),
         secret,
+        connections: Mutex::new(Connections::new(connection_cap())),
+        body_timeout: head_timeout,
         seen: Mutex::default(),
         call_headers: Tags::default(),
         recorded: Mutex::default(),
@@ -421,17 +435,37 @@ pub fn listen(
             };
             let _ = tcp.set_nodelay(true);
             let handler = Arc::clone(&accept);
+            let Ok((number, conn, closed)) = accept.connections.lock().map(|mut c| c.open()) else {
+                continue;
+            };
+            if let Some(dropped) = conn.dropped {
+                accept.note(&format!(
+                    "{} connections are open, the most kept: closed the oldest with no request in hand",
+                    dropped
+                ));
+            }
+            let conn = conn.state;
+            let registry = Arc::clone(&accept);
             tokio::spawn(async move {
+                let mine = Arc::clone(&conn);
                 let service = hyper::service::service_fn(move |req| {
                     let h = Arc::clone(&handler);
-                    async move { Ok::<_, Infallible>(h.handle(req).await) }
+                    let conn = Arc::clone(&mine);
+                    async move { Ok::<_, Infallible>(h.handle(req, &conn).await) }
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
+                let serve = hyper::server::conn::http1::Builder::new()
                     .keep_alive(true)
                     .timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(head_timeout)
-                    .serve_connection(TokioIo::new(tcp), service)
-                    .await;
+                    .serve_connection(TokioIo::new(tcp), service);
+                // A connection closed to make room ends here: its socket goes with the future.
+                tokio::select! {
+                    _ = serve => {}
+                    _ = closed => {}
+                }
+                if let Ok(mut c) = registry.connections.lock() {
+                    c.close(number);
+                }
             });
         }
     });
@@ -453,6 +487,91 @@ struct ChannelBody {
     queued: Arc<AtomicUsize>,
     /// Runs when the connection lets the body go (it ended, or the client went away).
     _on_drop: OnDrop,
+    /// The connection's request in hand, let go with the body.
+    _busy: OnDrop,
+}
+
+/// One client connection's state: how many of its requests are in hand (read whole, their
+/// answers not yet gone). One with none is idle: waiting between requests, or still sending a
+/// request's head or body.
+#[derive(Debug, Default)]
+struct Conn {
+    busy: AtomicUsize,
+}
+
+impl Conn {
+    /// A request is in hand until the guard is let go.
+    fn enter(self: &Arc<Conn>) -> OnDrop {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        let conn = Arc::clone(self);
+        OnDrop(Some(Box::new(move || {
+            conn.busy.fetch_sub(1, Ordering::Relaxed);
+        })))
+    }
+}
+
+/// The connections open, by number (so oldest first), and how many may be: a client that
+/// opens connections and trickles nothing or a body byte by byte cannot hold every
+/// descriptor, since each new connection past the cap closes the oldest idle one.
+#[derive(Debug)]
+struct Connections {
+    next: u64,
+    cap: usize,
+    open: std::collections::BTreeMap<u64, (Arc<Conn>, tokio::sync::oneshot::Sender<()>)>,
+}
+
+/// A connection just opened: its state, and how many were open when an idle one was closed
+/// to make room for it.
+struct Opened {
+    state: Arc<Conn>,
+    dropped: Option<usize>,
+}
+
+impl Connections {
+    fn new(cap: usize) -> Connections {
+        Connections {
+            next: 0,
+            cap,
+            open: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// Registers a new connection; past the cap, closes the oldest idle one first. Its
+    /// number and the signal that closes it.
+    fn open(&mut self) -> (u64, Opened, tokio::sync::oneshot::Receiver<()>) {
+        let mut dropped = None;
+        if self.open.len() >= self.cap {
+            let idle = self
+                .open
+                .iter()
+                .find(|(_, (c, _))| c.busy.load(Ordering::Relaxed) == 0)
+                .map(|(n, _)| *n);
+            if let Some((_, close)) = idle.and_then(|n| self.open.remove(&n)) {
+                let _ = close.send(());
+                dropped = Some(self.open.len() + 1);
+            }
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let state = Arc::new(Conn::default());
+        let n = self.next;
+        self.next += 1;
+        self.open.insert(n, (Arc::clone(&state), tx));
+        (n, Opened { state, dropped }, rx)
+    }
+
+    fn close(&mut self, n: u64) {
+        self.open.remove(&n);
+    }
+}
+
+/// The connections kept at most: [`CONNECTIONS_MAX`], or fewer when the process may open
+/// fewer descriptors ([`DESCRIPTORS_KEPT`] kept for the rest).
+fn connection_cap() -> usize {
+    use nix::sys::resource::{Resource, getrlimit};
+    let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(u64::MAX, |(soft, _)| soft);
+    let room = usize::try_from(soft).unwrap_or(usize::MAX);
+    room.saturating_sub(DESCRIPTORS_KEPT)
+        .clamp(4, CONNECTIONS_MAX)
 }
 
 /// Something to do when the answer is let go: the connection dropped the body, or the
@@ -607,7 +726,7 @@ impl Listener {
             .collect()
     }
 
-    async fn handle(&self, req: Request<Incoming>) -> Answer {
+    async fn handle(&self, req: Request<Incoming>, conn: &Arc<Conn>) -> Answer {
         self.see(&req);
         if let Some(why) = headers::malformed(req.headers(), req.uri()) {
             self.note(&format!("refused a request: {why}"));
@@ -634,9 +753,12 @@ impl Listener {
             return rpc_refusal(400, None, &format!("Bad Request: {why}"));
         }
         match *req.method() {
-            Method::POST => self.post(req).await,
-            Method::GET => self.get(req).await,
-            Method::DELETE => self.delete(req).await,
+            Method::POST => self.post(req, conn).await,
+            Method::GET => self.get(req, conn.enter()).await,
+            Method::DELETE => {
+                let _busy = conn.enter();
+                self.delete(req).await
+            }
             _ => plain(405, &[("Allow".into(), "GET, POST, DELETE".into())], ""),
         }
     }
@@ -730,7 +852,7 @@ impl Listener {
         }
     }
 
-    async fn post(&self, req: Request<Incoming>) -> Answer {
+    async fn post(&self, req: Request<Incoming>, conn: &Arc<Conn>) -> Answer {
         let accept = header(&req, "accept").unwrap_or("").to_ascii_lowercase();
         let takes_sse =
             accept.contains("text/event-stream") || accept.contains("*/*") || accept.is_empty();
@@ -741,7 +863,18 @@ impl Listener {
         let version = header(&req, "mcp-protocol-version").map(str::to_owned);
         let credential = self.secret.credential(req.headers());
         let (parts, body) = req.into_parts();
-        let body = match read_limited(body, MAX_MESSAGE).await {
+        let read = tokio::time::timeout(self.body_timeout, read_limited(body, MAX_MESSAGE));
+        let Ok(read) = read.await else {
+            let why = format!(
+                "Request Timeout: the body did not arrive within {} s",
+                self.body_timeout.as_secs_f64()
+            );
+            self.note(&format!("refused a request: {why}"));
+            return rpc_refusal(408, None, &why);
+        };
+        // The request is in hand from here: its connection is no longer one to close for room.
+        let busy = conn.enter();
+        let body = match read {
             Ok(b) => b,
             Err(413) => {
                 let why = format!(
@@ -868,7 +1001,7 @@ impl Listener {
         // as `notifications/cancelled` (recorded; passed on to the server, or, for a remote
         // server on that revision, its own request's stream is closed).
         let cancel = OnDrop(stateless.then(|| self.cancel_on_break(id.clone(), stream_no)));
-        answer_from(rx, queued, cancel).await
+        answer_from(rx, queued, cancel, busy).await
     }
 
     /// What runs when a 2026-07-28 request's answer stream is let go: unless its answer went
@@ -908,7 +1041,7 @@ impl Listener {
         tx.send(line).await
     }
 
-    async fn get(&self, req: Request<Incoming>) -> Answer {
+    async fn get(&self, req: Request<Incoming>, busy: OnDrop) -> Answer {
         let accept = header(&req, "accept").unwrap_or("").to_ascii_lowercase();
         if !accept.contains("text/event-stream") {
             return plain(
@@ -929,7 +1062,7 @@ impl Listener {
             return refusal;
         }
         if let Some(last) = header(&req, "last-event-id") {
-            return self.resume(last, session.as_deref(), credential);
+            return self.resume(last, session.as_deref(), credential, busy);
         }
         let mut headers_out = Vec::new();
         if let Some(p) = &self.passage {
@@ -969,7 +1102,7 @@ impl Listener {
             push_event(&mut face, n, &m);
         }
         drop(face);
-        sse_answer(rx, queued)
+        sse_answer(rx, queued, busy)
     }
 
     /// The stream part of stream `n`'s event ids: its number, then the keyed digest of it,
@@ -981,7 +1114,13 @@ impl Listener {
     /// A GET with `Last-Event-ID`: the rest of that stream, kept and live — when the stream
     /// is one this proxy wrote that id for, and the request comes in the session the stream
     /// was opened in, with the same credentials; any other is no such stream (404).
-    fn resume(&self, last: &str, session: Option<&str>, credential: Credential) -> Answer {
+    fn resume(
+        &self,
+        last: &str,
+        session: Option<&str>,
+        credential: Credential,
+        busy: OnDrop,
+    ) -> Answer {
         let parsed = last.rsplit_once('-').and_then(|(token, e)| {
             let n = token.split_once('.')?.0.parse::<u64>().ok()?;
             Some((n, token, e.parse::<u64>().ok()?))
@@ -1018,7 +1157,7 @@ impl Listener {
             st.queued = Arc::clone(&queued);
         }
         drop(face);
-        sse_answer(rx, queued)
+        sse_answer(rx, queued, busy)
     }
 
     async fn delete(&self, req: Request<Incoming>) -> Answer {
@@ -1111,6 +1250,7 @@ async fn answer_from(
     mut rx: mpsc::UnboundedReceiver<Out>,
     queued: Arc<AtomicUsize>,
     on_drop: OnDrop,
+    busy: OnDrop,
 ) -> Answer {
     let Some(Out::Head {
         status,
@@ -1147,6 +1287,7 @@ async fn answer_from(
             rx,
             queued,
             _on_drop: on_drop,
+            _busy: busy,
         })
     };
     r.body(body)
@@ -1154,7 +1295,11 @@ async fn answer_from(
 }
 
 /// An event stream answer whose head was sent on the channel already.
-fn sse_answer(mut rx: mpsc::UnboundedReceiver<Out>, queued: Arc<AtomicUsize>) -> Answer {
+fn sse_answer(
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    queued: Arc<AtomicUsize>,
+    busy: OnDrop,
+) -> Answer {
     // The head is the first item; its status and headers are taken here.
     let (status, headers) = match rx.try_recv() {
         Ok(Out::Head {
@@ -1178,6 +1323,7 @@ fn sse_answer(mut rx: mpsc::UnboundedReceiver<Out>, queued: Arc<AtomicUsize>) ->
         rx,
         queued,
         _on_drop: OnDrop::default(),
+        _busy: busy,
     }))
     .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
 }
@@ -1707,17 +1853,24 @@ mod tests {
         rx
     }
 
-    #[test]
-    fn a_connection_that_sends_no_whole_head_is_closed_after_the_head_timeout() {
-        use std::io::Read;
+    /// A listener on loopback whose heads and bodies must arrive within `timeout`; its runtime
+    /// and address (the relay's end of its messages is dropped).
+    fn quick_listener(timeout: Duration) -> (tokio::runtime::Runtime, SocketAddr, Listening) {
         let rt = super::super::runtime().expect("a runtime");
         let mut options = ListenOptions::new("127.0.0.1:0", false);
-        options.head_timeout = Duration::from_millis(200);
+        options.head_timeout = timeout;
         let bound = bind(&options).expect("binds");
         let local = bound.local;
         let (inlet, _input) = super::super::pipe::lines_in();
-        let _listening =
+        let listening =
             listen(bound, rt.handle(), inlet, None, Box::new(std::io::sink())).expect("listens");
+        (rt, local, listening)
+    }
+
+    #[test]
+    fn a_connection_that_sends_no_whole_head_is_closed_after_the_head_timeout() {
+        use std::io::Read;
+        let (_rt, local, _listening) = quick_listener(Duration::from_millis(200));
         for first in [&b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"[..], b""] {
             let mut s = std::net::TcpStream::connect(local).expect("connects");
             s.write_all(first).expect("writes");
@@ -1730,6 +1883,44 @@ mod tests {
             assert!(end.is_ok(), "the proxy closes it: {end:?}");
             assert!(took >= Duration::from_millis(150), "closed after {took:?}");
         }
+    }
+
+    #[test]
+    fn a_body_that_does_not_arrive_in_time_is_408() {
+        use std::io::Read;
+        let (_rt, local, _listening) = quick_listener(Duration::from_millis(300));
+        let mut s = std::net::TcpStream::connect(local).expect("connects");
+        let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                    Accept: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"";
+        s.write_all(head.as_bytes()).expect("writes");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("a read timeout");
+        let started = std::time::Instant::now();
+        let mut got = [0u8; 4096];
+        let n = s.read(&mut got).expect("an answer");
+        let text = String::from_utf8_lossy(&got[..n]).into_owned();
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(text.contains("did not arrive"), "{text}");
+        assert!(started.elapsed() >= Duration::from_millis(250));
+    }
+
+    #[test]
+    fn past_the_cap_the_oldest_idle_connection_is_closed_never_a_busy_one() {
+        let mut c = Connections::new(2);
+        let (_, first, mut first_closed) = c.open();
+        let _busy = first.state.enter();
+        let (_, _second, mut second_closed) = c.open();
+        let (_, third, _) = c.open();
+        // The first has a request in hand: the second, idle, goes.
+        assert_eq!(third.dropped, Some(2));
+        assert!(second_closed.try_recv().is_ok());
+        assert!(first_closed.try_recv().is_err());
+        assert_eq!(c.open.len(), 2);
+        // Nobody idle: nothing is closed (the new one is served anyway).
+        let _also = third.state.enter();
+        let (_, fourth, _) = c.open();
+        assert_eq!(fourth.dropped, None);
+        assert_eq!(c.open.len(), 3);
     }
 
     #[test]
