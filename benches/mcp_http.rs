@@ -31,11 +31,14 @@
 //! write, as the SDKs send them.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::io::BufRead;
+use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+#[path = "common/proxy.rs"]
+mod proxy;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -488,7 +491,7 @@ enum Via {
 impl Proxy {
     /// `mcp SCENARIO [--record R] --listen 127.0.0.1:0 -- URL`, or the bare forwarder.
     fn start(scenario: &str, record: Option<&std::path::Path>, upstream: &str, via: Via) -> Proxy {
-        let mut cmd = if let Via::Forwarder { journal } = via {
+        let cmd = if let Via::Forwarder { journal } = via {
             let mut c = Command::new(std::env::current_exe().expect("the bench"));
             c.args(["--forwarder", upstream]);
             if let (true, Some(r)) = (journal, record) {
@@ -505,20 +508,7 @@ impl Proxy {
             c.args(["--listen", "127.0.0.1:0", "--", upstream]);
             c
         };
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the proxy starts");
-        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut first = String::new();
-        err.read_line(&mut first).expect("the proxy's first line");
-        let url = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the proxy's first stderr line: {first:?}"))
-            .to_owned();
+        let (child, url, err) = proxy::listening(cmd);
         // The rest of its notes, kept (and the pipe kept empty).
         let log = Arc::new(Mutex::new(String::new()));
         let kept = Arc::clone(&log);

@@ -453,6 +453,13 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
         refused.body
     );
 
+    // A body past the 16 MB a request may hold is refused as it comes (never buffered whole),
+    // even when it is a call the proxy could otherwise relay.
+    let over = large(7, &"o".repeat(17 * 1024 * 1024));
+    let refused = request(&url, "POST", &hj_large, &over);
+    assert_eq!(refused.status, 413, "{}", refused.head);
+    assert!(refused.body.contains("16777216 bytes"), "{}", refused.body);
+
     // The session ends with DELETE; then it is unknown.
     let d = request(&url, "DELETE", &h, "");
     assert_eq!(d.status, 200, "{}", d.head);

@@ -47,7 +47,7 @@ use tokio::sync::mpsc;
 use super::pipe::Inlet;
 use super::secret::{Credential, Secret};
 use super::sse;
-use super::upstream::{MAX_MESSAGE, Passage, Routing};
+use super::upstream::{Passage, Routing};
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
 use crate::hashing::Map;
 use crate::mcp::wire::{self, Id, Message};
@@ -634,6 +634,11 @@ fn plain(status: u16, headers: &[Header], body: &str) -> Answer {
     .unwrap_or_else(|_| Response::new(http_body_util::Either::Left(Default::default())))
 }
 
+/// The longest request body taken: the bytes in flight one direction of the proxy holds
+/// (the relay's budget), so one request never takes more memory than the proxy promises. A
+/// longer one is refused (413) as it comes, never buffered whole.
+pub const BODY_MAX: usize = 16 * 1024 * 1024;
+
 /// Bytes of a request body past the limit read and dropped before the refusal is sent.
 const DRAINED: usize = 64 * 1024 * 1024;
 
@@ -863,7 +868,7 @@ impl Listener {
         let version = header(&req, "mcp-protocol-version").map(str::to_owned);
         let credential = self.secret.credential(req.headers());
         let (parts, body) = req.into_parts();
-        let read = tokio::time::timeout(self.body_timeout, read_limited(body, MAX_MESSAGE));
+        let read = tokio::time::timeout(self.body_timeout, read_limited(body, BODY_MAX));
         let Ok(read) = read.await else {
             let why = format!(
                 "Request Timeout: the body did not arrive within {} s",
@@ -878,7 +883,7 @@ impl Listener {
             Ok(b) => b,
             Err(413) => {
                 let why = format!(
-                    "Payload Too Large: a message over {MAX_MESSAGE} bytes, the most the proxy \
+                    "Payload Too Large: a message over {BODY_MAX} bytes, the most the proxy \
                      takes"
                 );
                 return rpc_refusal(413, None, &why);
@@ -1222,7 +1227,9 @@ async fn read_limited(mut body: Incoming, limit: usize) -> Result<Vec<u8>, u16> 
     if hyper::body::Body::size_hint(&body).lower() > most {
         return Err(413);
     }
-    let mut out = Vec::new();
+    // Room for the body said, within the limit: no doubling past what it holds.
+    let said = usize::try_from(hyper::body::Body::size_hint(&body).lower()).unwrap_or(0);
+    let mut out = Vec::with_capacity(said.min(limit));
     let mut seen = 0u64;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|_| 400u16)?;
