@@ -415,11 +415,49 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
                     }
                 }
             }
+            declared_duplicates(m, checks);
             checks.push(session_finished(m, &c.report, trace.live));
             checks.push(recording_complete(m));
         }
     }
     Ok(summary)
+}
+
+/// The sentence `check` gives a retry the server's annotations make a duplicate.
+pub fn declared_duplicate_text(call: u64, first: u64, name: &str, key: &str) -> String {
+    format!(
+        "call #{call} repeated call #{first} of {} with the same arguments ({}) after its answer \
+         was lost: the server declares this tool non-idempotent; add an `effects` entry to \
+         judge by what committed",
+        crate::printable::quoted(name),
+        crate::printable::line(key)
+    )
+}
+
+/// Fails `No duplicate side effects` of an MCP recording for each retry the server's own
+/// annotations make a duplicate ([`McpSession::declared_duplicates`]).
+fn declared_duplicates(m: &McpSession, checks: &mut [Check]) {
+    let found = m.declared_duplicates();
+    let Some((call, first, name, key)) = found.first() else {
+        return;
+    };
+    let Some(check) = checks
+        .iter_mut()
+        .find(|c| c.name == "No duplicate side effects")
+    else {
+        return;
+    };
+    check.passed = false;
+    check.detail = format!(
+        "{}; {} declared non-idempotent: {}{}",
+        check.detail,
+        crate::printable::count(found.len(), "retry", "retries"),
+        declared_duplicate_text(*call, *first, name, key),
+        match found.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        }
+    );
 }
 
 /// The `Session finished` check of an MCP recording: no call was left in flight without an
