@@ -2759,3 +2759,109 @@ fn annotations_warn_turns_a_declared_retry_back_into_a_warning() {
         toolstorm::mcp::scenario::Annotations::Warn
     );
 }
+
+#[test]
+fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap() {
+    // 80 calls of 120 KB sent at once, each answered with 120 KB: the answers of the calls
+    // in flight would double what the files hold.
+    let incident = scratch("in-flight-full.json");
+    let rows = write("in-flight-rows.json", ROWS);
+    let db = scratch("in-flight-rows.db");
+    let _ = std::fs::remove_file(&db);
+    let mut s = Session::start(
+        &[text(&rows), "--record", text(&incident)],
+        &["python3", text(&odd_server())],
+        &[("ODD_ANSWER", "large"), ("ODD_DB", text(&db))],
+    );
+    s.handshake();
+    let pad = "p".repeat(120_000);
+    let mut all = String::new();
+    for i in 0..80 {
+        all.push_str(&call(
+            &(10 + i).to_string(),
+            "write_row",
+            &format!(r#"{{"row":"r-{i}","pad":"{pad}"}}"#),
+        ));
+        all.push('\n');
+    }
+    // Written while the answers are read: neither side waits on the other's pipe.
+    let mut stdin = s.child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(all.as_bytes()).expect("write");
+        stdin.flush().expect("flush");
+        stdin
+    });
+    let mut answered = Vec::new();
+    let mut refused = 0;
+    for _ in 0..80 {
+        let a = s.answer();
+        let t = canonical(&a);
+        if t.contains("row written") {
+            answered.push(
+                a.as_object()
+                    .and_then(|o| o.get("id")?.as_i64())
+                    .expect("id"),
+            );
+        } else {
+            assert!(
+                t.contains("not sent to the MCP server"),
+                "{}",
+                &t[..t.len().min(300)]
+            );
+            refused += 1;
+        }
+    }
+    s.child.stdin = Some(writer.join().expect("writer"));
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(refused > 0 && !answered.is_empty(), "{refused} refused");
+    // Every call the client got an answer for is in the files: with that answer, or, once
+    // the files had no room for it, without it (and saying so).
+    let doc = Document::open(&incident).expect("the recording opens");
+    let report = doc.runs[0].timeline.report();
+    let mcp = doc.runs[0].mcp.as_deref().expect("mcp");
+    assert_eq!(report.calls.len(), answered.len(), "{err}");
+    let mut unkept = 0;
+    for id in &answered {
+        let record = mcp
+            .calls
+            .iter()
+            .find(|r| r.request_id.as_i64() == Some(*id))
+            .unwrap_or_else(|| panic!("the answer to request {id} is on record"));
+        match &record.delivered {
+            Delivered::Result(r) => assert!(canonical(r).contains("row written"), "{id}"),
+            Delivered::Unrecorded => {
+                unkept += 1;
+                assert!(
+                    record
+                        .note
+                        .as_deref()
+                        .is_some_and(|n| n.contains("no room for its answer")),
+                    "{record:?}"
+                );
+            }
+            other => panic!("request {id}: {other:?}"),
+        }
+    }
+    assert!(unkept > 0, "the answers in flight passed the room left");
+    assert!(report.calls.iter().all(|c| c.status == Status::Ok));
+    let committed = std::fs::read_to_string(&db).expect("db").lines().count();
+    assert_eq!(
+        committed,
+        answered.len(),
+        "the server committed only the recorded calls"
+    );
+    assert!(
+        !journal_path(&incident).exists(),
+        "the files hold what the journal did"
+    );
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "✗ Recording complete: the recording stopped after {} call(s): the recording is full",
+            answered.len()
+        )) && out.contains(&format!("{refused} later tools/call request(s)")),
+        "{out}"
+    );
+}
