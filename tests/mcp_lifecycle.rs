@@ -2740,6 +2740,23 @@ fn a_retry_of_a_tool_the_server_declares_non_idempotent_fails_check() {
         "{reasons:?}"
     );
     assert_eq!(mcp_json_count(&incident, "declared_duplicates"), 1);
+    // The explorer says so of call #2, not "a hint".
+    let mut app = toolstorm::tui::app::App::new(Document::open(&incident).expect("opens"));
+    app.update(toolstorm::tui::action::Action::Next);
+    app.update(toolstorm::tui::action::Action::Resize(160, 50));
+    let mut terminal =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 50)).expect("terminal");
+    let theme = toolstorm::tui::theme::Theme::new(true);
+    terminal
+        .draw(|f| app.render_with(f.area(), f.buffer_mut(), &theme))
+        .expect("draw");
+    let screen = terminal.backend().to_string();
+    // (The pane wraps the sentence.)
+    assert!(
+        screen.contains("(a retry of call")
+            && screen.contains("non-idempotent, judged a duplicate)"),
+        "{screen}"
+    );
 }
 
 #[test]
