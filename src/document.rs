@@ -107,6 +107,10 @@ pub struct Trace {
     /// For an MCP recording: its proxy is still running (it holds the recording's lock), so
     /// the session goes on and its verdicts are so far.
     pub live: bool,
+    /// For an MCP recording whose journal holds more calls than its files can: the files
+    /// hold fewer calls than the session answered (`recovered` says how many; `Recording
+    /// complete` fails).
+    pub short: bool,
     /// For an executor's run output: its batches (lanes and log), drawn as a live run's are.
     pub batches: Vec<BatchResult>,
 }
@@ -342,6 +346,7 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
         mcp: None,
         recorded,
         recovered: None,
+        short: false,
         live: false,
         batches,
     })
@@ -380,6 +385,7 @@ fn journaled(path: &Path) -> Result<Option<Trace>, Error> {
             mcp: Some(r.session),
             recorded: Vec::new(),
             recovered: r.note,
+            short: r.short,
             live: crate::mcp::recorder::is_live(path),
             batches: Vec::new(),
         })),
@@ -415,11 +421,50 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
                     }
                 }
             }
+            declared_duplicates(m, checks);
             checks.push(session_finished(m, &c.report, trace.live));
-            checks.push(recording_complete(m));
+            let short = trace.recovered.as_deref().filter(|_| trace.short);
+            checks.push(recording_complete(m, short));
         }
     }
     Ok(summary)
+}
+
+/// The sentence `check` gives a retry the server's annotations make a duplicate.
+pub fn declared_duplicate_text(call: u64, first: u64, name: &str, key: &str) -> String {
+    format!(
+        "call #{call} repeated call #{first} of {} with the same arguments ({}) after its answer \
+         was lost: the server declares this tool non-idempotent; add an `effects` entry to \
+         judge by what committed",
+        crate::printable::quoted(name),
+        crate::printable::line(key)
+    )
+}
+
+/// Fails `No duplicate side effects` of an MCP recording for each retry the server's own
+/// annotations make a duplicate ([`McpSession::declared_duplicates`]).
+fn declared_duplicates(m: &McpSession, checks: &mut [Check]) {
+    let found = m.declared_duplicates();
+    let Some((call, first, name, key)) = found.first() else {
+        return;
+    };
+    let Some(check) = checks
+        .iter_mut()
+        .find(|c| c.name == "No duplicate side effects")
+    else {
+        return;
+    };
+    check.passed = false;
+    check.detail = format!(
+        "{}; {} declared non-idempotent: {}{}",
+        check.detail,
+        crate::printable::count(found.len(), "retry", "retries"),
+        declared_duplicate_text(*call, *first, name, key),
+        match found.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        }
+    );
 }
 
 /// The `Session finished` check of an MCP recording: no call was left in flight without an
@@ -516,8 +561,24 @@ pub fn how_it_ended(m: &McpSession) -> &'static str {
 
 /// The `Recording complete` check of an MCP recording: the recording took every
 /// `tools/call` of the session (it never stopped for being full or for a journal it could not
-/// write; then the proxy answered the rest with an error, and the recording says so).
-fn recording_complete(m: &McpSession) -> Check {
+/// write; then the proxy answered the rest with an error, and the recording says so), and its
+/// files hold every call its journal does (`short`: why they do not).
+fn recording_complete(m: &McpSession, short: Option<&str>) -> Check {
+    let mut check = stopped_check(m);
+    if let Some(why) = short {
+        let was = std::mem::take(&mut check.detail);
+        check.detail = if check.passed {
+            format!("{why}: the calls past them are not in the recording")
+        } else {
+            format!("{why}; {was}")
+        };
+        check.passed = false;
+    }
+    check
+}
+
+/// The `Recording complete` check as the sidecar's `recording_stopped` says it.
+fn stopped_check(m: &McpSession) -> Check {
     let (passed, detail) = match &m.recording_stopped {
         None => (
             true,
@@ -656,6 +717,7 @@ fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u
             mcp: None,
             recorded: Vec::new(),
             recovered: None,
+            short: false,
             live: false,
             batches: Vec::new(),
         })
@@ -771,6 +833,7 @@ impl Document {
             mcp: None,
             recorded: Vec::new(),
             recovered: None,
+            short: false,
             live: false,
             batches: Vec::new(),
         };
@@ -1067,5 +1130,40 @@ mod tests {
         assert!(check.detail.contains("never started"), "{}", check.detail);
         // While the proxy still runs, the session is not judged yet.
         assert!(session_finished(&m, &report, true).passed);
+    }
+
+    #[test]
+    fn files_that_hold_fewer_calls_than_the_journal_are_not_a_complete_recording() {
+        let m = McpSession::default();
+        assert!(recording_complete(&m, None).passed);
+        let short = "the journal holds 48 call(s), more than a recording can (the cassette \
+                     would hold 11535063 bytes; a document may have at most 8,000,000); the \
+                     files hold the 0 that fit";
+        let check = recording_complete(&m, Some(short));
+        assert!(!check.passed);
+        assert_eq!(
+            check.detail,
+            format!("{short}: the calls past them are not in the recording")
+        );
+        // A recording that stopped says both.
+        let stopped = McpSession {
+            recording_stopped: Some(crate::mcp::session::Stopped {
+                reason: "the recording is full".into(),
+                after_calls: 3,
+                refused: 1,
+            }),
+            finished: Some(true),
+            ..McpSession::default()
+        };
+        let check = recording_complete(&stopped, Some(short));
+        assert!(!check.passed);
+        assert!(
+            check.detail.starts_with(short)
+                && check
+                    .detail
+                    .contains("the recording stopped after 3 call(s)"),
+            "{}",
+            check.detail
+        );
     }
 }

@@ -528,6 +528,13 @@ impl Storm {
         self.record_finish(handle, &outcome, captured);
     }
 
+    /// [`Storm::end_call`] of a call that succeeded, without keeping its output (its
+    /// recording has no room for it): the report says the output was not captured.
+    pub fn end_call_unkept(&self, handle: &CallHandle) {
+        let no_room = Err(ConfigError::new("The recording has no room for the output"));
+        self.record_finish(handle, &Ok(Value::Null), Some(no_room));
+    }
+
     fn record_finish(
         &self,
         handle: &CallHandle,

@@ -126,6 +126,16 @@ impl Session {
         }
     }
 
+    /// [`Session::start`], the handshake and a `tools/list` (so the server's annotations are
+    /// on record).
+    fn listed(args: &[&str], server: &[&str]) -> Session {
+        let mut s = Session::start(args, server, &[]);
+        s.handshake();
+        s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        s.answer();
+        s
+    }
+
     fn handshake(&mut self) {
         self.send(&init(1));
         self.answer();
@@ -191,6 +201,18 @@ fn gone_within(marker: &str, limit: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     !running(marker)
+}
+
+/// How many entries `check --json` lists under `mcp.<key>` for the recording at `incident`.
+fn mcp_json_count(incident: &Path, key: &str) -> usize {
+    let (_, json, _) = cli(&["check", "--json", text(incident)]);
+    let v = parse(json.trim()).expect("json");
+    v.as_object()
+        .and_then(|o| o.get("mcp"))
+        .and_then(Value::as_object)
+        .and_then(|m| m.get(key))
+        .and_then(Value::as_array)
+        .map_or_else(|| panic!("no mcp.{key}: {json}"), Vec::len)
 }
 
 fn cli(args: &[&str]) -> (i32, String, String) {
@@ -1091,14 +1113,7 @@ fn concurrent_sessions_on_one_recording_take_turns() {
 fn repeats_on_annotations_alone_are_a_warning_not_a_failure() {
     let incident = scratch("annotations.json");
     let server = odd_server();
-    let mut s = Session::start(
-        &["--record", text(&incident)],
-        &["python3", text(&server)],
-        &[],
-    );
-    s.handshake();
-    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-    s.answer();
+    let mut s = Session::listed(&["--record", text(&incident)], &["python3", text(&server)]);
     for id in ["3", "4"] {
         s.send(&call(id, "write_row", r#"{"row":"r-1"}"#));
         s.answer();
@@ -1117,16 +1132,7 @@ fn repeats_on_annotations_alone_are_a_warning_not_a_failure() {
         !out.contains("call #4 repeats"),
         "a read-only tool commits nothing: {out}"
     );
-    let (_, json, _) = cli(&["check", "--json", text(&incident)]);
-    let v = parse(json.trim()).expect("json");
-    let possible = v
-        .as_object()
-        .and_then(|o| o.get("mcp"))
-        .and_then(Value::as_object)
-        .and_then(|m| m.get("possible_duplicates"))
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    assert_eq!(possible, 1, "{json}");
+    assert_eq!(mcp_json_count(&incident, "possible_duplicates"), 1);
 }
 
 #[test]
@@ -2655,4 +2661,224 @@ fn sigterm_ends_a_session_whose_server_reads_nothing_while_the_client_floods_it(
     let _ = flood.join();
     let (code, out, _) = cli(&["check", text(&incident)]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// A retry after a lost acknowledgement of `create_shipment`, which the example server
+/// annotates `idempotentHint: false`, with no `effects` entry: recorded with `faults`, the
+/// check's exit code and output.
+fn declared_retry(name: &str, extra: &str) -> (PathBuf, i32, String) {
+    let faults = write(
+        &format!("{name}.json"),
+        &format!(
+            r#"{{
+      "schema_version": 1, "world": "mcp", "name": "declared", "title": "Declared", "seed": 1,{extra}
+      "rules": [{{"name": "lost", "tool": "create_shipment", "kind": "response_lost", "calls": [1]}}]
+    }}"#
+        ),
+    );
+    let incident = scratch(&format!("{name}-rec.json"));
+    let server = example_server();
+    let mut s = Session::listed(
+        &[text(&faults), "--record", text(&incident)],
+        &[text(&server)],
+    );
+    for id in ["3", "4"] {
+        s.send(&call(id, "create_shipment", r#"{"order_id":"o-1"}"#));
+        s.answer();
+    }
+    let (code, err) = s.wait(Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    // The server made two shipments: the lost one and the retry's.
+    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    let shipment = |r: &toolstorm::mcp::session::CallRecord| {
+        let answer = r.dropped.clone().unwrap_or_else(|| match &r.delivered {
+            Delivered::Result(v) => v.clone(),
+            other => panic!("{other:?}"),
+        });
+        canonical(&answer)
+    };
+    let (first, second) = (
+        shipment(side.call(1).expect("call 1")),
+        shipment(side.call(2).expect("call 2")),
+    );
+    assert!(
+        first.contains("SHP-0001") && second.contains("SHP-0002"),
+        "{first} {second}"
+    );
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    (incident, code, out)
+}
+
+#[test]
+fn a_retry_of_a_tool_the_server_declares_non_idempotent_fails_check() {
+    let (incident, code, out) = declared_retry("declared", "");
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("✗ No duplicate side effects")
+            && out.contains(
+                "call #2 repeated call #1 of create_shipment with the same arguments \
+                 ({\"order_id\":\"o-1\"}) after its answer was lost: the server declares this \
+                 tool non-idempotent; add an `effects` entry to judge by what committed"
+            ),
+        "{out}"
+    );
+    assert!(!out.contains("warning: possible duplicate"), "{out}");
+    // The reasons say it too, naming both calls.
+    let trace = document::open_trace(&incident).expect("opens");
+    let summary = document::judge(&trace, None).expect("judges");
+    let check = summary.runs[0]
+        .iter()
+        .find(|c| c.name == "No duplicate side effects")
+        .expect("check");
+    let reasons = document::explain::reasons(&trace.cassettes[0].report, trace.mcp.as_ref(), check);
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert_eq!(reasons[0].calls, [1, 2]);
+    assert!(
+        reasons[0]
+            .text
+            .contains("declares this tool non-idempotent"),
+        "{reasons:?}"
+    );
+    assert_eq!(mcp_json_count(&incident, "declared_duplicates"), 1);
+    // The explorer says so of call #2, not "a hint".
+    let mut app = toolstorm::tui::app::App::new(Document::open(&incident).expect("opens"));
+    app.update(toolstorm::tui::action::Action::Next);
+    app.update(toolstorm::tui::action::Action::Resize(160, 50));
+    let mut terminal =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(160, 50)).expect("terminal");
+    let theme = toolstorm::tui::theme::Theme::new(true);
+    terminal
+        .draw(|f| app.render_with(f.area(), f.buffer_mut(), &theme))
+        .expect("draw");
+    let screen = terminal.backend().to_string();
+    // (The pane wraps the sentence.)
+    assert!(
+        screen.contains("(a retry of call")
+            && screen.contains("non-idempotent, judged a duplicate)"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn annotations_warn_turns_a_declared_retry_back_into_a_warning() {
+    let (incident, code, out) = declared_retry("declared-warn", r#" "annotations": "warn","#);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("✓ No duplicate side effects")
+            && out.contains(
+                "warning: possible duplicate (annotations only): call #2 repeats call #1"
+            ),
+        "{out}"
+    );
+    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    assert_eq!(
+        side.annotations,
+        toolstorm::mcp::scenario::Annotations::Warn
+    );
+}
+
+#[test]
+fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap() {
+    // 80 calls of 120 KB sent at once, each answered with 120 KB: the answers of the calls
+    // in flight would double what the files hold.
+    let incident = scratch("in-flight-full.json");
+    let rows = write("in-flight-rows.json", ROWS);
+    let db = scratch("in-flight-rows.db");
+    let _ = std::fs::remove_file(&db);
+    let mut s = Session::start(
+        &[text(&rows), "--record", text(&incident)],
+        &["python3", text(&odd_server())],
+        &[("ODD_ANSWER", "large"), ("ODD_DB", text(&db))],
+    );
+    s.handshake();
+    let pad = "p".repeat(120_000);
+    let mut all = String::new();
+    for i in 0..80 {
+        all.push_str(&call(
+            &(10 + i).to_string(),
+            "write_row",
+            &format!(r#"{{"row":"r-{i}","pad":"{pad}"}}"#),
+        ));
+        all.push('\n');
+    }
+    // Written while the answers are read: neither side waits on the other's pipe.
+    let mut stdin = s.child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(all.as_bytes()).expect("write");
+        stdin.flush().expect("flush");
+        stdin
+    });
+    let mut answered = Vec::new();
+    let mut refused = 0;
+    for _ in 0..80 {
+        let a = s.answer();
+        let t = canonical(&a);
+        if t.contains("row written") {
+            answered.push(
+                a.as_object()
+                    .and_then(|o| o.get("id")?.as_i64())
+                    .expect("id"),
+            );
+        } else {
+            assert!(
+                t.contains("not sent to the MCP server"),
+                "{}",
+                &t[..t.len().min(300)]
+            );
+            refused += 1;
+        }
+    }
+    s.child.stdin = Some(writer.join().expect("writer"));
+    let (code, err) = s.wait(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(refused > 0 && !answered.is_empty(), "{refused} refused");
+    // Every call the client got an answer for is in the files: with that answer, or, once
+    // the files had no room for it, without it (and saying so).
+    let doc = Document::open(&incident).expect("the recording opens");
+    let report = doc.runs[0].timeline.report();
+    let mcp = doc.runs[0].mcp.as_deref().expect("mcp");
+    assert_eq!(report.calls.len(), answered.len(), "{err}");
+    let mut unkept = 0;
+    for id in &answered {
+        let record = mcp
+            .calls
+            .iter()
+            .find(|r| r.request_id.as_i64() == Some(*id))
+            .unwrap_or_else(|| panic!("the answer to request {id} is on record"));
+        match &record.delivered {
+            Delivered::Result(r) => assert!(canonical(r).contains("row written"), "{id}"),
+            Delivered::Unrecorded => {
+                unkept += 1;
+                assert!(
+                    record
+                        .note
+                        .as_deref()
+                        .is_some_and(|n| n.contains("no room for its answer")),
+                    "{record:?}"
+                );
+            }
+            other => panic!("request {id}: {other:?}"),
+        }
+    }
+    assert!(unkept > 0, "the answers in flight passed the room left");
+    assert!(report.calls.iter().all(|c| c.status == Status::Ok));
+    let committed = std::fs::read_to_string(&db).expect("db").lines().count();
+    assert_eq!(
+        committed,
+        answered.len(),
+        "the server committed only the recorded calls"
+    );
+    assert!(
+        !journal_path(&incident).exists(),
+        "the files hold what the journal did"
+    );
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "✗ Recording complete: the recording stopped after {} call(s): the recording is full",
+            answered.len()
+        )) && out.contains(&format!("{refused} later tools/call request(s)")),
+        "{out}"
+    );
 }

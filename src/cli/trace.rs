@@ -431,7 +431,16 @@ fn mcp_lines(
             )
         })
         .collect();
-    for (call, first, name, key) in session.possible_duplicates() {
+    if duplicate_lines {
+        for (call, first, name, key) in session.declared_duplicates() {
+            lines.push(format!(
+                "duplicate commit (annotations): {}; or say \"annotations\": \"warn\" in the \
+                 scenario to only warn",
+                document::declared_duplicate_text(call, first, &name, &key)
+            ));
+        }
+    }
+    for (call, first, name, key) in session.warned_duplicates() {
         lines.push(format!(
             "warning: possible duplicate (annotations only): call #{call} repeats call #{first} ({name} {key}); \
              the server's annotations are the only evidence — name the tool in the scenario's \
@@ -574,13 +583,16 @@ fn mcp_json(
     use crate::json::Value;
     use crate::obj;
     let dups = duplicates_json(report, session);
-    let possible = session
-        .possible_duplicates()
-        .into_iter()
-        .map(|(call, first, name, key)| {
-            obj! {"name" => name, "key" => key, "call" => call, "first_call" => first, "evidence" => "annotations"}
-        })
-        .collect();
+    let listed = |found: Vec<(u64, u64, String, String)>| {
+        found
+            .into_iter()
+            .map(|(call, first, name, key)| {
+                obj! {"name" => name, "key" => key, "call" => call, "first_call" => first, "evidence" => "annotations"}
+            })
+            .collect()
+    };
+    let possible = listed(session.warned_duplicates());
+    let declared = listed(session.declared_duplicates());
     let in_flight = in_flight_json(report);
     if let Value::Object(o) = &mut v {
         o.push(
@@ -588,6 +600,7 @@ fn mcp_json(
             obj! {
                 "duplicates" => Value::Array(dups),
                 "possible_duplicates" => Value::Array(possible),
+                "declared_duplicates" => Value::Array(declared),
                 "in_flight" => Value::Array(in_flight),
                 "finished" => session.finished,
                 "live" => trace.live,

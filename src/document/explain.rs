@@ -367,6 +367,16 @@ fn duplicates(report: &Report, session: Option<&McpSession>) -> Vec<Reason> {
             vec![one.call_id, e.call_id],
         ));
     }
+    // Retries the server's own annotations make duplicates (an MCP recording).
+    for (call, first, name, key) in session
+        .map(McpSession::declared_duplicates)
+        .unwrap_or_default()
+    {
+        out.push(Reason::new(
+            super::declared_duplicate_text(call, first, &name, &key),
+            vec![first, call],
+        ));
+    }
     out
 }
 

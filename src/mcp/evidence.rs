@@ -131,6 +131,8 @@ fn structured(result: &Value) -> Option<Value> {
 pub struct ToolIndex {
     read_only: HashMap<String, bool>,
     idempotent: HashMap<String, bool>,
+    /// Tools listed with an `annotations` object: the server said something of them.
+    annotated: std::collections::HashSet<String>,
 }
 
 impl ToolIndex {
@@ -145,20 +147,21 @@ impl ToolIndex {
             let Some(name) = o.get("name").and_then(Value::as_str) else {
                 continue;
             };
-            let read_only = o
-                .get("annotations")
-                .and_then(Value::as_object)
-                .and_then(|a| a.get("readOnlyHint"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let idempotent = o
-                .get("annotations")
-                .and_then(Value::as_object)
-                .and_then(|a| a.get("idempotentHint"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            self.read_only.insert(name.to_owned(), read_only);
-            self.idempotent.insert(name.to_owned(), idempotent);
+            let annotations = o.get("annotations").and_then(Value::as_object);
+            let hint = |k: &str| {
+                annotations
+                    .and_then(|a| a.get(k))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+            };
+            self.read_only.insert(name.to_owned(), hint("readOnlyHint"));
+            self.idempotent
+                .insert(name.to_owned(), hint("idempotentHint"));
+            if annotations.is_some() {
+                self.annotated.insert(name.to_owned());
+            } else {
+                self.annotated.remove(name);
+            }
         }
     }
 
@@ -170,6 +173,14 @@ impl ToolIndex {
     /// Whether `tool` is annotated `idempotentHint: true` (absent: false).
     pub fn idempotent(&self, tool: &str) -> bool {
         self.idempotent.get(tool).copied().unwrap_or(false)
+    }
+
+    /// Whether the server declares `tool` non-idempotent: it lists the tool with annotations
+    /// that say neither `readOnlyHint: true` nor `idempotentHint: true` (by the protocol's
+    /// defaults, a write that is not safe to repeat). A tool listed without annotations is
+    /// not declared anything.
+    pub fn declares_non_idempotent(&self, tool: &str) -> bool {
+        self.annotated.contains(tool) && !self.read_only(tool) && !self.idempotent(tool)
     }
 }
 

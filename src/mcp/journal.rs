@@ -908,6 +908,9 @@ pub struct Recovered {
     pub note: Option<String>,
     /// How far the session got.
     pub progress: Progress,
+    /// The journal holds more calls than the files can (the recording passed its size
+    /// limit): the files hold fewer calls than the session answered (`note` says so).
+    pub short: bool,
 }
 
 /// The recording's files as they are, when both read and belong together.
@@ -979,6 +982,7 @@ pub fn recover(cassette: &Path) -> Result<Option<Recovered>, JournalError> {
                     session: s,
                     note: Some(note),
                     progress,
+                    short: true,
                 }));
             }
             None => return Err(JournalError::Invalid(e)),
@@ -1005,6 +1009,7 @@ pub fn recover(cassette: &Path) -> Result<Option<Recovered>, JournalError> {
         session: s,
         note,
         progress,
+        short: false,
     }))
 }
 

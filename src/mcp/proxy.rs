@@ -445,6 +445,11 @@ impl Proxy {
                 .map(|s| s.checks.clone())
                 .unwrap_or_default(),
             agent: options.agent.clone(),
+            annotations: options
+                .scenario
+                .as_ref()
+                .map(|s| s.annotations)
+                .unwrap_or_default(),
             ..McpSession::default()
         };
         // The recording's target is locked and what it continues is read before the server

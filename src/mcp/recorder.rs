@@ -84,6 +84,10 @@ pub struct Recorder {
 /// 128,000 bytes), its answer in the sidecar, and their envelopes.
 const MAX_CALL_BYTES: usize = 420_000;
 
+/// The bytes a file may take, with room left for what every recording has once (its
+/// header, its counters).
+const ROOM: usize = crate::json::MAX_DOCUMENT_BYTES - 64 * 1024;
+
 /// The counters every call line carries (`,"coverage":{...},"budget_rejections":N`), so the
 /// last line read gives the report's.
 fn counters_text(storm: &Storm, line: &mut String) {
@@ -214,14 +218,28 @@ impl Recorder {
     /// file. Many large calls in flight at once can still overflow the estimate: then the
     /// files keep the last compaction that fit, and readers say so.
     pub fn full(&self, in_flight: usize) -> bool {
-        let room = crate::json::MAX_DOCUMENT_BYTES.saturating_sub(64 * 1024);
         let need = MAX_CALL_BYTES + 2048 * in_flight;
         self.full.load(Ordering::Relaxed)
-            || self.cassette_bytes + need > room
-            || self.sidecar_bytes + need > room
+            || self.cassette_bytes + need > ROOM
+            || self.sidecar_bytes + need > ROOM
             || self.journal.written()
                 + (2 * MAX_CALL_BYTES + in_flight * (self.end_line_bytes + 2048)) as u64
                 > super::journal::MAX_JOURNAL_BYTES
+    }
+
+    /// Whether the files have room for the answer of a call that ends now, beside the
+    /// `in_flight` calls still to end (at a typical size): `sizes` gives what it takes (its
+    /// output in the cassette, its record in the sidecar), asked only near the limits. Calls
+    /// in flight are taken while there is room for one more at its largest, but their answers
+    /// come later: those the files have no room for are recorded without them.
+    pub fn has_room(&self, in_flight: usize, sizes: impl FnOnce() -> (usize, usize)) -> bool {
+        let reserve = 2048 * (in_flight + 1);
+        if self.cassette_bytes.max(self.sidecar_bytes) + MAX_CALL_BYTES + reserve <= ROOM {
+            return true;
+        }
+        let (cassette, sidecar) = sizes();
+        self.cassette_bytes + cassette + reserve <= ROOM
+            && self.sidecar_bytes + sidecar + reserve <= ROOM
     }
 
     /// Why the recording's files could not follow the journal, if they could not (then

@@ -28,6 +28,10 @@
 //!   commit. Paths are dot-separated keys (`order.id`; a number indexes a list).
 //! - `server`, optional: the command `mcp FILE --record F` starts (from the file's folder), or
 //!   `{"url": "https://host/mcp"}`: a remote server over Streamable HTTP.
+//! - `annotations`, optional: what a repeated call means when only the server's tool
+//!   annotations speak for it. `declared` (the default): a warning, except a retry after a
+//!   lost acknowledgement of a tool the server declares non-idempotent, which is a duplicate;
+//!   `warn`: always a warning; `commit`: always a duplicate.
 
 use std::collections::HashSet;
 
@@ -77,6 +81,28 @@ pub enum Delivery {
     /// sends it (429 with `Retry-After` for a rate limit, 503 for an outage, 504 for a timeout,
     /// 502 for a lost answer). On stdio: a JSON-RPC error.
     HttpStatus,
+}
+
+impl Annotations {
+    /// The name files use (`declared` is the default and is not written).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Annotations::Declared => "declared",
+            Annotations::Warn => "warn",
+            Annotations::Commit => "commit",
+        }
+    }
+
+    /// The setting called `name`.
+    pub fn parse(name: &str) -> Option<Annotations> {
+        [
+            Annotations::Declared,
+            Annotations::Warn,
+            Annotations::Commit,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == name)
+    }
 }
 
 impl Delivery {
@@ -129,9 +155,13 @@ pub enum Commit {
 /// What a repeat on annotations-only evidence means.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Annotations {
-    /// A warning ("possible duplicate: annotations only"): hints are untrusted and often
-    /// absent, so a repeated call is not taken for a second commit.
+    /// The default (no `"annotations"`): a repeat is a warning, except a retry after a lost
+    /// acknowledgement of a tool the server declares non-idempotent (its annotations say
+    /// neither `readOnlyHint` nor `idempotentHint`): that fails `No duplicate side effects`.
     #[default]
+    Declared,
+    /// Only warnings (`"annotations": "warn"`), for every repeat: hints are untrusted and
+    /// often absent, so a repeated call is not taken for a second commit.
     Warn,
     /// A commit like any other (`"annotations": "commit"`): repeats are duplicate effects.
     Commit,
@@ -206,8 +236,8 @@ pub struct McpScenario {
     pub checks: Vec<McpCheck>,
     /// The server to start, when the file names one.
     pub server: Option<ServerCommand>,
-    /// What a repeat on annotations-only evidence means (`"annotations"`: `warn`, the
-    /// default, or `commit`).
+    /// What a repeat on annotations-only evidence means (`"annotations"`: `declared`, the
+    /// default, `warn` or `commit`).
     pub annotations: Annotations,
 }
 
@@ -438,11 +468,15 @@ impl McpScenario {
             checks,
             server: server_command(o.get("server"))?,
             annotations: match o.get("annotations") {
-                None => Annotations::Warn,
-                Some(v) => match v.as_str() {
-                    Some("warn") => Annotations::Warn,
-                    Some("commit") => Annotations::Commit,
-                    _ => return Err(invalid("annotations", "expected \"warn\" or \"commit\"")),
+                None => Annotations::Declared,
+                Some(v) => match v.as_str().and_then(Annotations::parse) {
+                    Some(a) => a,
+                    None => {
+                        return Err(invalid(
+                            "annotations",
+                            "expected \"declared\", \"warn\" or \"commit\"",
+                        ));
+                    }
                 },
             },
             probability,
@@ -557,8 +591,8 @@ impl McpScenario {
                 },
             );
         }
-        if self.annotations == Annotations::Commit {
-            o.push("annotations", "commit");
+        if self.annotations != Annotations::Declared {
+            o.push("annotations", self.annotations.as_str());
         }
         Value::Object(o)
     }

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use super::evidence::Evidence;
-use super::scenario::McpCheck;
+use super::scenario::{Annotations, McpCheck};
 use crate::error::ConfigError;
 use crate::json::{MAX_DOCUMENT_BYTES, Object, Value, compact, parse};
 use crate::obj;
@@ -271,6 +271,9 @@ pub struct McpSession {
     /// Requests of the client's the proxy answered itself as invalid (-32600) instead of
     /// relaying, each as why (the first [`REFUSED_KEPT`]). Absent when there were none.
     pub refused_requests: Vec<String>,
+    /// What the scenario said a repeat resting on annotations alone means (absent: the
+    /// default, [`Annotations::Declared`]; older sidecars are judged by it too).
+    pub annotations: Annotations,
 }
 
 /// Invalid requests a sidecar keeps the reasons of, at most.
@@ -824,6 +827,9 @@ impl McpSession {
                 .map(|w| Value::from(w.as_str()));
             o.push("refused_requests", Value::Array(why.collect()));
         }
+        if self.annotations != Annotations::Declared {
+            o.push("annotations", self.annotations.as_str());
+        }
         if let Some(st) = &self.recording_stopped {
             o.push(
                 "recording_stopped",
@@ -866,6 +872,7 @@ impl McpSession {
             "transport",
             "agent",
             "refused_requests",
+            "annotations",
         ];
         let o = require_keys(v, &keys, &optional).map_err(|e| ConfigError {
             message: "Invalid MCP session file",
@@ -938,6 +945,15 @@ impl McpSession {
                 })
                 .collect::<Result<_, _>>()?,
             _ => return Err(bad("refused_requests", "expected a list of strings")),
+        };
+        let annotations = match field("annotations") {
+            Value::Null => Annotations::Declared,
+            v => v.as_str().and_then(Annotations::parse).ok_or_else(|| {
+                bad(
+                    "annotations",
+                    "expected \"declared\", \"warn\" or \"commit\"",
+                )
+            })?,
         };
         let recording_stopped = match field("recording_stopped") {
             Value::Null => None,
@@ -1058,6 +1074,7 @@ impl McpSession {
             transport,
             agent,
             refused_requests,
+            annotations,
         })
     }
 
@@ -1125,6 +1142,60 @@ impl McpSession {
             }
         }
         out
+    }
+
+    /// What the server's `tools/list` answers of the session say of its tools.
+    pub fn tool_index(&self) -> super::evidence::ToolIndex {
+        let mut tools = super::evidence::ToolIndex::default();
+        for x in self.exchanges.iter().filter(|x| x.method == "tools/list") {
+            if let Some(result) = x.response.as_object().and_then(|o| o.get("result")) {
+                tools.learn(result);
+            }
+        }
+        tools
+    }
+
+    /// Each retry the server's own annotations make a duplicate (unless the scenario said
+    /// `"annotations": "warn"` or `"commit"`): a call that repeats, with the same arguments,
+    /// the call before it whose answer the client never got (a lost acknowledgement), to a
+    /// tool the server declares non-idempotent. (the call, the call it repeats, the name and
+    /// key), in call order.
+    pub fn declared_duplicates(&self) -> Vec<(u64, u64, String, String)> {
+        if self.annotations != Annotations::Declared {
+            return Vec::new();
+        }
+        let tools = self.tool_index();
+        // (name, key) → the last call that made it, and whether its answer was lost.
+        let mut last: std::collections::HashMap<(&str, &str), (u64, bool)> =
+            std::collections::HashMap::new();
+        let mut out = Vec::new();
+        for r in &self.calls {
+            let lost = r.dropped.is_some()
+                || matches!(r.delivered, Delivered::Nothing | Delivered::Error(_));
+            for (n, k) in &r.possible {
+                if let Some(&(prev, true)) = last.get(&(n.as_str(), k.as_str()))
+                    && tools.declares_non_idempotent(n)
+                {
+                    out.push((r.call, prev, n.clone(), k.clone()));
+                }
+                last.insert((n, k), (r.call, lost));
+            }
+        }
+        out
+    }
+
+    /// The possible duplicates that are only warnings: those [`Self::possible_duplicates`]
+    /// finds that [`Self::declared_duplicates`] does not make duplicates.
+    pub fn warned_duplicates(&self) -> Vec<(u64, u64, String, String)> {
+        let declared = self.declared_duplicates();
+        self.possible_duplicates()
+            .into_iter()
+            .filter(|d| {
+                !declared
+                    .iter()
+                    .any(|x| (x.0, &x.2, &x.3) == (d.0, &d.2, &d.3))
+            })
+            .collect()
     }
 
     /// The record of cassette call `call`, if the sidecar has one.
@@ -1213,7 +1284,68 @@ mod tests {
                 cwd: "/work/agent".into(),
             }),
             refused_requests: vec!["the request's id is null".into()],
+            annotations: Annotations::Warn,
         }
+    }
+
+    /// A session whose `write` is listed with `annotations`, called twice with the same
+    /// arguments; the first call's answer lost when `lost`.
+    fn repeated_write(annotations: Value, lost: bool) -> McpSession {
+        let call = |n: u64, lost: bool| CallRecord {
+            call: n,
+            request_id: Value::from(n as i64),
+            delivered: if lost {
+                Delivered::Nothing
+            } else {
+                Delivered::Result(obj! {"result" => obj! {}})
+            },
+            effects: Vec::new(),
+            replay_of: None,
+            note: None,
+            possible: vec![("write".into(), "{}".into())],
+            dropped: lost.then(|| obj! {"result" => obj! {}}),
+            request_headers: Vec::new(),
+        };
+        let mut tool = obj! {"name" => "write"};
+        if let (Value::Object(o), false) = (&mut tool, annotations.is_null()) {
+            o.push("annotations", annotations);
+        }
+        McpSession {
+            exchanges: vec![Exchange {
+                method: "tools/list".into(),
+                params: Value::Null,
+                response: obj! {"result" => obj! {"tools" => Value::Array(vec![tool])}},
+            }],
+            calls: vec![call(1, lost), call(2, false)],
+            max_calls: 100,
+            ..McpSession::default()
+        }
+    }
+
+    #[test]
+    fn only_a_retry_after_a_lost_answer_of_a_declared_write_is_a_duplicate() {
+        let declared = || obj! {"idempotentHint" => false};
+        let s = repeated_write(declared(), true);
+        assert_eq!(
+            s.declared_duplicates(),
+            [(2, 1, "write".to_owned(), "{}".to_owned())]
+        );
+        assert!(s.warned_duplicates().is_empty());
+        // The client saw the first answer: a deliberate second call, a warning.
+        let seen = repeated_write(declared(), false);
+        assert!(seen.declared_duplicates().is_empty());
+        assert_eq!(seen.warned_duplicates().len(), 1);
+        // No annotations: the server declared nothing.
+        assert!(
+            repeated_write(Value::Null, true)
+                .declared_duplicates()
+                .is_empty()
+        );
+        // `"annotations": "warn"`: only warnings.
+        let mut warn = repeated_write(declared(), true);
+        warn.annotations = Annotations::Warn;
+        assert!(warn.declared_duplicates().is_empty());
+        assert_eq!(warn.warned_duplicates().len(), 1);
     }
 
     #[test]

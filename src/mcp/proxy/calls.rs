@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::framing::{Kept, Side, trim};
 use super::link::{Answer, HeldAnswer, LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
+use super::stop::NO_ROOM;
 use crate::error::{Error, Result};
 use crate::json::{Object, Value, canonical, sha256_hex};
 use crate::mcp::evidence::Evidence;
@@ -456,9 +457,8 @@ impl Relay {
             (outcome, _) if went_nowhere => (outcome, Delivered::Nothing),
             pair => pair,
         };
-        let output_in_answer =
+        let mut output_in_answer =
             committed.output_in_answer && outcome.is_ok() && delivered.result().is_some();
-        self.storm.end_call(&p.handle, outcome);
         let note = match (p.note.clone(), note) {
             (Some(a), Some(b)) => Some(format!("{b}; {a}")),
             (a, b) => b.or(a),
@@ -471,7 +471,7 @@ impl Relay {
         } else {
             note
         };
-        let record = CallRecord {
+        let mut record = CallRecord {
             call: p.handle.id(),
             request_id: p.request_id.clone(),
             delivered,
@@ -482,8 +482,18 @@ impl Relay {
             dropped: committed.dropped,
             request_headers: std::mem::take(&mut p.request_headers),
         };
+        let room = self.answer_has_room(&record, &outcome, output_in_answer);
+        if room {
+            self.storm.end_call(&p.handle, outcome);
+        } else {
+            self.unkept(&p.handle, &mut record, outcome);
+            output_in_answer = false;
+        }
         if let Some(r) = self.recorder.as_mut() {
             r.end(&self.storm, record.call, &record, output_in_answer);
+        }
+        if !room {
+            let _ = self.stop_recording(NO_ROOM, 0);
         }
         if let Some(bytes) = send {
             let before = self.client_held.len();

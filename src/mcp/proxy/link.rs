@@ -132,16 +132,7 @@ impl Relay {
         prior: Option<(&crate::report::Report, &McpSession)>,
         ends: Ends,
     ) -> Relay {
-        let mut tools = ToolIndex::default();
-        for x in session
-            .exchanges
-            .iter()
-            .filter(|x| x.method == "tools/list")
-        {
-            if let Some(result) = x.response.as_object().and_then(|o| o.get("result")) {
-                tools.learn(result);
-            }
-        }
+        let tools = session.tool_index();
         // The commits of the session this one continues: a retry that gets an earlier commit
         // id back is still an idempotent replay.
         let mut ledger = Ledger::default();

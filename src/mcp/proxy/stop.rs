@@ -8,17 +8,26 @@
 //! fails `Recording complete`; calls whose answers were withheld stay in flight on record.
 //! After a failed write the journal takes no more call lines (their counters would count
 //! calls whose lines were lost), so every later answer of a call in flight is withheld too.
+//! Calls in flight are taken while one more fits at its largest, but their answers come
+//! later: an answer the files have no room for is not kept (the client still gets it; the
+//! call is on record, its output not captured), and the recording stops there.
 
 use std::ops::Range;
 
 use super::link::Relay;
 use crate::error::Error;
-use crate::mcp::session::{Delivered, Stopped};
+use crate::json::Value;
+use crate::mcp::session::{CallRecord, Delivered, Stopped};
 use crate::mcp::wire::error_line_as;
 use crate::obj;
 
 /// The JSON-RPC error code of an answer the proxy gives because the recording stopped.
 const STOPPED_CODE: i64 = -32603;
+
+/// Why the recording stops when an answer had no room in its files.
+pub(super) const NO_ROOM: &str = "the recording is full (the answer of a call in flight had no \
+     room in its files, 8,000,000 bytes each: the client got it, the recording keeps the call \
+     without it)";
 
 impl Relay {
     /// Whether the recording has stopped taking calls (checking, first, whether one more
@@ -36,6 +45,53 @@ impl Relay {
             let _ = self.stop_recording(&why, 0);
         }
         self.stopped.is_some()
+    }
+
+    /// Whether the files have room for the answer in `record` (and the output of `outcome`,
+    /// unless the answer holds it), beside the calls still in flight.
+    pub(super) fn answer_has_room(
+        &self,
+        record: &CallRecord,
+        outcome: &crate::error::Result<Value>,
+        output_in_answer: bool,
+    ) -> bool {
+        let Some(r) = self.recorder.as_ref() else {
+            return true;
+        };
+        r.has_room(self.pending.len(), || {
+            let mut text = String::new();
+            let answer = record.write_compact(&mut text);
+            let output = match outcome {
+                Ok(v) if !output_in_answer => {
+                    crate::json::canonical_len(v).min(crate::redact::MAX_CAPTURE_BYTES)
+                }
+                _ => answer,
+            };
+            // Redaction may lengthen a value a little (a short secret becomes the marker).
+            (output + 1024, text.len() + 1024)
+        })
+    }
+
+    /// Ends call `handle` without keeping its answer, which the files have no room for: the
+    /// engine records it without its output, `record` without the answer.
+    pub(super) fn unkept(
+        &mut self,
+        handle: &crate::storm::CallHandle,
+        record: &mut CallRecord,
+        outcome: crate::error::Result<Value>,
+    ) {
+        match outcome {
+            Ok(_) => self.storm.end_call_unkept(handle),
+            Err(e) => self.storm.end_call(handle, Err(e)),
+        }
+        record.delivered = Delivered::Unrecorded;
+        record.dropped = None;
+        let why = "the recording had no room for its answer: the client got it, the recording \
+                   did not keep it";
+        record.note = Some(match record.note.take() {
+            Some(n) => format!("{n}; {why}"),
+            None => why.to_owned(),
+        });
     }
 
     /// A `tools/call` with request id `raw_id` (its JSON text): true when the recording has

@@ -321,14 +321,26 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
                 theme,
             ));
         }
+        // A retry the server's own annotations make a duplicate is judged as one.
+        let declared = match (record.possible.is_empty(), app.session()) {
+            (false, Some(m)) => m.declared_duplicates(),
+            _ => Vec::new(),
+        };
         for (name, key) in &record.possible {
+            let repeated = declared
+                .iter()
+                .find(|d| d.0 == c.id && d.2 == *name && d.3 == *key);
+            let how = match repeated {
+                Some(d) => format!(
+                    "a retry of call #{} after its answer was lost: the server declares this \
+                     tool non-idempotent, judged a duplicate",
+                    d.1
+                ),
+                None => "annotations only: a hint, not judged as a commit".to_owned(),
+            };
             out.push(kv(
                 "possible",
-                printable(
-                    &format!("{name} {key} (annotations only: a hint, not judged as a commit)"),
-                    400,
-                )
-                .into_owned(),
+                printable(&format!("{name} {key} ({how})"), 400).into_owned(),
                 theme,
             ));
         }
