@@ -1100,6 +1100,7 @@ mod tests {
             possible: Vec::new(),
             dropped: None,
             request_headers: Vec::new(),
+            unknown: None,
         };
         w.append(
             &obj! {"end" => call(1, "ok"), "effects" => Value::Array(vec![]),
@@ -1179,6 +1180,7 @@ mod tests {
                 possible: Vec::new(),
                 dropped: None,
                 request_headers: Vec::new(),
+                unknown: None,
             }
             .to_value()
         };

@@ -669,6 +669,7 @@ mod tests {
             possible: Vec::new(),
             dropped: None,
             request_headers: Vec::new(),
+            unknown: None,
         };
         // The disk has room again, but the end line (whose counters count the lost call) is
         // refused: the relay withholds the answer it describes.

@@ -209,6 +209,72 @@ pub struct CallRecord {
     /// The headers of the HTTP request that carried the call, by name, as the recording keeps
     /// them (credentials' values never, the rest redacted like arguments); empty on stdio.
     pub request_headers: Vec<(String, String)>,
+    /// Set when nobody saw the call's outcome: the request reached the server, and its answer
+    /// never reached the client whole (its stream was cut, the server exited mid-call or
+    /// mid-line). The server may have committed or not: the call is indeterminate.
+    pub unknown: Option<Unknown>,
+}
+
+/// Why a call's outcome is unknown, and what it would have committed had it run to its end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unknown {
+    /// What happened, e.g. `the server's answer was cut at byte 40`.
+    pub why: String,
+    /// The effects (name, key, redacted) the call commits when it runs, as its arguments
+    /// give them (the scenario's `effects` entry, or the annotations): a later call that
+    /// commits one of them again may be a second commit.
+    pub effects: Vec<(String, String)>,
+}
+
+impl Unknown {
+    /// The sidecar's `outcome_unknown` object.
+    fn to_value(&self) -> Value {
+        obj! {"why" => self.why.as_str(), "effects" => pairs_value(&self.effects)}
+    }
+
+    fn from_value(v: &Value, at: &str) -> Result<Unknown, ConfigError> {
+        let o = require_keys(v, &["why", "effects"], &[])
+            .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
+        let why = o
+            .get("why")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(&format!("{at}.why"), "expected a string"))?
+            .to_owned();
+        let effects = pairs_of(o.get("effects"), &format!("{at}.effects"))?;
+        Ok(Unknown { why, effects })
+    }
+}
+
+/// `[{"name": ..., "key": ...}]`.
+fn pairs_value(pairs: &[(String, String)]) -> Value {
+    Value::Array(
+        pairs
+            .iter()
+            .map(|(n, k)| obj! {"name" => n.as_str(), "key" => k.as_str()})
+            .collect(),
+    )
+}
+
+/// Reads [`pairs_value`] back (absent: none).
+fn pairs_of(v: Option<&Value>, at: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    match v.unwrap_or(&Value::Null) {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let field = |k: &str| p.as_object().and_then(|o| o.get(k)).and_then(Value::as_str);
+                match (field("name"), field("key")) {
+                    (Some(n), Some(k)) => Ok((n.to_owned(), k.to_owned())),
+                    _ => Err(bad(
+                        &format!("{at}[{i}]"),
+                        "expected {\"name\": ..., \"key\": ...}",
+                    )),
+                }
+            })
+            .collect(),
+        _ => Err(bad(at, "expected a list")),
+    }
 }
 
 /// A request and its answer outside `tools/call` (`initialize`, `tools/list`,
@@ -527,17 +593,15 @@ impl CallRecord {
         if !self.possible.is_empty()
             && let Value::Object(m) = &mut o
         {
-            let items = self
-                .possible
-                .iter()
-                .map(|(n, k)| obj! {"name" => n.as_str(), "key" => k.as_str()})
-                .collect();
-            m.push("possible_effects", Value::Array(items));
+            m.push("possible_effects", pairs_value(&self.possible));
         }
         if !self.request_headers.is_empty()
             && let Value::Object(m) = &mut o
         {
             m.push("request_headers", headers_value(&self.request_headers));
+        }
+        if let (Some(u), Value::Object(m)) = (&self.unknown, &mut o) {
+            m.push("outcome_unknown", u.to_value());
         }
         o
     }
@@ -616,6 +680,10 @@ impl CallRecord {
             }
             out.push('}');
         }
+        if let Some(u) = &self.unknown {
+            out.push_str(",\"outcome_unknown\":");
+            crate::json::write_compact(&u.to_value(), out);
+        }
         out.push('}');
         response
     }
@@ -634,34 +702,19 @@ impl CallRecord {
         let o = require_keys(
             v,
             &keys,
-            &["possible_effects", "dropped_response", "request_headers"],
+            &[
+                "possible_effects",
+                "dropped_response",
+                "request_headers",
+                "outcome_unknown",
+            ],
         )
         .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
         let field = |k: &str| o.get(k).unwrap_or(&Value::Null);
-        let possible = match field("possible_effects") {
-            Value::Null => Vec::new(),
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    let name = p
-                        .as_object()
-                        .and_then(|o| o.get("name"))
-                        .and_then(Value::as_str);
-                    let key = p
-                        .as_object()
-                        .and_then(|o| o.get("key"))
-                        .and_then(Value::as_str);
-                    match (name, key) {
-                        (Some(n), Some(k)) => Ok((n.to_owned(), k.to_owned())),
-                        _ => Err(bad(
-                            &format!("{at}.possible_effects[{i}]"),
-                            "expected {\"name\": ..., \"key\": ...}",
-                        )),
-                    }
-                })
-                .collect::<Result<_, _>>()?,
-            _ => return Err(bad(&format!("{at}.possible_effects"), "expected a list")),
+        let possible = pairs_of(o.get("possible_effects"), &format!("{at}.possible_effects"))?;
+        let unknown = match field("outcome_unknown") {
+            Value::Null => None,
+            u => Some(Unknown::from_value(u, &format!("{at}.outcome_unknown"))?),
         };
         let call = field("call")
             .as_i64()
@@ -739,6 +792,7 @@ impl CallRecord {
             possible,
             dropped,
             request_headers,
+            unknown,
         })
     }
 }
@@ -1183,6 +1237,10 @@ mod tests {
                     possible: vec![("write".into(), "{}".into())],
                     dropped: Some(obj! {"result" => obj! {"content" => Value::Array(vec![])}}),
                     request_headers: vec![("mcp-session-id".into(), "s-1".into())],
+                    unknown: Some(Unknown {
+                        why: "the server exited mid-call".into(),
+                        effects: vec![("shipment".into(), "A1".into())],
+                    }),
                 },
                 CallRecord {
                     call: 2,
@@ -1196,6 +1254,7 @@ mod tests {
                     possible: Vec::new(),
                     dropped: None,
                     request_headers: Vec::new(),
+                    unknown: None,
                 },
             ],
             session_id: Some("0123456789abcdef".into()),
@@ -1289,6 +1348,10 @@ mod tests {
                     ("authorization".into(), "[REDACTED]".into()),
                     ("x-trace".into(), "é\"1".into()),
                 ],
+                unknown: Some(Unknown {
+                    why: "cut at byte 9 \"here\"".into(),
+                    effects: vec![("shipment".into(), "A\t1".into())],
+                }),
             });
         }
         for r in &records {
