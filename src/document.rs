@@ -425,45 +425,15 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
 
 /// `No duplicate side effects` with the calls whose outcome nobody saw: when a call's outcome
 /// is unknown (its answer never reached the client whole) and a later call commits one of its
-/// effects again — or its outcome is unknown too — the server may hold two commits. Only
-/// effect evidence that the later call committed nothing new (a commit id seen before, the
-/// server's own `_meta` list without it) clears it.
+/// effects again — or its outcome is unknown too — the server may hold two commits
+/// ([`McpSession::unknown_repeats`]). Only effect evidence that the later call committed
+/// nothing new (a commit id seen before, the server's own `_meta` list without it) clears it.
 fn unknown_outcomes(checks: &mut [Check], m: &McpSession, report: &crate::report::Report) {
-    let mut found = Vec::new();
-    for u in m.calls.iter() {
-        let Some(unknown) = &u.unknown else { continue };
-        for (name, key) in &unknown.effects {
-            let committed = report
-                .effects
-                .iter()
-                .filter(|e| e.call_id > u.call)
-                .find(|e| e.name.to_lossy() == *name && e.key.to_lossy() == *key)
-                .map(|e| (e.call_id, "committed"));
-            let unsure = m
-                .calls
-                .iter()
-                .filter(|v| v.call > u.call)
-                .find(|v| {
-                    v.unknown
-                        .as_ref()
-                        .is_some_and(|w| w.effects.iter().any(|(n, k)| n == name && k == key))
-                })
-                .map(|v| (v.call, "may have committed"));
-            let again = match (committed, unsure) {
-                (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-                (a, b) => a.or(b),
-            };
-            if let Some((v, how)) = again {
-                found.push(format!(
-                    "possible duplicate commit: #{}'s outcome is unknown ({}) and #{v} {how} {} {} again",
-                    u.call,
-                    crate::printable::line(&unknown.why),
-                    crate::printable::quoted(name),
-                    crate::printable::quoted(key),
-                ));
-            }
-        }
-    }
+    let found: Vec<String> = m
+        .unknown_repeats(&report.effects)
+        .iter()
+        .map(|r| r.line())
+        .collect();
     if found.is_empty() {
         return;
     }

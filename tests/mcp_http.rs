@@ -2942,6 +2942,22 @@ fn a_call_whose_answer_stream_was_cut_is_unknown_and_its_retry_a_possible_duplic
     assert!(side["calls"][1].get("outcome_unknown").is_none(), "{side}");
     let (code, out) = check(&record);
     common::assert_possible_duplicate(code, &out);
+    // inspect and check --json say it too.
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).output().expect("runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = run(&["inspect", &record.display().to_string()]);
+    assert!(
+        shown.contains("outcome unknown: call #1 — the MCP server's answer stream was cut"),
+        "{shown}"
+    );
+    let json = run(&["check", "--json", &record.display().to_string()]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("json");
+    let unknown = &v["mcp"]["unknown_outcomes"];
+    assert_eq!(unknown[0]["call"], 1, "{json}");
+    assert_eq!(unknown[0]["again"][0]["call"], 2, "{json}");
+    assert_eq!(unknown[0]["again"][0]["key"], "A1", "{json}");
 }
 
 #[test]

@@ -245,6 +245,44 @@ impl Unknown {
     }
 }
 
+/// A possible duplicate commit: call `unknown`, whose outcome nobody saw, may have committed
+/// the effect `name` `key` that the later call `call` committed (or may have: `also_unknown`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownRepeat {
+    /// The call whose outcome is unknown.
+    pub unknown: u64,
+    /// Why it is.
+    pub why: String,
+    /// The later call.
+    pub call: u64,
+    /// Whether the later call's outcome is unknown too (else it committed the effect).
+    pub also_unknown: bool,
+    /// The effect's name.
+    pub name: String,
+    /// The effect's key.
+    pub key: String,
+}
+
+impl UnknownRepeat {
+    /// The line `check` gives: `possible duplicate commit: #1's outcome is unknown (...) and
+    /// #2 committed shipment A1 again`.
+    pub fn line(&self) -> String {
+        format!(
+            "possible duplicate commit: #{}'s outcome is unknown ({}) and #{} {} {} {} again",
+            self.unknown,
+            crate::printable::line(&self.why),
+            self.call,
+            if self.also_unknown {
+                "may have committed"
+            } else {
+                "committed"
+            },
+            crate::printable::quoted(&self.name),
+            crate::printable::quoted(&self.key),
+        )
+    }
+}
+
 /// `[{"name": ..., "key": ...}]`.
 fn pairs_value(pairs: &[(String, String)]) -> Value {
     Value::Array(
@@ -563,6 +601,23 @@ fn body_of(v: &Value, key: &str, at: &str) -> Result<Value, ConfigError> {
 }
 
 impl CallRecord {
+    /// A record of call `call` that says nothing but what the client got (for tests).
+    #[cfg(test)]
+    pub(crate) fn bare(call: u64, request_id: Value, delivered: Delivered) -> CallRecord {
+        CallRecord {
+            call,
+            request_id,
+            delivered,
+            effects: vec![],
+            replay_of: None,
+            note: None,
+            possible: Vec::new(),
+            dropped: None,
+            request_headers: Vec::new(),
+            unknown: None,
+        }
+    }
+
     /// The record as the sidecar keeps it.
     pub fn to_value(&self) -> Value {
         let (kind, response) = match &self.delivered {
@@ -1181,6 +1236,48 @@ impl McpSession {
         out
     }
 
+    /// Each effect a call whose outcome is unknown may have committed that a later call
+    /// committed again (`effects`, the cassette's), or may have too (its outcome unknown as
+    /// well): a possible duplicate commit, the first later call per effect, in call order.
+    pub fn unknown_repeats(&self, effects: &[crate::report::Effect]) -> Vec<UnknownRepeat> {
+        let mut out = Vec::new();
+        for u in &self.calls {
+            let Some(unknown) = &u.unknown else { continue };
+            for (name, key) in &unknown.effects {
+                let committed = effects
+                    .iter()
+                    .filter(|e| e.call_id > u.call)
+                    .find(|e| e.name.to_lossy() == *name && e.key.to_lossy() == *key)
+                    .map(|e| (e.call_id, false));
+                let unsure = self
+                    .calls
+                    .iter()
+                    .filter(|v| v.call > u.call)
+                    .find(|v| {
+                        v.unknown
+                            .as_ref()
+                            .is_some_and(|w| w.effects.iter().any(|(n, k)| n == name && k == key))
+                    })
+                    .map(|v| (v.call, true));
+                let again = match (committed, unsure) {
+                    (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+                    (a, b) => a.or(b),
+                };
+                if let Some((call, also_unknown)) = again {
+                    out.push(UnknownRepeat {
+                        unknown: u.call,
+                        why: unknown.why.clone(),
+                        call,
+                        also_unknown,
+                        name: name.clone(),
+                        key: key.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
     /// The record of cassette call `call`, if the sidecar has one.
     pub fn call(&self, call: u64) -> Option<&CallRecord> {
         self.calls
@@ -1273,6 +1370,47 @@ mod tests {
             }),
             refused_requests: vec!["the request's id is null".into()],
         }
+    }
+
+    #[test]
+    fn a_commit_after_an_unknown_outcome_is_a_possible_duplicate_unless_it_committed_nothing() {
+        let answered =
+            |call: u64| CallRecord::bare(call, Value::from(call as i64), Delivered::Nothing);
+        let unknown = |call: u64| CallRecord {
+            unknown: Some(Unknown {
+                why: "cut".into(),
+                effects: vec![("shipment".into(), "A1".into())],
+            }),
+            ..answered(call)
+        };
+        let effect = |call_id: u64, key: &str| crate::report::Effect {
+            name: "shipment".into(),
+            key: key.into(),
+            call_id,
+            at: 0.0,
+            identity: 1,
+            redacted: false,
+        };
+        let mut s = sample();
+        s.calls = vec![unknown(1), answered(2), answered(3)];
+        // #2 committed nothing (a replay, the server's empty list): #3 committed A1 again.
+        let found = s.unknown_repeats(&[effect(3, "A1")]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].unknown, found[0].call), (1, 3));
+        assert_eq!(
+            found[0].line(),
+            "possible duplicate commit: #1's outcome is unknown (cut) and #3 committed shipment A1 again"
+        );
+        // Another key, or a commit before the unknown call, is no repeat of it.
+        assert!(s.unknown_repeats(&[effect(2, "B2")]).is_empty());
+        s.calls = vec![answered(1), unknown(2)];
+        assert!(s.unknown_repeats(&[effect(1, "A1")]).is_empty());
+        // Two calls whose outcome nobody saw may both have committed.
+        s.calls = vec![unknown(1), unknown(2)];
+        let found = s.unknown_repeats(&[]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].also_unknown && found[0].call == 2, "{found:?}");
+        assert!(found[0].line().contains("#2 may have committed"));
     }
 
     #[test]
