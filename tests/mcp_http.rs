@@ -2982,3 +2982,69 @@ fn a_retry_the_server_says_committed_nothing_clears_an_unknown_outcome() {
     );
     assert!(!out.contains("possible duplicate"), "{out}");
 }
+
+#[test]
+fn a_half_line_from_a_dying_server_never_reaches_an_http_client_as_an_event() {
+    // The odd server commits the row, writes half its answer's line, and exits.
+    let record = common::scratch_recording("http-half", "half.json");
+    let db = common::scratch_recording("http-half", "commits.db");
+    let _ = std::fs::remove_file(&db);
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/odd_server.py");
+    let (rec, server, dbs) = (
+        record.display().to_string(),
+        server.display().to_string(),
+        db.display().to_string(),
+    );
+    let p = Proxy::start(
+        &[
+            "--record",
+            &rec,
+            "--listen",
+            "127.0.0.1:0",
+            "--",
+            "python3",
+            &server,
+        ],
+        &[("ODD_LEAVE", "half:1"), ("ODD_DB", &dbs)],
+    );
+    let done = stop_unless_done(&p);
+    let url = p.url().to_owned();
+    // The odd server agrees on 2025-06-18.
+    let init = request(&url, "POST", &[], INIT);
+    let session = init.header("mcp-session-id").expect("a session id");
+    let h = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    assert_eq!(request(&url, "POST", &h, INITIALIZED).status, 202);
+    let a = request(
+        &url,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_row","arguments":{"row":"r-1"}}}"#,
+    );
+    // Every event is a whole message: the proxy's error, never the half line.
+    let messages = a.messages();
+    assert_eq!(messages.len(), 1, "{}", a.body);
+    assert_eq!(messages[0]["id"], 2, "{}", a.body);
+    let message = messages[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("exited"), "{}", a.body);
+    assert!(!a.body.contains("\"result\""), "{}", a.body);
+    let (_, log) = p.stop();
+    let _ = done.send(());
+    assert!(
+        std::fs::read_to_string(&db).is_ok_and(|d| d.contains("r-1")),
+        "committed"
+    );
+    let side =
+        std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar");
+    let side: serde_json::Value = serde_json::from_str(&side).expect("json");
+    let why = side["calls"][0]["outcome_unknown"]["why"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("the server's answer was cut at byte"),
+        "{side}\n{log}"
+    );
+    assert_eq!(side["calls"][0]["delivered"], "error", "{side}");
+}
