@@ -425,7 +425,8 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
 
 /// `No duplicate side effects` with the calls whose outcome nobody saw: when a call's outcome
 /// is unknown (its answer never reached the client whole) and a later call commits one of its
-/// effects again — or its outcome is unknown too — the server may hold two commits
+/// effects again — or its outcome is unknown too — or an earlier call committed it before, the
+/// server may hold two commits
 /// ([`McpSession::unknown_repeats`]). Only effect evidence that the later call committed
 /// nothing new (a commit id seen before, the server's own `_meta` list without it) clears it.
 fn unknown_outcomes(checks: &mut [Check], m: &McpSession, report: &crate::report::Report) {

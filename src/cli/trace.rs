@@ -514,7 +514,8 @@ fn duplicates_json(
 }
 
 /// The calls whose outcome nobody saw, as `check --json` and `inspect --json` give them: the
-/// call, why, and each later call that committed one of its effects again.
+/// call, why, and each other call that committed one of its effects (a later one, else one
+/// before it).
 fn unknown_json(
     report: &crate::report::Report,
     session: &crate::mcp::session::McpSession,

@@ -253,7 +253,7 @@ pub struct UnknownRepeat {
     pub unknown: u64,
     /// Why it is.
     pub why: String,
-    /// The later call.
+    /// The other call: a later one, else an earlier one that committed the effect first.
     pub call: u64,
     /// Whether the later call's outcome is unknown too (else it committed the effect).
     pub also_unknown: bool,
@@ -268,7 +268,7 @@ impl UnknownRepeat {
     /// #2 committed shipment A1 again`.
     pub fn line(&self) -> String {
         format!(
-            "possible duplicate commit: #{}'s outcome is unknown ({}) and #{} {} {} {} again",
+            "possible duplicate commit: #{}'s outcome is unknown ({}) and #{} {} {} {} {}",
             self.unknown,
             crate::printable::line(&self.why),
             self.call,
@@ -279,6 +279,11 @@ impl UnknownRepeat {
             },
             crate::printable::quoted(&self.name),
             crate::printable::quoted(&self.key),
+            if self.call < self.unknown {
+                "before it"
+            } else {
+                "again"
+            },
         )
     }
 }
@@ -1238,7 +1243,8 @@ impl McpSession {
 
     /// Each effect a call whose outcome is unknown may have committed that a later call
     /// committed again (`effects`, the cassette's), or may have too (its outcome unknown as
-    /// well): a possible duplicate commit, the first later call per effect, in call order.
+    /// well) — else that an earlier call committed before it: a possible duplicate commit,
+    /// one per effect (the first later call, else the first earlier one), in call order.
     pub fn unknown_repeats(&self, effects: &[crate::report::Effect]) -> Vec<UnknownRepeat> {
         let mut out = Vec::new();
         for u in &self.calls {
@@ -1259,11 +1265,18 @@ impl McpSession {
                             .is_some_and(|w| w.effects.iter().any(|(n, k)| n == name && k == key))
                     })
                     .map(|v| (v.call, true));
+                let before = || {
+                    effects
+                        .iter()
+                        .filter(|e| e.call_id < u.call)
+                        .find(|e| e.name.to_lossy() == *name && e.key.to_lossy() == *key)
+                        .map(|e| (e.call_id, false))
+                };
                 let again = match (committed, unsure) {
                     (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
                     (a, b) => a.or(b),
                 };
-                if let Some((call, also_unknown)) = again {
+                if let Some((call, also_unknown)) = again.or_else(before) {
                     out.push(UnknownRepeat {
                         unknown: u.call,
                         why: unknown.why.clone(),
@@ -1401,10 +1414,17 @@ mod tests {
             found[0].line(),
             "possible duplicate commit: #1's outcome is unknown (cut) and #3 committed shipment A1 again"
         );
-        // Another key, or a commit before the unknown call, is no repeat of it.
+        // Another key is no repeat of it.
         assert!(s.unknown_repeats(&[effect(2, "B2")]).is_empty());
+        // A commit before the call whose outcome is unknown may have been committed again.
         s.calls = vec![answered(1), unknown(2)];
-        assert!(s.unknown_repeats(&[effect(1, "A1")]).is_empty());
+        let found = s.unknown_repeats(&[effect(1, "A1")]);
+        assert_eq!(
+            found.iter().map(UnknownRepeat::line).collect::<Vec<_>>(),
+            [
+                "possible duplicate commit: #2's outcome is unknown (cut) and #1 committed shipment A1 before it"
+            ]
+        );
         // Two calls whose outcome nobody saw may both have committed.
         s.calls = vec![unknown(1), unknown(2)];
         let found = s.unknown_repeats(&[]);
