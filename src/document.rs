@@ -409,6 +409,7 @@ pub fn judge(trace: &Trace, max_calls: Option<i64>) -> Result<CheckSummary, Conf
     let mut summary = cassette::check(&trace.cassettes, budget)?;
     if let Some(m) = &trace.mcp {
         for (checks, c) in summary.runs.iter_mut().zip(&trace.cassettes) {
+            unknown_outcomes(checks, m, &c.report);
             for check in &m.checks {
                 match check {
                     McpCheck::RetryAfterRespected => {
@@ -465,6 +466,30 @@ fn declared_duplicates(m: &McpSession, checks: &mut [Check]) {
             n => format!(" (and {} more)", n - 1),
         }
     );
+}
+
+/// `No duplicate side effects` with the calls whose outcome nobody saw: when a call's outcome
+/// is unknown (its answer never reached the client whole) and a later call commits one of its
+/// effects again — or its outcome is unknown too — or an earlier call committed it before, the
+/// server may hold two commits
+/// ([`McpSession::unknown_repeats`]). Only effect evidence that the later call committed
+/// nothing new (a commit id seen before, the server's own `_meta` list without it) clears it.
+fn unknown_outcomes(checks: &mut [Check], m: &McpSession, report: &crate::report::Report) {
+    let found: Vec<String> = m
+        .unknown_repeats(&report.effects)
+        .iter()
+        .map(|r| r.line())
+        .collect();
+    if found.is_empty() {
+        return;
+    }
+    if let Some(c) = checks
+        .iter_mut()
+        .find(|c| c.name == "No duplicate side effects")
+    {
+        c.passed = false;
+        c.detail = format!("{}; {}", c.detail, found.join("; "));
+    }
 }
 
 /// The `Session finished` check of an MCP recording: no call was left in flight without an

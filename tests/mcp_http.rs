@@ -1659,17 +1659,22 @@ fn one_shipment(mut p: Proxy, what: &str) -> (i32, String) {
     let mut c = Stdio2::of(&mut p);
     c.initialize(what);
     c.send(INITIALIZED);
-    c.send(&call(2, "A1"));
-    let done = c.next();
-    assert_eq!(
-        done["result"]["structuredContent"]["shipment_id"], 1,
-        "{what}: {done}"
-    );
+    shipped(&mut c, 2, what);
     drop(c);
     let code = wait_for(&mut p.child, Duration::from_secs(15));
     thread::sleep(Duration::from_millis(50));
     let log = p.log.lock().expect("log").clone();
     (code, log)
+}
+
+/// Sends call `id` for order A1 and checks a [`shipping`] server answered it.
+fn shipped(c: &mut Stdio2, id: u64, what: &str) {
+    c.send(&call(id, "A1"));
+    let done = c.next();
+    assert_eq!(
+        done["result"]["structuredContent"]["shipment_id"], 1,
+        "{what}: {done}"
+    );
 }
 
 /// The scripted server's TLS set-up: the certificate for localhost that the test authority
@@ -2957,4 +2962,168 @@ fn an_invalid_request_to_a_listening_proxy_is_400_at_once() {
         assert!(started.elapsed() < Duration::from_secs(10), "{body} waited");
     }
     let _ = p.stop();
+}
+
+/// A stdio client's session, recorded in a folder named by `tag`, with a server that cuts the
+/// first call's answer stream before the answer (half an event, then the connection ends) and
+/// answers the rest with `answer`: the client calls, gets an error, and retries the same order.
+/// The recording, and how many calls the server was sent.
+fn cut_then_retried(
+    tag: &str,
+    answer: impl Fn(&str, &str, &str) -> String + Send + Sync + 'static,
+) -> (std::path::PathBuf, usize) {
+    let (url, seen) = scripted(move |m, head, body| {
+        if m == "POST" && body.contains("tools/call") && !body.contains("\"id\":3") {
+            return format!("{}data: {{\"jsonrpc\":\"2.0\",\"id\":2,\"res", sse_head());
+        }
+        answer(m, head, body)
+    });
+    let sc = scenario(tag, "", "");
+    let record = common::scratch_recording(tag, "unknown.json");
+    let (sc, rec) = (sc.display().to_string(), record.display().to_string());
+    let mut p = Proxy::start(&[&sc, "--record", &rec, "--", &url], &[]);
+    let done = stop_unless_done(&p);
+    let mut c = Stdio2::of(&mut p);
+    c.initialize(tag);
+    c.send(INITIALIZED);
+    c.send(&call(2, "A1"));
+    let lost = c.next();
+    assert_eq!(lost["id"], 2, "{lost}");
+    let message = lost["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("answer stream was cut"), "{lost}");
+    assert_eq!(lost["error"]["data"]["dev.toolstorm/outcome"], "unknown");
+    shipped(&mut c, 3, "the retry");
+    drop(c);
+    wait_for(&mut p.child, Duration::from_secs(15));
+    let _ = done.send(());
+    (record, calls_sent(&seen))
+}
+
+#[test]
+fn a_call_whose_answer_stream_was_cut_is_unknown_and_its_retry_a_possible_duplicate() {
+    // The server commits each call it is sent.
+    let (record, sent) = cut_then_retried("http-unknown", shipping);
+    assert_eq!(sent, 2, "the server committed twice");
+    // The record says nobody saw #1's outcome, and what it would have committed.
+    let side =
+        std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar");
+    let side: serde_json::Value = serde_json::from_str(&side).expect("json");
+    let first = &side["calls"][0]["outcome_unknown"];
+    assert!(
+        first["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("the stream ended before the answer")),
+        "{side}"
+    );
+    assert_eq!(first["effects"][0]["name"], "shipment", "{side}");
+    assert_eq!(first["effects"][0]["key"], "A1", "{side}");
+    assert_eq!(side["calls"][0]["delivered"], "error", "{side}");
+    assert!(side["calls"][1].get("outcome_unknown").is_none(), "{side}");
+    let (code, out) = check(&record);
+    common::assert_possible_duplicate(code, &out);
+    // inspect and check --json say it too.
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).output().expect("runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = run(&["inspect", &record.display().to_string()]);
+    assert!(
+        shown.contains("outcome unknown: call #1 — the MCP server's answer stream was cut"),
+        "{shown}"
+    );
+    let json = run(&["check", "--json", &record.display().to_string()]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).expect("json");
+    let unknown = &v["mcp"]["unknown_outcomes"];
+    assert_eq!(unknown[0]["call"], 1, "{json}");
+    assert_eq!(unknown[0]["again"][0]["call"], 2, "{json}");
+    assert_eq!(unknown[0]["again"][0]["key"], "A1", "{json}");
+}
+
+#[test]
+fn a_retry_the_server_says_committed_nothing_clears_an_unknown_outcome() {
+    // The server deduplicates: the retry's answer lists no effect in its `_meta`, the
+    // server's own word that it committed nothing new — so there is one commit at most.
+    let (record, _) = cut_then_retried("http-unknown-dedup", |m, _, body| {
+        usual(m, body, |b| {
+            let id = serde_json::from_str::<serde_json::Value>(b).expect("a call")["id"].clone();
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "content": [{"type": "text", "text": "{\"shipment_id\":1}"}],
+                "structuredContent": {"shipment_id": 1},
+                "_meta": {"dev.toolstorm/effects": []}}});
+            json_answer("", &answer.to_string())
+        })
+    });
+    let (code, out) = check(&record);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("✓ No duplicate side effects: 0 duplicate effect(s) across 0 commits"),
+        "{out}"
+    );
+    assert!(!out.contains("possible duplicate"), "{out}");
+}
+
+#[test]
+fn a_half_line_from_a_dying_server_never_reaches_an_http_client_as_an_event() {
+    // The odd server commits the row, writes half its answer's line, and exits.
+    let record = common::scratch_recording("http-half", "half.json");
+    let db = common::scratch_recording("http-half", "commits.db");
+    let _ = std::fs::remove_file(&db);
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/odd_server.py");
+    let (rec, server, dbs) = (
+        record.display().to_string(),
+        server.display().to_string(),
+        db.display().to_string(),
+    );
+    let p = Proxy::start(
+        &[
+            "--record",
+            &rec,
+            "--listen",
+            "127.0.0.1:0",
+            "--",
+            "python3",
+            &server,
+        ],
+        &[("ODD_LEAVE", "half:1"), ("ODD_DB", &dbs)],
+    );
+    let done = stop_unless_done(&p);
+    let url = p.url().to_owned();
+    // The odd server agrees on 2025-06-18.
+    let init = request(&url, "POST", &[], INIT);
+    let session = init.header("mcp-session-id").expect("a session id");
+    let h = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ];
+    assert_eq!(request(&url, "POST", &h, INITIALIZED).status, 202);
+    let a = request(
+        &url,
+        "POST",
+        &h,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_row","arguments":{"row":"r-1"}}}"#,
+    );
+    // Every event is a whole message: the proxy's error, never the half line.
+    let messages = a.messages();
+    assert_eq!(messages.len(), 1, "{}", a.body);
+    assert_eq!(messages[0]["id"], 2, "{}", a.body);
+    let message = messages[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("exited"), "{}", a.body);
+    assert!(!a.body.contains("\"result\""), "{}", a.body);
+    let (_, log) = p.stop();
+    let _ = done.send(());
+    assert!(
+        std::fs::read_to_string(&db).is_ok_and(|d| d.contains("r-1")),
+        "committed"
+    );
+    let side =
+        std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar");
+    let side: serde_json::Value = serde_json::from_str(&side).expect("json");
+    let why = side["calls"][0]["outcome_unknown"]["why"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("the server's answer was cut at byte"),
+        "{side}\n{log}"
+    );
+    assert_eq!(side["calls"][0]["delivered"], "error", "{side}");
 }

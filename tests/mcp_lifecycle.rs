@@ -2882,3 +2882,139 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
         "{out}"
     );
 }
+
+/// A shipping server that commits each call (a line in the file `argv[2]`) and then, per
+/// `argv[1]`: `exit` leaves without answering the first commit ever (later ones are
+/// answered); `half` writes the first 40 bytes of its answer, no newline, and leaves.
+const COMMIT_THEN_LEAVE: &str = r#"import json, os, sys
+mode, commits = sys.argv[1], sys.argv[2]
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+             "serverInfo": {"name": "leaver", "version": "1"}}
+    elif m["method"] == "tools/call":
+        before = os.path.exists(commits) and len(open(commits).read().splitlines())
+        with open(commits, "a") as f:
+            f.write(m["params"]["arguments"]["order_id"] + "\n")
+        r = {"content": [{"type": "text", "text": "{\"shipment_id\": 7}"}],
+             "structuredContent": {"shipment_id": 7}}
+        answer = json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r})
+        if mode == "half":
+            sys.stdout.write(answer[:40])
+            sys.stdout.flush()
+            os._exit(0)
+        if mode == "exit" and not before:
+            os._exit(0)
+    else:
+        r = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
+    sys.stdout.flush()
+"#;
+
+/// Shipments keyed by their order.
+const SHIPMENTS: &str = r#"{
+  "schema_version": 1, "world": "mcp", "name": "shipments", "title": "Shipments", "seed": 1,
+  "rules": [],
+  "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id"}]
+}"#;
+
+/// The sidecar of `incident`, as JSON.
+fn sidecar_json(incident: &Path) -> Value {
+    let text = std::fs::read_to_string(sidecar_path(incident)).expect("sidecar");
+    parse(&text).expect("json")
+}
+
+/// `outcome_unknown.why` of the sidecar's call `i` (0-based), if the record has one.
+fn unknown_why(side: &Value, i: usize) -> Option<String> {
+    let calls = side.as_object()?.get("calls")?.as_array()?;
+    let u = calls
+        .get(i)?
+        .as_object()?
+        .get("outcome_unknown")?
+        .as_object()?;
+    u.get("why")?.as_str().map(str::to_owned)
+}
+
+/// A [`COMMIT_THEN_LEAVE`] server's files, named by `tag`: the script, its commits (none
+/// yet), the [`SHIPMENTS`] scenario and the recording.
+fn leaving(tag: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+    let server = write(&format!("{tag}.py"), COMMIT_THEN_LEAVE);
+    let commits = scratch(&format!("{tag}-commits.txt"));
+    let _ = std::fs::remove_file(&commits);
+    let faults = write(&format!("{tag}-shipments.json"), SHIPMENTS);
+    (server, commits, faults, scratch(&format!("{tag}.json")))
+}
+
+#[test]
+fn a_server_that_exits_mid_call_leaves_it_unknown_and_a_retry_a_possible_duplicate() {
+    let (server, commits, faults, incident) = leaving("leaver");
+    let args = [text(&faults), "--record", text(&incident), "--append"];
+    let py = ["python3", text(&server), "exit", text(&commits)];
+    // A server-per-call client: the server commits, then exits before it answers.
+    let mut s = Session::start(&args, &py, &[]);
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+    let lost = s.answer();
+    assert!(canonical(&lost).contains("exited"), "{}", canonical(&lost));
+    s.wait(Duration::from_secs(20));
+    // It retries in a new session, whose server answers.
+    let mut s = Session::start(&args, &py, &[]);
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+    let done = s.answer();
+    assert!(
+        canonical(&done).contains("shipment_id"),
+        "{}",
+        canonical(&done)
+    );
+    s.wait(Duration::from_secs(20));
+    let committed = std::fs::read_to_string(&commits).expect("commits");
+    assert_eq!(committed, "A1\nA1\n", "the server holds two commits");
+    let side = sidecar_json(&incident);
+    let why = unknown_why(&side, 0).unwrap_or_default();
+    assert!(why.contains("after the request had reached it"), "{why}");
+    assert_eq!(unknown_why(&side, 1), None, "the retry was answered");
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    common::assert_possible_duplicate(code, &out);
+}
+
+#[test]
+fn a_server_that_dies_mid_line_never_has_its_half_line_relayed() {
+    let (server, commits, faults, incident) = leaving("half");
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &["python3", text(&server), "half", text(&commits)],
+        &[],
+    );
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+    // The one line the client gets for its call is a whole message: the proxy's error.
+    let line = s.read_raw();
+    let text_line = String::from_utf8_lossy(&line).into_owned();
+    let answer = parse(text_line.trim_end()).unwrap_or_else(|_| panic!("a message: {text_line:?}"));
+    assert!(canonical(&answer).contains("exited"), "{text_line}");
+    assert!(!text_line.contains("\"res"), "no half line: {text_line}");
+    let (_, err) = s.wait(Duration::from_secs(20));
+    assert!(err.contains("was cut at byte 40"), "{err}");
+    let side = sidecar_json(&incident);
+    let why = unknown_why(&side, 0).unwrap_or_default();
+    assert!(
+        why.contains("the server's answer was cut at byte 40"),
+        "{side:?}"
+    );
+    let record = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    assert!(
+        matches!(record.calls[0].delivered, Delivered::Error(_)),
+        "what the client got: {:?}",
+        record.calls[0].delivered
+    );
+    let c = Cassette::load(&incident).expect("cassette");
+    assert_ne!(
+        c.report.calls[0].status,
+        Status::Ok,
+        "not ok: nobody saw it"
+    );
+}

@@ -2,12 +2,17 @@
 //! server that logs every commit (`tests/fixtures/mcp/odd_server.py`), driven by a random
 //! client — calls one at a time or pipelined, reads, rows repeated so that commits repeat —
 //! ending by its own close, or by a SIGKILL of the proxy or of the server at a random point,
-//! with the journal's writes failing past a random size (`ulimit -f`) or not. After each:
+//! with the journal's writes failing past a random size (`ulimit -f`) or not; a server that
+//! may leave on a random write after committing it, without answering or half-way through its
+//! answer's line (its stream cut); and a client that may start again (`--append`) and retry
+//! every step, as a server-per-call client does. After each:
 //!
 //! - every answer the client received is in the recording (except the proxy's own refusals,
 //!   which the recording counts, and answers it withheld, whose calls stay in flight);
-//! - `check` never passes a session whose server committed a row twice, never reports a
-//!   duplicate the server did not commit, and never fails to read the recording;
+//! - `check` never passes a session whose server committed a row twice (a commit nobody saw
+//!   the outcome of is a possible one), never reports a duplicate the server did not commit,
+//!   and never fails to read the recording;
+//! - the client never receives a line that is no message (a half line);
 //! - a proxy killed while it ran never reads as finished.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,6 +58,12 @@ struct Session {
     write_limit: Option<u32>,
     seed: u32,
     delay_ms: u32,
+    /// The server leaves on its Nth write, after committing it: half-way through its answer's
+    /// line (`true`), or without answering.
+    leave: Option<(bool, u8)>,
+    /// After the first session ends (closed, or its server gone), the client starts the
+    /// proxy again with `--append` and runs every step again, with a server that stays.
+    again: bool,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -72,22 +83,34 @@ fn session() -> impl Strategy<Value = Session> {
         prop_oneof![3 => Just(None), 1 => (3u32..40).prop_map(Some)],
         0u32..1000,
         prop_oneof![1 => Just(0u32), 2 => Just(150u32)],
+        prop_oneof![2 => Just(None), 1 => (any::<bool>(), 1u8..4).prop_map(Some)],
+        any::<bool>(),
     )
-        .prop_map(|(steps, how, at, early, write_limit, seed, delay_ms)| {
-            let at = at.min(steps.len() - 1);
-            let end = match how {
-                0 => End::Close,
-                1 => End::KillProxy { at, early },
-                _ => End::KillServer { at, early },
-            };
-            Session {
-                steps,
-                end,
-                write_limit,
-                seed,
-                delay_ms,
-            }
-        })
+        .prop_map(
+            |(steps, how, at, early, write_limit, seed, delay_ms, leave, again)| {
+                let at = at.min(steps.len() - 1);
+                let end = match how {
+                    0 => End::Close,
+                    1 => End::KillProxy { at, early },
+                    _ => End::KillServer { at, early },
+                };
+                // A proxy killed leaves its recording to the next one: not this property's.
+                // Nor is a server that leaves beside it: the proxy then ends on its own, and
+                // a kill racing its end cannot tell whether it was still running.
+                let killed = matches!(end, End::KillProxy { .. });
+                let again = again && !killed;
+                let leave = leave.filter(|_| !killed);
+                Session {
+                    steps,
+                    end,
+                    write_limit,
+                    seed,
+                    delay_ms,
+                    leave,
+                    again,
+                }
+            },
+        )
 }
 
 /// The proxy under test and the lines it writes, read on a thread of their own.
@@ -96,6 +119,8 @@ struct Proxy {
     lines: Receiver<String>,
     /// Answers received, by JSON-RPC id.
     answers: BTreeMap<i64, String>,
+    /// Lines received that are no JSON message.
+    broken: Vec<String>,
 }
 
 impl Proxy {
@@ -114,10 +139,11 @@ impl Proxy {
             let left = until.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) => {
-                    if let Some(id) = parse(line.trim_end())
-                        .ok()
-                        .and_then(|v| v.as_object()?.get("id")?.as_i64())
-                    {
+                    let Ok(v) = parse(line.trim_end()) else {
+                        self.broken.push(line);
+                        continue;
+                    };
+                    if let Some(id) = v.as_object().and_then(|o| o.get("id")?.as_i64()) {
                         self.answers.insert(id, line);
                     }
                 }
@@ -171,39 +197,38 @@ struct Outcome {
     commits: Vec<String>,
     /// The proxy was SIGKILLed while it still ran.
     killed_running: bool,
+    /// Lines the client received that are no message.
+    broken: Vec<String>,
 }
 
-fn run(s: &Session, case: usize) -> Outcome {
-    let dir =
-        std::env::temp_dir().join(format!("toolstorm-property-{}-{case}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let scenario = dir.join("faults.json");
-    std::fs::write(
-        &scenario,
-        format!(
-            r#"{{"schema_version": 1, "world": "mcp", "name": "prop", "title": "Property", "seed": {},
-              "rules": [{{"name": "lost", "tool": "write_row", "kind": "response_lost", "probability": 0.5}}],
-              "effects": [{{"tool": "write_row", "effect": "row", "key": "row"}}]}}"#,
-            s.seed
-        ),
-    )
-    .expect("scenario");
-    let incident = dir.join("incident.json");
-    let db = dir.join("commits.db");
-    let marker = format!("tsprop-{}-{case}", std::process::id());
+/// Where one case's files are.
+struct Files {
+    scenario: PathBuf,
+    incident: PathBuf,
+    db: PathBuf,
+    marker: String,
+}
+
+/// Starts the proxy (recording with `--append`) in front of the odd server, which leaves as
+/// `leave` says (`ODD_LEAVE`), and has it initialized.
+fn start(s: &Session, f: &Files, leave: Option<(bool, u8)>) -> Proxy {
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/odd_server.py");
     let limit = s
         .write_limit
         .map_or_else(String::new, |n| format!("ulimit -f {n}; "));
+    let leave = leave.map_or_else(String::new, |(half, at)| {
+        format!("{}:{at}", if half { "half" } else { "exit" })
+    });
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(format!("trap '' XFSZ; {limit}exec \"$0\" \"$@\""))
         .arg(BIN)
-        .args(["mcp", path(&scenario), "--record", path(&incident), "--"])
-        .args(["python3", path(&server), &marker])
-        .env("ODD_DB", &db)
+        .args(["mcp", path(&f.scenario), "--record", path(&f.incident)])
+        .args(["--append", "--"])
+        .args(["python3", path(&server), &f.marker])
+        .env("ODD_DB", &f.db)
         .env("ODD_DELAY_MS", s.delay_ms.to_string())
+        .env("ODD_LEAVE", leave)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -223,11 +248,17 @@ fn run(s: &Session, case: usize) -> Outcome {
         child,
         lines,
         answers: BTreeMap::new(),
+        broken: Vec::new(),
     };
     p.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"prop","version":"1"}}}"#);
     p.await_ids(&[0], Duration::from_secs(10));
     p.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    let mut next = 1i64;
+    p
+}
+
+/// Runs the steps through `p`, request ids from `next` on, ending as `end` says; whether the
+/// proxy was killed while it ran.
+fn drive(p: &mut Proxy, s: &Session, f: &Files, next: &mut i64, end: &End) -> bool {
     let mut killed_running = false;
     let wait = Duration::from_secs(5);
     for (i, st) in s.steps.iter().enumerate() {
@@ -238,8 +269,8 @@ fn run(s: &Session, case: usize) -> Outcome {
         }
         .into_iter()
         .map(|row| {
-            let id = next;
-            next += 1;
+            let id = *next;
+            *next += 1;
             if row < 0 {
                 p.send(&call(id, "read_rows", "{}"));
             } else {
@@ -248,7 +279,7 @@ fn run(s: &Session, case: usize) -> Outcome {
             id
         })
         .collect();
-        let kill_here = match &s.end {
+        let kill_here = match end {
             End::KillProxy { at, early } | End::KillServer { at, early } if *at == i => {
                 Some(*early)
             }
@@ -258,7 +289,7 @@ fn run(s: &Session, case: usize) -> Outcome {
             p.await_ids(&ids, wait);
         }
         if kill_here.is_some() {
-            match s.end {
+            match end {
                 End::KillProxy { .. } => {
                     killed_running = matches!(p.child.try_wait(), Ok(None));
                     let _ = p.child.kill();
@@ -267,7 +298,7 @@ fn run(s: &Session, case: usize) -> Outcome {
                     p.await_ids(&ids, Duration::from_millis(200));
                 }
                 _ => {
-                    kill_server(&marker);
+                    kill_server(&f.marker);
                     p.await_ids(&ids, wait);
                 }
             }
@@ -277,8 +308,42 @@ fn run(s: &Session, case: usize) -> Outcome {
     if !killed_running {
         p.close_and_wait(Duration::from_secs(20));
     }
-    kill_server(&marker);
-    let commits = std::fs::read_to_string(&db)
+    kill_server(&f.marker);
+    killed_running
+}
+
+fn run(s: &Session, case: usize) -> Outcome {
+    let dir =
+        std::env::temp_dir().join(format!("toolstorm-property-{}-{case}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let f = Files {
+        scenario: dir.join("faults.json"),
+        incident: dir.join("incident.json"),
+        db: dir.join("commits.db"),
+        marker: format!("tsprop-{}-{case}", std::process::id()),
+    };
+    std::fs::write(
+        &f.scenario,
+        format!(
+            r#"{{"schema_version": 1, "world": "mcp", "name": "prop", "title": "Property", "seed": {},
+              "rules": [{{"name": "lost", "tool": "write_row", "kind": "response_lost", "probability": 0.5}}],
+              "effects": [{{"tool": "write_row", "effect": "row", "key": "row"}}]}}"#,
+            s.seed
+        ),
+    )
+    .expect("scenario");
+    let mut next = 1i64;
+    let mut p = start(s, &f, s.leave);
+    let killed_running = drive(&mut p, s, &f, &mut next, &s.end);
+    let (mut answers, mut broken) = (p.answers, p.broken);
+    if s.again {
+        let mut p = start(s, &f, None);
+        drive(&mut p, s, &f, &mut next, &End::Close);
+        answers.extend(p.answers.into_iter().filter(|(id, _)| *id > 0));
+        broken.extend(p.broken);
+    }
+    let commits = std::fs::read_to_string(&f.db)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| {
@@ -291,10 +356,11 @@ fn run(s: &Session, case: usize) -> Outcome {
         })
         .collect();
     Outcome {
-        incident,
-        answers: p.answers,
+        incident: f.incident,
+        answers,
         commits,
         killed_running,
+        broken,
     }
 }
 
@@ -304,6 +370,11 @@ fn path(p: &Path) -> &str {
 
 /// Checks the promise on one session's outcome; the reason when it does not hold.
 fn holds(o: &Outcome) -> Result<(), String> {
+    if let Some(line) = o.broken.first() {
+        return Err(format!(
+            "the client received a line that is no message: {line:?}"
+        ));
+    }
     let calls: BTreeMap<i64, &String> = o
         .answers
         .iter()

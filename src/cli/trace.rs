@@ -472,6 +472,18 @@ fn mcp_inspect_lines(
         ));
     }
     lines.extend(mcp_lines(report, session, true));
+    for r in &session.calls {
+        if let Some(u) = &r.unknown {
+            lines.push(format!(
+                "outcome unknown: call #{} — {} (the server may have committed it or not)",
+                r.call,
+                crate::printable::line(&u.why)
+            ));
+        }
+    }
+    for r in session.unknown_repeats(&report.effects) {
+        lines.push(r.line());
+    }
     for c in report
         .calls
         .iter()
@@ -506,6 +518,30 @@ fn duplicates_json(
                 "name" => d.name, "key" => d.key, "call" => d.call, "evidence" => d.evidence,
                 "first_call" => d.first_call, "first_evidence" => d.first_evidence,
             }
+        })
+        .collect()
+}
+
+/// The calls whose outcome nobody saw, as `check --json` and `inspect --json` give them: the
+/// call, why, and each other call that committed one of its effects (a later one, else one
+/// before it).
+fn unknown_json(
+    report: &crate::report::Report,
+    session: &crate::mcp::session::McpSession,
+) -> Vec<crate::json::Value> {
+    use crate::json::Value;
+    let repeats = session.unknown_repeats(&report.effects);
+    session
+        .calls
+        .iter()
+        .filter_map(|r| Some((r.call, r.unknown.as_ref()?)))
+        .map(|(call, u)| {
+            let again = repeats
+                .iter()
+                .filter(|x| x.unknown == call)
+                .map(|x| crate::obj! {"call" => x.call, "name" => x.name.as_str(), "key" => x.key.as_str(), "also_unknown" => x.also_unknown})
+                .collect();
+            crate::obj! {"call" => call, "why" => u.why.as_str(), "again" => Value::Array(again)}
         })
         .collect()
 }
@@ -555,6 +591,7 @@ fn mcp_inspect_value(
         "faults" => Value::Array(faults),
         "duplicates" => Value::Array(dups),
         "in_flight" => Value::Array(in_flight),
+        "unknown_outcomes" => Value::Array(unknown_json(report, session)),
         "finished" => session.finished,
         "live" => live,
         "ended" => document::how_it_ended(session),
@@ -602,6 +639,7 @@ fn mcp_json(
                 "possible_duplicates" => Value::Array(possible),
                 "declared_duplicates" => Value::Array(declared),
                 "in_flight" => Value::Array(in_flight),
+                "unknown_outcomes" => Value::Array(unknown_json(report, session)),
                 "finished" => session.finished,
                 "live" => trace.live,
                 "recovered" => trace.recovered.as_deref(),

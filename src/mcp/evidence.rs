@@ -259,19 +259,8 @@ impl Ledger {
                     }
                     self.first.insert(slot, call);
                 }
-                let key = match at_path(arguments, key) {
-                    Some(v) if key.iter().any(|k| secret_key(k)) => {
-                        format!("sha256:{}", sha256_hex(key_text(v).as_bytes()))
-                    }
-                    Some(v) => key_text(v),
-                    None => redacted_arguments(arguments),
-                };
                 return Commits {
-                    effects: vec![Observed {
-                        name: field(effect.clone()),
-                        key: field(key),
-                        evidence: Evidence::Scenario,
-                    }],
+                    effects: vec![scenario_effect(effect, key, arguments)],
                     ..Commits::default()
                 };
             }
@@ -310,6 +299,48 @@ impl Ledger {
                 ..Commits::default()
             }
         }
+    }
+}
+
+/// What a call to `tool` with `arguments` commits when it runs, as far as its arguments tell
+/// without its result: the scenario's effect for the tool, else (not read-only) the tool
+/// keyed by its arguments. Nothing when only the server could say (its `_meta` is in the
+/// result), or when the scenario says the tool commits nothing. The keys a call whose outcome
+/// nobody saw may have committed.
+pub fn would_commit(
+    scenario: Option<&McpScenario>,
+    tools: &ToolIndex,
+    tool: &str,
+    arguments: &Value,
+) -> Vec<Observed> {
+    match scenario.and_then(|s| s.commit_of(tool)) {
+        Some(Commit::Nothing) => Vec::new(),
+        Some(Commit::Effect { effect, key, .. }) => {
+            vec![scenario_effect(effect, key, arguments)]
+        }
+        None if tools.read_only(tool) => Vec::new(),
+        None => vec![Observed {
+            name: field(tool.to_owned()),
+            key: field(redacted_arguments(arguments)),
+            evidence: Evidence::Annotations,
+        }],
+    }
+}
+
+/// The scenario's `effect`, keyed by the arguments' member at `key` (a secret's digest; all
+/// the arguments when it is absent).
+fn scenario_effect(effect: &str, key: &[String], arguments: &Value) -> Observed {
+    let key = match at_path(arguments, key) {
+        Some(v) if key.iter().any(|k| secret_key(k)) => {
+            format!("sha256:{}", sha256_hex(key_text(v).as_bytes()))
+        }
+        Some(v) => key_text(v),
+        None => redacted_arguments(arguments),
+    };
+    Observed {
+        name: field(effect.to_owned()),
+        key: field(key),
+        evidence: Evidence::Scenario,
     }
 }
 

@@ -1095,17 +1095,7 @@ mod tests {
             &obj! {"begin" => call(2, "running"), "coverage" => obj! {}, "budget_rejections" => 0},
         )
         .expect("begin");
-        let record = CallRecord {
-            call: 1,
-            request_id: Value::from(7),
-            delivered: super::super::session::Delivered::Nothing,
-            effects: vec![],
-            replay_of: None,
-            note: None,
-            possible: Vec::new(),
-            dropped: None,
-            request_headers: Vec::new(),
-        };
+        let record = CallRecord::bare(1, Value::from(7), super::super::session::Delivered::Nothing);
         w.append(
             &obj! {"end" => call(1, "ok"), "effects" => Value::Array(vec![]),
             "record" => record.to_value(), "coverage" => obj! {}, "budget_rejections" => 0},
@@ -1174,18 +1164,7 @@ mod tests {
                 Some(r) => super::super::session::Delivered::Result(obj! {"result" => r}),
                 None => super::super::session::Delivered::Nothing,
             };
-            CallRecord {
-                call,
-                request_id: Value::from(call as i64),
-                delivered,
-                effects: vec![],
-                replay_of: None,
-                note: None,
-                possible: Vec::new(),
-                dropped: None,
-                request_headers: Vec::new(),
-            }
-            .to_value()
+            CallRecord::bare(call, Value::from(call as i64), delivered).to_value()
         };
         let args = obj! {"order_id" => "o-1", "note" => "é \"quoted\""};
         // Keys out of canonical order, a float and a negative zero: the output is the

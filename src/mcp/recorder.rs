@@ -677,17 +677,11 @@ mod tests {
         let result = obj! {"content" => Value::Array(vec![])};
         storm.body_started(&handle);
         storm.end_call(&handle, Ok(result.clone()));
-        let record = CallRecord {
-            call: handle.id(),
-            request_id: Value::from(1),
-            delivered: Delivered::Result(obj! {"result" => result}),
-            effects: vec![],
-            replay_of: None,
-            note: None,
-            possible: Vec::new(),
-            dropped: None,
-            request_headers: Vec::new(),
-        };
+        let record = CallRecord::bare(
+            handle.id(),
+            Value::from(1),
+            Delivered::Result(obj! {"result" => result}),
+        );
         // The disk has room again, but the end line (whose counters count the lost call) is
         // refused: the relay withholds the answer it describes.
         r.end(&storm, handle.id(), &record, false);

@@ -209,6 +209,115 @@ pub struct CallRecord {
     /// The headers of the HTTP request that carried the call, by name, as the recording keeps
     /// them (credentials' values never, the rest redacted like arguments); empty on stdio.
     pub request_headers: Vec<(String, String)>,
+    /// Set when nobody saw the call's outcome: the request reached the server, and its answer
+    /// never reached the client whole (its stream was cut, the server exited mid-call or
+    /// mid-line). The server may have committed or not: the call is indeterminate.
+    pub unknown: Option<Unknown>,
+}
+
+/// Why a call's outcome is unknown, and what it would have committed had it run to its end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unknown {
+    /// What happened, e.g. `the server's answer was cut at byte 40`.
+    pub why: String,
+    /// The effects (name, key, redacted) the call commits when it runs, as its arguments
+    /// give them (the scenario's `effects` entry, or the annotations): a later call that
+    /// commits one of them again may be a second commit.
+    pub effects: Vec<(String, String)>,
+}
+
+impl Unknown {
+    /// The sidecar's `outcome_unknown` object.
+    fn to_value(&self) -> Value {
+        obj! {"why" => self.why.as_str(), "effects" => pairs_value(&self.effects)}
+    }
+
+    fn from_value(v: &Value, at: &str) -> Result<Unknown, ConfigError> {
+        let o = require_keys(v, &["why", "effects"], &[])
+            .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
+        let why = o
+            .get("why")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(&format!("{at}.why"), "expected a string"))?
+            .to_owned();
+        let effects = pairs_of(o.get("effects"), &format!("{at}.effects"))?;
+        Ok(Unknown { why, effects })
+    }
+}
+
+/// A possible duplicate commit: call `unknown`, whose outcome nobody saw, may have committed
+/// the effect `name` `key` that the later call `call` committed (or may have: `also_unknown`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownRepeat {
+    /// The call whose outcome is unknown.
+    pub unknown: u64,
+    /// Why it is.
+    pub why: String,
+    /// The other call: a later one, else an earlier one that committed the effect first.
+    pub call: u64,
+    /// Whether the later call's outcome is unknown too (else it committed the effect).
+    pub also_unknown: bool,
+    /// The effect's name.
+    pub name: String,
+    /// The effect's key.
+    pub key: String,
+}
+
+impl UnknownRepeat {
+    /// The line `check` gives: `possible duplicate commit: #1's outcome is unknown (...) and
+    /// #2 committed shipment A1 again`.
+    pub fn line(&self) -> String {
+        format!(
+            "possible duplicate commit: #{}'s outcome is unknown ({}) and #{} {} {} {} {}",
+            self.unknown,
+            crate::printable::line(&self.why),
+            self.call,
+            if self.also_unknown {
+                "may have committed"
+            } else {
+                "committed"
+            },
+            crate::printable::quoted(&self.name),
+            crate::printable::quoted(&self.key),
+            if self.call < self.unknown {
+                "before it"
+            } else {
+                "again"
+            },
+        )
+    }
+}
+
+/// `[{"name": ..., "key": ...}]`.
+fn pairs_value(pairs: &[(String, String)]) -> Value {
+    Value::Array(
+        pairs
+            .iter()
+            .map(|(n, k)| obj! {"name" => n.as_str(), "key" => k.as_str()})
+            .collect(),
+    )
+}
+
+/// Reads [`pairs_value`] back (absent: none).
+fn pairs_of(v: Option<&Value>, at: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    match v.unwrap_or(&Value::Null) {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let field = |k: &str| p.as_object().and_then(|o| o.get(k)).and_then(Value::as_str);
+                match (field("name"), field("key")) {
+                    (Some(n), Some(k)) => Ok((n.to_owned(), k.to_owned())),
+                    _ => Err(bad(
+                        &format!("{at}[{i}]"),
+                        "expected {\"name\": ..., \"key\": ...}",
+                    )),
+                }
+            })
+            .collect(),
+        _ => Err(bad(at, "expected a list")),
+    }
 }
 
 /// A request and its answer outside `tools/call` (`initialize`, `tools/list`,
@@ -500,6 +609,23 @@ fn body_of(v: &Value, key: &str, at: &str) -> Result<Value, ConfigError> {
 }
 
 impl CallRecord {
+    /// A record of call `call` that says nothing but what the client got (for tests).
+    #[cfg(test)]
+    pub(crate) fn bare(call: u64, request_id: Value, delivered: Delivered) -> CallRecord {
+        CallRecord {
+            call,
+            request_id,
+            delivered,
+            effects: vec![],
+            replay_of: None,
+            note: None,
+            possible: Vec::new(),
+            dropped: None,
+            request_headers: Vec::new(),
+            unknown: None,
+        }
+    }
+
     /// The record as the sidecar keeps it.
     pub fn to_value(&self) -> Value {
         let (kind, response) = match &self.delivered {
@@ -530,17 +656,15 @@ impl CallRecord {
         if !self.possible.is_empty()
             && let Value::Object(m) = &mut o
         {
-            let items = self
-                .possible
-                .iter()
-                .map(|(n, k)| obj! {"name" => n.as_str(), "key" => k.as_str()})
-                .collect();
-            m.push("possible_effects", Value::Array(items));
+            m.push("possible_effects", pairs_value(&self.possible));
         }
         if !self.request_headers.is_empty()
             && let Value::Object(m) = &mut o
         {
             m.push("request_headers", headers_value(&self.request_headers));
+        }
+        if let (Some(u), Value::Object(m)) = (&self.unknown, &mut o) {
+            m.push("outcome_unknown", u.to_value());
         }
         o
     }
@@ -619,6 +743,10 @@ impl CallRecord {
             }
             out.push('}');
         }
+        if let Some(u) = &self.unknown {
+            out.push_str(",\"outcome_unknown\":");
+            crate::json::write_compact(&u.to_value(), out);
+        }
         out.push('}');
         response
     }
@@ -637,34 +765,19 @@ impl CallRecord {
         let o = require_keys(
             v,
             &keys,
-            &["possible_effects", "dropped_response", "request_headers"],
+            &[
+                "possible_effects",
+                "dropped_response",
+                "request_headers",
+                "outcome_unknown",
+            ],
         )
         .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
         let field = |k: &str| o.get(k).unwrap_or(&Value::Null);
-        let possible = match field("possible_effects") {
-            Value::Null => Vec::new(),
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    let name = p
-                        .as_object()
-                        .and_then(|o| o.get("name"))
-                        .and_then(Value::as_str);
-                    let key = p
-                        .as_object()
-                        .and_then(|o| o.get("key"))
-                        .and_then(Value::as_str);
-                    match (name, key) {
-                        (Some(n), Some(k)) => Ok((n.to_owned(), k.to_owned())),
-                        _ => Err(bad(
-                            &format!("{at}.possible_effects[{i}]"),
-                            "expected {\"name\": ..., \"key\": ...}",
-                        )),
-                    }
-                })
-                .collect::<Result<_, _>>()?,
-            _ => return Err(bad(&format!("{at}.possible_effects"), "expected a list")),
+        let possible = pairs_of(o.get("possible_effects"), &format!("{at}.possible_effects"))?;
+        let unknown = match field("outcome_unknown") {
+            Value::Null => None,
+            u => Some(Unknown::from_value(u, &format!("{at}.outcome_unknown"))?),
         };
         let call = field("call")
             .as_i64()
@@ -742,6 +855,7 @@ impl CallRecord {
             possible,
             dropped,
             request_headers,
+            unknown,
         })
     }
 }
@@ -1184,6 +1298,56 @@ impl McpSession {
         out
     }
 
+    /// Each effect a call whose outcome is unknown may have committed that a later call
+    /// committed again (`effects`, the cassette's), or may have too (its outcome unknown as
+    /// well) — else that an earlier call committed before it: a possible duplicate commit,
+    /// one per effect (the first later call, else the first earlier one), in call order.
+    pub fn unknown_repeats(&self, effects: &[crate::report::Effect]) -> Vec<UnknownRepeat> {
+        let mut out = Vec::new();
+        for u in &self.calls {
+            let Some(unknown) = &u.unknown else { continue };
+            for (name, key) in &unknown.effects {
+                let committed = effects
+                    .iter()
+                    .filter(|e| e.call_id > u.call)
+                    .find(|e| e.name.to_lossy() == *name && e.key.to_lossy() == *key)
+                    .map(|e| (e.call_id, false));
+                let unsure = self
+                    .calls
+                    .iter()
+                    .filter(|v| v.call > u.call)
+                    .find(|v| {
+                        v.unknown
+                            .as_ref()
+                            .is_some_and(|w| w.effects.iter().any(|(n, k)| n == name && k == key))
+                    })
+                    .map(|v| (v.call, true));
+                let before = || {
+                    effects
+                        .iter()
+                        .filter(|e| e.call_id < u.call)
+                        .find(|e| e.name.to_lossy() == *name && e.key.to_lossy() == *key)
+                        .map(|e| (e.call_id, false))
+                };
+                let again = match (committed, unsure) {
+                    (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+                    (a, b) => a.or(b),
+                };
+                if let Some((call, also_unknown)) = again.or_else(before) {
+                    out.push(UnknownRepeat {
+                        unknown: u.call,
+                        why: unknown.why.clone(),
+                        call,
+                        also_unknown,
+                        name: name.clone(),
+                        key: key.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
     /// The possible duplicates that are only warnings: those [`Self::possible_duplicates`]
     /// finds that [`Self::declared_duplicates`] does not make duplicates.
     pub fn warned_duplicates(&self) -> Vec<(u64, u64, String, String)> {
@@ -1254,6 +1418,10 @@ mod tests {
                     possible: vec![("write".into(), "{}".into())],
                     dropped: Some(obj! {"result" => obj! {"content" => Value::Array(vec![])}}),
                     request_headers: vec![("mcp-session-id".into(), "s-1".into())],
+                    unknown: Some(Unknown {
+                        why: "the server exited mid-call".into(),
+                        effects: vec![("shipment".into(), "A1".into())],
+                    }),
                 },
                 CallRecord {
                     call: 2,
@@ -1267,6 +1435,7 @@ mod tests {
                     possible: Vec::new(),
                     dropped: None,
                     request_headers: Vec::new(),
+                    unknown: None,
                 },
             ],
             session_id: Some("0123456789abcdef".into()),
@@ -1305,6 +1474,7 @@ mod tests {
             possible: vec![("write".into(), "{}".into())],
             dropped: lost.then(|| obj! {"result" => obj! {}}),
             request_headers: Vec::new(),
+            unknown: None,
         };
         let mut tool = obj! {"name" => "write"};
         if let (Value::Object(o), false) = (&mut tool, annotations.is_null()) {
@@ -1346,6 +1516,54 @@ mod tests {
         warn.annotations = Annotations::Warn;
         assert!(warn.declared_duplicates().is_empty());
         assert_eq!(warn.warned_duplicates().len(), 1);
+    }
+
+    #[test]
+    fn a_commit_after_an_unknown_outcome_is_a_possible_duplicate_unless_it_committed_nothing() {
+        let answered =
+            |call: u64| CallRecord::bare(call, Value::from(call as i64), Delivered::Nothing);
+        let unknown = |call: u64| CallRecord {
+            unknown: Some(Unknown {
+                why: "cut".into(),
+                effects: vec![("shipment".into(), "A1".into())],
+            }),
+            ..answered(call)
+        };
+        let effect = |call_id: u64, key: &str| crate::report::Effect {
+            name: "shipment".into(),
+            key: key.into(),
+            call_id,
+            at: 0.0,
+            identity: 1,
+            redacted: false,
+        };
+        let mut s = sample();
+        s.calls = vec![unknown(1), answered(2), answered(3)];
+        // #2 committed nothing (a replay, the server's empty list): #3 committed A1 again.
+        let found = s.unknown_repeats(&[effect(3, "A1")]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].unknown, found[0].call), (1, 3));
+        assert_eq!(
+            found[0].line(),
+            "possible duplicate commit: #1's outcome is unknown (cut) and #3 committed shipment A1 again"
+        );
+        // Another key is no repeat of it.
+        assert!(s.unknown_repeats(&[effect(2, "B2")]).is_empty());
+        // A commit before the call whose outcome is unknown may have been committed again.
+        s.calls = vec![answered(1), unknown(2)];
+        let found = s.unknown_repeats(&[effect(1, "A1")]);
+        assert_eq!(
+            found.iter().map(UnknownRepeat::line).collect::<Vec<_>>(),
+            [
+                "possible duplicate commit: #2's outcome is unknown (cut) and #1 committed shipment A1 before it"
+            ]
+        );
+        // Two calls whose outcome nobody saw may both have committed.
+        s.calls = vec![unknown(1), unknown(2)];
+        let found = s.unknown_repeats(&[]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].also_unknown && found[0].call == 2, "{found:?}");
+        assert!(found[0].line().contains("#2 may have committed"));
     }
 
     #[test]
@@ -1421,6 +1639,10 @@ mod tests {
                     ("authorization".into(), "[REDACTED]".into()),
                     ("x-trace".into(), "é\"1".into()),
                 ],
+                unknown: Some(Unknown {
+                    why: "cut at byte 9 \"here\"".into(),
+                    effects: vec![("shipment".into(), "A\t1".into())],
+                }),
             });
         }
         for r in &records {

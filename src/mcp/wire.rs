@@ -17,6 +17,10 @@ pub const MAX_PARSED_LINE: usize = 8_000_000;
 pub const EFFECTS_META_KEY: &str = "dev.toolstorm/effects";
 /// The `_meta` key of an answer the proxy made up: which rule and fault produced it.
 pub const FAULT_META_KEY: &str = "dev.toolstorm/fault";
+/// The key, in the `data` of an error the proxy answers in the server's place, that says the
+/// request reached the server and its answer was lost on the way (`"unknown"`): the outcome
+/// is unknown, the server may have committed.
+pub const OUTCOME_DATA_KEY: &str = "dev.toolstorm/outcome";
 /// The 2026-07-28 per-request `_meta` key carrying the protocol version.
 pub const VERSION_META_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 

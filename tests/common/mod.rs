@@ -221,3 +221,15 @@ pub fn recording_rerun(
         Some(PathBuf::from(env!("CARGO_BIN_EXE_toolstorm-tui"))),
     )
 }
+
+/// Asserts `check` (exit `code`, output `out`) failed a recording whose call #1's outcome is
+/// unknown and whose call #2 committed order A1's shipment again.
+pub fn assert_possible_duplicate(code: i32, out: &str) {
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("✗ No duplicate side effects"), "{out}");
+    assert!(
+        out.contains("possible duplicate commit: #1's outcome is unknown"),
+        "{out}"
+    );
+    assert!(out.contains("#2 committed shipment A1 again"), "{out}");
+}

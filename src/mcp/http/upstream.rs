@@ -759,6 +759,18 @@ fn error_for(body: &[u8], id: &Id, status: u16) -> Option<Vec<u8>> {
 /// A JSON-RPC error answering `id` in the server's place.
 fn error_answer(id: &Id, message: &str, status: Option<u16>) -> Vec<u8> {
     let data = status.map(|s| crate::obj! { "http_status" => i64::from(s) });
+    error_line(id, message, data)
+}
+
+/// A JSON-RPC error answering `id` in the server's place when the server had the request and
+/// its answer was lost on the way (a stream cut before the answer, a body cut short): its
+/// data says the outcome is unknown ([`wire::OUTCOME_DATA_KEY`]).
+fn unknown_answer(id: &Id, message: &str) -> Vec<u8> {
+    let data = crate::obj! { wire::OUTCOME_DATA_KEY => "unknown" };
+    error_line(id, message, Some(data))
+}
+
+fn error_line(id: &Id, message: &str, data: Option<crate::json::Value>) -> Vec<u8> {
     let mut line = wire::error_line(id, -32000, message, data);
     while line.last() == Some(&b'\n') {
         line.pop();
@@ -1027,7 +1039,7 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
         Err(why) => {
             let why = format!("the MCP server's answer could not be read: {why}");
             shared
-                .deliver(error_answer(&id, &why, None), origin(502, headers, true))
+                .deliver(unknown_answer(&id, &why), origin(502, headers, true))
                 .await;
         }
     }
@@ -1389,7 +1401,7 @@ async fn resume(
     shared.note(&why);
     shared
         .deliver(
-            error_answer(id, &why, None),
+            unknown_answer(id, &why),
             Origin {
                 json: true,
                 ..origin

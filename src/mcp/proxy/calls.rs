@@ -19,10 +19,10 @@ use super::link::{Answer, HeldAnswer, LongAnswer, LongRequest, Pending, Relay, T
 use super::stop::NO_ROOM;
 use crate::error::{Error, Result};
 use crate::json::{Object, Value, canonical, sha256_hex};
-use crate::mcp::evidence::Evidence;
+use crate::mcp::evidence::{Evidence, would_commit};
 use crate::mcp::http::listen::control;
 use crate::mcp::scenario::Delivery;
-use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unreadable, keep_borrowed};
+use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unknown, Unreadable, keep_borrowed};
 use crate::mcp::summary::{FIRST_PIECE, summarise_arguments, summary};
 use crate::mcp::wire::{self, FAULT_META_KEY, Id, Message, error_line_as, result_line_as};
 use crate::obj;
@@ -43,6 +43,8 @@ struct Committed {
     /// Whether the call's output is the result its record's answer holds (the engine was
     /// given none: [`Answer::InRecord`]).
     output_in_answer: bool,
+    /// Why nobody saw the call's outcome, when nobody did (it is indeterminate).
+    unknown: Option<String>,
 }
 
 /// The tool a `tools/call`'s params name, as the record keeps it, and a note when the name
@@ -283,6 +285,7 @@ impl Relay {
                 awaiting_input: false,
                 note,
                 request_headers: Vec::new(),
+                cut_at: None,
             },
         );
         self.by_request.entry(id).or_default().push_back(call);
@@ -425,7 +428,7 @@ impl Relay {
         }
         if let Some(p) = self.take(call) {
             let note = "cancelled by the client before it reached the server";
-            self.abandon(p, Err(cancellation()), note);
+            self.abandon(p, Err(cancellation()), note, None);
         }
         true
     }
@@ -471,6 +474,7 @@ impl Relay {
         } else {
             note
         };
+        let unknown = committed.unknown.map(|why| self.unknown_outcome(&p, why));
         let mut record = CallRecord {
             call: p.handle.id(),
             request_id: p.request_id.clone(),
@@ -481,6 +485,7 @@ impl Relay {
             possible: committed.possible,
             dropped: committed.dropped,
             request_headers: std::mem::take(&mut p.request_headers),
+            unknown,
         };
         let room = self.answer_has_room(&record, &outcome, output_in_answer);
         if room {
@@ -509,6 +514,18 @@ impl Relay {
         }
     }
 
+    /// The record of a call whose outcome nobody saw: `why`, and the effects it commits when
+    /// it runs, named as the cassette names effects (redacted).
+    fn unknown_outcome(&self, p: &Pending, why: String) -> Unknown {
+        let r = self.storm.redactor();
+        let named = |s: String| r.replace_secrets(&crate::json::Text::from(s)).to_lossy();
+        let effects = would_commit(self.scenario.as_ref(), &self.tools, &p.tool, &p.arguments)
+            .into_iter()
+            .map(|o| (named(o.name), named(o.key)))
+            .collect();
+        Unknown { why, effects }
+    }
+
     /// Ends a call that never reached the server, with `line` (an error) for the client.
     pub(super) fn end_unsent(
         &mut self,
@@ -529,16 +546,20 @@ impl Relay {
 
     /// Ends a call whose client gets nothing (more) from us: cancelled, the session over, or
     /// answered already.
-    fn abandon(&mut self, p: Pending, outcome: Result<Value>, note: impl Into<String>) {
+    /// `unknown` says why nobody saw its outcome, when nobody did.
+    fn abandon(
+        &mut self,
+        p: Pending,
+        outcome: Result<Value>,
+        note: impl Into<String>,
+        unknown: Option<String>,
+    ) {
         let note = Some(note.into());
-        self.conclude(
-            p,
-            outcome,
-            Delivered::Nothing,
-            None,
-            Committed::default(),
-            note,
-        );
+        let committed = Committed {
+            unknown,
+            ..Committed::default()
+        };
+        self.conclude(p, outcome, Delivered::Nothing, None, committed, note);
     }
 
     /// Gives an injected fault's outcome to the client (per the rule's delivery).
@@ -766,6 +787,7 @@ impl Relay {
         // What committed: effects are recorded while the call still runs.
         let mut committed = Committed {
             output_in_answer: in_record,
+            unknown: lost_on_the_way(&delivered),
             ..Committed::default()
         };
         if let (Some(r), true) = (result, p.forwarded) {
@@ -1019,7 +1041,38 @@ impl Relay {
         }
     }
 
-    /// The server died: every call it held is answered with an error and recorded.
+    /// The server's output ended mid-line: its last bytes are no message and go nowhere. When
+    /// they begin an answer to a call, the call keeps where its answer was cut (it is ended
+    /// when the server's exit is known: [`Relay::server_died`]).
+    pub(super) fn server_cut(&mut self, bytes: &[u8]) {
+        let n = bytes.len() as u64;
+        let body = trim(bytes);
+        // Its id, when the cut left it whole (a scan finds the members it can).
+        let id = wire::unread_answer_id(body).or_else(|| {
+            let r = wire::member(body, "id")?;
+            wire::member(body, "method")
+                .is_none()
+                .then(|| raw_id(&body[r]))?
+        });
+        let call = id.and_then(|id| self.answered_call(&id));
+        match call.and_then(|c| self.pending.get_mut(&c)) {
+            Some(p) => {
+                p.cut_at = Some(n);
+                let msg = format!(
+                    "the server's output ended mid-line: its answer to call #{} was cut at byte \
+                     {n}; the half line was not relayed",
+                    p.handle.id()
+                );
+                self.note(&msg);
+            }
+            None => self.note(&format!(
+                "the server's output ended mid-line ({n} bytes that are no message): not relayed"
+            )),
+        }
+    }
+
+    /// The server died: every call it held is answered with an error and recorded. A call
+    /// the server had is indeterminate: it may have committed before the server left.
     pub(super) fn server_died(&mut self, status: Option<String>) {
         let mut calls: Vec<u64> = self.pending.keys().copied().collect();
         calls.sort_unstable();
@@ -1040,9 +1093,10 @@ impl Relay {
                 continue;
             }
             let outcome = Err(Error::raised("ServerExited", message.clone()));
+            let unknown = unseen(&p, &message);
             if p.cancelled || p.awaiting_input {
                 // It was answered already (input required) or is not wanted: no second answer.
-                self.abandon(p, outcome, message.clone());
+                self.abandon(p, outcome, message.clone(), unknown);
                 continue;
             }
             let line = error_line_as(&p.raw_id, -32000, &message, None);
@@ -1050,14 +1104,11 @@ impl Relay {
                 obj! {"error" => obj! {"code" => -32000, "message" => message.as_str()}},
             );
             let note = Some(message.clone());
-            self.conclude(
-                p,
-                outcome,
-                delivered,
-                Some(line),
-                Committed::default(),
-                note,
-            );
+            let committed = Committed {
+                unknown,
+                ..Committed::default()
+            };
+            self.conclude(p, outcome, delivered, Some(line), committed, note);
         }
     }
 
@@ -1072,10 +1123,41 @@ impl Relay {
                 } else {
                     why.to_owned()
                 };
-                self.abandon(p, Err(cancellation()), note);
+                let unknown = unseen(&p, why);
+                self.abandon(p, Err(cancellation()), note, unknown);
             }
         }
     }
+}
+
+/// Why nobody saw the outcome of call `p`, which ended without its answer (`ended` says how),
+/// when the server had it: none for a call the server never got, or whose answer came
+/// already (`input_required`).
+fn unseen(p: &Pending, ended: &str) -> Option<String> {
+    if !p.forwarded || p.awaiting_input {
+        return None;
+    }
+    Some(match p.cut_at {
+        Some(n) => format!(
+            "the server's answer was cut at byte {n} (its output ended mid-line) and never \
+             reached the client; {ended}"
+        ),
+        None => format!("{ended}, after the request had reached it: it may have committed or not"),
+    })
+}
+
+/// Why the outcome is unknown, when `delivered` is an error the proxy's HTTP side made in the
+/// server's place after the server had the request ([`wire::OUTCOME_DATA_KEY`]).
+fn lost_on_the_way(delivered: &Delivered) -> Option<String> {
+    let Delivered::Error(body) = delivered else {
+        return None;
+    };
+    let e = body.as_object()?.get("error")?.as_object()?;
+    let said = e.get("data")?.as_object()?.get(wire::OUTCOME_DATA_KEY)?;
+    (said.as_str() == Some("unknown")).then(|| {
+        let message = e.get("message").and_then(Value::as_str).unwrap_or("");
+        format!("{message}; the request had reached the server: it may have committed or not")
+    })
 }
 
 /// The member of an answer that holds what the client gets: its result, else its error.

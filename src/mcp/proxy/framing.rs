@@ -44,6 +44,9 @@ pub enum Event {
     Line(Side, Vec<u8>, Option<ReadAhead>),
     /// A piece of an oversized line; `true` on its last piece.
     Piece(Side, Vec<u8>, bool),
+    /// The side's output ended in the middle of a line: its last bytes, no message (a line
+    /// without its newline that is no JSON value). Never relayed as a message.
+    Cut(Side, Vec<u8>),
     /// The side closed its output.
     Eof(Side),
     /// A signal ends the session (its number).
@@ -200,9 +203,17 @@ pub fn read_messages(
         };
         if buf.is_empty() {
             if !line.is_empty() {
+                // The last line has no newline: a whole message still (a sender's last, written
+                // without one), or a line cut short.
                 let n = line.len();
-                let message = read_here(&line, flow, look);
-                let _ = send(Event::Line(side, std::mem::take(&mut line), message), n);
+                let line = std::mem::take(&mut line);
+                let event = if is_cut(&line) {
+                    Event::Cut(side, line)
+                } else {
+                    let message = read_here(&line, flow, look);
+                    Event::Line(side, line, message)
+                };
+                let _ = send(event, n);
             }
             break;
         }
@@ -251,6 +262,16 @@ pub fn read_messages(
         }
     }
     let _ = tx(Event::Eof(side));
+}
+
+/// Whether a stream's last bytes, which no newline ended, are a line cut short: not a JSON
+/// value (blank bytes are no line at all).
+fn is_cut(line: &[u8]) -> bool {
+    let body = trim(line);
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return false;
+    }
+    !wire::is_json(body)
 }
 
 /// The line without its line ending.
@@ -359,7 +380,33 @@ mod tests {
         );
         let got: Vec<Event> = rx.try_iter().collect();
         assert!(matches!(&got[0], Event::Line(Side::Server, l, _) if l == b"a\n"));
-        assert!(matches!(&got[1], Event::Line(Side::Server, l, _) if l == b"b"));
+        // `b` is no JSON value and no newline ended it: a line cut short.
+        assert!(matches!(&got[1], Event::Cut(Side::Server, l) if l == b"b"));
         assert!(matches!(&got[2], Event::Eof(Side::Server)));
+    }
+
+    #[test]
+    fn a_last_line_without_its_newline_is_a_message_when_whole_and_cut_when_not() {
+        for (input, cut) in [
+            (&br#"{"jsonrpc":"2.0","id":1,"result":{}}"#[..], false),
+            (&br#"{"jsonrpc":"2.0","id":1,"result":{"cont"#[..], true),
+            (&b"\xff\xfe"[..], true),
+        ] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            read_messages(
+                input,
+                Side::Server,
+                &|e| tx.send(e).is_ok(),
+                &Flow::new(),
+                None,
+            );
+            let got: Vec<Event> = rx.try_iter().collect();
+            match &got[0] {
+                Event::Cut(Side::Server, l) => assert!(cut && l == input, "{input:?}"),
+                Event::Line(Side::Server, l, _) => assert!(!cut && l == input, "{input:?}"),
+                other => panic!("{input:?}: {other:?}"),
+            }
+            assert!(matches!(&got[1], Event::Eof(Side::Server)), "{input:?}");
+        }
     }
 }

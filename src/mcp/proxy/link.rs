@@ -458,6 +458,9 @@ pub(super) struct Pending {
     pub(super) note: Option<String>,
     /// The headers of the HTTP request that carried it, as the recording keeps them.
     pub(super) request_headers: Vec<(String, String)>,
+    /// The bytes of its answer the server wrote before its output ended mid-line (never
+    /// relayed: the client gets no half message).
+    pub(super) cut_at: Option<u64>,
 }
 
 /// A long server line answering a call, passed on in pieces.

@@ -359,6 +359,16 @@ impl Runs for Relay {
                 }
                 self.flow(side).release(n);
             }
+            Event::Cut(side, bytes) => {
+                let n = bytes.len();
+                match side {
+                    Side::Client => self.note(&format!(
+                        "the client's input ended mid-line ({n} bytes that are no message): not relayed"
+                    )),
+                    Side::Server => self.server_cut(&bytes),
+                }
+                self.flow(side).release(n);
+            }
             Event::Eof(Side::Client) => {
                 // The client is done sending: the server's input closes and it has a grace
                 // to answer what it holds and exit; its answers are still relayed.
