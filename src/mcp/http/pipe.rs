@@ -90,6 +90,17 @@ impl Inlet {
     }
 }
 
+impl Inlet {
+    /// Ends the stream a [`LinesIn`] reads from this inlet, after what was sent before it (a
+    /// signal's stop, from a plain thread: it waits for room). Nothing for the relay's inlet,
+    /// which ends when its last clone goes.
+    pub fn end_lines(&self) {
+        if let Inlet::Lines(tx) = self {
+            let _ = tx.blocking_send(Vec::new());
+        }
+    }
+}
+
 impl Feed {
     /// Sends the relay a message already counted in the budget, as the reader thread cuts a
     /// stream: a line (read ahead when short), or, when it is longer than a message the relay
@@ -126,7 +137,8 @@ impl Feed {
 }
 
 /// A byte stream made of the messages sent on a channel, each followed by a newline; it ends
-/// when every sender is gone.
+/// when every sender is gone, or at an empty message ([`Inlet::end_lines`]: no message is
+/// empty).
 #[derive(Debug)]
 pub struct LinesIn {
     rx: mpsc::Receiver<Vec<u8>>,
@@ -152,6 +164,10 @@ impl Read for LinesIn {
         while self.at >= self.current.len() {
             // Called on a plain thread (the proxy's reader), never inside the runtime.
             match self.rx.blocking_recv() {
+                Some(m) if m.is_empty() => {
+                    self.rx.close();
+                    return Ok(0);
+                }
                 Some(mut m) => {
                     m.push(b'\n');
                     self.current = m;
