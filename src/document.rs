@@ -516,6 +516,22 @@ fn session_finished(m: &McpSession, report: &crate::report::Report, live: bool) 
         .filter(|c| c.status == crate::report::Status::Running)
         .map(|c| format!("#{} {}", c.id, crate::printable::quoted(&c.tool.to_lossy())))
         .collect();
+    // Calls the proxy gave up on while the server held them: whatever ended the session
+    // (a signal, the client leaving, the server exiting), their outcome is unknown.
+    let held: Vec<String> = m
+        .calls
+        .iter()
+        .filter(|r| r.unknown.as_ref().is_some_and(|u| u.at_end))
+        .map(|r| {
+            let tool = report
+                .calls
+                .iter()
+                .find(|c| c.id == r.call)
+                .map(|c| crate::printable::quoted(&c.tool.to_lossy()).into_owned())
+                .unwrap_or_default();
+            format!("#{} {tool}", r.call)
+        })
+        .collect();
     let detail = if live {
         format!(
             "the session is still running (its proxy holds the recording): {} call(s) in flight \
@@ -527,8 +543,16 @@ fn session_finished(m: &McpSession, report: &crate::report::Report, live: bool) 
                 format!(" ({})", in_flight.join(", "))
             }
         )
-    } else if in_flight.is_empty() {
+    } else if in_flight.is_empty() && held.is_empty() {
         format!("{}; no call was left in flight", how_it_ended(m))
+    } else if in_flight.is_empty() {
+        format!(
+            "{}, with {} call(s) still with the server ({}): nobody saw their outcome; the \
+             server may have committed them",
+            how_it_ended(m),
+            held.len(),
+            held.join(", ")
+        )
     } else {
         format!(
             "the session did not end: {} call(s) in flight with no answer on record ({}); the \
@@ -539,7 +563,7 @@ fn session_finished(m: &McpSession, report: &crate::report::Report, live: bool) 
     };
     Check {
         name: "Session finished".into(),
-        passed: in_flight.is_empty(),
+        passed: in_flight.is_empty() && (live || held.is_empty()),
         detail,
     }
 }

@@ -2885,7 +2885,8 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
 
 /// A shipping server that commits each call (a line in the file `argv[2]`) and then, per
 /// `argv[1]`: `exit` leaves without answering the first commit ever (later ones are
-/// answered); `half` writes the first 40 bytes of its answer, no newline, and leaves.
+/// answered); `half` writes the first 40 bytes of its answer, no newline, and leaves; `hold`
+/// never answers (it sleeps until it is stopped).
 const COMMIT_THEN_LEAVE: &str = r#"import json, os, sys
 mode, commits = sys.argv[1], sys.argv[2]
 for line in sys.stdin:
@@ -2908,6 +2909,9 @@ for line in sys.stdin:
             os._exit(0)
         if mode == "exit" and not before:
             os._exit(0)
+        if mode == "hold":
+            import time
+            time.sleep(600)
     else:
         r = {}
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
@@ -2979,6 +2983,44 @@ fn a_server_that_exits_mid_call_leaves_it_unknown_and_a_retry_a_possible_duplica
     assert_eq!(unknown_why(&side, 1), None, "the retry was answered");
     let (code, out, _) = cli(&["check", text(&incident)]);
     common::assert_possible_duplicate(code, &out);
+}
+
+#[test]
+fn a_session_stopped_while_the_server_holds_a_committed_call_is_not_finished() {
+    let (server, commits, faults, incident) = leaving("held");
+    let mut s = Session::start(
+        &[text(&faults), "--record", text(&incident)],
+        &["python3", text(&server), "hold", text(&commits)],
+        &[],
+    );
+    s.handshake();
+    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&commits).unwrap_or_default() != "A1\n" {
+        assert!(Instant::now() < until, "the server never committed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The server committed and holds its answer; the proxy is told to stop.
+    let pid = nix::unistd::Pid::from_raw(s.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let (code, err) = s.wait(Duration::from_secs(40));
+    // (0 when the end of its input, closed as it stops, is read before the signal.)
+    assert!(matches!(code, Some(143 | 0)), "{code:?} {err}");
+    let side = sidecar_json(&incident);
+    assert!(
+        unknown_why(&side, 0).is_some_and(|w| w.contains("the session ended")),
+        "{side:?}"
+    );
+    let (code, out, _) = cli(&["check", text(&incident)]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "✗ Session finished: the proxy finished the session, with 1 call(s) still with the \
+             server (#1 create_shipment): nobody saw their outcome; the server may have \
+             committed them"
+        ),
+        "{out}"
+    );
 }
 
 #[test]

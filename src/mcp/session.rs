@@ -224,16 +224,23 @@ pub struct Unknown {
     /// give them (the scenario's `effects` entry, or the annotations): a later call that
     /// commits one of them again may be a second commit.
     pub effects: Vec<(String, String)>,
+    /// Whether the call was still with the server when the session ended (whatever ended it:
+    /// a signal, the client leaving, the server exiting): `Session finished` fails on it.
+    pub at_end: bool,
 }
 
 impl Unknown {
-    /// The sidecar's `outcome_unknown` object.
+    /// The sidecar's `outcome_unknown` object (`at_session_end` only when true).
     fn to_value(&self) -> Value {
-        obj! {"why" => self.why.as_str(), "effects" => pairs_value(&self.effects)}
+        let mut v = obj! {"why" => self.why.as_str(), "effects" => pairs_value(&self.effects)};
+        if let (true, Value::Object(o)) = (self.at_end, &mut v) {
+            o.push("at_session_end", true);
+        }
+        v
     }
 
     fn from_value(v: &Value, at: &str) -> Result<Unknown, ConfigError> {
-        let o = require_keys(v, &["why", "effects"], &[])
+        let o = require_keys(v, &["why", "effects"], &["at_session_end"])
             .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
         let why = o
             .get("why")
@@ -241,7 +248,17 @@ impl Unknown {
             .ok_or_else(|| bad(&format!("{at}.why"), "expected a string"))?
             .to_owned();
         let effects = pairs_of(o.get("effects"), &format!("{at}.effects"))?;
-        Ok(Unknown { why, effects })
+        let at_end = match o.get("at_session_end") {
+            None => false,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| bad(&format!("{at}.at_session_end"), "expected true or false"))?,
+        };
+        Ok(Unknown {
+            why,
+            effects,
+            at_end,
+        })
     }
 }
 
@@ -1421,6 +1438,7 @@ mod tests {
                     unknown: Some(Unknown {
                         why: "the server exited mid-call".into(),
                         effects: vec![("shipment".into(), "A1".into())],
+                        at_end: true,
                     }),
                 },
                 CallRecord {
@@ -1526,6 +1544,7 @@ mod tests {
             unknown: Some(Unknown {
                 why: "cut".into(),
                 effects: vec![("shipment".into(), "A1".into())],
+                at_end: false,
             }),
             ..answered(call)
         };
@@ -1642,6 +1661,7 @@ mod tests {
                 unknown: Some(Unknown {
                     why: "cut at byte 9 \"here\"".into(),
                     effects: vec![("shipment".into(), "A\t1".into())],
+                    at_end: false,
                 }),
             });
         }

@@ -1837,6 +1837,26 @@ impl Control {
             .unwrap_or_default()
     }
 
+    /// Whether the client that asked `id` is gone before its answer: every stream waiting
+    /// for it has lost its connection (the client was killed, or gave up at its own timeout)
+    /// and cannot be resumed for the answer (no event of it was sent, so the client has no
+    /// id to resume from, or its revision does not resume). False when nothing waits for
+    /// `id` here (its stream was cut, or it came another way).
+    pub fn client_gone(&self, id: &Id) -> bool {
+        let Ok(face) = self.shared.face.lock() else {
+            return false;
+        };
+        let Some(q) = face.waiting.get(id).filter(|q| !q.is_empty()) else {
+            return false;
+        };
+        q.iter().all(|n| {
+            face.streams.get(n).is_none_or(|st| {
+                let closed = st.tx.as_ref().is_none_or(|t| t.is_closed());
+                closed && (!st.started || !st.resumable)
+            })
+        })
+    }
+
     /// No more client messages reach the relay (the proxy is ending).
     pub fn close(&self) {
         if let Ok(mut t) = self.shared.to_relay.lock() {

@@ -45,6 +45,8 @@ struct Committed {
     output_in_answer: bool,
     /// Why nobody saw the call's outcome, when nobody did (it is indeterminate).
     unknown: Option<String>,
+    /// Whether the call was still with the server when the session ended.
+    at_end: bool,
 }
 
 /// The tool a `tools/call`'s params name, as the record keeps it, and a note when the name
@@ -474,7 +476,9 @@ impl Relay {
         } else {
             note
         };
-        let unknown = committed.unknown.map(|why| self.unknown_outcome(&p, why));
+        let unknown = committed
+            .unknown
+            .map(|why| self.unknown_outcome(&p, why, committed.at_end));
         let mut record = CallRecord {
             call: p.handle.id(),
             request_id: p.request_id.clone(),
@@ -516,14 +520,18 @@ impl Relay {
 
     /// The record of a call whose outcome nobody saw: `why`, and the effects it commits when
     /// it runs, named as the cassette names effects (redacted).
-    fn unknown_outcome(&self, p: &Pending, why: String) -> Unknown {
+    fn unknown_outcome(&self, p: &Pending, why: String, at_end: bool) -> Unknown {
         let r = self.storm.redactor();
         let named = |s: String| r.replace_secrets(&crate::json::Text::from(s)).to_lossy();
         let effects = would_commit(self.scenario.as_ref(), &self.tools, &p.tool, &p.arguments)
             .into_iter()
             .map(|o| (named(o.name), named(o.key)))
             .collect();
-        Unknown { why, effects }
+        Unknown {
+            why,
+            effects,
+            at_end,
+        }
     }
 
     /// Ends a call that never reached the server, with `line` (an error) for the client.
@@ -555,8 +563,12 @@ impl Relay {
         unknown: Option<String>,
     ) {
         let note = Some(note.into());
+        // A call the server still holds when the proxy gives up on it is one the session
+        // ended with in flight (a client's cancellation before it reached the server has none).
+        let at_end = unknown.is_some();
         let committed = Committed {
             unknown,
+            at_end,
             ..Committed::default()
         };
         self.conclude(p, outcome, Delivered::Nothing, None, committed, note);
@@ -840,6 +852,22 @@ impl Relay {
                 );
                 (d, send, Some(n))
             }
+            _ if !p.cancelled
+                && self
+                    .ends
+                    .http
+                    .as_ref()
+                    .is_some_and(|c| c.client_gone(&p.id)) =>
+            {
+                // The HTTP client left before the answer came (killed, or its own timeout):
+                // nothing reached it. What the server said is kept: it is what committed.
+                if let Delivered::Result(body) = &delivered {
+                    committed.dropped = Some(body.clone());
+                }
+                let n = "the client was gone before the answer came (its connection had \
+                         closed): nothing reached it";
+                (Delivered::Nothing, None, Some(n.to_owned()))
+            }
             _ => {
                 let note = p
                     .cancelled
@@ -1105,6 +1133,7 @@ impl Relay {
             );
             let note = Some(message.clone());
             let committed = Committed {
+                at_end: unknown.is_some(),
                 unknown,
                 ..Committed::default()
             };
