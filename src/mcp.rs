@@ -17,6 +17,7 @@
 //! [`wire::EFFECTS_META_KEY`] — `{"dev.toolstorm/effects": [{"name": "shipment", "key":
 //! "o-1"}]}` — the MCP twin of [`crate::Storm::effect`], and the most trusted evidence.
 
+pub mod address;
 pub mod client;
 pub mod evidence;
 pub mod http;

@@ -238,7 +238,7 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         Ok(h) => h,
         Err(e) => return io.fail(format!("ValueError: {e}")),
     };
-    if !headers.is_empty() && !crate::mcp::http::upstream::is_url(&server) {
+    if !headers.is_empty() && !crate::mcp::address::is_url(&server) {
         return io.fail(
             "ValueError: --header is for a server reached by URL (give its http:// or https:// URL after `--`)",
         );

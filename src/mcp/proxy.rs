@@ -361,12 +361,14 @@ impl Proxy {
         if options.server.is_empty() {
             return Err(ProxyError::NoServer);
         }
-        if upstream::is_other_url(&options.server) {
+        if super::address::is_other_url(&options.server) {
             let url = options.server[0].to_string_lossy();
-            return Err(ProxyError::Remote(upstream::RemoteError::Url {
-                url: super::http::headers::shown_url(&url),
-                why: "the proxy reaches MCP servers over http or https".into(),
-            }));
+            return Err(ProxyError::Remote(upstream::RemoteError::Url(
+                super::address::UrlError {
+                    url: super::address::shown_url(&url),
+                    why: "the proxy reaches MCP servers over http or https".into(),
+                },
+            )));
         }
         if let Some(path) = &options.record {
             check_target(path, options.append).map_err(|error| ProxyError::Record {
@@ -458,7 +460,7 @@ impl Proxy {
         // so a session that cannot start leaves the earlier recording as it was; it exists
         // before any message is relayed.
         let mut facts = facts;
-        if upstream::is_url(&options.server) || options.listen.is_some() {
+        if super::address::is_url(&options.server) || options.listen.is_some() {
             let http = "streamable-http".to_owned();
             let stdio = "stdio".to_owned();
             facts.transport = Some(Box::new(super::session::Transport {
@@ -467,13 +469,13 @@ impl Proxy {
                 } else {
                     stdio.clone()
                 },
-                server: if upstream::is_url(&options.server) {
+                server: if super::address::is_url(&options.server) {
                     http
                 } else {
                     stdio
                 },
-                url: upstream::is_url(&options.server)
-                    .then(|| super::http::headers::recorded_url(&command[0])),
+                url: super::address::is_url(&options.server)
+                    .then(|| super::address::recorded_url(&command[0])),
                 listen: options.listen.as_ref().map(|l| l.addr.clone()),
                 // The client's headers are learnt as its requests come; the proxy's own are
                 // kept apart, their values hidden.
@@ -552,7 +554,7 @@ impl Proxy {
             Some(l) => Some(bind(l).map_err(ProxyError::Listen)?),
             None => None,
         };
-        let remote_server = upstream::is_url(&options.server);
+        let remote_server = super::address::is_url(&options.server);
         let runtime = if remote_server || options.listen.is_some() {
             Some(super::http::runtime().map_err(ProxyError::Runtime)?)
         } else {

@@ -690,7 +690,10 @@ impl Listener {
             }
             if !seen.contains_key(n.as_str()) {
                 let v = v.to_str().unwrap_or("");
-                seen.insert(n.as_str().to_owned(), headers::recorded(n.as_str(), v));
+                seen.insert(
+                    n.as_str().to_owned(),
+                    crate::redact::named::recorded(n.as_str(), v),
+                );
             }
         }
     }
@@ -718,13 +721,13 @@ impl Listener {
                     .join(", ");
                 let (n, v) = (n.as_str().to_owned(), joined.as_str());
                 // Short values are remembered (the cache stays small); a long one is cut anew.
-                if v.len() > headers::KEPT_VALUE {
-                    let kept = headers::recorded(&n, v);
+                if v.len() > crate::redact::named::KEPT_VALUE {
+                    let kept = crate::redact::named::recorded(&n, v);
                     return (n, kept);
                 }
                 let kept = cache
                     .entry((n.clone(), v.to_owned()))
-                    .or_insert_with_key(|(n, v)| headers::recorded(n, v))
+                    .or_insert_with_key(|(n, v)| crate::redact::named::recorded(n, v))
                     .clone();
                 (n, kept)
             })

@@ -57,77 +57,15 @@ type HttpClient = Client<hyper_rustls::HttpsConnector<super::route::Route>, Full
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
     /// The URL is not one.
-    #[error("{url:?} is not an http:// or https:// URL: {why}")]
-    Url {
-        /// As given, its secrets hidden ([`super::headers::shown_url`]).
-        url: String,
-        /// Why.
-        why: String,
-    },
+    /// The URL cannot be used.
+    #[error(transparent)]
+    Url(#[from] crate::mcp::address::UrlError),
     /// The TLS set-up failed (the extra roots could not be read).
     #[error("cannot set up TLS: {0}")]
     Tls(String),
     /// The environment names a proxy for the server that the proxy cannot go through.
     #[error("{0}")]
     Proxy(String),
-}
-
-/// Whether a server named after `--` is a URL (one word, `http://` or `https://`).
-pub fn is_url(words: &[std::ffi::OsString]) -> bool {
-    matches!(words, [one] if one.to_str().is_some_and(|s| {
-        let l = s.to_ascii_lowercase();
-        l.starts_with("http://") || l.starts_with("https://")
-    }))
-}
-
-/// Whether a server named after `--` is a URL of another scheme (`ftp://`, `ws://`): one word
-/// whose text before `://` is a URL scheme. It is refused by name, not started as a command.
-pub fn is_other_url(words: &[std::ffi::OsString]) -> bool {
-    let [one] = words else {
-        return false;
-    };
-    let Some((scheme, _)) = one.to_str().and_then(|s| s.split_once("://")) else {
-        return false;
-    };
-    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !is_url(words)
-}
-
-/// Parses a server URL.
-pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
-    let fail = |why: &str| RemoteError::Url {
-        url: super::headers::shown_url(url),
-        why: why.to_owned(),
-    };
-    let uri: Uri = url
-        .parse()
-        .map_err(|e: hyper::http::uri::InvalidUri| fail(&e.to_string()))?;
-    match uri.scheme_str() {
-        Some("http" | "https") => {}
-        _ => return Err(fail("the scheme must be http or https")),
-    }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err(fail("it names no host"));
-    }
-    // (A password with an unescaped `#`, `/` or `?` ends the authority early and leaves a
-    // word where the port is.)
-    let host_port = uri.authority().map_or("", |a| {
-        a.as_str().rsplit_once('@').map_or(a.as_str(), |(_, h)| h)
-    });
-    let port = match host_port.rsplit_once(']') {
-        Some((_, after)) => after.strip_prefix(':'),
-        None => host_port.rsplit_once(':').map(|(_, p)| p),
-    };
-    if port.is_some_and(|p| !p.bytes().all(|b| b.is_ascii_digit())) {
-        return Err(fail(
-            "its port is not a number (a password with '#', '/' or '?' must be written \
-             %-escaped)",
-        ));
-    }
-    Ok(uri)
 }
 
 /// A URL's user and password taken out of it, as an `Authorization: Basic` value (what curl
@@ -351,7 +289,7 @@ impl Remote {
         inlet: Inlet,
         log: Box<dyn Write + Send>,
     ) -> Result<(Remote, LinesOut), RemoteError> {
-        let (uri, basic) = take_credentials(parse_url(url)?);
+        let (uri, basic) = take_credentials(crate::mcp::address::parse_url(url)?);
         let mut fixed = fixed;
         if let Some(b) = basic
             && !fixed
@@ -365,7 +303,7 @@ impl Remote {
             let _entered = runtime.enter();
             client(&uri)?
         };
-        let mut shown = super::headers::shown_url(url);
+        let mut shown = crate::mcp::address::shown_url(url);
         if let Some(v) = &via {
             shown = format!("{shown} (through the proxy {})", v.shown);
         }
@@ -1570,6 +1508,7 @@ impl Passage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::address::{is_other_url, is_url, parse_url};
 
     #[test]
     fn a_batchs_requests_and_answers_are_known_by_a_scan_however_long_or_deep() {
