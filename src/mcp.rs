@@ -27,6 +27,8 @@ pub mod recorder;
 pub mod replay;
 pub mod scenario;
 pub mod session;
+pub mod stdio;
 pub mod summary;
 pub mod tools;
+pub mod transport;
 pub mod wire;

@@ -657,7 +657,7 @@ fn read_lines(out: impl Read, shared: &Shared) {
                     shared.oversized(&line);
                     continue;
                 }
-                shared.on_line(super::proxy::framing::trim(&line));
+                shared.on_line(super::transport::trim(&line));
             }
         }
     }

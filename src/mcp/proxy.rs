@@ -6,9 +6,9 @@
 //! effects with their evidence; the recording is written ahead of every answer.
 //!
 //! A proxy is a chain of small stages, each in its own module and testable alone:
-//! - [`framing`]: reader threads cut each stream into whole messages, with a byte budget that
-//!   gives back-pressure (an HTTP side's tasks send whole messages themselves, within the
-//!   same budget); whole messages only go out, never one inside another.
+//! - the transports below it ([`super::stdio`]'s reader threads, [`super::http`]'s tasks) cut
+//!   each stream into whole messages within a byte budget that gives back-pressure
+//!   ([`super::transport`]); whole messages only go out, never one inside another.
 //! - `link`: the relay's state — the engine run, the recording, the calls in hand — and the
 //!   two ends it writes to: the bytes for each are held with the journal lines describing
 //!   them and written journal first, once per batch of messages (a group commit).
@@ -28,7 +28,6 @@
 mod batch;
 mod calls;
 pub mod child;
-pub mod framing;
 pub mod inbox;
 mod link;
 mod relay;
@@ -39,7 +38,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use self::framing::{Event, Flow, Side, read_messages};
 use self::inbox::{Hub, Tx};
 use self::link::{Ends, Relay};
 use super::http::listen::{ListenError, ListenOptions, bind, listen};
@@ -47,6 +45,8 @@ use super::http::upstream::{self, Remote, RemoteError, Routing};
 use super::recorder::Recorder;
 use super::scenario::{MAX_RECORDED_CALLS, McpScenario};
 use super::session::McpSession;
+use super::stdio::read_messages;
+use super::transport::{Event, Flow, Side};
 use crate::clock::RealClock;
 use crate::error::ConfigError;
 use crate::storm::Storm;

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::framing::{Kept, Side, trim};
 use super::link::{Answer, HeldAnswer, LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
 use super::stop::NO_ROOM;
 use crate::error::{Error, Result};
@@ -24,6 +23,7 @@ use crate::mcp::http::listen::control;
 use crate::mcp::scenario::Delivery;
 use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unknown, Unreadable, keep_borrowed};
 use crate::mcp::summary::{FIRST_PIECE, summarise_arguments, summary};
+use crate::mcp::transport::{Kept, Side, trim};
 use crate::mcp::wire::{self, FAULT_META_KEY, Id, Message, error_line_as, result_line_as};
 use crate::obj;
 use crate::rule::FaultKind;
@@ -1211,7 +1211,7 @@ fn kept_body(key: &'static str, body: Value) -> (Kept, Value) {
 }
 
 /// What the record keeps of a server's answer, worked out on its reader's thread
-/// ([`framing::Look`]): the relay then has only to take it. The message is left as it was
+/// ([`crate::mcp::transport::Look`]): the relay then has only to take it. The message is left as it was
 /// but for its members' order. `None` for a message that is no answer.
 pub(super) fn keep_answer(message: &mut Message) -> Option<Kept> {
     let Message::Response {

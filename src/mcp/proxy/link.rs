@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use sha2::Sha256;
 
-use super::framing::{Flow, Outgoing, Side};
 use crate::error::Result;
 use crate::hashing::{Map, Set};
 use crate::json::Value;
@@ -18,6 +17,7 @@ use crate::mcp::evidence::{Ledger, ToolIndex};
 use crate::mcp::recorder::Recorder;
 use crate::mcp::scenario::{Delivery, McpScenario};
 use crate::mcp::session::McpSession;
+use crate::mcp::transport::{Flow, Outgoing, Side};
 use crate::mcp::wire::Id;
 use crate::rule::Rule;
 use crate::storm::{CallHandle, Storm};

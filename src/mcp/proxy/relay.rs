@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use super::Ending;
 use super::ServerEnd;
-use super::framing::{Event, Flow, Kept, Side, trim};
 use super::inbox::{Hub, Runs, Served};
 use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer};
 use crate::json::Value;
 use crate::mcp::session::{Exchange, keep};
+use crate::mcp::transport::{Event, Flow, Kept, Side, trim};
 use crate::mcp::wire::{self, Id, Message};
 
 impl Relay {
