@@ -3032,7 +3032,7 @@ fn odd_requests_and_answers_that_answer_nothing_are_answered_at_once_never_waite
 
 #[test]
 fn an_invalid_request_to_a_listening_proxy_is_400_at_once() {
-    let (_record, p) = listening("http-invalid", "invalid.json", &[]);
+    let (record, p) = listening("http-invalid", "invalid.json", &[]);
     let url = p.url().to_owned();
     let session = initialize(&url, &[]);
     let h = [("Mcp-Session-Id", session.as_str())];
@@ -3049,6 +3049,21 @@ fn an_invalid_request_to_a_listening_proxy_is_400_at_once() {
         assert!(started.elapsed() < Duration::from_secs(10), "{body} waited");
     }
     let _ = p.stop();
+    // Each refusal is on record, as on stdio.
+    let side =
+        toolstorm::mcp::session::McpSession::load(&toolstorm::mcp::session::sidecar_path(&record))
+            .expect("sidecar");
+    assert_eq!(
+        side.refused_requests.len(),
+        3,
+        "{:?}",
+        side.refused_requests
+    );
+    assert!(
+        side.refused_requests[0].contains("null"),
+        "{:?}",
+        side.refused_requests
+    );
 }
 
 /// A stdio client's session, recorded in a folder named by `tag`, with a server that cuts the

@@ -287,6 +287,9 @@ struct Listener {
     /// Header values as the recording keeps them, by name and value (the same headers come
     /// with every call: each is redacted once).
     recorded: Mutex<Map<(String, String), String>>,
+    /// Requests refused as invalid since the relay last looked (why each was), for the
+    /// session's `refused_requests`; at most [`crate::mcp::session::REFUSED_KEPT`].
+    refused: Mutex<Vec<String>>,
 }
 
 /// Header names kept for the recording, at most (for the session, and per request).
@@ -412,6 +415,7 @@ pub fn listen(
         connections: Mutex::new(Connections::new(connection_cap())),
         body_timeout: head_timeout,
         seen: Mutex::default(),
+        refused: Mutex::default(),
         call_headers: Tags::default(),
         recorded: Mutex::default(),
     });
@@ -673,6 +677,15 @@ fn header<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
 }
 
 impl Listener {
+    /// Keeps why a request was refused for the session's record (the first few).
+    fn refuse(&self, why: &str) {
+        if let Ok(mut r) = self.refused.lock()
+            && r.len() < crate::mcp::session::REFUSED_KEPT
+        {
+            r.push(why.to_owned());
+        }
+    }
+
     fn note(&self, text: &str) {
         if let Ok(mut log) = self.log.lock() {
             let _ = writeln!(log, "toolstorm-tui mcp: {}", crate::printable::line(text));
@@ -918,6 +931,7 @@ impl Listener {
             Message::Invalid(why) => {
                 // Answered at once: no answer could find its way back by that id.
                 self.note(&format!("refused an invalid request: {why}"));
+                self.refuse(why);
                 return rpc_refusal(400, None, &format!("Invalid Request: {why}"));
             }
             Message::Other(why) => {
@@ -925,9 +939,13 @@ impl Listener {
                 // object without a method) is an invalid request, as JSON-RPC tells them apart.
                 return match json(&line) {
                     false => {
+                        self.refuse(&format!("not JSON: {why}"));
                         rpc_refusal_with(400, None, PARSE_ERROR, &format!("Parse error: {why}"))
                     }
-                    true => rpc_refusal(400, None, &format!("Invalid Request: {why}")),
+                    true => {
+                        self.refuse(why);
+                        rpc_refusal(400, None, &format!("Invalid Request: {why}"))
+                    }
                 };
             }
         };
@@ -1858,6 +1876,15 @@ impl Control {
                 closed && (!st.started || !st.resumable)
             })
         })
+    }
+
+    /// Why each request refused as invalid since the last look was (taken).
+    pub fn refused_since(&self) -> Vec<String> {
+        self.shared
+            .refused
+            .lock()
+            .map(|mut r| std::mem::take(&mut *r))
+            .unwrap_or_default()
     }
 
     /// No more client messages reach the relay (the proxy is ending).

@@ -293,12 +293,15 @@ impl Relay {
     /// Ends the relay's work: the journal records the end and the compactor writes the
     /// recording a last time.
     pub(super) fn finish(mut self, code: i32) -> Ending {
-        // How many calls were refused since the recording stopped, on record.
-        if self
-            .session
-            .recording_stopped
-            .as_ref()
-            .is_some_and(|st| st.refused > 0)
+        // How many calls were refused since the recording stopped, and the requests the
+        // listener refused since the facts were last written, on record.
+        let refused_late = self.headers_grew();
+        if refused_late
+            || self
+                .session
+                .recording_stopped
+                .as_ref()
+                .is_some_and(|st| st.refused > 0)
         {
             // Best effort after a failed write: facts count no call.
             let _ = self.facts_changed();
