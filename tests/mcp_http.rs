@@ -524,29 +524,37 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     );
 }
 
-#[test]
-fn http_faults_cut_the_stream_or_answer_with_a_status() {
-    let rules = r#"{"name":"cut","tool":"create_*","kind":"response_lost","calls":[1],"probability":1.0,"limit":null,"delay":0.0,"replacement":null},
-                   {"name":"busy","tool":"create_*","kind":"rate_limit","calls":[2],"probability":1.0,"limit":null,"delay":30.0,"replacement":null}"#;
-    let scen = scenario(
-        "http-faults",
-        rules,
-        r#""cut":"stream_cut","busy":"http_status""#,
-    );
-    let record = common::scratch_recording("http-faults", "faults.json");
-    let rec = record.display().to_string();
+/// `mcp SCENARIO --record R --listen 127.0.0.1:0 -- EXAMPLE_SERVER`, the scenario made of
+/// `rules` and `delivery` (in a scratch folder named by `tag`): the recording's path and the
+/// proxy.
+fn faulted(tag: &str, name: &str, rules: &str, delivery: &str) -> (std::path::PathBuf, Proxy) {
+    let scen = scenario(tag, rules, delivery);
+    let record = common::scratch_recording(tag, name);
     let server = common::example_server().display().to_string();
     let p = Proxy::start(
         &[
             &scen.display().to_string(),
             "--record",
-            &rec,
+            &record.display().to_string(),
             "--listen",
             "127.0.0.1:0",
             "--",
             &server,
         ],
         &[],
+    );
+    (record, p)
+}
+
+#[test]
+fn http_faults_cut_the_stream_or_answer_with_a_status() {
+    let rules = r#"{"name":"cut","tool":"create_*","kind":"response_lost","calls":[1],"probability":1.0,"limit":null,"delay":0.0,"replacement":null},
+                   {"name":"busy","tool":"create_*","kind":"rate_limit","calls":[2],"probability":1.0,"limit":null,"delay":30.0,"replacement":null}"#;
+    let (record, p) = faulted(
+        "http-faults",
+        "faults.json",
+        rules,
+        r#""cut":"stream_cut","busy":"http_status""#,
     );
     let url = p.url().to_owned();
     let session = initialize(&url, &[]);
@@ -601,6 +609,138 @@ fn http_faults_cut_the_stream_or_answer_with_a_status() {
     let (code, out) = check(&record);
     assert_eq!(code, 1, "a duplicate commit fails: {out}\n{log}");
     assert!(out.contains("duplicate commit: shipment A1"), "{out}");
+}
+
+/// Sends `call` and reads its answer: the answer and how long it took.
+fn timed(url: &str, h: &[(&str, &str)], call: &str) -> (Answer, Duration) {
+    let started = Instant::now();
+    let a = request(url, "POST", h, call);
+    (a, started.elapsed())
+}
+
+#[test]
+fn an_http_status_and_a_cut_stream_are_recorded_as_the_client_saw_them_and_replayed_so() {
+    let rules = r#"{"name":"cut","tool":"create_*","kind":"response_lost","calls":[1],"probability":1.0,"limit":null,"delay":0.0,"replacement":null},
+                   {"name":"gateway","tool":"create_*","kind":"response_lost","calls":[2],"probability":1.0,"limit":null,"delay":0.0,"replacement":null},
+                   {"name":"busy","tool":"create_*","kind":"rate_limit","calls":[3],"probability":1.0,"limit":null,"delay":30.0,"replacement":null}"#;
+    let (record, live) = faulted(
+        "http-seen",
+        "seen.json",
+        rules,
+        r#""cut":"stream_cut","gateway":"http_status","busy":"http_status""#,
+    );
+    let rec = record.display().to_string();
+    // The same four calls, live and replayed: what each client got.
+    let four = |url: &str| -> Vec<(Answer, Duration)> {
+        let session = initialize(url, &[]);
+        let h = [
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ];
+        (1..=4).map(|n| timed(url, &h, &call(n, "A1"))).collect()
+    };
+    let seen = four(live.url());
+    let (code, log) = live.stop();
+    assert_eq!(code, 128 + 15, "{log}");
+
+    // Live: the cut stream began (200, an event stream) and ended without the answer.
+    let (cut, _) = &seen[0];
+    assert_eq!(cut.status, 200, "{}", cut.head);
+    assert!(
+        cut.header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream")),
+        "{}",
+        cut.head
+    );
+    assert!(cut.messages().is_empty(), "{}", cut.body);
+    // The statuses came with a body of the type they said: a JSON-RPC error for the request.
+    for ((a, _), (status, retry)) in seen[1..3].iter().zip([(502, None), (429, Some("30"))]) {
+        assert_eq!(a.status, status, "{} {}", a.head, a.body);
+        assert_eq!(a.header("retry-after").as_deref(), retry, "{}", a.head);
+        assert_eq!(
+            a.header("content-type").as_deref(),
+            Some("application/json"),
+            "{}",
+            a.head
+        );
+        let body: serde_json::Value = serde_json::from_str(&a.body)
+            .unwrap_or_else(|e| panic!("the {status} body is not JSON ({e}): {:?}", a.body));
+        assert_eq!(body["error"]["code"], -32000, "{body}");
+        assert!(body["id"].is_u64(), "{body}");
+    }
+    let (last, _) = &seen[3];
+    let answered = last.messages().last().cloned().expect("call 4 is answered");
+    assert!(answered["result"].is_object(), "{answered}");
+
+    // The record says what the client got: the cut stream, the statuses.
+    let side: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record))
+            .expect("a sidecar"),
+    )
+    .expect("the sidecar is JSON");
+    let calls = side["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["delivered"], "stream_cut", "{}", calls[0]);
+    assert_eq!(calls[1]["delivered"], "http_status", "{}", calls[1]);
+    assert_eq!(calls[1]["response"]["status"], 502, "{}", calls[1]);
+    assert_eq!(calls[2]["delivered"], "http_status", "{}", calls[2]);
+    assert_eq!(calls[2]["response"]["status"], 429, "{}", calls[2]);
+    assert_eq!(calls[2]["response"]["retry_after"], 30, "{}", calls[2]);
+    assert_eq!(calls[3]["delivered"], "result", "{}", calls[3]);
+    let shown = Command::new(BIN)
+        .args(["inspect", &rec])
+        .output()
+        .expect("inspect runs");
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("HTTP 429"), "{shown}");
+
+    // Replayed: the same statuses and bodies, the stream cut at once (not held until the
+    // client gives up), the same answer last.
+    let report = record.with_file_name("replay-report.json");
+    let replay = Proxy::start(
+        &[
+            "--replay",
+            &rec,
+            "--replay-report",
+            &report.display().to_string(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let again = four(replay.url());
+    let (_, log) = replay.stop();
+    let (cut_again, took) = &again[0];
+    assert!(
+        *took < Duration::from_secs(5),
+        "the replayed cut stream was held {took:?}: {} {}\n{log}",
+        cut_again.head,
+        cut_again.body
+    );
+    assert_eq!(cut_again.status, 200, "{}\n{log}", cut_again.head);
+    assert!(
+        cut_again
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream")),
+        "{}",
+        cut_again.head
+    );
+    assert!(cut_again.messages().is_empty(), "{}", cut_again.body);
+    for ((a, _), (b, _)) in seen[1..3].iter().zip(&again[1..3]) {
+        assert_eq!(b.status, a.status, "{} {}\n{log}", b.head, b.body);
+        assert_eq!(b.header("retry-after"), a.header("retry-after"));
+        assert_eq!(b.header("content-type"), a.header("content-type"));
+        assert_eq!(b.messages(), a.messages(), "the body given back");
+    }
+    assert_eq!(
+        again[3].0.messages().last(),
+        Some(&answered),
+        "{}",
+        again[3].0.body
+    );
+    let verdict: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("a report")).expect("JSON");
+    assert_eq!(verdict["matched"], 4, "{verdict}");
+    assert_eq!(verdict["passed"], true, "{verdict}");
 }
 
 /// The id of the first event of an answer's stream (its priming event).

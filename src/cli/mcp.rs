@@ -555,7 +555,7 @@ fn replay(
     listen: Option<&ListenOptions>,
     io: &mut Io<'_>,
 ) -> i32 {
-    let recording = match Recording::load(path) {
+    let mut recording = match Recording::load(path) {
         Ok((r, note)) => {
             if let Some(n) = note {
                 let _ = writeln!(
@@ -674,6 +674,7 @@ fn replay(
                 crate::mcp::http::listen::PATH
             );
             router = listening.router;
+            recording.over_http();
             (Box::new(input), &mut router)
         }
         None => (Box::new(std::io::stdin()), io.out),

@@ -11,6 +11,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
+use super::http::listen::control;
 use super::journal;
 use super::session::{Delivered, McpSession, SessionError, journal_path, sidecar_path};
 use super::summary;
@@ -120,6 +121,9 @@ impl ReplayOutcome {
 pub struct Recording {
     session: McpSession,
     calls: Vec<Recorded>,
+    /// Served to HTTP clients (a listener's router reads what `serve` writes): an HTTP
+    /// status and a cut stream are given back as they were, with the router's control lines.
+    http: bool,
 }
 
 impl Recording {
@@ -177,7 +181,20 @@ impl Recording {
                 in_flight,
             });
         }
-        Ok((Recording { session, calls }, note))
+        Ok((
+            Recording {
+                session,
+                calls,
+                http: false,
+            },
+            note,
+        ))
+    }
+
+    /// Serves HTTP clients from now on (`serve` writes to a listener's router): a recorded
+    /// HTTP status is sent again as that status, a cut stream is cut again.
+    pub fn over_http(&mut self) {
+        self.http = true;
     }
 
     /// The number of recorded calls.
@@ -209,6 +226,15 @@ impl Recording {
         Some(match &r.delivered {
             Delivered::Result(b) | Delivered::Error(b) => response_line(id, b),
             Delivered::Nothing => return None,
+            // On stdio the recording proxy gave these as a JSON-RPC error and as silence.
+            Delivered::HttpStatus(h) if self.http => {
+                let body = response_line(id, &h.body);
+                let body = body.strip_suffix(b"\n").unwrap_or(&body);
+                control::status(&id.0, h.status, h.retry_after, body)
+            }
+            Delivered::HttpStatus(h) => response_line(id, &h.body),
+            Delivered::Cut if self.http => control::cut(&id.0),
+            Delivered::Cut => return None,
             Delivered::Unrecorded => result_line(
                 id,
                 wire::text_result(

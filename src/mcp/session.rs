@@ -39,6 +39,62 @@ pub enum Delivered {
     /// not UTF-8): relayed untouched, known by its size and digest, and kept whole when it is
     /// small enough, so replay can give it back exactly.
     Unreadable(Unreadable),
+    /// An HTTP status in place of a JSON-RPC answer (the `http_status` delivery, as a gateway
+    /// answers): replay sends the same status and body.
+    HttpStatus(HttpStatus),
+    /// An event stream that ended without the answer (the `stream_cut` delivery: the client
+    /// saw its stream begin and close): replay cuts its stream at the same point.
+    Cut,
+}
+
+/// The HTTP status a client got in place of its answer, and what came with it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpStatus {
+    /// The status (429, 502, 503, 504).
+    pub status: u16,
+    /// The `Retry-After` header's seconds, when one was sent.
+    pub retry_after: Option<u64>,
+    /// The body (`{"error": ...}`), sent as a JSON-RPC error under `application/json`.
+    pub body: Value,
+}
+
+impl HttpStatus {
+    /// The sidecar's `response` object of an `http_status` record.
+    fn to_value(&self) -> Value {
+        obj! {
+            "status" => i64::from(self.status),
+            "retry_after" => self.retry_after.map(|s| s as i64),
+            "body" => self.body.clone(),
+        }
+    }
+
+    fn from_value(v: &Value, at: &str) -> Result<HttpStatus, ConfigError> {
+        let o = require_keys(v, &["status", "retry_after", "body"], &[])
+            .map_err(|e| bad(at, &e.detail.unwrap_or_default()))?;
+        let status = o
+            .get("status")
+            .and_then(Value::as_i64)
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| (400..600).contains(n))
+            .ok_or_else(|| bad(&format!("{at}.status"), "expected an HTTP error status"))?;
+        let retry_after =
+            match o.get("retry_after") {
+                Some(Value::Null) | None => None,
+                Some(r) => Some(r.as_i64().and_then(|n| u64::try_from(n).ok()).ok_or_else(
+                    || bad(&format!("{at}.retry_after"), "expected null or seconds"),
+                )?),
+            };
+        let body = body_of(
+            o.get("body").unwrap_or(&Value::Null),
+            "error",
+            &format!("{at}.body"),
+        )?;
+        Ok(HttpStatus {
+            status,
+            retry_after,
+            body,
+        })
+    }
 }
 
 impl Delivered {
@@ -76,7 +132,13 @@ impl Delivered {
                     out.push(("result".into(), crate::json::one_line(v)));
                 }
             }
-            Delivered::Error(body) => {
+            Delivered::Error(body) | Delivered::HttpStatus(HttpStatus { body, .. }) => {
+                if let Delivered::HttpStatus(h) = self {
+                    out.push(("http_status".into(), h.status.to_string()));
+                    if let Some(s) = h.retry_after {
+                        out.push(("retry_after".into(), s.to_string()));
+                    }
+                }
                 let e = body
                     .as_object()
                     .and_then(|o| o.get("error"))
@@ -95,7 +157,7 @@ impl Delivered {
                     out.push(("bytes".into(), raw.clone()));
                 }
             }
-            Delivered::Nothing | Delivered::Unrecorded => {}
+            Delivered::Nothing | Delivered::Unrecorded | Delivered::Cut => {}
         }
         out
     }
@@ -135,6 +197,8 @@ impl Delivered {
             Delivered::Nothing => "nothing",
             Delivered::Unrecorded => "unrecorded",
             Delivered::Unreadable(_) => "unreadable",
+            Delivered::HttpStatus(_) => "http_status",
+            Delivered::Cut => "stream_cut",
         }
     }
 
@@ -169,6 +233,14 @@ impl Delivered {
                 )
             }
             Delivered::Nothing => "nothing (no answer)".into(),
+            Delivered::Cut => "an event stream that ended without the answer".into(),
+            Delivered::HttpStatus(h) => format!(
+                "HTTP {}{} in place of the answer",
+                h.status,
+                h.retry_after
+                    .map(|s| format!(" (Retry-After: {s})"))
+                    .unwrap_or_default()
+            ),
             Delivered::Unrecorded => "an answer too large to record".into(),
             Delivered::Unreadable(u) => format!(
                 "an answer the proxy could not read ({} bytes, {}; sha256 {}), relayed untouched{}",
@@ -656,6 +728,7 @@ impl CallRecord {
                     "raw" => u.raw.as_deref(),
                 },
             ),
+            Delivered::HttpStatus(h) => (self.delivered.kind(), h.to_value()),
             other => (other.kind(), Value::Null),
         };
         let mut o = obj! {
@@ -710,6 +783,7 @@ impl CallRecord {
                 },
                 out,
             ),
+            Delivered::HttpStatus(h) => write_compact(&h.to_value(), out),
             _ => out.push_str("null"),
         }
         let response = out.len() - response;
@@ -811,12 +885,16 @@ impl CallRecord {
             Some("error") => Delivered::Error(body_of(response, "error", &here)?),
             Some("nothing") if response.is_null() => Delivered::Nothing,
             Some("unrecorded") if response.is_null() => Delivered::Unrecorded,
-            Some("nothing" | "unrecorded") => return Err(bad(&here, "expected null")),
+            Some("stream_cut") if response.is_null() => Delivered::Cut,
+            Some("nothing" | "unrecorded" | "stream_cut") => {
+                return Err(bad(&here, "expected null"));
+            }
             Some("unreadable") => Delivered::Unreadable(unreadable_of(response, &here)?),
+            Some("http_status") => Delivered::HttpStatus(HttpStatus::from_value(response, &here)?),
             _ => {
                 return Err(bad(
                     &format!("{at}.delivered"),
-                    "expected result, error, nothing or unrecorded",
+                    "expected result, error, nothing, unrecorded, unreadable, http_status or stream_cut",
                 ));
             }
         };
@@ -1302,7 +1380,13 @@ impl McpSession {
         let mut out = Vec::new();
         for r in &self.calls {
             let lost = r.dropped.is_some()
-                || matches!(r.delivered, Delivered::Nothing | Delivered::Error(_));
+                || matches!(
+                    r.delivered,
+                    Delivered::Nothing
+                        | Delivered::Error(_)
+                        | Delivered::HttpStatus(_)
+                        | Delivered::Cut
+                );
             for (n, k) in &r.possible {
                 if let Some(&(prev, true)) = last.get(&(n.as_str(), k.as_str()))
                     && tools.declares_non_idempotent(n)
@@ -1644,6 +1728,12 @@ mod tests {
             Delivered::Error(obj! {"error" => obj! {"code" => -32000, "message" => "é\"\n"}}),
             Delivered::Unreadable(unreadable),
             Delivered::Unrecorded,
+            Delivered::Cut,
+            Delivered::HttpStatus(HttpStatus {
+                status: 429,
+                retry_after: Some(30),
+                body: obj! {"error" => obj! {"code" => -32000, "message" => "busy"}},
+            }),
         ] {
             records.push(CallRecord {
                 call: 3,
@@ -1669,6 +1759,11 @@ mod tests {
             let mut text = String::new();
             r.write_compact(&mut text);
             assert_eq!(text, compact(&r.to_value()), "{r:?}");
+            // And it reads back as it was.
+            assert_eq!(
+                &CallRecord::from_value(&r.to_value(), "c").expect("reads"),
+                r
+            );
         }
     }
 

@@ -1745,11 +1745,21 @@ pub mod control {
         format!("\0cut {raw_id}\n").into_bytes()
     }
 
-    /// Answer the request `raw_id` with HTTP `status` (and `Retry-After`), `text` its body.
-    pub fn status(raw_id: &str, status: u16, retry_after: Option<u64>, text: &str) -> Vec<u8> {
+    /// Answer the request `raw_id` with HTTP `status` (and `Retry-After`), `body` (a JSON
+    /// text on one line) its `application/json` body.
+    pub fn status(raw_id: &str, status: u16, retry_after: Option<u64>, body: &[u8]) -> Vec<u8> {
         let retry = retry_after.map_or("-".to_owned(), |s| s.to_string());
-        let text = text.replace(['\n', '\r', '\0', '\t'], " ");
-        format!("\0status {status} {retry} {raw_id}\t{text}\n").into_bytes()
+        let mut out = format!("\0status {status} {retry} {raw_id}\t").into_bytes();
+        // Compact JSON holds none of these outside its strings, and escapes them inside.
+        out.extend(body.iter().map(|&b| {
+            if matches!(b, b'\n' | b'\r' | 0) {
+                b' '
+            } else {
+                b
+            }
+        }));
+        out.push(b'\n');
+        out
     }
 
     /// What a control line asks.

@@ -21,7 +21,9 @@ use crate::json::{Object, Value, canonical, sha256_hex};
 use crate::mcp::evidence::{Evidence, would_commit};
 use crate::mcp::http::listen::control;
 use crate::mcp::scenario::Delivery;
-use crate::mcp::session::{CallRecord, Delivered, MAX_RAW, Unknown, Unreadable, keep_borrowed};
+use crate::mcp::session::{
+    CallRecord, Delivered, HttpStatus, MAX_RAW, Unknown, Unreadable, keep_borrowed,
+};
 use crate::mcp::summary::{FIRST_PIECE, summarise_arguments, summary};
 use crate::mcp::transport::{Kept, Side, trim};
 use crate::mcp::wire::{self, FAULT_META_KEY, Id, Message, error_line_as, result_line_as};
@@ -680,7 +682,7 @@ impl Relay {
                 (delivered, Some(line))
             }
             Delivery::NoAnswer => (Delivered::Nothing, None),
-            Delivery::StreamCut => (Delivered::Nothing, Some(control::cut(&p.raw_id))),
+            Delivery::StreamCut => (Delivered::Cut, Some(control::cut(&p.raw_id))),
             Delivery::HttpStatus => {
                 let (status, retry_after) = match e {
                     Error::RateLimited { retry_after } => {
@@ -695,12 +697,20 @@ impl Relay {
                 if let Some(s) = retry_after {
                     data.push("retry_after", s as i64);
                 }
-                let delivered = Delivered::Error(obj! {
-                    "error" => obj! {"code" => -32000, "message" => text.as_str(), "data" => Value::Object(data)},
+                // The body is a JSON-RPC error, sent as `application/json`: what the client
+                // got is kept whole, so replay sends the same status and body.
+                let data = Value::Object(data);
+                let body = error_line_as(&p.raw_id, -32000, &text, Some(data.clone()));
+                let delivered = Delivered::HttpStatus(HttpStatus {
+                    status,
+                    retry_after,
+                    body: obj! {
+                        "error" => obj! {"code" => -32000, "message" => text.as_str(), "data" => data},
+                    },
                 });
                 (
                     delivered,
-                    Some(control::status(&p.raw_id, status, retry_after, &text)),
+                    Some(control::status(&p.raw_id, status, retry_after, trim(&body))),
                 )
             }
         }
