@@ -26,9 +26,9 @@
 //! `--allow-host` (DNS rebinding), also with `--allow-remote`; a request with two `Host`
 //! headers, or whose absolute-form target names another authority than its `Host`, is 400.
 //!
-//! Here: the requests (POST, GET, DELETE) and the streams they open. Beside it: [`router`]
+//! Here: the requests (POST, GET, DELETE) and the streams they open. Beside it: `router`
 //! (where the relay's lines go), [`control`] (what the relay asks of the streams beyond a
-//! message) and [`conns`] (the connections and their cap).
+//! message) and `conns` (the connections and their cap).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
