@@ -19,17 +19,21 @@
 //! - `relay`: handles each event: relays lines, learns the session's facts, and ends the
 //!   session when a side leaves or a signal comes.
 //! - `calls`: the `tools/call` lifecycle — decide, delay, forward or answer, judge what
-//!   committed — each outcome journaled before it is relayed.
+//!   committed — each outcome journaled before it is relayed; `pieces`: lines too long to
+//!   read as a message, judged and passed on as they come; `answers`: what the record keeps
+//!   of a server's answer.
 //! - `batch`: JSON-RPC batches, relayed as they came, their calls judged like any other.
 //! - [`super::recorder`] and [`super::journal`]: the write-ahead journal and its compaction.
 //! - [`child`]: the server in its own process group, stopped as a group, watched by a
 //!   watchdog so it never outlives us.
 
+mod answers;
 mod batch;
 mod calls;
 pub mod child;
 pub mod inbox;
 mod link;
+mod pieces;
 mod relay;
 mod stop;
 
@@ -589,7 +593,7 @@ impl Proxy {
                     task_tx.clone(),
                     Side::Server,
                     Arc::clone(&to_client),
-                    Some(calls::keep_answer),
+                    Some(answers::keep_answer),
                 );
                 let (mut remote, input) = Remote::connect(
                     &url,
@@ -709,7 +713,7 @@ impl Proxy {
                     Side::Server,
                     &|e| tx.send(e),
                     &flow,
-                    Some(calls::keep_answer),
+                    Some(answers::keep_answer),
                 )
             });
         }
