@@ -21,7 +21,8 @@ mod common;
 
 use common::example_server;
 use common::mcp::{
-    BIN, INITIALIZED, LOST_ACK, bin, call, cassette, check, init, scratch, sidecar, text, write,
+    BIN, INITIALIZE, INITIALIZED, LOST_ACK, TOOLS_LIST, bin, call, cassette, check, scratch,
+    sidecar, text, write,
 };
 
 /// `tests/fixtures/mcp/odd_server.py`.
@@ -116,13 +117,13 @@ impl Session {
     /// on record).
     fn listed(args: &[&str], server: &[&str]) -> Session {
         let mut s = Session::started(args, server, &[]);
-        s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        s.send(TOOLS_LIST);
         s.answer();
         s
     }
 
     fn handshake(&mut self) {
-        self.send(&init(1));
+        self.send(INITIALIZE);
         self.answer();
         self.send(INITIALIZED);
     }
@@ -354,7 +355,7 @@ fn replay_twice(recording: &Path, tool: &str, args: &str) -> (i32, String, Strin
     replay_with(
         recording,
         &[
-            &init(1),
+            INITIALIZE,
             INITIALIZED,
             &call("2", tool, args),
             &call("3", tool, args),
@@ -422,7 +423,7 @@ fn killed_mid_call_the_recording_names_the_call_in_flight() {
     let (code, stdout, err) = replay_with(
         &incident,
         &[
-            &init(1),
+            INITIALIZE,
             INITIALIZED,
             &call("2", "check_inventory", r#"{"sku":"A1"}"#),
             &call("3", "create_shipment", r#"{"order_id":"o-9"}"#),
@@ -629,7 +630,7 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refus
     let (_, out, err) = replay_with(
         &incident,
         &[
-            &init(1),
+            INITIALIZE,
             INITIALIZED,
             &call("null", "read_rows", "{}"),
             &call("2", "read_rows", "{}"),
@@ -686,7 +687,7 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
     // Replayed, every one of them is answered (none is left waiting): the first and the last
     // matched by their tool and place, the long name as the record cut it.
     let lines = [
-        init(1),
+        INITIALIZE.to_owned(),
         INITIALIZED.to_owned(),
         call(
             "2",
@@ -718,7 +719,7 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
         ),
     ] {
         let changed = call("2", "create_shipment", &args);
-        let lines = [init(1), INITIALIZED.to_owned(), changed];
+        let lines = [INITIALIZE.to_owned(), INITIALIZED.to_owned(), changed];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
         let (code, out, err) = replay_with(&incident, &lines);
         let answer = answer_to(&out, 2);
@@ -1157,9 +1158,7 @@ fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
     }"#,
     );
     let incident = scratch("dedupe-rec.json");
-    let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
-    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-    s.answer();
+    let mut s = Session::listed(&recorded(&faults, &incident), &ODD);
     for id in ["3", "4"] {
         s.send(&call(id, "put_file", r#"{"path":"a.txt","content":"x"}"#));
         s.answer();
@@ -1281,7 +1280,7 @@ fn replay_keeps_its_verdict_in_a_report_file() {
         let mut out = BufReader::new(child.stdout.take().expect("stdout"));
         {
             let stdin = child.stdin.as_mut().expect("stdin");
-            writeln!(stdin, "{}", init(1)).expect("write");
+            writeln!(stdin, "{INITIALIZE}").expect("write");
             // The first client leaves after the handshake, asking nothing.
             if !order.is_empty() {
                 writeln!(
@@ -1876,7 +1875,7 @@ fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill()
     let (code, _, err) = replay_with(
         &incident,
         &[
-            &init(1),
+            INITIALIZE,
             INITIALIZED,
             &call("2", "create_shipment", r#"{"order_id":"o-7"}"#),
         ],

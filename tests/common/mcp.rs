@@ -47,15 +47,14 @@ pub fn write(name: &str, body: &str) -> PathBuf {
     super::scratch_file(&tag(), name, body)
 }
 
-/// The `initialize` request a raw client sends, with id `id`.
-pub fn init(id: u64) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"0"}}}}}}"#
-    )
-}
+/// The `initialize` request a raw client sends (id 1).
+pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
 /// The notification that ends the handshake.
 pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// A `tools/list` request (id 2).
+pub const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
 
 /// A `tools/call` of `tool` with `args` (JSON text) under the id `id` (JSON text).
 pub fn call(id: &str, tool: &str, args: &str) -> String {
