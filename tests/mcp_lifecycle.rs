@@ -45,6 +45,32 @@ fn recorded<'a>(faults: &'a Path, incident: &'a Path) -> [&'a str; 3] {
     [text(faults), "--record", text(incident)]
 }
 
+/// [`recorded`], continuing the recording at `incident` (`--append`).
+fn appending<'a>(faults: &'a Path, incident: &'a Path) -> [&'a str; 4] {
+    [text(faults), "--record", text(incident), "--append"]
+}
+
+/// The scenario `body` written to `NAME.json`, and a fresh recording `NAME-rec.json`.
+fn faults_and_recording(name: &str, body: &str) -> (PathBuf, PathBuf) {
+    (
+        write(&format!("{name}.json"), body),
+        scratch(&format!("{name}-rec.json")),
+    )
+}
+
+/// [`LOST_ACK`] with its commits keyed by the order alone: each session that starts a new
+/// example server has its shipment numbers start again.
+fn lost_ack_by_order() -> String {
+    LOST_ACK.replace(r#", "commit_id": "shipment_id""#, "")
+}
+
+/// Asserts the message `v` holds `what` (in its canonical text).
+#[track_caller]
+fn assert_holds(v: &Value, what: &str) {
+    let text = canonical(v);
+    assert!(text.contains(what), "{text}");
+}
+
 /// The odd server's writes, keyed by their `row`.
 const ROWS: &str = r#"{
   "schema_version": 1, "world": "mcp", "name": "rows", "title": "Rows", "seed": 1,
@@ -227,26 +253,15 @@ fn behind_launcher(marker: &str) -> Vec<String> {
 
 #[test]
 fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
-    let faults = write("kill-lost-ack.json", LOST_ACK);
-    let incident = scratch("killed.json");
+    let (faults, incident) = faults_and_recording("killed", LOST_ACK);
     let marker = format!("tsmark-kill-{}", std::process::id());
     let server = behind_launcher(&marker);
     let server: Vec<&str> = server.iter().map(String::as_str).collect();
     let mut s = Session::started(&recorded(&faults, &incident), &server, &[]);
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
-    let first = s.answer();
-    assert!(
-        canonical(&first).contains("ResponseLost"),
-        "{}",
-        canonical(&first)
-    );
+    assert_holds(&s.answer(), "ResponseLost");
     s.send(&call("3", "create_shipment", r#"{"order_id":"o-1"}"#));
-    let second = s.answer();
-    assert!(
-        canonical(&second).contains("SHP-0002"),
-        "{}",
-        canonical(&second)
-    );
+    assert_holds(&s.answer(), "SHP-0002");
     // While the proxy runs, the session is live: its verdicts are so far, and say so.
     let doc = Document::open(&incident).expect("the recording opens while it is made");
     assert!(
@@ -310,7 +325,7 @@ fn a_client_that_closes_then_kills_the_proxy_while_the_server_exits_ended_its_se
     let script = format!("{}; sleep 30; : {marker}", example_server().display());
     let mut s = Session::started(&["--record", text(&incident)], &["sh", "-c", &script], &[]);
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
-    assert!(canonical(&s.answer()).contains("SHP-0001"));
+    assert_holds(&s.answer(), "SHP-0001");
     drop(s.child.stdin.take());
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
@@ -584,8 +599,7 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refus
       "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
       "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
     }"#;
-    let faults = write("odd-ids.json", lost);
-    let incident = scratch("odd-ids-rec.json");
+    let (faults, incident) = faults_and_recording("odd-ids", lost);
     let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     // The proxy answers these itself (the rule): each answer carries the id exactly as sent.
     for id in ["1e3", r#""s""#] {
@@ -646,15 +660,14 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refus
 
 #[test]
 fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
-    let faults = write(
-        "big-args.json",
+    let (faults, incident) = faults_and_recording(
+        "big-args",
         r#"{
       "schema_version": 1, "world": "mcp", "name": "big", "title": "Big", "seed": 1,
       "rules": [{"name": "lost-receipt", "tool": "create_*", "kind": "response_lost", "calls": [2]}],
       "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id"}]
     }"#,
     );
-    let incident = scratch("big-args-rec.json");
     let mut s = Session::started(&recorded(&faults, &incident), &[example()], &[]);
     let big = "x".repeat(200_000);
     s.send(&call(
@@ -743,11 +756,7 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
     );
     // The request's summary says it is of its first part (it was judged on that).
     let summarised = cassette(&incident).report.calls[3].arguments.clone();
-    assert!(
-        canonical(&summarised).contains("digest of its first 8 MB"),
-        "{}",
-        canonical(&summarised)
-    );
+    assert_holds(&summarised, "digest of its first 8 MB");
     assert!(err.contains("could not be given back"), "{err}");
     assert_eq!(
         code, 1,
@@ -959,21 +968,10 @@ fn one_call_session(args: &[&str], order: &str) -> Value {
 
 #[test]
 fn a_server_per_call_client_appends_to_one_run() {
-    // Each session starts a new example server, whose shipment numbers start again: the
-    // commit is keyed by the order alone.
-    let faults = write(
-        "append-lost-ack.json",
-        &LOST_ACK.replace(r#", "commit_id": "shipment_id""#, ""),
-    );
-    let incident = scratch("appended.json");
-    let args = [text(&faults), "--record", text(&incident), "--append"];
+    let (faults, incident) = faults_and_recording("appended", &lost_ack_by_order());
+    let args = appending(&faults, &incident);
     // The first session's call loses its acknowledgement; the retry comes in a new session.
-    let first = one_call_session(&args, "o-1");
-    assert!(
-        canonical(&first).contains("ResponseLost"),
-        "{}",
-        canonical(&first)
-    );
+    assert_holds(&one_call_session(&args, "o-1"), "ResponseLost");
     let second = one_call_session(&args, "o-1");
     assert!(
         canonical(&second).contains("shipment_id")
@@ -1020,9 +1018,8 @@ fn a_server_per_call_client_appends_to_one_run() {
 
 #[test]
 fn concurrent_sessions_on_one_recording_take_turns() {
-    let faults = write("turns.json", LOST_ACK);
-    let incident = scratch("turns-rec.json");
-    let args: Vec<String> = [text(&faults), "--record", text(&incident), "--append"]
+    let (faults, incident) = faults_and_recording("turns", LOST_ACK);
+    let args: Vec<String> = appending(&faults, &incident)
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -1076,24 +1073,18 @@ fn repeats_on_annotations_alone_are_a_warning_not_a_failure() {
 
 #[test]
 fn a_client_that_drops_the_separator_still_starts_the_server() {
-    let faults = write("no-dashes.json", LOST_ACK);
-    let incident = scratch("no-dashes-rec.json");
+    let (faults, incident) = faults_and_recording("no-dashes", LOST_ACK);
     // As the MCP Inspector passes it: no `--` before the server's command.
-    let mut c = Command::new(BIN);
-    c.args(["mcp", text(&faults), "--record", text(&incident), example()]);
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut s = Session {
-        out: BufReader::new(child.stdout.take().expect("stdout")),
-        child,
-    };
+    let mut s = Session::of(Command::new(BIN).args([
+        "mcp",
+        text(&faults),
+        "--record",
+        text(&incident),
+        example(),
+    ]));
     s.handshake();
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
-    assert!(canonical(&s.answer()).contains("ResponseLost"));
+    assert_holds(&s.answer(), "ResponseLost");
     s.ends(Duration::from_secs(20));
     assert_eq!(cassette(&incident).report.calls.len(), 1);
 }
@@ -1148,8 +1139,8 @@ fn print_config_gives_absolute_paths_for_the_server_too() {
 
 #[test]
 fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
-    let faults = write(
-        "dedupe.json",
+    let (faults, incident) = faults_and_recording(
+        "dedupe",
         r#"{
       "schema_version": 1, "world": "mcp", "name": "dedupe", "title": "Dedupe", "seed": 1,
       "rules": [],
@@ -1157,7 +1148,6 @@ fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
                    "committed": "added"}]
     }"#,
     );
-    let incident = scratch("dedupe-rec.json");
     let mut s = Session::listed(&recorded(&faults, &incident), &ODD);
     for id in ["3", "4"] {
         s.send(&call(id, "put_file", r#"{"path":"a.txt","content":"x"}"#));
@@ -1190,15 +1180,14 @@ fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
 
 #[test]
 fn calls_in_a_batch_or_nested_too_deep_are_judged_like_any_other() {
-    let faults = write(
-        "batch-rules.json",
+    let (faults, incident) = faults_and_recording(
+        "batch",
         r#"{
       "schema_version": 1, "world": "mcp", "name": "batch", "title": "Batch", "seed": 1,
       "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
       "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
     }"#,
     );
-    let incident = scratch("batch-rec.json");
     let db = scratch("batch.db");
     let mut s = Session::started(
         &recorded(&faults, &incident),
@@ -1340,22 +1329,17 @@ fn replay_keeps_its_verdict_in_a_report_file() {
 
 #[test]
 fn append_keeps_the_commit_id_a_lost_acknowledgement_dropped() {
-    let faults = write(
-        "append-idem.json",
+    let (faults, incident) = faults_and_recording(
+        "append-idem",
         r#"{
       "schema_version": 1, "world": "mcp", "name": "append-idem", "title": "Append", "seed": 1,
       "rules": [{"name": "lost", "tool": "write_row", "kind": "response_lost", "calls": [1]}],
       "effects": [{"tool": "write_row", "effect": "row", "key": "row", "commit_id": "row_id"}]
     }"#,
     );
-    let incident = scratch("append-idem-rec.json");
     for _ in 0..2 {
         // A server (and a proxy) per call; the server gives the same row id back.
-        let mut s = Session::started(
-            &[text(&faults), "--record", text(&incident), "--append"],
-            &ODD,
-            &[],
-        );
+        let mut s = Session::started(&appending(&faults, &incident), &ODD, &[]);
         s.send(&call("2", "write_row", r#"{"row":"r-1"}"#));
         s.answer();
         s.ends(Duration::from_secs(20));
@@ -1376,14 +1360,13 @@ fn append_keeps_the_commit_id_a_lost_acknowledgement_dropped() {
 
 #[test]
 fn calls_the_budget_refused_still_fail_check() {
-    let faults = write(
-        "budget.json",
+    let (faults, incident) = faults_and_recording(
+        "budget",
         r#"{
       "schema_version": 1, "world": "mcp", "name": "budget", "title": "Budget", "seed": 1,
       "max_calls": 2, "rules": []
     }"#,
     );
-    let incident = scratch("budget-rec.json");
     let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     for id in ["2", "3", "4"] {
         s.send(&call(id, "read_rows", "{}"));
@@ -1497,15 +1480,14 @@ fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() 
             )
         })
         .collect();
-    let faults = write(
-        "journal-bound.json",
+    let (faults, incident) = faults_and_recording(
+        "journal-bound",
         &format!(
             r#"{{"schema_version": 1, "world": "mcp", "name": "jb", "title": "Journal bound", "seed": 1,
                "rules": [{}], "effects": [{{"tool": "write_row", "effect": "row", "key": "row"}}]}}"#,
             rules.join(",")
         ),
     );
-    let incident = scratch("journal-bound-rec.json");
     let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     let mut all = String::new();
     for i in 0..3000 {
@@ -1633,15 +1615,14 @@ fn judged_like_the_client_saw_it(incident: &Path, answers: &[Value], committed: 
 }
 #[test]
 fn lines_over_8_mb_with_their_id_last_are_still_judged() {
-    let faults = write(
-        "id-last.json",
+    let (faults, incident) = faults_and_recording(
+        "id-last",
         r#"{
       "schema_version": 1, "world": "mcp", "name": "id-last", "title": "Id last", "seed": 1,
       "rules": [{"name": "lost", "tool": "write_row", "kind": "response_lost", "calls": [1]}],
       "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
     }"#,
     );
-    let incident = scratch("id-last-rec.json");
     let db = scratch("id-last.db");
     let mut s = Session::started(
         &recorded(&faults, &incident),
@@ -1817,8 +1798,7 @@ sys.stdout.flush()
 
 #[test]
 fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill() {
-    let faults = write("inflight-lost-ack.json", LOST_ACK);
-    let incident = scratch("inflight-lost-ack-incident.json");
+    let (faults, incident) = faults_and_recording("inflight-lost-ack", LOST_ACK);
     let mut s = Session::started(
         &recorded(&faults, &incident),
         &[example()],
@@ -1906,16 +1886,10 @@ fn finished_recording_with_a_duplicate(faults: &Path, incident: &Path, calls: us
 
 #[test]
 fn append_killed_at_any_point_of_its_start_keeps_the_earlier_calls() {
-    // Each session starts a new example server, whose shipment numbers start again: the
-    // commit is keyed by the order alone.
-    let faults = write(
-        "append-kill.json",
-        &LOST_ACK.replace(r#", "commit_id": "shipment_id""#, ""),
-    );
-    let incident = scratch("append-kill-rec.json");
+    let (faults, incident) = faults_and_recording("append-kill", &lost_ack_by_order());
     const EARLIER: usize = 2000;
     finished_recording_with_a_duplicate(&faults, &incident, EARLIER);
-    let args = [text(&faults), "--record", text(&incident), "--append"];
+    let args = appending(&faults, &incident);
     // How long a start takes, to spread the kills over it.
     let t0 = Instant::now();
     let s = Session::start(&args, &[example()], &[]);
@@ -2458,7 +2432,7 @@ fn a_scenario_names_its_server_by_a_path_from_its_own_folder() {
     );
     s.handshake();
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
-    assert!(canonical(&s.answer()).contains("ResponseLost"));
+    assert_holds(&s.answer(), "ResponseLost");
     s.ends(Duration::from_secs(20));
     // A server that is not there is named, with where it was looked for.
     std::fs::remove_file(dir.join("bin/server")).expect("rm");
@@ -2522,8 +2496,8 @@ fn sigterm_ends_a_session_whose_server_reads_nothing_while_the_client_floods_it(
 /// annotates `idempotentHint: false`, with no `effects` entry: recorded with `faults`, the
 /// check's exit code and output.
 fn declared_retry(name: &str, extra: &str) -> (PathBuf, i32, String) {
-    let faults = write(
-        &format!("{name}.json"),
+    let (faults, incident) = faults_and_recording(
+        name,
         &format!(
             r#"{{
       "schema_version": 1, "world": "mcp", "name": "declared", "title": "Declared", "seed": 1,{extra}
@@ -2531,7 +2505,6 @@ fn declared_retry(name: &str, extra: &str) -> (PathBuf, i32, String) {
     }}"#
         ),
     );
-    let incident = scratch(&format!("{name}-rec.json"));
     let mut s = Session::listed(&recorded(&faults, &incident), &[example()]);
     for id in ["3", "4"] {
         s.send(&call(id, "create_shipment", r#"{"order_id":"o-1"}"#));
@@ -2790,58 +2763,71 @@ fn unknown_why(side: &Value, i: usize) -> Option<String> {
     u.get("why")?.as_str().map(str::to_owned)
 }
 
-/// A [`COMMIT_THEN_LEAVE`] server's files, named by `tag`: the script, its commits (none
-/// yet), the [`SHIPMENTS`] scenario and the recording.
-fn leaving(tag: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
-    let server = write(&format!("{tag}.py"), COMMIT_THEN_LEAVE);
-    let commits = scratch(&format!("{tag}-commits.txt"));
-    let _ = std::fs::remove_file(&commits);
-    let faults = write(&format!("{tag}-shipments.json"), SHIPMENTS);
-    (server, commits, faults, scratch(&format!("{tag}.json")))
+/// A [`COMMIT_THEN_LEAVE`] server's files: the script, its commits, the [`SHIPMENTS`]
+/// scenario and the recording.
+struct Leaving {
+    server: PathBuf,
+    commits: PathBuf,
+    faults: PathBuf,
+    incident: PathBuf,
+}
+
+impl Leaving {
+    /// The files named by `tag`, with no commits yet.
+    fn new(tag: &str) -> Leaving {
+        let server = write(&format!("{tag}.py"), COMMIT_THEN_LEAVE);
+        let commits = scratch(&format!("{tag}-commits.txt"));
+        let _ = std::fs::remove_file(&commits);
+        let faults = write(&format!("{tag}-shipments.json"), SHIPMENTS);
+        let incident = scratch(&format!("{tag}.json"));
+        Leaving {
+            server,
+            commits,
+            faults,
+            incident,
+        }
+    }
+
+    /// A session recording with `args` whose server commits and then leaves as `mode` says,
+    /// after the handshake and a `create_shipment` of order A1.
+    fn session(&self, args: &[&str], mode: &str) -> Session {
+        let server = ["python3", text(&self.server), mode, text(&self.commits)];
+        let mut s = Session::started(args, &server, &[]);
+        s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+        s
+    }
 }
 
 #[test]
 fn a_server_that_exits_mid_call_leaves_it_unknown_and_a_retry_a_possible_duplicate() {
-    let (server, commits, faults, incident) = leaving("leaver");
-    let args = [text(&faults), "--record", text(&incident), "--append"];
-    let py = ["python3", text(&server), "exit", text(&commits)];
+    let files = Leaving::new("leaver");
+    let (commits, incident) = (&files.commits, &files.incident);
+    let args = appending(&files.faults, incident);
     // A server-per-call client: the server commits, then exits before it answers.
-    let mut s = Session::started(&args, &py, &[]);
-    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
-    let lost = s.answer();
-    assert!(canonical(&lost).contains("exited"), "{}", canonical(&lost));
+    let mut s = files.session(&args, "exit");
+    assert_holds(&s.answer(), "exited");
     s.wait(Duration::from_secs(20));
     // It retries in a new session, whose server answers.
-    let mut s = Session::started(&args, &py, &[]);
-    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
-    let done = s.answer();
-    assert!(
-        canonical(&done).contains("shipment_id"),
-        "{}",
-        canonical(&done)
-    );
+    let mut s = files.session(&args, "exit");
+    assert_holds(&s.answer(), "shipment_id");
     s.wait(Duration::from_secs(20));
-    let committed = std::fs::read_to_string(&commits).expect("commits");
+    let committed = std::fs::read_to_string(commits).expect("commits");
     assert_eq!(committed, "A1\nA1\n", "the server holds two commits");
-    let side = sidecar_json(&incident);
+    let side = sidecar_json(incident);
     let why = unknown_why(&side, 0).unwrap_or_default();
     assert!(why.contains("after the request had reached it"), "{why}");
     assert_eq!(unknown_why(&side, 1), None, "the retry was answered");
-    let (code, out, _) = check(&incident);
+    let (code, out, _) = check(incident);
     common::assert_possible_duplicate(code, &out);
 }
 
 #[test]
 fn a_session_stopped_while_the_server_holds_a_committed_call_is_not_finished() {
-    let (server, commits, faults, incident) = leaving("held");
-    let mut s = Session::started(
-        &recorded(&faults, &incident),
-        &["python3", text(&server), "hold", text(&commits)],
-        &[],
-    );
-    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+    let files = Leaving::new("held");
+    let (commits, incident) = (&files.commits, &files.incident);
+    let s = files.session(&recorded(&files.faults, incident), "hold");
     let until = Instant::now() + Duration::from_secs(20);
-    while std::fs::read_to_string(&commits).unwrap_or_default() != "A1\n" {
+    while std::fs::read_to_string(commits).unwrap_or_default() != "A1\n" {
         assert!(Instant::now() < until, "the server never committed");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -2851,12 +2837,12 @@ fn a_session_stopped_while_the_server_holds_a_committed_call_is_not_finished() {
     let (code, err) = s.wait(Duration::from_secs(40));
     // (0 when the end of its input, closed as it stops, is read before the signal.)
     assert!(matches!(code, Some(143 | 0)), "{code:?} {err}");
-    let side = sidecar_json(&incident);
+    let side = sidecar_json(incident);
     assert!(
         unknown_why(&side, 0).is_some_and(|w| w.contains("the session ended")),
         "{side:?}"
     );
-    let (code, out, _) = check(&incident);
+    let (code, out, _) = check(incident);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains(
@@ -2870,13 +2856,9 @@ fn a_session_stopped_while_the_server_holds_a_committed_call_is_not_finished() {
 
 #[test]
 fn a_server_that_dies_mid_line_never_has_its_half_line_relayed() {
-    let (server, commits, faults, incident) = leaving("half");
-    let mut s = Session::started(
-        &recorded(&faults, &incident),
-        &["python3", text(&server), "half", text(&commits)],
-        &[],
-    );
-    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+    let files = Leaving::new("half");
+    let incident = &files.incident;
+    let mut s = files.session(&recorded(&files.faults, incident), "half");
     // The one line the client gets for its call is a whole message: the proxy's error.
     let line = s.read_raw();
     let text_line = String::from_utf8_lossy(&line).into_owned();
@@ -2885,19 +2867,19 @@ fn a_server_that_dies_mid_line_never_has_its_half_line_relayed() {
     assert!(!text_line.contains("\"res"), "no half line: {text_line}");
     let (_, err) = s.wait(Duration::from_secs(20));
     assert!(err.contains("was cut at byte 40"), "{err}");
-    let side = sidecar_json(&incident);
+    let side = sidecar_json(incident);
     let why = unknown_why(&side, 0).unwrap_or_default();
     assert!(
         why.contains("the server's answer was cut at byte 40"),
         "{side:?}"
     );
-    let record = sidecar(&incident);
+    let record = sidecar(incident);
     assert!(
         matches!(record.calls[0].delivered, Delivered::Error(_)),
         "what the client got: {:?}",
         record.calls[0].delivered
     );
-    let c = cassette(&incident);
+    let c = cassette(incident);
     assert_ne!(
         c.report.calls[0].status,
         Status::Ok,
