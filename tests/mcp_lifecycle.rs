@@ -78,6 +78,67 @@ const ROWS: &str = r#"{
   "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
 }"#;
 
+/// [`ROWS`] written to `TAG-rows.json`, and a fresh `TAG-rows.db` for the odd server's rows.
+fn rows_and_db(tag: &str) -> (PathBuf, PathBuf) {
+    (
+        write(&format!("{tag}-rows.json"), ROWS),
+        scratch(&format!("{tag}-rows.db")),
+    )
+}
+
+/// The odd server writing its rows to `db`, with `env`, behind the proxy with `args`: after
+/// the handshake.
+fn odd_writing(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Session {
+    let env = [&[("ODD_DB", text(db))][..], env].concat();
+    Session::started(args, &ODD, &env)
+}
+
+/// How a proxy is started with an injected write error: its files may grow to 256 KB
+/// (`ulimit -f` counts 512-byte blocks in sh), and SIGXFSZ is ignored so that writes past it
+/// fail with EFBIG instead.
+const EFBIG: &str = "trap '' XFSZ; ulimit -f 512; exec";
+
+/// `mcp RULES --record INCIDENT -- python3 odd_server.py` started by `launch` (a shell line
+/// ending in the proxy's command), the server writing its rows to `db`, with `env`: after the
+/// handshake.
+fn odd_launched(
+    launch: &str,
+    rules: &Path,
+    incident: &Path,
+    db: &Path,
+    env: &[(&str, &str)],
+) -> Session {
+    let proxy = format!(
+        "{launch} {BIN} mcp {} --record {} -- python3 {ODD_SERVER}",
+        text(rules),
+        text(incident),
+    );
+    let mut s = Session::of(
+        Command::new("sh")
+            .args(["-c", &proxy])
+            .env("ODD_DB", db)
+            .envs(env.iter().copied()),
+    );
+    s.handshake();
+    s
+}
+
+/// The `i`th of many calls of `tool` with `args` (JSON text): its id is 10 + i.
+fn nth_call(i: usize, tool: &str, args: &str) -> String {
+    call(&(10 + i).to_string(), tool, args)
+}
+
+/// The `i`th of many `write_row` calls ([`nth_call`]), of row `r-ROW`, with `pad` in its
+/// arguments unless it is empty.
+fn nth_write(i: usize, row: usize, pad: &str) -> String {
+    let args = if pad.is_empty() {
+        format!(r#"{{"row":"r-{row}"}}"#)
+    } else {
+        format!(r#"{{"row":"r-{row}","pad":"{pad}"}}"#)
+    };
+    nth_call(i, "write_row", &args)
+}
+
 /// A proxy started as a client starts it, talking raw lines.
 struct Session {
     child: Child,
@@ -462,11 +523,7 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
     let n = 2000;
     let mut batch = String::new();
     for i in 0..n {
-        batch.push_str(&call(
-            &(10 + i).to_string(),
-            "check_inventory",
-            r#"{"sku":"A1"}"#,
-        ));
+        batch.push_str(&nth_call(i, "check_inventory", r#"{"sku":"A1"}"#));
         batch.push('\n');
     }
     s.child
@@ -497,12 +554,12 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
     );
     let c = cassette(&incident);
     let side = sidecar(&incident);
-    assert_eq!(c.report.calls.len(), n as usize);
+    assert_eq!(c.report.calls.len(), n);
     assert!(
         c.report.calls.iter().all(|c| c.status != Status::Running),
         "no call is left running"
     );
-    assert_eq!(side.calls.len(), n as usize, "every call has its record");
+    assert_eq!(side.calls.len(), n, "every call has its record");
     // Every call the server answered keeps its output, also one whose answer went nowhere
     // (delivered nothing: the client had left).
     for call in c.report.calls.iter().filter(|c| c.status == Status::Ok) {
@@ -526,14 +583,9 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
 #[test]
 fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
     for mode in ["deep", "badutf8", "nul", "batch", "big", "secrets"] {
-        let faults = write(&format!("rows-{mode}.json"), ROWS);
+        let (faults, db) = rows_and_db(&format!("unreadable-{mode}"));
         let incident = scratch(&format!("unreadable-{mode}.json"));
-        let db = scratch(&format!("rows-{mode}.db"));
-        let mut s = Session::started(
-            &recorded(&faults, &incident),
-            &ODD,
-            &[("ODD_ANSWER", mode), ("ODD_DB", text(&db))],
-        );
+        let mut s = odd_writing(&db, &recorded(&faults, &incident), &[("ODD_ANSWER", mode)]);
         for id in ["2", "3"] {
             s.send(&call(id, "write_row", r#"{"row":"r-1"}"#));
             let line = s.read_raw();
@@ -1189,11 +1241,7 @@ fn calls_in_a_batch_or_nested_too_deep_are_judged_like_any_other() {
     }"#,
     );
     let db = scratch("batch.db");
-    let mut s = Session::started(
-        &recorded(&faults, &incident),
-        &ODD,
-        &[("ODD_DB", text(&db))],
-    );
+    let mut s = odd_writing(&db, &recorded(&faults, &incident), &[]);
     // A batch: the fault answers read_rows in the server's place, write_row goes through.
     s.send(&format!(
         "[{},{}]",
@@ -1384,24 +1432,14 @@ fn calls_the_budget_refused_still_fail_check() {
 #[test]
 fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
     let incident = scratch("full.json");
-    let rows = write("full-rows.json", ROWS);
-    let db = scratch("full-rows.db");
-    let _ = std::fs::remove_file(&db);
-    let mut s = Session::started(
-        &recorded(&rows, &incident),
-        &ODD,
-        &[("ODD_ANSWER", "large"), ("ODD_DB", text(&db))],
-    );
+    let (rows, db) = rows_and_db("full");
+    let mut s = odd_writing(&db, &recorded(&rows, &incident), &[("ODD_ANSWER", "large")]);
     let mut refused = 0;
     for i in 0..80 {
         // Past the cap, a repeat of row 0: a duplicate the recording could not judge, had
         // it reached the server.
         let row = if i >= 70 { 0 } else { i };
-        s.send(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{row}"}}"#),
-        ));
+        s.send(&nth_write(i, row, ""));
         let answer = s.answer();
         if canonical(&answer).contains("not sent to the MCP server") {
             refused += 1;
@@ -1491,11 +1529,7 @@ fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() 
     let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     let mut all = String::new();
     for i in 0..3000 {
-        all.push_str(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{i}"}}"#),
-        ));
+        all.push_str(&nth_write(i, i, ""));
         all.push('\n');
     }
     s.send(all.trim_end());
@@ -1526,36 +1560,19 @@ fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() 
 }
 
 /// A session of the odd server's large answers recorded at `incident`, started by `launch`
-/// (a shell line ending in the proxy's command), 16 calls one after another: what the client
-/// received, answer by answer, and the rows the server committed.
-fn large_answers_session(launch: &str, incident: &Path, db: &Path) -> (Vec<Value>, usize) {
-    let rows = write("disk-rows.json", ROWS);
-    let _ = std::fs::remove_file(db);
-    let proxy = format!(
-        "{launch} {BIN} mcp {} --record {} -- python3 {}",
-        text(&rows),
-        text(incident),
-        ODD_SERVER
-    );
-    let mut s = Session::of(
-        Command::new("sh")
-            .args(["-c", &proxy])
-            .env("ODD_ANSWER", "large")
-            .env("ODD_DB", db),
-    );
-    s.handshake();
+/// ([`odd_launched`]), its rows named by `tag` ([`rows_and_db`]), 16 calls one after another:
+/// what the client received, answer by answer, and the rows the server committed.
+fn large_answers_session(launch: &str, incident: &Path, tag: &str) -> (Vec<Value>, usize) {
+    let (rows, db) = rows_and_db(tag);
+    let mut s = odd_launched(launch, &rows, incident, &db, &[("ODD_ANSWER", "large")]);
     let mut answers = Vec::new();
     for i in 0..16 {
-        s.send(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{i}"}}"#),
-        ));
+        s.send(&nth_write(i, i, ""));
         answers.push(s.answer());
     }
     let (_, err) = s.wait(Duration::from_secs(30));
     assert!(err.contains("the recording stops here"), "{err}");
-    let committed = std::fs::read_to_string(db)
+    let committed = std::fs::read_to_string(&db)
         .map(|t| t.lines().count())
         .unwrap_or(0);
     (answers, committed)
@@ -1624,10 +1641,10 @@ fn lines_over_8_mb_with_their_id_last_are_still_judged() {
     }"#,
     );
     let db = scratch("id-last.db");
-    let mut s = Session::started(
+    let mut s = odd_writing(
+        &db,
         &recorded(&faults, &incident),
-        &ODD,
-        &[("ODD_ANSWER", "bigidlast"), ("ODD_DB", text(&db))],
+        &[("ODD_ANSWER", "bigidlast")],
     );
     // A 9 MB answer whose id comes last: relayed as it comes (too late to drop it) and judged.
     s.send(&call("2", "write_row", r#"{"row":"r-1"}"#));
@@ -1868,11 +1885,7 @@ fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill()
 fn finished_recording_with_a_duplicate(faults: &Path, incident: &Path, calls: usize) {
     let mut s = Session::started(&recorded(faults, incident), &[example()], &[]);
     for i in 0..calls {
-        s.send(&call(
-            &(10 + i).to_string(),
-            "check_inventory",
-            r#"{"sku":"A1"}"#,
-        ));
+        s.send(&nth_call(i, "check_inventory", r#"{"sku":"A1"}"#));
     }
     for _ in 0..calls {
         s.answer();
@@ -1999,31 +2012,10 @@ fn a_journal_from_another_session_is_refused_not_taken_for_the_files() {
 
 #[test]
 fn a_journal_that_cannot_be_written_withholds_answers_and_fails_check() {
-    // An injected write error: files may grow to 256 KB (ulimit -f counts 512-byte blocks
-    // in sh), and SIGXFSZ ignored so writes past it fail with EFBIG instead.
+    // An injected write error (EFBIG).
     let incident = scratch("efbig.json");
-    let db = scratch("efbig-rows.db");
-    let (answers, committed) =
-        large_answers_session("trap '' XFSZ; ulimit -f 512; exec", &incident, &db);
+    let (answers, committed) = large_answers_session(EFBIG, &incident, "efbig");
     judged_like_the_client_saw_it(&incident, &answers, committed);
-}
-
-/// `mcp RULES --record INCIDENT -- python3 odd_server.py` (writing its rows to `db`, with
-/// `env`) whose files may grow to 256 KB (ulimit -f counts 512-byte blocks in sh), with
-/// SIGXFSZ ignored so writes past it fail with EFBIG: an injected write error.
-fn efbig_session(rules: &Path, incident: &Path, db: &Path, env: &[(&str, &str)]) -> Session {
-    let proxy = format!(
-        "trap '' XFSZ; ulimit -f 512; exec {BIN} mcp {} --record {} -- python3 {}",
-        text(rules),
-        text(incident),
-        ODD_SERVER
-    );
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", &proxy]).env("ODD_DB", db);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Session::of(&mut cmd)
 }
 
 #[test]
@@ -2041,17 +2033,11 @@ fn a_call_waiting_on_injected_latency_whose_line_was_lost_never_reaches_the_serv
     );
     let incident = scratch("efbig-latency.json");
     let db = scratch("efbig-latency.db");
-    let _ = std::fs::remove_file(&db);
-    let mut s = efbig_session(&rules, &incident, &db, &[]);
-    s.handshake();
+    let mut s = odd_launched(EFBIG, &rules, &incident, &db, &[]);
     let pad = "p".repeat(30_000);
     let (mut written, mut refused) = (0, 0);
     for i in 0..16 {
-        s.send(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{i}","pad":"{pad}"}}"#),
-        ));
+        s.send(&nth_write(i, i, &pad));
         let a = canonical(&s.answer());
         if a.contains("row written") {
             assert_eq!(
@@ -2096,11 +2082,14 @@ fn a_server_batch_whose_journal_line_is_lost_keeps_what_answers_no_call() {
     // Each answer comes in a batch beside a notification; the journal's writes start
     // failing part-way (as above). A withheld answer must not take its batch-mate with it.
     let incident = scratch("efbig-batch.json");
-    let db = scratch("efbig-batch.db");
-    let _ = std::fs::remove_file(&db);
-    let rows = write("batch-disk-rows.json", ROWS);
-    let mut s = efbig_session(&rows, &incident, &db, &[("ODD_ANSWER", "largebatch")]);
-    s.handshake();
+    let (rows, db) = rows_and_db("efbig-batch");
+    let mut s = odd_launched(
+        EFBIG,
+        &rows,
+        &incident,
+        &db,
+        &[("ODD_ANSWER", "largebatch")],
+    );
     let (mut notes, mut withheld) = (0, 0);
     for i in 0..16 {
         let id = 10 + i;
@@ -2138,7 +2127,7 @@ fn a_server_batch_whose_journal_line_is_lost_keeps_what_answers_no_call() {
 fn a_full_disk_withholds_answers_and_fails_check() {
     // A 1 MB tmpfs, where the machine lets the test mount one (root); the injected write
     // error above covers the rest.
-    let dir = common::scratch_dir("life").join("tmpfs-1m");
+    let dir = scratch("tmpfs-1m");
     std::fs::create_dir_all(&dir).expect("dir");
     let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs", text(&dir)])
@@ -2152,8 +2141,7 @@ fn a_full_disk_withholds_answers_and_fails_check() {
         return;
     }
     let incident = dir.join("disk.json");
-    let db = scratch("disk-rows.db");
-    let (answers, committed) = large_answers_session("exec", &incident, &db);
+    let (answers, committed) = large_answers_session("exec", &incident, "disk");
     judged_like_the_client_saw_it(&incident, &answers, committed);
     let _ = Command::new("umount").arg(&dir).status();
 }
@@ -2605,22 +2593,12 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
     // 80 calls of 120 KB sent at once, each answered with 120 KB: the answers of the calls
     // in flight would double what the files hold.
     let incident = scratch("in-flight-full.json");
-    let rows = write("in-flight-rows.json", ROWS);
-    let db = scratch("in-flight-rows.db");
-    let _ = std::fs::remove_file(&db);
-    let mut s = Session::started(
-        &recorded(&rows, &incident),
-        &ODD,
-        &[("ODD_ANSWER", "large"), ("ODD_DB", text(&db))],
-    );
+    let (rows, db) = rows_and_db("in-flight");
+    let mut s = odd_writing(&db, &recorded(&rows, &incident), &[("ODD_ANSWER", "large")]);
     let pad = "p".repeat(120_000);
     let mut all = String::new();
     for i in 0..80 {
-        all.push_str(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{i}","pad":"{pad}"}}"#),
-        ));
+        all.push_str(&nth_write(i, i, &pad));
         all.push('\n');
     }
     // Written while the answers are read: neither side waits on the other's pipe.
