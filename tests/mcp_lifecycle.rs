@@ -21,8 +21,8 @@ mod common;
 
 use common::example_server;
 use common::mcp::{
-    BIN, INITIALIZE, INITIALIZED, LOST_ACK, TOOLS_LIST, bin, call, cassette, check, scratch,
-    sidecar, text, write,
+    BIN, INITIALIZE, INITIALIZED, LOST_ACK, TOOLS_LIST, bin, call, cassette, check, checked, noted,
+    scratch, sidecar, text, write,
 };
 
 /// `tests/fixtures/mcp/odd_server.py`.
@@ -279,6 +279,13 @@ fn matching(marker: &str) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that no process whose command line holds `marker` is left within 5 s (`why`
+/// says what it would mean).
+#[track_caller]
+fn assert_gone(marker: &str, why: &str) {
+    assert!(gone_within(marker, Duration::from_secs(5)), "{why}");
+}
+
 fn gone_within(marker: &str, limit: Duration) -> bool {
     let until = Instant::now() + limit;
     while Instant::now() < until {
@@ -367,10 +374,7 @@ fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
         "inspect says how it ended: {out}"
     );
     // The watchdog stopped the server's group, launcher and all.
-    assert!(
-        gone_within(&marker, Duration::from_secs(5)),
-        "the server outlived the proxy"
-    );
+    assert_gone(&marker, "the server outlived the proxy");
     // Replay serves the recovered recording.
     let (code, _, err) = replay_twice(&incident, "create_shipment", r#"{"order_id":"o-1"}"#);
     assert_eq!(code, 0, "{err}");
@@ -420,10 +424,7 @@ fn a_client_that_closes_then_kills_the_proxy_while_the_server_exits_ended_its_se
         out.contains("session: not finished (the client closed the session"),
         "{out}"
     );
-    assert!(
-        gone_within(&marker, Duration::from_secs(5)),
-        "the server outlived the proxy"
-    );
+    assert_gone(&marker, "the server outlived the proxy");
 }
 
 /// Replays `recording` to a client that calls `tool` with `args` twice.
@@ -483,8 +484,7 @@ fn killed_mid_call_the_recording_names_the_call_in_flight() {
     s.send(&call("3", "create_shipment", r#"{"order_id":"o-9"}"#));
     std::thread::sleep(Duration::from_millis(500));
     s.kill();
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains("✗ Session finished: the session did not end: 1 call(s) in flight")
             && out.contains("#2 create_shipment"),
@@ -544,10 +544,7 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
         assert!(Instant::now() < until, "the proxy did not finish");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(
-        gone_within(&marker, Duration::from_secs(5)),
-        "the server was left running"
-    );
+    assert_gone(&marker, "the server was left running");
     assert!(
         !journal_path(&incident).exists(),
         "the proxy finished: no journal left"
@@ -827,9 +824,7 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
     assert!(c.report.calls[2].tool.to_lossy().starts_with("tttt"));
     let side = sidecar(&incident);
     assert!(
-        side.call(1)
-            .and_then(|r| r.note.as_deref())
-            .is_some_and(|n| n.contains("summarised")),
+        side.call(1).is_some_and(|r| noted(r, "summarised")),
         "the record says its arguments are summarised"
     );
 }
@@ -1043,8 +1038,7 @@ fn a_server_per_call_client_appends_to_one_run() {
         1,
         "the double commit across sessions"
     );
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains("duplicate commit: shipment o-1 by call #2"),
         "{out}"
@@ -1214,8 +1208,7 @@ fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
         s.answer();
     }
     s.ends(Duration::from_secs(20));
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 0, "{out}");
+    let out = checked(&incident, 0);
     assert!(
         !out.contains("warning"),
         "an idempotent repeat is no possible duplicate: {out}"
@@ -1402,8 +1395,7 @@ fn append_keeps_the_commit_id_a_lost_acknowledgement_dropped() {
         Some(1),
         "the retry got the dropped commit's id back: an idempotent replay, across sessions"
     );
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 0, "{out}");
+    checked(&incident, 0);
 }
 
 #[test]
@@ -1424,8 +1416,7 @@ fn calls_the_budget_refused_still_fail_check() {
     let c = cassette(&incident);
     assert_eq!(c.report.calls.len(), 2);
     assert_eq!(c.report.budget_rejections, 1, "the refused call is counted");
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(out.contains("✗ Call budget"), "{out}");
 }
 
@@ -1496,8 +1487,7 @@ fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
         .expect("the recording says it stopped");
     assert_eq!((st.after_calls as usize, st.refused as usize), (n, refused));
     assert!(!journal_path(&incident).exists());
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains(&format!(
             "✗ Recording complete: the recording stopped after {n} call(s): the recording is full"
@@ -1668,8 +1658,7 @@ fn lines_over_8_mb_with_their_id_last_are_still_judged() {
     let side = sidecar(&incident);
     assert!(
         side.call(1)
-            .and_then(|r| r.note.as_deref())
-            .is_some_and(|n| n.contains("could not be injected")),
+            .is_some_and(|r| noted(r, "could not be injected")),
         "{:?}",
         side.call(1)
     );
@@ -2471,13 +2460,9 @@ fn sigterm_ends_a_session_whose_server_reads_nothing_while_the_client_floods_it(
         "ended {:?} after SIGTERM",
         sent.elapsed()
     );
-    assert!(
-        gone_within(&marker, Duration::from_secs(5)),
-        "the server is gone"
-    );
+    assert_gone(&marker, "the server is gone");
     let _ = flood.join();
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 0, "{out}");
+    checked(&incident, 0);
 }
 
 /// A retry after a lost acknowledgement of `create_shipment`, which the example server
@@ -2648,13 +2633,7 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
             Delivered::Result(r) => assert!(canonical(r).contains("row written"), "{id}"),
             Delivered::Unrecorded => {
                 unkept += 1;
-                assert!(
-                    record
-                        .note
-                        .as_deref()
-                        .is_some_and(|n| n.contains("no room for its answer")),
-                    "{record:?}"
-                );
+                assert!(noted(record, "no room for its answer"), "{record:?}");
             }
             other => panic!("request {id}: {other:?}"),
         }
@@ -2671,8 +2650,7 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
         !journal_path(&incident).exists(),
         "the files hold what the journal did"
     );
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains(&format!(
             "✗ Recording complete: the recording stopped after {} call(s): the recording is full",
@@ -2820,8 +2798,7 @@ fn a_session_stopped_while_the_server_holds_a_committed_call_is_not_finished() {
         unknown_why(&side, 0).is_some_and(|w| w.contains("the session ended")),
         "{side:?}"
     );
-    let (code, out, _) = check(incident);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(incident, 1);
     assert!(
         out.contains(
             "✗ Session finished: the proxy finished the session, with 1 call(s) still with the \

@@ -23,8 +23,8 @@ use toolstorm::report::Status;
 
 use common::example_server;
 use common::mcp::{
-    BIN, INITIALIZE, INITIALIZED, LOST_ACK, TOOLS_LIST, call, check, recording, scratch,
-    spawn_piped, text, write,
+    BIN, INITIALIZE, INITIALIZED, LOST_ACK, TOOLS_LIST, call, check, checked, noted, recording,
+    scratch, spawn_piped, text, write,
 };
 
 /// Starts the proxy with `args` (then `-- server`) as an MCP server for an rmcp client.
@@ -48,6 +48,11 @@ async fn proxy_recording(
     env: &[(&str, &str)],
 ) -> RunningService<RoleClient, ()> {
     connect(&["mcp", text(faults), "--record", text(cassette)], env).await
+}
+
+/// A client of the proxy recording to `cassette`, with no faults.
+async fn recording_client(cassette: &Path, env: &[(&str, &str)]) -> RunningService<RoleClient, ()> {
+    connect(&["mcp", "--record", text(cassette)], env).await
 }
 
 fn ship(order: &str, key: Option<&str>) -> CallToolRequestParams {
@@ -139,8 +144,7 @@ async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_
     );
     assert!(s.exchanges.iter().any(|x| x.method == "tools/list"));
 
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains("✗ No duplicate side effects: 1 duplicate effect(s) across 2 commits"),
         "{out}"
@@ -188,8 +192,7 @@ async fn idempotent_retry(name: &str, env: &[(&str, &str)]) -> (Cassette, McpSes
         ["error", "SHP-0001"]
     );
     client.cancel().await.expect("close");
-    let (code, out, _) = check(&incident);
-    assert_eq!(code, 0, "{out}");
+    checked(&incident, 0);
     recording(&incident)
 }
 
@@ -216,11 +219,7 @@ async fn an_agent_that_reuses_its_idempotency_key_commits_once() {
 #[tokio::test]
 async fn two_calls_in_flight_are_each_recorded() {
     let incident = scratch("parallel.json");
-    let client = connect(
-        &["mcp", "--record", text(&incident)],
-        &[("SHIPPING_DELAY_MS", "300")],
-    )
-    .await;
+    let client = recording_client(&incident, &[("SHIPPING_DELAY_MS", "300")]).await;
     let (a, b) = tokio::join!(
         client.call_tool(ship("o-1", None)),
         client.call_tool(ship("o-2", None))
@@ -285,11 +284,7 @@ async fn two_calls_in_flight_are_each_recorded() {
 #[tokio::test]
 async fn a_call_the_client_cancels_is_recorded_with_what_the_server_still_committed() {
     let incident = scratch("cancelled.json");
-    let client = connect(
-        &["mcp", "--record", text(&incident)],
-        &[("SHIPPING_DELAY_MS", "800")],
-    )
-    .await;
+    let client = recording_client(&incident, &[("SHIPPING_DELAY_MS", "800")]).await;
     let request =
         rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(ship("o-9", None)));
     let handle = client
@@ -311,13 +306,7 @@ async fn a_call_the_client_cancels_is_recorded_with_what_the_server_still_commit
     let call = &c.report.calls[0];
     assert_eq!(call.status, Status::Cancelled, "{call:?}");
     let record = s.call(1).expect("record");
-    assert!(
-        record
-            .note
-            .as_deref()
-            .is_some_and(|n| n.contains("cancelled")),
-        "{record:?}"
-    );
+    assert!(noted(record, "cancelled"), "{record:?}");
     // The rmcp server may stop the cancelled call or finish it; either way nothing is lost:
     // a commit it reports is recorded even though the client gave up.
     assert!(c.report.effects.len() <= 1);

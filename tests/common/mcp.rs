@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use toolstorm::cassette::Cassette;
-use toolstorm::mcp::session::{McpSession, sidecar_path};
+use toolstorm::mcp::session::{CallRecord, McpSession, sidecar_path};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
@@ -85,6 +85,19 @@ pub fn bin(args: &[&str]) -> (i32, String, String) {
 /// `check` of the recording at `path`: exit code, stdout, stderr.
 pub fn check(path: &Path) -> (i32, String, String) {
     bin(&["check", text(path)])
+}
+
+/// [`check`] of the recording at `path`, which must exit with `code`: its stdout.
+#[track_caller]
+pub fn checked(path: &Path, code: i32) -> String {
+    let (got, out, _) = check(path);
+    assert_eq!(got, code, "{out}");
+    out
+}
+
+/// Whether the note on a call's record holds `what`.
+pub fn noted(record: &CallRecord, what: &str) -> bool {
+    record.note.as_deref().is_some_and(|n| n.contains(what))
 }
 
 /// The cassette of the recording at `path`.
