@@ -58,6 +58,14 @@ fn faults_and_recording(name: &str, body: &str) -> (PathBuf, PathBuf) {
     )
 }
 
+/// A scenario of `members` (its name, title, rules, effects, budget: JSON members) under the
+/// header the scenarios here share (schema 1, the MCP world, seed 1), written to `NAME.json`;
+/// and a fresh recording `NAME-rec.json`.
+fn scenario_and_recording(name: &str, members: &str) -> (PathBuf, PathBuf) {
+    let body = format!(r#"{{"schema_version": 1, "world": "mcp", "seed": 1, {members}}}"#);
+    faults_and_recording(name, &body)
+}
+
 /// [`LOST_ACK`] with its commits keyed by the order alone: each session that starts a new
 /// example server has its shipment numbers start again.
 fn lost_ack_by_order() -> String {
@@ -643,12 +651,12 @@ fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
 
 #[test]
 fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refused() {
-    let lost = r#"{
-      "schema_version": 1, "world": "mcp", "name": "odd-ids", "title": "Odd ids", "seed": 1,
+    let (faults, incident) = scenario_and_recording(
+        "odd-ids",
+        r#""name": "odd-ids", "title": "Odd ids",
       "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
-    }"#;
-    let (faults, incident) = faults_and_recording("odd-ids", lost);
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]"#,
+    );
     let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     // The proxy answers these itself (the rule): each answer carries the id exactly as sent.
     for id in ["1e3", r#""s""#] {
@@ -709,13 +717,11 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refus
 
 #[test]
 fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
-    let (faults, incident) = faults_and_recording(
+    let (faults, incident) = scenario_and_recording(
         "big-args",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "big", "title": "Big", "seed": 1,
+        r#""name": "big", "title": "Big",
       "rules": [{"name": "lost-receipt", "tool": "create_*", "kind": "response_lost", "calls": [2]}],
-      "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id"}]
-    }"#,
+      "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id"}]"#,
     );
     let mut s = Session::started(&recorded(&faults, &incident), &[example()], &[]);
     let big = "x".repeat(200_000);
@@ -1185,14 +1191,12 @@ fn print_config_gives_absolute_paths_for_the_server_too() {
 
 #[test]
 fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
-    let (faults, incident) = faults_and_recording(
+    let (faults, incident) = scenario_and_recording(
         "dedupe",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "dedupe", "title": "Dedupe", "seed": 1,
+        r#""name": "dedupe", "title": "Dedupe",
       "rules": [],
       "effects": [{"tool": "add_observation", "effect": "observation", "key": "entity",
-                   "committed": "added"}]
-    }"#,
+                   "committed": "added"}]"#,
     );
     let mut s = Session::listed(&recorded(&faults, &incident), &ODD);
     for id in ["3", "4"] {
@@ -1225,13 +1229,11 @@ fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
 
 #[test]
 fn calls_in_a_batch_or_nested_too_deep_are_judged_like_any_other() {
-    let (faults, incident) = faults_and_recording(
+    let (faults, incident) = scenario_and_recording(
         "batch",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "batch", "title": "Batch", "seed": 1,
+        r#""name": "batch", "title": "Batch",
       "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
-    }"#,
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]"#,
     );
     let db = scratch("batch.db");
     let mut s = odd_writing(&db, &recorded(&faults, &incident), &[]);
@@ -1370,13 +1372,11 @@ fn replay_keeps_its_verdict_in_a_report_file() {
 
 #[test]
 fn append_keeps_the_commit_id_a_lost_acknowledgement_dropped() {
-    let (faults, incident) = faults_and_recording(
+    let (faults, incident) = scenario_and_recording(
         "append-idem",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "append-idem", "title": "Append", "seed": 1,
+        r#""name": "append-idem", "title": "Append",
       "rules": [{"name": "lost", "tool": "write_row", "kind": "response_lost", "calls": [1]}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row", "commit_id": "row_id"}]
-    }"#,
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row", "commit_id": "row_id"}]"#,
     );
     for _ in 0..2 {
         // A server (and a proxy) per call; the server gives the same row id back.
@@ -1400,12 +1400,10 @@ fn append_keeps_the_commit_id_a_lost_acknowledgement_dropped() {
 
 #[test]
 fn calls_the_budget_refused_still_fail_check() {
-    let (faults, incident) = faults_and_recording(
+    let (faults, incident) = scenario_and_recording(
         "budget",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "budget", "title": "Budget", "seed": 1,
-      "max_calls": 2, "rules": []
-    }"#,
+        r#""name": "budget", "title": "Budget",
+      "max_calls": 2, "rules": []"#,
     );
     let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     for id in ["2", "3", "4"] {
@@ -1508,11 +1506,11 @@ fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() 
             )
         })
         .collect();
-    let (faults, incident) = faults_and_recording(
+    let (faults, incident) = scenario_and_recording(
         "journal-bound",
         &format!(
-            r#"{{"schema_version": 1, "world": "mcp", "name": "jb", "title": "Journal bound", "seed": 1,
-               "rules": [{}], "effects": [{{"tool": "write_row", "effect": "row", "key": "row"}}]}}"#,
+            r#""name": "jb", "title": "Journal bound",
+               "rules": [{}], "effects": [{{"tool": "write_row", "effect": "row", "key": "row"}}]"#,
             rules.join(",")
         ),
     );
@@ -1622,13 +1620,11 @@ fn judged_like_the_client_saw_it(incident: &Path, answers: &[Value], committed: 
 }
 #[test]
 fn lines_over_8_mb_with_their_id_last_are_still_judged() {
-    let (faults, incident) = faults_and_recording(
+    let (faults, incident) = scenario_and_recording(
         "id-last",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "id-last", "title": "Id last", "seed": 1,
+        r#""name": "id-last", "title": "Id last",
       "rules": [{"name": "lost", "tool": "write_row", "kind": "response_lost", "calls": [1]}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
-    }"#,
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]"#,
     );
     let db = scratch("id-last.db");
     let mut s = odd_writing(
@@ -2469,13 +2465,11 @@ fn sigterm_ends_a_session_whose_server_reads_nothing_while_the_client_floods_it(
 /// annotates `idempotentHint: false`, with no `effects` entry: recorded with `faults`, the
 /// check's exit code and output.
 fn declared_retry(name: &str, extra: &str) -> (PathBuf, i32, String) {
-    let (faults, incident) = faults_and_recording(
+    let (faults, incident) = scenario_and_recording(
         name,
         &format!(
-            r#"{{
-      "schema_version": 1, "world": "mcp", "name": "declared", "title": "Declared", "seed": 1,{extra}
-      "rules": [{{"name": "lost", "tool": "create_shipment", "kind": "response_lost", "calls": [1]}}]
-    }}"#
+            r#""name": "declared", "title": "Declared",{extra}
+      "rules": [{{"name": "lost", "tool": "create_shipment", "kind": "response_lost", "calls": [1]}}]"#
         ),
     );
     let mut s = Session::listed(&recorded(&faults, &incident), &[example()]);
