@@ -11,9 +11,7 @@ early (e.g. "HTTP 401 Unauthorized" for a missing token), or is null. TOKEN is s
 `Authorization: Bearer TOKEN`. Exits 2 on bad usage only.
 """
 
-import asyncio
 import json
-import sys
 from datetime import timedelta
 from importlib.metadata import version
 
@@ -24,20 +22,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import McpError
 
+from naive_agent import run
+
 CALL_TIMEOUT = timedelta(seconds=10)
-
-
-def leaf_errors(exc: BaseException) -> list[BaseException]:
-    """The exceptions inside (nested) exception groups, which the SDK's task groups raise."""
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for e in exc.exceptions for leaf in leaf_errors(e)]
-    return [exc]
-
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, httpx.HTTPStatusError):
-        return f"HTTP {exc.response.status_code} {exc.response.reason_phrase}"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def attempt_of(result) -> dict:
@@ -83,19 +70,9 @@ async def agent(url: str, token: str | None, out: dict) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) not in (2, 3):
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    url, token = sys.argv[1], (sys.argv[2] if len(sys.argv) == 3 else None)
     out = {"sdk": f"python mcp {version('mcp')}", "server": None, "protocol": None, "session_id": None,
            "tools": None, "attempts": [], "shipments": None, "fatal": None}
-    try:
-        asyncio.run(asyncio.wait_for(agent(url, token, out), timeout=60))
-    except BaseException as exc:  # noqa: BLE001 - every way of failing is reported, not raised
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        out["fatal"] = "; ".join(describe(e) for e in leaf_errors(exc))[:500]
-    print(json.dumps(out), flush=True)
+    run(__doc__, out, agent, httpx.HTTPStatusError)
 
 
 if __name__ == "__main__":

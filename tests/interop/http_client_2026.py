@@ -15,9 +15,6 @@ happened: {"sdk", "protocol", "server", "tools", "attempts": [{"isError", "text"
 "structured"} or {"error", "code", "seconds"}], "shipments", "fatal"}. Exits 2 on bad usage.
 """
 
-import asyncio
-import json
-import sys
 import time
 from importlib.metadata import version
 
@@ -27,19 +24,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from naive_agent import run
+
 CALL_TIMEOUT = 5.0
-
-
-def leaf_errors(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for e in exc.exceptions for leaf in leaf_errors(e)]
-    return [exc]
-
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, httpx2.HTTPStatusError):
-        return f"HTTP {exc.response.status_code} {exc.response.reason_phrase}"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def attempt_of(result) -> dict:
@@ -74,19 +61,9 @@ async def agent(url: str, token: str | None, out: dict) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) not in (2, 3):
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    url, token = sys.argv[1], (sys.argv[2] if len(sys.argv) == 3 else None)
     out = {"sdk": f"python mcp {version('mcp')}", "protocol": None, "server": None, "tools": None,
            "attempts": [], "shipments": None, "fatal": None}
-    try:
-        asyncio.run(asyncio.wait_for(agent(url, token, out), timeout=60))
-    except BaseException as exc:  # noqa: BLE001 - every way of failing is reported, not raised
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        out["fatal"] = "; ".join(describe(e) for e in leaf_errors(exc))[:500]
-    print(json.dumps(out), flush=True)
+    run(__doc__, out, agent, httpx2.HTTPStatusError)
 
 
 if __name__ == "__main__":
