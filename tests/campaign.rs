@@ -69,9 +69,19 @@ fn naive_campaign(tag: &str, seeds: &str) -> (PathBuf, PathBuf) {
     ];
     args.extend(agent_args(false));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, err) = campaign(&dir, &args);
-    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = campaign(&dir, &args);
+    assert_failed_runs_exit_1(code, &out, &err);
     (dir, scenario)
+}
+
+/// A campaign exits 1 when a run failed (saying how many did not pass), 0 when none did.
+fn assert_failed_runs_exit_1(code: i32, out: &str, err: &str) {
+    if out.contains("FAIL") || out.contains("\"passed\": false") {
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("planned run(s) did not pass"), "{err}");
+    } else {
+        assert_eq!(code, 0, "{err}");
+    }
 }
 
 fn summary(stdout: &str) -> Value {
@@ -120,7 +130,8 @@ fn the_naive_agent_fails_on_exactly_the_seeds_the_decisions_predict() {
     args.extend(agent_args(false));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = campaign(&dir, &args);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("of 20 planned run(s) did not pass"), "{err}");
     let v = summary(&out);
     // The scenario's seed is 42: runs use 43..=62.
     let want = predicted_failures(43..=62);
@@ -215,7 +226,7 @@ fn the_idempotent_agent_passes_every_run_and_a_disagreeing_oracle_is_named() {
     args.extend(agent_args(true));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = campaign(&dir, &args);
-    assert_eq!(code, 0, "{err}");
+    assert_failed_runs_exit_1(code, &out, &err);
     assert!(
         out.contains("the oracle disagrees with our checks on seeds 45"),
         "{out}"
@@ -287,7 +298,7 @@ fn a_killed_campaign_keeps_its_finished_runs_and_resumes() {
     );
     let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
     let (code, out, err) = campaign(&dir, &args);
-    assert_eq!(code, 0, "{err}");
+    assert_failed_runs_exit_1(code, &out, &err);
     assert!(
         err.contains("resuming") && err.contains(&format!("{kept} of 6 runs")),
         "{err}"
@@ -336,10 +347,30 @@ fn bad_campaigns_say_what_is_wrong() {
     let (code, _, err) = campaign(&dir, &["missing.json", "--", "agent"]);
     assert_eq!(code, 2);
     assert!(err.contains("missing.json"), "{err}");
-    // A run whose agent cannot start is a failed run, not a crash.
-    let (code, out, _) = campaign(&dir, &[scenario, "--runs", "1", "--", "/nonexistent/agent"]);
-    assert_eq!(code, 0);
+    // A run whose agent cannot start is a failed run, not a crash, and nothing was tested:
+    // exit 2, saying so; the table keeps its columns.
+    let (code, out, err) = campaign(&dir, &[scenario, "--runs", "2", "--", "/nonexistent/agent"]);
+    assert_eq!(code, 2, "{err}");
     assert!(out.contains("cannot start the agent"), "{out}");
+    assert!(
+        err.contains("2 of 2 run(s) could not start (seeds 43, 44): nothing was tested"),
+        "{err}"
+    );
+    let header = out.lines().nth(1).expect("the table's header");
+    let row = out.lines().nth(2).expect("a row");
+    assert_eq!(
+        header.find("faults").map(|i| i + "faults".len()),
+        row.find("start_failed")
+            .map(|i| i + "start_failed".len() + "       0".len()),
+        "the faults column lines up:\n{header}\n{row}"
+    );
+    // --min-pass is a fraction: 90 (meaning 90%) is refused with what it meant.
+    let (code, _, err) = campaign(
+        &dir,
+        &[scenario, "--runs", "1", "--min-pass", "90", "--", "agent"],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("for 90% write 0.9"), "{err}");
 }
 
 #[test]
@@ -365,7 +396,7 @@ fn shrink_finds_the_single_rule_single_call_schedule() {
     args.extend(agent_args(false));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = campaign(&dir, &args);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
     assert!(out.contains("FAIL"), "{out}");
     // A budget of no runs is refused before any run: the agent is not started.
     let runs = dir.join("mcp-lost-ack.campaign.runs");
@@ -672,7 +703,7 @@ fn a_run_past_its_timeout_says_why_in_the_table_and_in_agent_log() {
             "echo waiting for a model; sleep 30",
         ],
     );
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
     assert!(
         out.contains("timeout")
             && out.contains("stopped after 1s (--timeout); the proxy recorded no call: did the agent start its MCP server?"),

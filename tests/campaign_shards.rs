@@ -58,6 +58,10 @@ fn plan_args(scenario: &Path, seeds: &str, extra: &[&str]) -> Vec<String> {
         seeds.into(),
         "--probability".into(),
         "0.5".into(),
+        // As the CI examples run shards: any pass rate is accepted there (a failed run would
+        // exit 1), and the merge judges the whole.
+        "--min-pass".into(),
+        "0".into(),
     ];
     a.extend(extra.iter().map(|s| (*s).to_owned()));
     a.extend([
@@ -67,6 +71,13 @@ fn plan_args(scenario: &Path, seeds: &str, extra: &[&str]) -> Vec<String> {
         "{mcp_config}".into(),
     ]);
     a
+}
+
+/// A merge (or a campaign file read again) without `--min-pass` whose runs failed: exit 1,
+/// saying how many did not pass.
+fn assert_runs_failed(code: i32, err: &str) {
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("planned run(s) did not pass"), "{err}");
 }
 
 fn strs(v: &[String]) -> Vec<&str> {
@@ -151,7 +162,7 @@ fn forty_seeds_on_one_machine_and_in_four_shards_merge_to_the_same_campaign() {
     merge.extend(shards.iter().map(|p| p.display().to_string()));
     merge.extend(["--json".into(), "--junit".into(), "merged.junit.xml".into()]);
     let (code, merged_out, err) = campaign(&dir, &strs(&merge));
-    assert_eq!(code, 0, "{err}");
+    assert_runs_failed(code, &err);
     assert!(
         err.contains("4 files") && err.contains("40 of 40 runs"),
         "{err}"
@@ -193,14 +204,20 @@ fn forty_seeds_on_one_machine_and_in_four_shards_merge_to_the_same_campaign() {
         merged.runs.iter().all(|r| dir.join(&r.recording).is_file()),
         "recordings named from the merged file"
     );
-    let (code, table, _) = campaign(&dir, &["merged.campaign.json"]);
-    assert_eq!(code, 0);
+    let (code, table, err) = campaign(&dir, &["merged.campaign.json"]);
+    assert_runs_failed(code, &err);
     assert!(
         table.contains("40 of 40 runs") && !table.contains("MISSING"),
         "{table}"
     );
-    let (code, _, _) = campaign(&dir, &["merged.campaign.json", "--min-pass", "1.0"]);
+    let (code, _, err) = campaign(&dir, &["merged.campaign.json", "--min-pass", "1.0"]);
     assert_eq!(code, 1, "below --min-pass");
+    assert!(
+        err.contains("pass rate 0.375 < 1 (15 of 40 planned run(s) passed)"),
+        "{err}"
+    );
+    let (code, _, err) = campaign(&dir, &["merged.campaign.json", "--min-pass", "0.3"]);
+    assert_eq!(code, 0, "at --min-pass: {err}");
     let seed = merged
         .runs
         .iter()
@@ -234,7 +251,7 @@ fn forty_seeds_on_one_machine_and_in_four_shards_merge_to_the_same_campaign() {
     copy.extend(shards.iter().map(|p| p.display().to_string()));
     copy.push("--copy-runs".into());
     let (code, _, err) = campaign(&elsewhere, &strs(&copy));
-    assert_eq!(code, 0, "{err}");
+    assert_runs_failed(code, &err);
     assert!(err.contains("40 run folders copied"), "{err}");
     for s in &shards {
         let runs = s.with_file_name(format!(
@@ -267,7 +284,7 @@ fn forty_seeds_on_one_machine_and_in_four_shards_merge_to_the_same_campaign() {
                 && elsewhere.join(&r.recording).is_file())
     );
     let (code, _, err) = campaign(&elsewhere, &["all.campaign.json", "--junit", "j.xml"]);
-    assert_eq!(code, 0, "{err}");
+    assert_runs_failed(code, &err);
     let xml = std::fs::read_to_string(elsewhere.join("j.xml")).expect("junit");
     assert!(
         xml.contains("committed shipment o-1 again") && !xml.contains("cannot be read"),
@@ -381,7 +398,7 @@ fn merge_refuses_parts_of_other_campaigns_and_reports_missing_seeds() {
     );
     args.extend(["--allow-missing".into(), "--junit".into(), "m.xml".into()]);
     let (code, table, err) = campaign(&dir, &strs(&args));
-    assert_eq!(code, 0, "{err}");
+    assert_runs_failed(code, &err);
     assert!(
         table.contains("6 of 8 runs")
             && table.contains("MISSING 2 planned seeds not run (not counted as passed): 3, 7"),
@@ -521,7 +538,9 @@ fn a_campaign_of_ten_thousand_runs_merges_and_reads_back_past_the_documents_limi
         std::fs::write(dir.join(format!("s{index}.campaign.json")), file.to_text()).expect("write");
     }
     let (code, _, err) = campaign(&dir, &["merge", "all.campaign.json", "."]);
-    assert_eq!(code, 0, "{err}");
+    // Runs failed and no --min-pass was given: 1, as a test runner does, saying how many.
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("planned run(s) did not pass"), "{err}");
     let size = std::fs::metadata(dir.join("all.campaign.json"))
         .expect("merged")
         .len();
@@ -530,7 +549,7 @@ fn a_campaign_of_ten_thousand_runs_merges_and_reads_back_past_the_documents_limi
         "the merged file is past the documents' limit: {size}"
     );
     let (code, out, err) = campaign(&dir, &["all.campaign.json", "--json"]);
-    assert_eq!(code, 0, "{err}");
+    assert_runs_failed(code, &err);
     let v = json(&out);
     assert_eq!(pretty(field(&v, "runs")), "10000");
     assert_eq!(pretty(field(&v, "passed")), "0");
@@ -630,7 +649,7 @@ fn merge_copies_only_the_files_a_run_writes_and_refuses_a_recording_named_outsid
             "--copy-runs",
         ],
     );
-    assert_eq!(code, 0, "{err}");
+    assert_runs_failed(code, &err);
     let copied = dir.join("ok/m.campaign.runs/run-001");
     assert!(
         copied.join("recording.json").is_file() && copied.join("agent.log").is_file(),

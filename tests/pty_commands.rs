@@ -210,10 +210,11 @@ fn verdicts_are_coloured_on_a_terminal_only() {
 
 #[test]
 fn a_campaigns_table_is_coloured_by_each_runs_result() {
-    let shown = on_a_terminal_coloured(&["campaign", "cassettes/lost-ack-campaign.json"], false, 0);
+    // (Exit 1: runs of the bundled campaign failed.)
+    let shown = on_a_terminal_coloured(&["campaign", "cassettes/lost-ack-campaign.json"], false, 1);
     assert!(shown.contains("FAIL\x1b[0m"), "{shown:?}");
     assert!(shown.contains("PASS\x1b[0m"), "{shown:?}");
-    let plain = on_a_terminal_coloured(&["campaign", "cassettes/lost-ack-campaign.json"], true, 0);
+    let plain = on_a_terminal_coloured(&["campaign", "cassettes/lost-ack-campaign.json"], true, 1);
     assert!(
         !plain.contains('\x1b') && plain.contains("FAIL"),
         "NO_COLOR: {plain:?}"

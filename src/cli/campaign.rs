@@ -123,9 +123,10 @@ pub struct ReportArgs {
     /// CI systems
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
-    /// Exit 1 when the share of planned runs that passed is below P (0 to 1); a seed not run
-    /// counts as not passed
-    #[arg(long, value_name = "P", value_parser = super::parse_python_float)]
+    /// Exit 0 when the share of planned runs that passed is at least P (a fraction, 0 to 1:
+    /// 0.9 for 90%), else 1 saying the rate; a seed not run counts as not passed. Without it,
+    /// any failed run exits 1
+    #[arg(long, value_name = "P", value_parser = fraction)]
     min_pass: Option<f64>,
 }
 
@@ -185,6 +186,19 @@ fn seed_range(s: &str) -> Result<(i64, i64), String> {
         ));
     }
     Ok((a, b))
+}
+
+/// A pass rate: a fraction from 0 to 1 (a percentage is refused with the fraction it meant).
+fn fraction(s: &str) -> Result<f64, String> {
+    let p = super::parse_python_float(s)?;
+    match p {
+        p if (0.0..=1.0).contains(&p) => Ok(p),
+        p if p > 1.0 && p <= 100.0 => Err(format!(
+            "expected a fraction from 0 to 1, got {s}: for {s}% write {}",
+            p / 100.0
+        )),
+        _ => Err(format!("expected a fraction from 0 to 1, got {s}")),
+    }
 }
 
 fn seconds(s: &str) -> Result<f64, String> {

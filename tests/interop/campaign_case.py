@@ -48,7 +48,9 @@ for name, extra, want in [("naive", [], predicted), ("careful", ["--careful"], [
     except ValueError:
         f.check(False, f"{name}: no JSON summary: {done.stdout[:300]!r} {done.stderr[:300]!r}")
         continue
-    f.check(done.returncode == 0, f"{name}: campaign exited {done.returncode}")
+    # As a test runner: 1 when a run failed (the naive agent), 0 when none did.
+    expected = 1 if want else 0
+    f.check(done.returncode == expected, f"{name}: campaign exited {done.returncode}, expected {expected}")
     f.check(summary.get("runs") == 8, f"{name}: {summary.get('runs')} runs, expected 8")
     f.check(summary.get("failing_seeds") == want,
             f"{name}: failing seeds {summary.get('failing_seeds')}, expected {want}")

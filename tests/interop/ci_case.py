@@ -105,7 +105,8 @@ def junit_report(path: Path, runs: int, failing: int) -> None:
 
 
 def summary(campaign: Path, cwd: Path) -> dict:
-    p = subprocess.run([BIN, "campaign", str(campaign), "--json"], cwd=cwd, capture_output=True, text=True)
+    p = subprocess.run([BIN, "campaign", str(campaign), "--json", "--min-pass", "0"], cwd=cwd,
+                       capture_output=True, text=True)
     f.check(p.returncode == 0, f"campaign {campaign} --json exited {p.returncode}: {p.stderr[-300:]}")
     return json.loads(p.stdout or "{}")
 

@@ -168,10 +168,21 @@ pub(super) fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut I
         }
     }
     let _ = writeln!(io.out, "rerun recording: {}", again_path.display());
-    // The exit status is the re-run's verdict.
-    if again.passed {
+    // The exit status is the re-run's verdict: 2 when it could not start (nothing was tested).
+    if matches!(
+        again.outcome,
+        crate::campaign::Outcome::StartFailed | crate::campaign::Outcome::SetupFailed
+    ) {
+        let _ = writeln!(
+            io.err,
+            "toolstorm-tui: the re-run of seed {seed} could not start ({}): nothing was tested",
+            again.note.as_deref().unwrap_or(again.outcome.as_str())
+        );
+        crate::exit::USAGE
+    } else if again.passed {
         0
     } else {
+        let _ = writeln!(io.err, "toolstorm-tui: the re-run of seed {seed} failed");
         crate::exit::CONTRACT_FAILED
     }
 }

@@ -86,7 +86,6 @@ pub(super) fn summary_value(path: &Path, file: &CampaignFile) -> Value {
 
 /// The table, pass^k, failing seeds and failures by check; exit 1 below `--min-pass`.
 pub(super) fn report(a: &ReportArgs, path: &Path, file: &CampaignFile, io: &mut Io<'_>) -> i32 {
-    let (passed, n) = file.passed();
     if a.json {
         let _ = writeln!(io.out, "{}", pretty(&summary_value(path, file)));
     } else {
@@ -103,14 +102,69 @@ pub(super) fn report(a: &ReportArgs, path: &Path, file: &CampaignFile, io: &mut 
             return io.fail(Error::io(out, e));
         }
     }
-    // A planned seed that was not run counts as not passed (a shard lost on CI must not
-    // raise the pass rate).
+    verdict_code(file, a.min_pass, io)
+}
+
+/// The exit code of a finished campaign, with the reason on stderr when it is not 0: 2 when
+/// runs could not start (the agent, or its `--before`: nothing was tested), else with
+/// `min_pass` 1 when the pass rate is below it, else 1 when any run failed (as a test runner
+/// does). A planned seed that was not run counts as not passed (a shard lost on CI must not
+/// raise the pass rate).
+pub(super) fn verdict_code(file: &CampaignFile, min_pass: Option<f64>, io: &mut Io<'_>) -> i32 {
+    let (passed, n) = file.passed();
+    let not_started: Vec<i64> = file
+        .runs
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.outcome,
+                crate::campaign::Outcome::StartFailed | crate::campaign::Outcome::SetupFailed
+            )
+        })
+        .map(|r| r.seed)
+        .collect();
+    if !not_started.is_empty() {
+        let _ = writeln!(
+            io.err,
+            "{}: {} of {} run(s) could not start (seeds {}): nothing was tested in them",
+            crate::exit::PROGRAM,
+            not_started.len(),
+            n,
+            not_started
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return crate::exit::USAGE;
+    }
     let planned = n + file.missing().len();
-    match a.min_pass {
-        Some(min) if planned == 0 || (passed as f64 / planned as f64) < min => {
+    let rate = if planned == 0 {
+        0.0
+    } else {
+        passed as f64 / planned as f64
+    };
+    match min_pass {
+        Some(min) if planned == 0 || rate < min => {
+            let _ = writeln!(
+                io.err,
+                "{}: pass rate {rate:.3} < {min} ({passed} of {planned} planned run(s) passed)",
+                crate::exit::PROGRAM
+            );
             crate::exit::CONTRACT_FAILED
         }
-        _ => 0,
+        Some(_) => 0,
+        None if passed < planned => {
+            let _ = writeln!(
+                io.err,
+                "{}: {} of {planned} planned run(s) did not pass (give --min-pass RATE to accept \
+                 a pass rate)",
+                crate::exit::PROGRAM,
+                planned - passed
+            );
+            crate::exit::CONTRACT_FAILED
+        }
+        None => 0,
     }
 }
 
@@ -245,13 +299,22 @@ pub fn text_lines(path: &Path, file: &CampaignFile) -> Vec<String> {
         .find(|r| !r.checks.is_empty())
         .map(|r| r.checks.iter().map(|c| c.name.as_str()).collect())
         .unwrap_or_default();
+    // The outcome column is as wide as its widest word (`start_failed`, `setup_failed`).
+    let wide = file
+        .runs
+        .iter()
+        .map(|r| r.outcome.as_str().len())
+        .chain(std::iter::once("outcome".len()))
+        .max()
+        .unwrap_or(8)
+        .max(8);
     lines.push(format!(
-        "  {:>4}  {:>8}  {:<8}  {:>6}  {:>7}  {:>4}  {:<6}  {:<6}  result",
+        "  {:>4}  {:>8}  {:<wide$}  {:>6}  {:>7}  {:>4}  {:<6}  {:<6}  result",
         "run", "seed", "outcome", "faults", "commits", "dups", "checks", "oracle"
     ));
     for r in &file.runs {
         lines.push(format!(
-            "  {:>4}  {:>8}  {:<8}  {:>6}  {:>7}  {:>4}  {:<6}  {:<6}  {}{}",
+            "  {:>4}  {:>8}  {:<wide$}  {:>6}  {:>7}  {:>4}  {:<6}  {:<6}  {}{}",
             r.run,
             r.seed,
             r.outcome.as_str(),
