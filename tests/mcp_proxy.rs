@@ -514,6 +514,49 @@ fn print_config_gives_an_entry_to_paste() {
 }
 
 #[test]
+fn print_config_keeps_the_agents_command_and_refuses_one_holding_a_secret() {
+    let print = |agent: &str| {
+        Command::new(BIN)
+            .args([
+                "mcp",
+                "--print-config",
+                "shipping",
+                "--record",
+                "incident.json",
+                "--agent-cmd",
+                agent,
+                "--",
+                "python3",
+                "server.py",
+            ])
+            .output()
+            .expect("runs")
+    };
+    let out = print("python agent.py --mcp-config {mcp_config}");
+    assert_eq!(out.status.code(), Some(0));
+    let v = parse(&String::from_utf8_lossy(&out.stdout)).expect("json");
+    let entry = common::get(common::get(&v, "mcpServers"), "shipping");
+    let args: Vec<String> = common::get_array(entry, "args")
+        .iter()
+        .map(|a| a.as_str().expect("str").to_owned())
+        .collect();
+    let at = args
+        .iter()
+        .position(|a| a == "--agent-cmd")
+        .unwrap_or_else(|| panic!("no --agent-cmd: {args:?}"));
+    assert_eq!(args[at + 1], "python agent.py --mcp-config {mcp_config}");
+    let secret = "sk-live-abcdefghijklmnop1234";
+    let out = print(&format!("python agent.py --token {secret}"));
+    assert_eq!(out.status.code(), Some(2));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(stderr.contains("--agent-cmd"), "{stderr}");
+    assert!(!stdout.contains(secret) && !stderr.contains(secret));
+}
+
+#[test]
 fn an_invalid_scenario_stops_before_any_server_starts() {
     let bad = write(
         "bad.json",

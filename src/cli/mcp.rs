@@ -391,6 +391,19 @@ fn print_config(
     if a.append {
         args.push("--append".into());
     }
+    // The agent's command goes with the recording (so it can be re-run); one that holds what
+    // looks like a secret is refused, as a --header value is: the config is a file.
+    if let Some(cmd) = &a.agent_cmd {
+        if crate::redact::Redactor::builtin().redact_command_line(cmd) != *cmd {
+            return io.fail(
+                "ValueError: --agent-cmd: --print-config writes no secret into a config, and \
+                 the command holds what looks like one: have the command read it from an \
+                 environment variable ($NAME) instead",
+            );
+        }
+        args.push("--agent-cmd".into());
+        args.push(cmd.as_str().into());
+    }
     if let Some(seed) = a.seed.as_ref().and_then(|s| s.0) {
         args.push("--seed".into());
         args.push(seed.to_string().into());
