@@ -45,12 +45,13 @@ fn jsonl_is_deterministic_and_in_grid_order() {
             n("max_calls"),
             s("digest"),
             o.get("passed").and_then(Value::as_bool),
+            o.get("recovered").and_then(Value::as_bool),
         )
     };
     // Grid order: scenario, policy, seed, probability, max_calls (slowest first).
     let names: Vec<&str> = scenario::names().collect();
     for (i, line) in lines.iter().enumerate() {
-        let (sc, policy, seed, p, m, digest, passed) = key(line);
+        let (sc, policy, seed, p, m, digest, passed, recovered) = key(line);
         assert_eq!(sc, names[i / 54]);
         assert_eq!(policy, ["retry", "resilient"][(i / 27) % 2]);
         assert_eq!(seed, [-17.0, 0.0, 7.0][(i / 9) % 3]);
@@ -68,7 +69,8 @@ fn jsonl_is_deterministic_and_in_grid_order() {
         )
         .expect("run");
         assert_eq!(digest, run.digest);
-        assert_eq!(passed, Some(run.recovered()));
+        assert_eq!(passed, Some(run.passed()), "the contract's verdict");
+        assert_eq!(recovered, Some(run.recovered()), "the campaign's");
     }
     assert!(first.starts_with(r#"{"scenario":"lost_ack","policy":"retry","seed":-17,"probability":0.0,"max_calls":1,"digest":""#));
 }
@@ -285,4 +287,58 @@ fn a_sweep_takes_scenario_files_and_breaks_its_table_down_by_probability_and_che
     let (code, _, err) = cli(&["sweep", "--scenarios", "missing/nope.json"]);
     assert_eq!(code, 2);
     assert!(err.contains("nope.json"), "{err}");
+}
+
+/// `passed` is the contract's verdict as ToolStorm 0.2.0 computes it (every check, `Fault
+/// exercised` among them) and `recovered` the campaign's (every check but it): each row of the
+/// reference's seed-7, p-0.5 grid (`tests/fixtures/reference/demo-variants`) has the
+/// reference's digest and verdict.
+#[test]
+fn jsonl_rows_carry_the_references_verdict_and_the_recovery_beside_it() {
+    let (code, out, err) = cli(&[
+        "sweep",
+        "--jsonl",
+        "--seeds",
+        "7",
+        "--probabilities",
+        "0.5",
+        "--max-calls",
+        "8",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let dir = common::fixture_path("demo-variants");
+    let mut compared = 0;
+    let mut differs_from_recovered = 0;
+    for line in out.lines() {
+        let row = parse(line).expect("a JSON line");
+        let name = format!(
+            "{}.{}.seed7.p0.5.run.json",
+            common::get_str(&row, "scenario"),
+            common::get_str(&row, "policy")
+        );
+        let Ok(text) = std::fs::read_to_string(dir.join(&name)) else {
+            continue;
+        };
+        let reference = parse(&text).expect("reference run");
+        assert_eq!(
+            common::get_str(&row, "digest"),
+            common::get_str(&reference, "digest"),
+            "{name}"
+        );
+        let passed = common::get(common::get(&reference, "contract"), "passed").as_bool();
+        assert_eq!(
+            common::get(&row, "passed").as_bool(),
+            passed,
+            "{name}: {line}"
+        );
+        let recovered = common::get(&row, "recovered").as_bool().expect("recovered");
+        if Some(recovered) != passed {
+            differs_from_recovered += 1;
+        }
+        compared += 1;
+    }
+    assert_eq!(compared, 18, "every reference variant has its row");
+    // The two verdicts differ where the fault did not fire (the reference's `Fault
+    // exercised` fails): the row keeps both.
+    assert!(differs_from_recovered > 0, "no row tells them apart");
 }

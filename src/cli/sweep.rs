@@ -173,6 +173,7 @@ pub fn jsonl_line(grid: &Grid, point: &Point, o: &Outcome) -> String {
     v.push("max_calls", point.config.max_calls);
     v.push("digest", o.digest.as_str());
     v.push("passed", o.passed);
+    v.push("recovered", o.recovered);
     v.push("calls", o.calls);
     v.push("effects", o.effects);
     v.push("faults", o.faults);

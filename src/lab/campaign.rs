@@ -99,8 +99,12 @@ impl Grid {
 pub struct Outcome {
     /// Report digest.
     pub digest: String,
-    /// The run's verdict: every check but `Fault exercised` ([`LabRun::recovered`]).
+    /// The contract's verdict, as the reference computes it: every check, `Fault exercised`
+    /// among them ([`LabRun::passed`]).
     pub passed: bool,
+    /// Whether the policy recovered: every check but `Fault exercised`
+    /// ([`LabRun::recovered`]); what the sweep's tables and campaigns count.
+    pub recovered: bool,
     /// Recorded calls.
     pub calls: usize,
     /// Shipments created.
@@ -115,7 +119,8 @@ impl From<&LabRun> for Outcome {
     fn from(r: &LabRun) -> Self {
         Outcome {
             digest: r.digest.clone(),
-            passed: r.recovered(),
+            passed: r.passed(),
+            recovered: r.recovered(),
             calls: r.report.calls.len(),
             effects: r.shipments.len(),
             faults: r.faults(),
