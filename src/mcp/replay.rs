@@ -224,7 +224,8 @@ impl Recording {
     /// `unreproduced`.
     fn answer(&self, r: &Recorded, id: &wire::Id, unreproduced: &mut Vec<u64>) -> Option<Vec<u8>> {
         Some(match &r.delivered {
-            Delivered::Result(b) | Delivered::Error(b) => response_line(id, b),
+            Delivered::Result(b) => response_line(id, b),
+            Delivered::Error(b) => self.with_status(b, response_line(id, b), id),
             Delivered::Nothing => return None,
             // On stdio the recording proxy gave these as a JSON-RPC error and as silence.
             Delivered::HttpStatus(h) if self.http => {
@@ -259,6 +260,29 @@ impl Recording {
                 }
             },
         })
+    }
+
+    /// Over HTTP, a recorded error that an HTTP server answered with an error status (the
+    /// proxy keeps it in `error.data.http_status`, and the listener gave the client that
+    /// status with it) goes out with that status again; else `line` as it is.
+    fn with_status(&self, body: &Value, line: Vec<u8>, id: &wire::Id) -> Vec<u8> {
+        let status = body
+            .as_object()
+            .and_then(|o| o.get("error"))
+            .and_then(Value::as_object)
+            .and_then(|e| e.get("data"))
+            .and_then(Value::as_object)
+            .and_then(|d| d.get("http_status"))
+            .and_then(Value::as_i64)
+            .and_then(|s| u16::try_from(s).ok())
+            .filter(|s| (400..600).contains(s));
+        match status {
+            Some(status) if self.http => {
+                let body = line.strip_suffix(b"\n").unwrap_or(&line);
+                control::status(&id.0, status, None, body)
+            }
+            _ => line,
+        }
     }
 
     /// Serves the recording on `client_in`/`client_out` until the client closes its side.
@@ -310,7 +334,7 @@ impl Recording {
             let out = match method.as_str() {
                 "initialize" | "tools/list" | "server/discover" => {
                     match self.exchange(&method, &params) {
-                        Some(body) => response_line(&id, body),
+                        Some(body) => self.with_status(body, response_line(&id, body), &id),
                         None => error_line(
                             &id,
                             -32601,
