@@ -708,6 +708,17 @@ fn an_http_status_and_a_cut_stream_are_recorded_as_the_client_saw_them_and_repla
         &[],
     );
     let again = four(replay.url());
+    // The report is written just after the last answer went out: read it before the stop.
+    let matched = |n: i64| {
+        std::fs::read_to_string(&report)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| v["matched"] == n)
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    while !matched(4) && Instant::now() < until {
+        thread::sleep(Duration::from_millis(20));
+    }
     let (_, log) = replay.stop();
     let (cut_again, took) = &again[0];
     assert!(
