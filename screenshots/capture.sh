@@ -59,7 +59,9 @@ PY
   (cd "$ws" && "$full" campaign mcp-lost-ack.json --seeds 43..44 --probability 0.5 \
      -- "$examples/mcp_agent" --mcp-config '{mcp_config}' > /dev/null)
   shot whatif-picker 120 36 "$ws/mcp-lost-ack.campaign.json" Enter p j j j
-  SETTLE=3 shot whatif-compare 120 36 "$ws/mcp-lost-ack.campaign.json" Enter p j j j Enter
+  # A command from a file starts only once shown and confirmed (y).
+  shot rerun-confirm 120 36 "$ws/mcp-lost-ack.campaign.json" Enter p j j j Enter
+  SETTLE=3 shot whatif-compare 120 36 "$ws/mcp-lost-ack.campaign.json" Enter p j j j Enter y
   rm -rf "$ws"
 else
   echo "skipped whatif-*: build the examples first (cargo build --examples)" >&2

@@ -17,6 +17,7 @@
 //! [`wire::EFFECTS_META_KEY`] — `{"dev.toolstorm/effects": [{"name": "shipment", "key":
 //! "o-1"}]}` — the MCP twin of [`crate::Storm::effect`], and the most trusted evidence.
 
+pub mod address;
 pub mod client;
 pub mod evidence;
 pub mod http;
@@ -26,6 +27,8 @@ pub mod recorder;
 pub mod replay;
 pub mod scenario;
 pub mod session;
+pub mod stdio;
 pub mod summary;
 pub mod tools;
+pub mod transport;
 pub mod wire;

@@ -3,6 +3,7 @@
 //! (spec §3, §6.7).
 
 mod argv;
+pub mod named;
 mod raw;
 mod shapes;
 

@@ -1,13 +1,18 @@
 //! The layers, checked from the source: every `crate::`, `super::` and `self::` path in
 //! `src/` (outside unit-test modules) is resolved to the module it names, and the graph must
 //! keep its direction — the engine never reaches a face, the two faces (`cli`, `tui`) never
-//! reach each other, the top-level modules form no cycle, and no two modules import each
-//! other (a child using its parent, or a parent its child, is one module's inside).
+//! reach each other, the top-level modules form no cycle, and no modules form a cycle of
+//! imports of any length, within a folder or across folders (a child using its parent, or a
+//! parent its child, is one module's inside); a cycle is named with what each module in it
+//! takes from the next.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
+
+/// Module → the modules it refers to → the names it takes from each.
+type Graph = BTreeMap<Module, BTreeMap<Module, BTreeSet<String>>>;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read src") {
@@ -129,6 +134,15 @@ fn paths_after(rest: &str) -> Vec<Vec<String>> {
 
 /// Every module each module refers to.
 fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
+    labelled_graph()
+        .into_iter()
+        .map(|(m, t)| (m, t.into_keys().collect()))
+        .collect()
+}
+
+/// Every module each module refers to, with the names it takes from each (the first name
+/// after the module's path: `Delivered` of `crate::mcp::session::Delivered`).
+fn labelled_graph() -> Graph {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -136,7 +150,7 @@ fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
         .iter()
         .map(|f| (module_of(&src, f), f.clone()))
         .collect();
-    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    let mut edges: Graph = BTreeMap::new();
     for (module, file) in &modules {
         if file.ends_with("main.rs") {
             continue;
@@ -171,7 +185,16 @@ fn graph() -> BTreeMap<Module, BTreeSet<Module>> {
                         .find(|m| modules.contains_key(m))
                         .unwrap_or_default();
                     if &target != module {
-                        edges.entry(module.clone()).or_default().insert(target);
+                        let taken = full
+                            .get(target.len())
+                            .cloned()
+                            .unwrap_or_else(|| "*".into());
+                        edges
+                            .entry(module.clone())
+                            .or_default()
+                            .entry(target)
+                            .or_default()
+                            .insert(taken);
                     }
                 }
             }
@@ -314,4 +337,152 @@ fn the_top_level_layers_form_no_cycle() {
         visit(n, &top, &mut Vec::new(), &mut done);
     }
     assert!(done.contains("document") && done.contains("cli"));
+}
+
+/// The cycles of `g`, one per strongly connected set of two or more modules, each written as
+/// `a -> b (Names) -> c (Names) -> a (Names)`: the names are what each module takes from the
+/// next. Edges between a module and its own ancestor are left out (a folder's module is its
+/// children's inside: `mcp` declaring `mcp::http`, `mcp::http` using `super::Item`).
+fn cycles(g: &Graph) -> Vec<String> {
+    let ancestor = |a: &Module, b: &Module| b.starts_with(a) || a.starts_with(b);
+    let next = |m: &Module| -> Vec<Module> {
+        g.get(m)
+            .into_iter()
+            .flatten()
+            .filter(|(t, _)| !ancestor(m, t))
+            .map(|(t, _)| t.clone())
+            .collect()
+    };
+    // Tarjan's strongly connected components, iteratively.
+    let nodes: BTreeSet<Module> = g
+        .iter()
+        .flat_map(|(m, t)| std::iter::once(m.clone()).chain(t.keys().cloned()))
+        .collect();
+    let mut index: BTreeMap<Module, usize> = BTreeMap::new();
+    let mut low: BTreeMap<Module, usize> = BTreeMap::new();
+    let mut on_stack: BTreeSet<Module> = BTreeSet::new();
+    let mut stack: Vec<Module> = Vec::new();
+    let mut sets: Vec<Vec<Module>> = Vec::new();
+    let mut counter = 0;
+    for root in &nodes {
+        if index.contains_key(root) {
+            continue;
+        }
+        let mut work: Vec<(Module, usize)> = vec![(root.clone(), 0)];
+        while let Some((v, i)) = work.pop() {
+            if i == 0 {
+                index.insert(v.clone(), counter);
+                low.insert(v.clone(), counter);
+                counter += 1;
+                stack.push(v.clone());
+                on_stack.insert(v.clone());
+            }
+            let targets = next(&v);
+            if let Some(w) = targets.get(i) {
+                work.push((v.clone(), i + 1));
+                if !index.contains_key(w) {
+                    work.push((w.clone(), 0));
+                } else if on_stack.contains(w) {
+                    let l = low[&v].min(index[w]);
+                    low.insert(v.clone(), l);
+                }
+                continue;
+            }
+            if low[&v] == index[&v] {
+                let mut set = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack.remove(&w);
+                    let done = w == v;
+                    set.push(w);
+                    if done {
+                        break;
+                    }
+                }
+                if set.len() > 1 {
+                    sets.push(set);
+                }
+            }
+            if let Some((parent, _)) = work.last() {
+                let l = low[parent].min(low[&v]);
+                low.insert(parent.clone(), l);
+            }
+        }
+    }
+    // One cycle through each set: the shortest way back to its smallest module.
+    let mut out = Vec::new();
+    for set in sets {
+        let members: BTreeSet<Module> = set.into_iter().collect();
+        let Some(start) = members.iter().next().cloned() else {
+            continue;
+        };
+        let mut came_from: BTreeMap<Module, Module> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([start.clone()]);
+        let mut back = None;
+        while let Some(v) = queue.pop_front() {
+            for w in next(&v).into_iter().filter(|w| members.contains(w)) {
+                if w == start {
+                    back = Some(v.clone());
+                    break;
+                }
+                if !came_from.contains_key(&w) {
+                    came_from.insert(w.clone(), v.clone());
+                    queue.push_back(w);
+                }
+            }
+            if back.is_some() {
+                break;
+            }
+        }
+        let Some(mut v) = back else { continue };
+        let mut path = vec![start.clone()];
+        let mut rev = Vec::new();
+        while v != start {
+            rev.push(v.clone());
+            v = came_from[&v].clone();
+        }
+        rev.reverse();
+        path.extend(rev);
+        path.push(start);
+        let mut line = name(&path[0]);
+        for pair in path.windows(2) {
+            let names: Vec<&str> = g[&pair[0]][&pair[1]].iter().map(String::as_str).collect();
+            line.push_str(&format!(" -> {} ({})", name(&pair[1]), names.join(", ")));
+        }
+        out.push(line);
+    }
+    out
+}
+
+#[test]
+fn the_cycle_finder_finds_a_long_cycle_and_names_what_each_takes() {
+    let m = |s: &str| -> Module { s.split("::").map(str::to_owned).collect() };
+    let mut g: Graph = BTreeMap::new();
+    let mut edge = |a: &str, b: &str, what: &str| {
+        g.entry(m(a))
+            .or_default()
+            .entry(m(b))
+            .or_default()
+            .insert(what.to_owned());
+    };
+    edge("x::a", "x::b", "B");
+    edge("x::b", "y::c", "C");
+    edge("y::c", "x::a", "A");
+    edge("y::c", "z", "Z");
+    // A parent and its child are one module's inside: no cycle.
+    edge("p", "p::q", "Q");
+    edge("p::q", "p", "P");
+    assert_eq!(
+        cycles(&g),
+        ["x::a -> x::b (B) -> y::c (C) -> x::a (A)"],
+        "one cycle of three, named with what each takes"
+    );
+    // Without the closing edge there is none.
+    g.get_mut(&m("y::c")).map(|t| t.remove(&m("x::a")));
+    assert!(cycles(&g).is_empty());
+}
+
+#[test]
+fn the_modules_form_no_cycle() {
+    let found = cycles(&labelled_graph());
+    assert!(found.is_empty(), "import cycles:\n{}", found.join("\n"));
 }

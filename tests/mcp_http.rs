@@ -1311,6 +1311,93 @@ fn a_client_gone_mid_stream_leaves_its_call_in_flight_on_record() {
 }
 
 #[test]
+fn an_answer_that_comes_after_its_client_left_is_recorded_as_not_delivered() {
+    let (record, p) = listening("http-left", "left.json", &[("SHIPPING_DELAY_MS", "1500")]);
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let s = open(
+        &url,
+        "POST",
+        &[("Mcp-Session-Id", &session)],
+        &call(1, "A1"),
+    );
+    // The client gives up (its own timeout, or it was killed) before the server answers.
+    thread::sleep(Duration::from_millis(300));
+    drop(s);
+    // The server answers after it: its log says so, then the proxy is ended.
+    let until = Instant::now() + Duration::from_secs(10);
+    while !files_of(&record).contains("the client was gone") {
+        assert!(Instant::now() < until, "the server never answered");
+        thread::sleep(Duration::from_millis(50));
+    }
+    let (code, log) = p.stop();
+    assert_eq!(code, 143, "{log}");
+    let side =
+        toolstorm::mcp::session::McpSession::load(&toolstorm::mcp::session::sidecar_path(&record))
+            .expect("sidecar");
+    let r = side.call(1).expect("the call's record");
+    assert_eq!(r.delivered, toolstorm::mcp::session::Delivered::Nothing);
+    assert!(
+        r.note
+            .as_deref()
+            .is_some_and(|n| n.contains("the client was gone before the answer came")),
+        "{r:?}"
+    );
+    // What the server answered is kept: it is what committed.
+    assert!(
+        r.dropped
+            .as_ref()
+            .is_some_and(|d| toolstorm::json::canonical(d).contains("SHP-")),
+        "{r:?}"
+    );
+    // Nothing was left with the server: the session finished.
+    let (_, out) = check(&record);
+    assert!(out.contains("✓ Session finished"), "{out}");
+}
+
+#[test]
+fn a_listening_replay_ended_by_sigterm_writes_its_report_finished() {
+    let (record, p) = listening("http-replay-term", "term.json", &[]);
+    let url = p.url().to_owned();
+    let answer = a_session_with_one_call(&url, "A1");
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let (code, log) = p.stop();
+    assert_eq!(code, 143, "{log}");
+    let rec = record.display().to_string();
+    let report = record.with_file_name("term-replay.json");
+    let rep = report.display().to_string();
+    let r = Proxy::start(
+        &[
+            "--replay",
+            &rec,
+            "--replay-report",
+            &rep,
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let again = a_session_with_one_call(r.url(), "A1");
+    assert_eq!(again.status, 200, "{}", again.body);
+    let (code, log) = r.stop();
+    assert_eq!(code, 143, "{log}");
+    assert!(log.contains("1 of 1 recorded call(s) matched"), "{log}");
+    let written = std::fs::read_to_string(&report).expect("report");
+    let v = toolstorm::json::parse(&written).expect("json");
+    let o = v.as_object().expect("object");
+    assert_eq!(
+        o.get("finished").and_then(|f| f.as_bool()),
+        Some(true),
+        "{written}"
+    );
+    assert_eq!(
+        o.get("matched").and_then(|m| m.as_i64()),
+        Some(1),
+        "{written}"
+    );
+}
+
+#[test]
 fn the_executor_runs_a_batch_against_a_server_reached_by_url() {
     // The example server behind a recording proxy that listens: to the executor, a server
     // at a URL. The same batch and outcomes as over stdio (tests/executor_mcp.rs), and the
@@ -3135,7 +3222,7 @@ fn odd_requests_and_answers_that_answer_nothing_are_answered_at_once_never_waite
 
 #[test]
 fn an_invalid_request_to_a_listening_proxy_is_400_at_once() {
-    let (_record, p) = listening("http-invalid", "invalid.json", &[]);
+    let (record, p) = listening("http-invalid", "invalid.json", &[]);
     let url = p.url().to_owned();
     let session = initialize(&url, &[]);
     let h = [("Mcp-Session-Id", session.as_str())];
@@ -3152,6 +3239,21 @@ fn an_invalid_request_to_a_listening_proxy_is_400_at_once() {
         assert!(started.elapsed() < Duration::from_secs(10), "{body} waited");
     }
     let _ = p.stop();
+    // Each refusal is on record, as on stdio.
+    let side =
+        toolstorm::mcp::session::McpSession::load(&toolstorm::mcp::session::sidecar_path(&record))
+            .expect("sidecar");
+    assert_eq!(
+        side.refused_requests.len(),
+        3,
+        "{:?}",
+        side.refused_requests
+    );
+    assert!(
+        side.refused_requests[0].contains("null"),
+        "{:?}",
+        side.refused_requests
+    );
 }
 
 /// A stdio client's session, recorded in a folder named by `tag`, with a server that cuts the

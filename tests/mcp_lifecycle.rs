@@ -9,38 +9,75 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use toolstorm::cassette::Cassette;
 use toolstorm::document::{self, Document};
 use toolstorm::json::{Value, canonical, parse};
-use toolstorm::mcp::session::{Delivered, McpSession, journal_path, sidecar_path};
+use toolstorm::mcp::session::{Delivered, journal_path, sidecar_path};
 use toolstorm::report::Status;
-
-const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
 
 mod common;
 
 use common::example_server;
+use common::mcp::{
+    BIN, INITIALIZE, INITIALIZED, LOST_ACK, TOOLS_LIST, bin, call, cassette, check, checked, noted,
+    scratch, sidecar, text, write,
+};
 
-fn odd_server() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/odd_server.py")
+/// `tests/fixtures/mcp/odd_server.py`.
+const ODD_SERVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/mcp/odd_server.py"
+);
+
+/// The odd server's command line.
+const ODD: [&str; 2] = ["python3", ODD_SERVER];
+
+/// The example server's command line (its path).
+fn example() -> &'static str {
+    static PATH: OnceLock<String> = OnceLock::new();
+    PATH.get_or_init(|| text(&example_server()).to_owned())
 }
 
-fn scratch(name: &str) -> PathBuf {
-    common::scratch_recording("life", name)
+/// The proxy's arguments that inject the scenario `faults` and record to `incident`.
+fn recorded<'a>(faults: &'a Path, incident: &'a Path) -> [&'a str; 3] {
+    [text(faults), "--record", text(incident)]
 }
 
-fn write(name: &str, body: &str) -> PathBuf {
-    common::scratch_file("life", name, body)
+/// [`recorded`], continuing the recording at `incident` (`--append`).
+fn appending<'a>(faults: &'a Path, incident: &'a Path) -> [&'a str; 4] {
+    [text(faults), "--record", text(incident), "--append"]
 }
 
-const LOST_ACK: &str = r#"{
-  "schema_version": 1, "world": "mcp", "name": "lost-ack", "title": "Lost acknowledgement", "seed": 42,
-  "rules": [{"name": "lost-receipt", "tool": "create_*", "kind": "response_lost", "calls": [1]}],
-  "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id", "commit_id": "shipment_id"},
-              {"tool": "check_*", "effect": "none"}]
-}"#;
+/// The scenario `body` written to `NAME.json`, and a fresh recording `NAME-rec.json`.
+fn faults_and_recording(name: &str, body: &str) -> (PathBuf, PathBuf) {
+    (
+        write(&format!("{name}.json"), body),
+        scratch(&format!("{name}-rec.json")),
+    )
+}
+
+/// A scenario of `members` (its name, title, rules, effects, budget: JSON members) under the
+/// header the scenarios here share (schema 1, the MCP world, seed 1), written to `NAME.json`;
+/// and a fresh recording `NAME-rec.json`.
+fn scenario_and_recording(name: &str, members: &str) -> (PathBuf, PathBuf) {
+    let body = format!(r#"{{"schema_version": 1, "world": "mcp", "seed": 1, {members}}}"#);
+    faults_and_recording(name, &body)
+}
+
+/// [`LOST_ACK`] with its commits keyed by the order alone: each session that starts a new
+/// example server has its shipment numbers start again.
+fn lost_ack_by_order() -> String {
+    LOST_ACK.replace(r#", "commit_id": "shipment_id""#, "")
+}
+
+/// Asserts the message `v` holds `what` (in its canonical text).
+#[track_caller]
+fn assert_holds(v: &Value, what: &str) {
+    let text = canonical(v);
+    assert!(text.contains(what), "{text}");
+}
 
 /// The odd server's writes, keyed by their `row`.
 const ROWS: &str = r#"{
@@ -49,18 +86,65 @@ const ROWS: &str = r#"{
   "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
 }"#;
 
-fn init(id: u64) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"0"}}}}}}"#
+/// [`ROWS`] written to `TAG-rows.json`, and a fresh `TAG-rows.db` for the odd server's rows.
+fn rows_and_db(tag: &str) -> (PathBuf, PathBuf) {
+    (
+        write(&format!("{tag}-rows.json"), ROWS),
+        scratch(&format!("{tag}-rows.db")),
     )
 }
 
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+/// The odd server writing its rows to `db`, with `env`, behind the proxy with `args`: after
+/// the handshake.
+fn odd_writing(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Session {
+    let env = [&[("ODD_DB", text(db))][..], env].concat();
+    Session::started(args, &ODD, &env)
+}
 
-fn call(id: &str, tool: &str, args: &str) -> String {
-    format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
-    )
+/// How a proxy is started with an injected write error: its files may grow to 256 KB
+/// (`ulimit -f` counts 512-byte blocks in sh), and SIGXFSZ is ignored so that writes past it
+/// fail with EFBIG instead.
+const EFBIG: &str = "trap '' XFSZ; ulimit -f 512; exec";
+
+/// `mcp RULES --record INCIDENT -- python3 odd_server.py` started by `launch` (a shell line
+/// ending in the proxy's command), the server writing its rows to `db`, with `env`: after the
+/// handshake.
+fn odd_launched(
+    launch: &str,
+    rules: &Path,
+    incident: &Path,
+    db: &Path,
+    env: &[(&str, &str)],
+) -> Session {
+    let proxy = format!(
+        "{launch} {BIN} mcp {} --record {} -- python3 {ODD_SERVER}",
+        text(rules),
+        text(incident),
+    );
+    let mut s = Session::of(
+        Command::new("sh")
+            .args(["-c", &proxy])
+            .env("ODD_DB", db)
+            .envs(env.iter().copied()),
+    );
+    s.handshake();
+    s
+}
+
+/// The `i`th of many calls of `tool` with `args` (JSON text): its id is 10 + i.
+fn nth_call(i: usize, tool: &str, args: &str) -> String {
+    call(&(10 + i).to_string(), tool, args)
+}
+
+/// The `i`th of many `write_row` calls ([`nth_call`]), of row `r-ROW`, with `pad` in its
+/// arguments unless it is empty.
+fn nth_write(i: usize, row: usize, pad: &str) -> String {
+    let args = if pad.is_empty() {
+        format!(r#"{{"row":"r-{row}"}}"#)
+    } else {
+        format!(r#"{{"row":"r-{row}","pad":"{pad}"}}"#)
+    };
+    nth_call(i, "write_row", &args)
 }
 
 /// A proxy started as a client starts it, talking raw lines.
@@ -72,30 +156,28 @@ struct Session {
 impl Session {
     /// A session with the proxy `cmd` starts (a shell line, a folder of its own), piped.
     fn of(cmd: &mut Command) -> Session {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
+        let mut child = common::mcp::spawn_piped(cmd);
         let out = BufReader::new(child.stdout.take().expect("stdout"));
         Session { child, out }
     }
 
+    /// The proxy `mcp ARGS -- SERVER`, with `env` set.
     fn start(args: &[&str], server: &[&str], env: &[(&str, &str)]) -> Session {
-        let mut c = Command::new(BIN);
-        c.arg("mcp").args(args).arg("--").args(server);
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let mut child = c
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn the proxy");
-        let out = BufReader::new(child.stdout.take().expect("stdout"));
-        Session { child, out }
+        Session::of(
+            Command::new(BIN)
+                .arg("mcp")
+                .args(args)
+                .arg("--")
+                .args(server)
+                .envs(env.iter().copied()),
+        )
+    }
+
+    /// [`Session::start`] and the handshake.
+    fn started(args: &[&str], server: &[&str], env: &[(&str, &str)]) -> Session {
+        let mut s = Session::start(args, server, env);
+        s.handshake();
+        s
     }
 
     fn send(&mut self, line: &str) {
@@ -126,18 +208,17 @@ impl Session {
         }
     }
 
-    /// [`Session::start`], the handshake and a `tools/list` (so the server's annotations are
+    /// [`Session::started`] and a `tools/list` (so the server's annotations are
     /// on record).
     fn listed(args: &[&str], server: &[&str]) -> Session {
-        let mut s = Session::start(args, server, &[]);
-        s.handshake();
-        s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        let mut s = Session::started(args, server, &[]);
+        s.send(TOOLS_LIST);
         s.answer();
         s
     }
 
     fn handshake(&mut self) {
-        self.send(&init(1));
+        self.send(INITIALIZE);
         self.answer();
         self.send(INITIALIZED);
     }
@@ -160,6 +241,20 @@ impl Session {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// [`Session::wait`] for a proxy that must exit 0: its stderr.
+    #[track_caller]
+    fn ends(self, limit: Duration) -> String {
+        let (code, err) = self.wait(limit);
+        assert_eq!(code, Some(0), "{err}");
+        err
+    }
+
+    /// SIGKILL, as a client gone at once does; the proxy is reaped.
+    fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        let _ = self.child.wait();
     }
 }
 
@@ -192,6 +287,13 @@ fn matching(marker: &str) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that no process whose command line holds `marker` is left within 5 s (`why`
+/// says what it would mean).
+#[track_caller]
+fn assert_gone(marker: &str, why: &str) {
+    assert!(gone_within(marker, Duration::from_secs(5)), "{why}");
+}
+
 fn gone_within(marker: &str, limit: Duration) -> bool {
     let until = Instant::now() + limit;
     while Instant::now() < until {
@@ -205,7 +307,7 @@ fn gone_within(marker: &str, limit: Duration) -> bool {
 
 /// How many entries `check --json` lists under `mcp.<key>` for the recording at `incident`.
 fn mcp_json_count(incident: &Path, key: &str) -> usize {
-    let (_, json, _) = cli(&["check", "--json", text(incident)]);
+    let (_, json, _) = bin(&["check", "--json", text(incident)]);
     let v = parse(json.trim()).expect("json");
     v.as_object()
         .and_then(|o| o.get("mcp"))
@@ -213,19 +315,6 @@ fn mcp_json_count(incident: &Path, key: &str) -> usize {
         .and_then(|m| m.get(key))
         .and_then(Value::as_array)
         .map_or_else(|| panic!("no mcp.{key}: {json}"), Vec::len)
-}
-
-fn cli(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn text(p: &Path) -> &str {
-    p.to_str().expect("path")
 }
 
 /// A shell command line that runs the example server behind `sh -c` (a launcher), with
@@ -240,41 +329,28 @@ fn behind_launcher(marker: &str) -> Vec<String> {
 
 #[test]
 fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
-    let faults = write("kill-lost-ack.json", LOST_ACK);
-    let incident = scratch("killed.json");
+    let (faults, incident) = faults_and_recording("killed", LOST_ACK);
     let marker = format!("tsmark-kill-{}", std::process::id());
     let server = behind_launcher(&marker);
     let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let mut s = Session::start(&[text(&faults), "--record", text(&incident)], &server, &[]);
-    s.handshake();
+    let mut s = Session::started(&recorded(&faults, &incident), &server, &[]);
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
-    let first = s.answer();
-    assert!(
-        canonical(&first).contains("ResponseLost"),
-        "{}",
-        canonical(&first)
-    );
+    assert_holds(&s.answer(), "ResponseLost");
     s.send(&call("3", "create_shipment", r#"{"order_id":"o-1"}"#));
-    let second = s.answer();
-    assert!(
-        canonical(&second).contains("SHP-0002"),
-        "{}",
-        canonical(&second)
-    );
+    assert_holds(&s.answer(), "SHP-0002");
     // While the proxy runs, the session is live: its verdicts are so far, and say so.
     let doc = Document::open(&incident).expect("the recording opens while it is made");
     assert!(
         doc.live,
         "the proxy holds the recording: the session is live"
     );
-    let (_, out, _) = cli(&["check", text(&incident)]);
+    let (_, out, _) = check(&incident);
     assert!(
         out.contains("✓ Session finished: the session is still running (its proxy holds the recording): 0 call(s) in flight so far"),
         "{out}"
     );
     // As fastmcp does at interpreter exit: SIGKILL, a moment after the last answer.
-    s.child.kill().expect("SIGKILL");
-    let _ = s.child.wait();
+    s.kill();
 
     // Every reader recovers from the journal and says so.
     let doc = Document::open(&incident).expect("the recording opens");
@@ -287,7 +363,7 @@ fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
     assert_eq!(report.duplicate_effects(), 1, "the double commit is judged");
     let mcp = doc.runs[0].mcp.as_deref().expect("an MCP recording");
     assert_eq!(mcp.finished, Some(false), "the session did not finish");
-    let (code, out, err) = cli(&["check", text(&incident)]);
+    let (code, out, err) = check(&incident);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("✗ No duplicate side effects"), "{out}");
     // Killed after its last answer, with nothing in flight: nothing was lost or unknown.
@@ -299,17 +375,14 @@ fn killed_right_after_the_last_answer_the_recording_has_every_answer() {
         err.contains("recovered 2 call(s) from the journal"),
         "{err}"
     );
-    let (code, out, _) = cli(&["inspect", text(&incident)]);
+    let (code, out, _) = bin(&["inspect", text(&incident)]);
     assert_eq!(code, 0);
     assert!(
         out.contains("session: not finished (the session was not closed: the proxy was killed"),
         "inspect says how it ended: {out}"
     );
     // The watchdog stopped the server's group, launcher and all.
-    assert!(
-        gone_within(&marker, Duration::from_secs(5)),
-        "the server outlived the proxy"
-    );
+    assert_gone(&marker, "the server outlived the proxy");
     // Replay serves the recovered recording.
     let (code, _, err) = replay_twice(&incident, "create_shipment", r#"{"order_id":"o-1"}"#);
     assert_eq!(code, 0, "{err}");
@@ -323,18 +396,16 @@ fn a_client_that_closes_then_kills_the_proxy_while_the_server_exits_ended_its_se
     let incident = scratch("closed-then-killed.json");
     let marker = format!("tsmark-slowexit-{}", std::process::id());
     let script = format!("{}; sleep 30; : {marker}", example_server().display());
-    let mut s = Session::start(&["--record", text(&incident)], &["sh", "-c", &script], &[]);
-    s.handshake();
+    let mut s = Session::started(&["--record", text(&incident)], &["sh", "-c", &script], &[]);
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
-    assert!(canonical(&s.answer()).contains("SHP-0001"));
+    assert_holds(&s.answer(), "SHP-0001");
     drop(s.child.stdin.take());
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
         s.child.try_wait().expect("wait").is_none(),
         "the proxy is still giving the server its grace"
     );
-    s.child.kill().expect("SIGKILL");
-    let _ = s.child.wait();
+    s.kill();
     let side = Document::open(&incident).expect("the recording opens");
     let mcp = side.runs[0].mcp.as_deref().expect("an MCP recording");
     assert_eq!(
@@ -348,7 +419,7 @@ fn a_client_that_closes_then_kills_the_proxy_while_the_server_exits_ended_its_se
         "but the client closed the session"
     );
     assert_eq!(side.runs[0].timeline.report().calls.len(), 1);
-    let (code, out, err) = cli(&["check", text(&incident)]);
+    let (code, out, err) = check(&incident);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains(
@@ -356,15 +427,12 @@ fn a_client_that_closes_then_kills_the_proxy_while_the_server_exits_ended_its_se
         ),
         "{out}"
     );
-    let (_, out, _) = cli(&["inspect", text(&incident)]);
+    let (_, out, _) = bin(&["inspect", text(&incident)]);
     assert!(
         out.contains("session: not finished (the client closed the session"),
         "{out}"
     );
-    assert!(
-        gone_within(&marker, Duration::from_secs(5)),
-        "the server outlived the proxy"
-    );
+    assert_gone(&marker, "the server outlived the proxy");
 }
 
 /// Replays `recording` to a client that calls `tool` with `args` twice.
@@ -372,7 +440,7 @@ fn replay_twice(recording: &Path, tool: &str, args: &str) -> (i32, String, Strin
     replay_with(
         recording,
         &[
-            &init(1),
+            INITIALIZE,
             INITIALIZED,
             &call("2", tool, args),
             &call("3", tool, args),
@@ -414,27 +482,23 @@ fn replay_with(recording: &Path, lines: &[&str]) -> (i32, String, String) {
 #[test]
 fn killed_mid_call_the_recording_names_the_call_in_flight() {
     let incident = scratch("mid-call.json");
-    let server = example_server();
-    let mut s = Session::start(
+    let mut s = Session::started(
         &["--record", text(&incident)],
-        &[text(&server)],
+        &[example()],
         &[("SHIPPING_DELAY_MS", "3000")],
     );
-    s.handshake();
     s.send(&call("2", "check_inventory", r#"{"sku":"A1"}"#));
     s.answer();
     s.send(&call("3", "create_shipment", r#"{"order_id":"o-9"}"#));
     std::thread::sleep(Duration::from_millis(500));
-    s.child.kill().expect("SIGKILL");
-    let _ = s.child.wait();
-    let (code, out, _) = cli(&["check", text(&incident)]);
-    assert_eq!(code, 1, "{out}");
+    s.kill();
+    let out = checked(&incident, 1);
     assert!(
         out.contains("✗ Session finished: the session did not end: 1 call(s) in flight")
             && out.contains("#2 create_shipment"),
         "{out}"
     );
-    let (_, out, _) = cli(&["inspect", text(&incident)]);
+    let (_, out, _) = bin(&["inspect", text(&incident)]);
     assert!(
         out.contains("running"),
         "inspect shows the call in flight: {out}"
@@ -443,7 +507,7 @@ fn killed_mid_call_the_recording_names_the_call_in_flight() {
     let (code, stdout, err) = replay_with(
         &incident,
         &[
-            &init(1),
+            INITIALIZE,
             INITIALIZED,
             &call("2", "check_inventory", r#"{"sku":"A1"}"#),
             &call("3", "create_shipment", r#"{"order_id":"o-9"}"#),
@@ -463,16 +527,11 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
     let marker = format!("tsmark-leave-{}", std::process::id());
     let server = behind_launcher(&marker);
     let server: Vec<&str> = server.iter().map(String::as_str).collect();
-    let mut s = Session::start(&["--record", text(&incident)], &server, &[]);
-    s.handshake();
+    let mut s = Session::started(&["--record", text(&incident)], &server, &[]);
     let n = 2000;
     let mut batch = String::new();
     for i in 0..n {
-        batch.push_str(&call(
-            &(10 + i).to_string(),
-            "check_inventory",
-            r#"{"sku":"A1"}"#,
-        ));
+        batch.push_str(&nth_call(i, "check_inventory", r#"{"sku":"A1"}"#));
         batch.push('\n');
     }
     s.child
@@ -493,22 +552,19 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
         assert!(Instant::now() < until, "the proxy did not finish");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(
-        gone_within(&marker, Duration::from_secs(5)),
-        "the server was left running"
-    );
+    assert_gone(&marker, "the server was left running");
     assert!(
         !journal_path(&incident).exists(),
         "the proxy finished: no journal left"
     );
-    let c = Cassette::load(&incident).expect("cassette");
-    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
-    assert_eq!(c.report.calls.len(), n as usize);
+    let c = cassette(&incident);
+    let side = sidecar(&incident);
+    assert_eq!(c.report.calls.len(), n);
     assert!(
         c.report.calls.iter().all(|c| c.status != Status::Running),
         "no call is left running"
     );
-    assert_eq!(side.calls.len(), n as usize, "every call has its record");
+    assert_eq!(side.calls.len(), n, "every call has its record");
     // Every call the server answered keeps its output, also one whose answer went nowhere
     // (delivered nothing: the client had left).
     for call in c.report.calls.iter().filter(|c| c.status == Status::Ok) {
@@ -524,7 +580,7 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
         );
     }
     assert_eq!(side.finished, Some(true));
-    let (code, out, _) = cli(&["check", text(&incident)]);
+    let (code, out, _) = check(&incident);
     assert!(out.contains("✓ Session finished"), "{out}");
     assert_eq!(code, 0, "{out}");
 }
@@ -532,16 +588,9 @@ fn a_client_that_leaves_with_answers_in_flight_loses_nothing() {
 #[test]
 fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
     for mode in ["deep", "badutf8", "nul", "batch", "big", "secrets"] {
-        let faults = write(&format!("rows-{mode}.json"), ROWS);
+        let (faults, db) = rows_and_db(&format!("unreadable-{mode}"));
         let incident = scratch(&format!("unreadable-{mode}.json"));
-        let db = scratch(&format!("rows-{mode}.db"));
-        let server = odd_server();
-        let mut s = Session::start(
-            &[text(&faults), "--record", text(&incident)],
-            &["python3", text(&server)],
-            &[("ODD_ANSWER", mode), ("ODD_DB", text(&db))],
-        );
-        s.handshake();
+        let mut s = odd_writing(&db, &recorded(&faults, &incident), &[("ODD_ANSWER", mode)]);
         for id in ["2", "3"] {
             s.send(&call(id, "write_row", r#"{"row":"r-1"}"#));
             let line = s.read_raw();
@@ -551,13 +600,13 @@ fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
         assert_eq!(code, Some(0), "{mode}: {err}");
         let commits = std::fs::read_to_string(&db).expect("db").lines().count();
         assert_eq!(commits, 2, "{mode}: the server really committed twice");
-        let (code, out, _) = cli(&["check", text(&incident)]);
+        let (code, out, _) = check(&incident);
         assert_eq!(code, 1, "{mode}: two commits of row r-1 fail check: {out}");
         assert!(
             out.contains("1 duplicate effect(s) across 2 commits"),
             "{mode}: {out}"
         );
-        let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+        let side = sidecar(&incident);
         let rec = side.call(1).expect("record");
         if mode == "batch" {
             // A batch is read as one: its answer is recorded as any other.
@@ -602,20 +651,13 @@ fn answers_the_proxy_cannot_read_are_judged_and_given_back() {
 
 #[test]
 fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refused() {
-    let lost = r#"{
-      "schema_version": 1, "world": "mcp", "name": "odd-ids", "title": "Odd ids", "seed": 1,
+    let (faults, incident) = scenario_and_recording(
+        "odd-ids",
+        r#""name": "odd-ids", "title": "Odd ids",
       "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
-    }"#;
-    let faults = write("odd-ids.json", lost);
-    let incident = scratch("odd-ids-rec.json");
-    let server = odd_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &["python3", text(&server)],
-        &[],
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]"#,
     );
-    s.handshake();
+    let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     // The proxy answers these itself (the rule): each answer carries the id exactly as sent.
     for id in ["1e3", r#""s""#] {
         s.send(&call(id, "read_rows", "{}"));
@@ -640,10 +682,9 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refus
     s.send(&call("7", "write_row", r#"{"row":"b"}"#));
     s.answer();
     s.answer();
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
-    let c = Cassette::load(&incident).expect("a cassette its loader reads");
-    let side = McpSession::load(&sidecar_path(&incident)).expect("a sidecar its loader reads");
+    s.ends(Duration::from_secs(20));
+    let c = cassette(&incident);
+    let side = sidecar(&incident);
     assert_eq!(c.report.calls.len(), 4);
     assert!(c.report.calls.iter().all(|c| c.status != Status::Running));
     assert_eq!(side.calls.len(), 4);
@@ -660,7 +701,7 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refus
     let (_, out, err) = replay_with(
         &incident,
         &[
-            &init(1),
+            INITIALIZE,
             INITIALIZED,
             &call("null", "read_rows", "{}"),
             &call("2", "read_rows", "{}"),
@@ -676,22 +717,13 @@ fn odd_and_repeated_ids_are_recorded_and_answered_as_sent_and_invalid_ones_refus
 
 #[test]
 fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
-    let faults = write(
-        "big-args.json",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "big", "title": "Big", "seed": 1,
+    let (faults, incident) = scenario_and_recording(
+        "big-args",
+        r#""name": "big", "title": "Big",
       "rules": [{"name": "lost-receipt", "tool": "create_*", "kind": "response_lost", "calls": [2]}],
-      "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id"}]
-    }"#,
+      "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id"}]"#,
     );
-    let incident = scratch("big-args-rec.json");
-    let server = example_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &[text(&server)],
-        &[],
-    );
-    s.handshake();
+    let mut s = Session::started(&recorded(&faults, &incident), &[example()], &[]);
     let big = "x".repeat(200_000);
     s.send(&call(
         "2",
@@ -719,12 +751,11 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
     s.send(&huge);
     let answer = s.read_raw(); // longer than `answer` parses
     assert!(answer.len() > 16_000_000, "{}", answer.len());
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
+    s.ends(Duration::from_secs(20));
     // Replayed, every one of them is answered (none is left waiting): the first and the last
     // matched by their tool and place, the long name as the record cut it.
     let lines = [
-        init(1),
+        INITIALIZE.to_owned(),
         INITIALIZED.to_owned(),
         call(
             "2",
@@ -756,7 +787,7 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
         ),
     ] {
         let changed = call("2", "create_shipment", &args);
-        let lines = [init(1), INITIALIZED.to_owned(), changed];
+        let lines = [INITIALIZE.to_owned(), INITIALIZED.to_owned(), changed];
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
         let (code, out, err) = replay_with(&incident, &lines);
         let answer = answer_to(&out, 2);
@@ -779,20 +810,14 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
         "{answer} {err}"
     );
     // The request's summary says it is of its first part (it was judged on that).
-    let summarised = Cassette::load(&incident).expect("cassette").report.calls[3]
-        .arguments
-        .clone();
-    assert!(
-        canonical(&summarised).contains("digest of its first 8 MB"),
-        "{}",
-        canonical(&summarised)
-    );
+    let summarised = cassette(&incident).report.calls[3].arguments.clone();
+    assert_holds(&summarised, "digest of its first 8 MB");
     assert!(err.contains("could not be given back"), "{err}");
     assert_eq!(
         code, 1,
         "an answer too long to keep is not reproduced: {err}"
     );
-    let c = Cassette::load(&incident).expect("cassette");
+    let c = cassette(&incident);
     assert_eq!(c.report.calls.len(), 4, "every call is on record");
     let first = &c.report.calls[0];
     assert_eq!(first.ordinal, 1);
@@ -803,11 +828,9 @@ fn requests_too_large_to_record_keep_their_ordinal_and_decision() {
     );
     assert!(c.report.calls[1].injected);
     assert!(c.report.calls[2].tool.to_lossy().starts_with("tttt"));
-    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    let side = sidecar(&incident);
     assert!(
-        side.call(1)
-            .and_then(|r| r.note.as_deref())
-            .is_some_and(|n| n.contains("summarised")),
+        side.call(1).is_some_and(|r| noted(r, "summarised")),
         "the record says its arguments are summarised"
     );
 }
@@ -839,9 +862,7 @@ fn a_server_behind_a_launcher_that_ignores_its_end_of_input_and_sigterm_is_stopp
 
 #[test]
 fn a_slow_reader_gets_back_pressure_not_a_huge_queue() {
-    let server = odd_server();
-    let mut s = Session::start(&[], &["python3", text(&server)], &[("ODD_NOTIFY", "60")]);
-    s.handshake();
+    let mut s = Session::started(&[], &ODD, &[("ODD_NOTIFY", "60")]);
     s.send(&call("2", "write_row", r#"{"row":"r"}"#));
     // The client pauses while 60 notifications of 8 MB (480 MB) are on their way.
     std::thread::sleep(Duration::from_secs(3));
@@ -878,21 +899,18 @@ fn a_slow_reader_gets_back_pressure_not_a_huge_queue() {
 fn a_sidecar_from_another_recording_is_refused() {
     let a = scratch("first.json");
     let b = scratch("second.json");
-    let server = example_server();
     for (path, order) in [(&a, "o-1"), (&b, "o-2")] {
-        let mut s = Session::start(&["--record", text(path)], &[text(&server)], &[]);
-        s.handshake();
+        let mut s = Session::started(&["--record", text(path)], &[example()], &[]);
         s.send(&call(
             "2",
             "create_shipment",
             &format!(r#"{{"order_id":"{order}"}}"#),
         ));
         s.answer();
-        let (code, err) = s.wait(Duration::from_secs(20));
-        assert_eq!(code, Some(0), "{err}");
+        s.ends(Duration::from_secs(20));
     }
     std::fs::copy(sidecar_path(&a), sidecar_path(&b)).expect("copy");
-    let (code, _, err) = cli(&["check", text(&b)]);
+    let (code, _, err) = check(&b);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("written for another cassette"), "{err}");
     let e = document::open_trace(&b).expect_err("refused");
@@ -904,32 +922,29 @@ fn a_sidecar_from_another_recording_is_refused() {
 #[test]
 fn secrets_stay_out_of_effect_keys_and_the_server_command() {
     let incident = scratch("secrets.json");
-    let server = odd_server();
     // Annotations-only evidence (no scenario): the key is the arguments, redacted.
-    let mut s = Session::start(
+    let mut s = Session::started(
         &["--record", text(&incident)],
         &[
             "env",
             "GITHUB_TOKEN=ghp-live-789",
             "python3",
-            text(&server),
+            ODD_SERVER,
             "--token=sk-live-123",
             "--api-key",
             "sk-live-456",
         ],
         &[],
     );
-    s.handshake();
     s.send(&call(
         "2",
         "write_row",
         r#"{"row":"r","password":"hunter2"}"#,
     ));
     s.answer();
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
-    let (_, out, _) = cli(&["check", text(&incident)]);
-    let (_, json, _) = cli(&["check", "--json", text(&incident)]);
+    s.ends(Duration::from_secs(20));
+    let (_, out, _) = check(&incident);
+    let (_, json, _) = bin(&["check", "--json", text(&incident)]);
     let files = [
         std::fs::read_to_string(&incident).expect("cassette"),
         std::fs::read_to_string(sidecar_path(&incident)).expect("sidecar"),
@@ -950,7 +965,7 @@ fn a_bad_record_target_fails_before_the_server_starts() {
     let dir = scratch("a-folder");
     std::fs::create_dir_all(&dir).expect("dir");
     let marker = format!("tsmark-never-{}", std::process::id());
-    let (code, _, err) = cli(&[
+    let (code, _, err) = bin(&[
         "mcp",
         "--record",
         text(&dir),
@@ -963,7 +978,7 @@ fn a_bad_record_target_fails_before_the_server_starts() {
     assert!(err.contains("it is a folder"), "{err}");
     assert!(!running(&marker), "the server never started");
     assert!(!dir.with_extension("mcp.json").exists());
-    let (code, _, err) = cli(&["mcp", "--record", "/nonexistent-dir/x.json", "--", "true"]);
+    let (code, _, err) = bin(&["mcp", "--record", "/nonexistent-dir/x.json", "--", "true"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("does not exist"), "{err}");
     // The same through a link that leads there: refused, and no folder is made for it.
@@ -971,7 +986,7 @@ fn a_bad_record_target_fails_before_the_server_starts() {
     let gone = std::env::temp_dir().join(format!("toolstorm-gone-{}", std::process::id()));
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(gone.join("x.json"), &link).expect("a link");
-    let (code, _, err) = cli(&["mcp", "--record", text(&link), "--", "true"]);
+    let (code, _, err) = bin(&["mcp", "--record", text(&link), "--", "true"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("does not exist"), "{err}");
     assert!(!gone.exists(), "a folder was made for the link");
@@ -980,53 +995,36 @@ fn a_bad_record_target_fails_before_the_server_starts() {
 #[test]
 fn the_recording_exists_from_the_first_message() {
     let incident = scratch("early.json");
-    let server = example_server();
-    let mut s = Session::start(&["--record", text(&incident)], &[text(&server)], &[]);
-    s.handshake();
+    let s = Session::started(&["--record", text(&incident)], &[example()], &[]);
     let doc = Document::open(&incident).expect("opens before any call");
     assert_eq!(doc.runs[0].timeline.report().calls.len(), 0);
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
-    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    s.ends(Duration::from_secs(20));
+    let side = sidecar(&incident);
     assert_eq!(side.finished, Some(true));
     assert!(side.session_id.is_some());
-    let c = Cassette::load(&incident).expect("cassette");
+    let c = cassette(&incident);
     assert_eq!(side.cassette_digest.as_deref(), Some(c.digest().as_str()));
 }
 
 /// One client session through a fresh proxy, as LangChain's `get_tools()` runs each call.
 fn one_call_session(args: &[&str], order: &str) -> Value {
-    let server = example_server();
-    let mut s = Session::start(args, &[text(&server)], &[]);
-    s.handshake();
+    let mut s = Session::started(args, &[example()], &[]);
     s.send(&call(
         "2",
         "create_shipment",
         &format!(r#"{{"order_id":"{order}"}}"#),
     ));
     let answer = s.answer();
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
+    s.ends(Duration::from_secs(20));
     answer
 }
 
 #[test]
 fn a_server_per_call_client_appends_to_one_run() {
-    // Each session starts a new example server, whose shipment numbers start again: the
-    // commit is keyed by the order alone.
-    let faults = write(
-        "append-lost-ack.json",
-        &LOST_ACK.replace(r#", "commit_id": "shipment_id""#, ""),
-    );
-    let incident = scratch("appended.json");
-    let args = [text(&faults), "--record", text(&incident), "--append"];
+    let (faults, incident) = faults_and_recording("appended", &lost_ack_by_order());
+    let args = appending(&faults, &incident);
     // The first session's call loses its acknowledgement; the retry comes in a new session.
-    let first = one_call_session(&args, "o-1");
-    assert!(
-        canonical(&first).contains("ResponseLost"),
-        "{}",
-        canonical(&first)
-    );
+    assert_holds(&one_call_session(&args, "o-1"), "ResponseLost");
     let second = one_call_session(&args, "o-1");
     assert!(
         canonical(&second).contains("shipment_id")
@@ -1034,7 +1032,7 @@ fn a_server_per_call_client_appends_to_one_run() {
         "the retry is the tool's second call, not faulted again: {}",
         canonical(&second)
     );
-    let c = Cassette::load(&incident).expect("cassette");
+    let c = cassette(&incident);
     assert_eq!(c.report.calls.len(), 2, "one run, both calls");
     assert_eq!(
         c.report.calls.iter().map(|c| c.ordinal).collect::<Vec<_>>(),
@@ -1046,25 +1044,18 @@ fn a_server_per_call_client_appends_to_one_run() {
         1,
         "the double commit across sessions"
     );
-    let (code, out, _) = cli(&["check", text(&incident)]);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains("duplicate commit: shipment o-1 by call #2"),
         "{out}"
     );
     // Without --append a new session replaces the recording, and says so.
-    let server = example_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &[text(&server)],
-        &[],
-    );
-    s.handshake();
+    let s = Session::started(&recorded(&faults, &incident), &[example()], &[]);
     let (_, err) = s.wait(Duration::from_secs(20));
     assert!(err.contains("replacing the recording"), "{err}");
     // A recording of another scenario is not continued.
     let other = write("append-other.json", ROWS);
-    let (code, _, err) = cli(&[
+    let (code, _, err) = bin(&[
         "mcp",
         text(&other),
         "--record",
@@ -1079,9 +1070,8 @@ fn a_server_per_call_client_appends_to_one_run() {
 
 #[test]
 fn concurrent_sessions_on_one_recording_take_turns() {
-    let faults = write("turns.json", LOST_ACK);
-    let incident = scratch("turns-rec.json");
-    let args: Vec<String> = [text(&faults), "--record", text(&incident), "--append"]
+    let (faults, incident) = faults_and_recording("turns", LOST_ACK);
+    let args: Vec<String> = appending(&faults, &incident)
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -1097,7 +1087,7 @@ fn concurrent_sessions_on_one_recording_take_turns() {
     for t in threads {
         t.join().expect("session");
     }
-    let c = Cassette::load(&incident).expect("cassette");
+    let c = cassette(&incident);
     assert_eq!(c.report.calls.len(), 3, "no session lost another's calls");
     let mut ordinals: Vec<u64> = c.report.calls.iter().map(|c| c.ordinal).collect();
     ordinals.sort_unstable();
@@ -1112,17 +1102,15 @@ fn concurrent_sessions_on_one_recording_take_turns() {
 #[test]
 fn repeats_on_annotations_alone_are_a_warning_not_a_failure() {
     let incident = scratch("annotations.json");
-    let server = odd_server();
-    let mut s = Session::listed(&["--record", text(&incident)], &["python3", text(&server)]);
+    let mut s = Session::listed(&["--record", text(&incident)], &ODD);
     for id in ["3", "4"] {
         s.send(&call(id, "write_row", r#"{"row":"r-1"}"#));
         s.answer();
         s.send(&call(&format!("1{id}"), "read_rows", "{}"));
         s.answer();
     }
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
-    let (code, out, _) = cli(&["check", text(&incident)]);
+    s.ends(Duration::from_secs(20));
+    let (code, out, _) = check(&incident);
     assert_eq!(code, 0, "annotations alone do not fail check: {out}");
     assert!(
         out.contains("warning: possible duplicate (annotations only): call #3 repeats call #1"),
@@ -1137,41 +1125,20 @@ fn repeats_on_annotations_alone_are_a_warning_not_a_failure() {
 
 #[test]
 fn a_client_that_drops_the_separator_still_starts_the_server() {
-    let faults = write("no-dashes.json", LOST_ACK);
-    let incident = scratch("no-dashes-rec.json");
-    let server = example_server();
+    let (faults, incident) = faults_and_recording("no-dashes", LOST_ACK);
     // As the MCP Inspector passes it: no `--` before the server's command.
-    let mut c = Command::new(BIN);
-    c.args([
+    let mut s = Session::of(Command::new(BIN).args([
         "mcp",
         text(&faults),
         "--record",
         text(&incident),
-        text(&server),
-    ]);
-    let mut child = c
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut s = Session {
-        out: BufReader::new(child.stdout.take().expect("stdout")),
-        child,
-    };
+        example(),
+    ]));
     s.handshake();
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
-    assert!(canonical(&s.answer()).contains("ResponseLost"));
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
-    assert_eq!(
-        Cassette::load(&incident)
-            .expect("cassette")
-            .report
-            .calls
-            .len(),
-        1
-    );
+    assert_holds(&s.answer(), "ResponseLost");
+    s.ends(Duration::from_secs(20));
+    assert_eq!(cassette(&incident).report.calls.len(), 1);
 }
 
 #[test]
@@ -1224,25 +1191,14 @@ fn print_config_gives_absolute_paths_for_the_server_too() {
 
 #[test]
 fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
-    let faults = write(
-        "dedupe.json",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "dedupe", "title": "Dedupe", "seed": 1,
+    let (faults, incident) = scenario_and_recording(
+        "dedupe",
+        r#""name": "dedupe", "title": "Dedupe",
       "rules": [],
       "effects": [{"tool": "add_observation", "effect": "observation", "key": "entity",
-                   "committed": "added"}]
-    }"#,
+                   "committed": "added"}]"#,
     );
-    let incident = scratch("dedupe-rec.json");
-    let server = odd_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &["python3", text(&server)],
-        &[],
-    );
-    s.handshake();
-    s.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
-    s.answer();
+    let mut s = Session::listed(&recorded(&faults, &incident), &ODD);
     for id in ["3", "4"] {
         s.send(&call(id, "put_file", r#"{"path":"a.txt","content":"x"}"#));
         s.answer();
@@ -1255,17 +1211,15 @@ fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
         ));
         s.answer();
     }
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
-    let (code, out, _) = cli(&["check", text(&incident)]);
-    assert_eq!(code, 0, "{out}");
+    s.ends(Duration::from_secs(20));
+    let out = checked(&incident, 0);
     assert!(
         !out.contains("warning"),
         "an idempotent repeat is no possible duplicate: {out}"
     );
-    let c = Cassette::load(&incident).expect("cassette");
+    let c = cassette(&incident);
     assert_eq!(c.report.effects.len(), 1, "the repeat added no observation");
-    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    let side = sidecar(&incident);
     assert_eq!(
         side.call(2).and_then(|r| r.replay_of),
         Some(1),
@@ -1275,23 +1229,14 @@ fn an_idempotent_repeat_and_a_result_that_says_nothing_committed_pass_check() {
 
 #[test]
 fn calls_in_a_batch_or_nested_too_deep_are_judged_like_any_other() {
-    let faults = write(
-        "batch-rules.json",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "batch", "title": "Batch", "seed": 1,
+    let (faults, incident) = scenario_and_recording(
+        "batch",
+        r#""name": "batch", "title": "Batch",
       "rules": [{"name": "gone", "tool": "read_rows", "kind": "unavailable"}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
-    }"#,
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]"#,
     );
-    let incident = scratch("batch-rec.json");
     let db = scratch("batch.db");
-    let server = odd_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &["python3", text(&server)],
-        &[("ODD_DB", text(&db))],
-    );
-    s.handshake();
+    let mut s = odd_writing(&db, &recorded(&faults, &incident), &[]);
     // A batch: the fault answers read_rows in the server's place, write_row goes through.
     s.send(&format!(
         "[{},{}]",
@@ -1317,9 +1262,8 @@ fn calls_in_a_batch_or_nested_too_deep_are_judged_like_any_other() {
         &format!(r#"{{"row":"d-1","x":{deep}}}"#),
     ));
     s.read_raw();
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
-    let c = Cassette::load(&incident).expect("cassette");
+    s.ends(Duration::from_secs(20));
+    let c = cassette(&incident);
     let tools: Vec<String> = c.report.calls.iter().map(|c| c.tool.to_lossy()).collect();
     assert_eq!(
         tools,
@@ -1339,13 +1283,10 @@ fn calls_in_a_batch_or_nested_too_deep_are_judged_like_any_other() {
 #[test]
 fn replay_keeps_its_verdict_in_a_report_file() {
     let incident = scratch("report-src.json");
-    let server = example_server();
-    let mut s = Session::start(&["--record", text(&incident)], &[text(&server)], &[]);
-    s.handshake();
+    let mut s = Session::started(&["--record", text(&incident)], &[example()], &[]);
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
     s.answer();
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
+    s.ends(Duration::from_secs(20));
     // A client that asks another order (a mismatch), then one that asks what was recorded:
     // both kill the replay at exit; the report judges what each asked.
     for (order, matched, mismatched, passed) in
@@ -1371,7 +1312,7 @@ fn replay_keeps_its_verdict_in_a_report_file() {
         let mut out = BufReader::new(child.stdout.take().expect("stdout"));
         {
             let stdin = child.stdin.as_mut().expect("stdin");
-            writeln!(stdin, "{}", init(1)).expect("write");
+            writeln!(stdin, "{INITIALIZE}").expect("write");
             // The first client leaves after the handshake, asking nothing.
             if !order.is_empty() {
                 writeln!(
@@ -1431,30 +1372,20 @@ fn replay_keeps_its_verdict_in_a_report_file() {
 
 #[test]
 fn append_keeps_the_commit_id_a_lost_acknowledgement_dropped() {
-    let faults = write(
-        "append-idem.json",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "append-idem", "title": "Append", "seed": 1,
+    let (faults, incident) = scenario_and_recording(
+        "append-idem",
+        r#""name": "append-idem", "title": "Append",
       "rules": [{"name": "lost", "tool": "write_row", "kind": "response_lost", "calls": [1]}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row", "commit_id": "row_id"}]
-    }"#,
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row", "commit_id": "row_id"}]"#,
     );
-    let incident = scratch("append-idem-rec.json");
-    let server = odd_server();
     for _ in 0..2 {
         // A server (and a proxy) per call; the server gives the same row id back.
-        let mut s = Session::start(
-            &[text(&faults), "--record", text(&incident), "--append"],
-            &["python3", text(&server)],
-            &[],
-        );
-        s.handshake();
+        let mut s = Session::started(&appending(&faults, &incident), &ODD, &[]);
         s.send(&call("2", "write_row", r#"{"row":"r-1"}"#));
         s.answer();
-        let (code, err) = s.wait(Duration::from_secs(20));
-        assert_eq!(code, Some(0), "{err}");
+        s.ends(Duration::from_secs(20));
     }
-    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    let side = sidecar(&incident);
     assert!(
         side.call(1).is_some_and(|r| r.dropped.is_some()),
         "the dropped answer is kept"
@@ -1464,64 +1395,40 @@ fn append_keeps_the_commit_id_a_lost_acknowledgement_dropped() {
         Some(1),
         "the retry got the dropped commit's id back: an idempotent replay, across sessions"
     );
-    let (code, out, _) = cli(&["check", text(&incident)]);
-    assert_eq!(code, 0, "{out}");
+    checked(&incident, 0);
 }
 
 #[test]
 fn calls_the_budget_refused_still_fail_check() {
-    let faults = write(
-        "budget.json",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "budget", "title": "Budget", "seed": 1,
-      "max_calls": 2, "rules": []
-    }"#,
+    let (faults, incident) = scenario_and_recording(
+        "budget",
+        r#""name": "budget", "title": "Budget",
+      "max_calls": 2, "rules": []"#,
     );
-    let incident = scratch("budget-rec.json");
-    let server = odd_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &["python3", text(&server)],
-        &[],
-    );
-    s.handshake();
+    let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     for id in ["2", "3", "4"] {
         s.send(&call(id, "read_rows", "{}"));
         s.answer();
     }
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
-    let c = Cassette::load(&incident).expect("cassette");
+    s.ends(Duration::from_secs(20));
+    let c = cassette(&incident);
     assert_eq!(c.report.calls.len(), 2);
     assert_eq!(c.report.budget_rejections, 1, "the refused call is counted");
-    let (code, out, _) = cli(&["check", text(&incident)]);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(out.contains("✗ Call budget"), "{out}");
 }
 
 #[test]
 fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
     let incident = scratch("full.json");
-    let rows = write("full-rows.json", ROWS);
-    let db = scratch("full-rows.db");
-    let _ = std::fs::remove_file(&db);
-    let server = odd_server();
-    let mut s = Session::start(
-        &[text(&rows), "--record", text(&incident)],
-        &["python3", text(&server)],
-        &[("ODD_ANSWER", "large"), ("ODD_DB", text(&db))],
-    );
-    s.handshake();
+    let (rows, db) = rows_and_db("full");
+    let mut s = odd_writing(&db, &recorded(&rows, &incident), &[("ODD_ANSWER", "large")]);
     let mut refused = 0;
     for i in 0..80 {
         // Past the cap, a repeat of row 0: a duplicate the recording could not judge, had
         // it reached the server.
         let row = if i >= 70 { 0 } else { i };
-        s.send(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{row}"}}"#),
-        ));
+        s.send(&nth_write(i, row, ""));
         let answer = s.answer();
         if canonical(&answer).contains("not sent to the MCP server") {
             refused += 1;
@@ -1555,15 +1462,14 @@ fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
         );
         refused += 1;
     }
-    let (code, err) = s.wait(Duration::from_secs(30));
-    assert_eq!(code, Some(0), "{err}");
+    let err = s.ends(Duration::from_secs(30));
     assert!(
         err.contains("the recording is full") && err.contains("answered with an error"),
         "the proxy says the recording is full: {err}"
     );
     // The recording stopped taking calls before a file would be too large: its files hold
     // every call it took, and it opens like any other.
-    let (code, out, err) = cli(&["inspect", text(&incident)]);
+    let (code, out, err) = bin(&["inspect", text(&incident)]);
     assert_eq!(code, 0, "{out}{err}");
     let doc = Document::open(&incident).expect("the recording opens");
     let n = doc.runs[0].timeline.report().calls.len();
@@ -1579,8 +1485,7 @@ fn a_full_recording_stops_letting_calls_through_and_check_says_why() {
         .expect("the recording says it stopped");
     assert_eq!((st.after_calls as usize, st.refused as usize), (n, refused));
     assert!(!journal_path(&incident).exists());
-    let (code, out, _) = cli(&["check", text(&incident)]);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains(&format!(
             "✗ Recording complete: the recording stopped after {n} call(s): the recording is full"
@@ -1601,28 +1506,18 @@ fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() 
             )
         })
         .collect();
-    let faults = write(
-        "journal-bound.json",
+    let (faults, incident) = scenario_and_recording(
+        "journal-bound",
         &format!(
-            r#"{{"schema_version": 1, "world": "mcp", "name": "jb", "title": "Journal bound", "seed": 1,
-               "rules": [{}], "effects": [{{"tool": "write_row", "effect": "row", "key": "row"}}]}}"#,
+            r#""name": "jb", "title": "Journal bound",
+               "rules": [{}], "effects": [{{"tool": "write_row", "effect": "row", "key": "row"}}]"#,
             rules.join(",")
         ),
     );
-    let incident = scratch("journal-bound-rec.json");
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &["python3", text(&odd_server())],
-        &[],
-    );
-    s.handshake();
+    let mut s = Session::started(&recorded(&faults, &incident), &ODD, &[]);
     let mut all = String::new();
     for i in 0..3000 {
-        all.push_str(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{i}"}}"#),
-        ));
+        all.push_str(&nth_write(i, i, ""));
         all.push('\n');
     }
     s.send(all.trim_end());
@@ -1633,8 +1528,7 @@ fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() 
         }
     }
     // Killed before it finishes: the journal is what readers read, and it is within bounds.
-    s.child.kill().expect("SIGKILL");
-    let _ = s.child.wait();
+    s.kill();
     let journal = std::fs::metadata(journal_path(&incident))
         .expect("journal")
         .len();
@@ -1645,7 +1539,7 @@ fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() 
     assert!(refused > 0, "the recording stopped");
     let doc = Document::open(&incident).expect("the recording opens");
     assert_eq!(doc.runs[0].timeline.report().calls.len() + refused, 3000);
-    let (code, out, err) = cli(&["check", text(&incident)]);
+    let (code, out, err) = check(&incident);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         out.contains("✗ Recording complete") && out.contains("32,000,000 for its journal"),
@@ -1654,36 +1548,19 @@ fn a_journal_that_would_pass_its_bound_stops_the_recording_and_stays_readable() 
 }
 
 /// A session of the odd server's large answers recorded at `incident`, started by `launch`
-/// (a shell line ending in the proxy's command), 16 calls one after another: what the client
-/// received, answer by answer, and the rows the server committed.
-fn large_answers_session(launch: &str, incident: &Path, db: &Path) -> (Vec<Value>, usize) {
-    let rows = write("disk-rows.json", ROWS);
-    let _ = std::fs::remove_file(db);
-    let proxy = format!(
-        "{launch} {BIN} mcp {} --record {} -- python3 {}",
-        text(&rows),
-        text(incident),
-        text(&odd_server())
-    );
-    let mut s = Session::of(
-        Command::new("sh")
-            .args(["-c", &proxy])
-            .env("ODD_ANSWER", "large")
-            .env("ODD_DB", db),
-    );
-    s.handshake();
+/// ([`odd_launched`]), its rows named by `tag` ([`rows_and_db`]), 16 calls one after another:
+/// what the client received, answer by answer, and the rows the server committed.
+fn large_answers_session(launch: &str, incident: &Path, tag: &str) -> (Vec<Value>, usize) {
+    let (rows, db) = rows_and_db(tag);
+    let mut s = odd_launched(launch, &rows, incident, &db, &[("ODD_ANSWER", "large")]);
     let mut answers = Vec::new();
     for i in 0..16 {
-        s.send(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{i}"}}"#),
-        ));
+        s.send(&nth_write(i, i, ""));
         answers.push(s.answer());
     }
     let (_, err) = s.wait(Duration::from_secs(30));
     assert!(err.contains("the recording stops here"), "{err}");
-    let committed = std::fs::read_to_string(db)
+    let committed = std::fs::read_to_string(&db)
         .map(|t| t.lines().count())
         .unwrap_or(0);
     (answers, committed)
@@ -1703,7 +1580,7 @@ fn judged_like_the_client_saw_it(incident: &Path, answers: &[Value], committed: 
         received.len() < answers.len(),
         "the disk filled up before the 16th answer"
     );
-    let (code, out, err) = cli(&["check", text(incident)]);
+    let (code, out, err) = check(incident);
     assert_eq!(code, 1, "{out}{err}");
     assert!(
         out.contains("✗ Recording complete") || out.contains("✗ Session finished"),
@@ -1743,23 +1620,18 @@ fn judged_like_the_client_saw_it(incident: &Path, answers: &[Value], committed: 
 }
 #[test]
 fn lines_over_8_mb_with_their_id_last_are_still_judged() {
-    let faults = write(
-        "id-last.json",
-        r#"{
-      "schema_version": 1, "world": "mcp", "name": "id-last", "title": "Id last", "seed": 1,
+    let (faults, incident) = scenario_and_recording(
+        "id-last",
+        r#""name": "id-last", "title": "Id last",
       "rules": [{"name": "lost", "tool": "write_row", "kind": "response_lost", "calls": [1]}],
-      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]
-    }"#,
+      "effects": [{"tool": "write_row", "effect": "row", "key": "row"}]"#,
     );
-    let incident = scratch("id-last-rec.json");
     let db = scratch("id-last.db");
-    let server = odd_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &["python3", text(&server)],
-        &[("ODD_ANSWER", "bigidlast"), ("ODD_DB", text(&db))],
+    let mut s = odd_writing(
+        &db,
+        &recorded(&faults, &incident),
+        &[("ODD_ANSWER", "bigidlast")],
     );
-    s.handshake();
     // A 9 MB answer whose id comes last: relayed as it comes (too late to drop it) and judged.
     s.send(&call("2", "write_row", r#"{"row":"r-1"}"#));
     assert!(s.read_raw().len() > 8_000_000);
@@ -1769,10 +1641,9 @@ fn lines_over_8_mb_with_their_id_last_are_still_judged() {
         r#"{{"method":"tools/call","params":{{"name":"write_row","arguments":{{"row":"r-1","x":"{big}"}}}},"jsonrpc":"2.0","id":77}}"#
     ));
     assert!(s.read_raw().len() > 8_000_000);
-    let (code, err) = s.wait(Duration::from_secs(30));
-    assert_eq!(code, Some(0), "{err}");
+    s.ends(Duration::from_secs(30));
     assert_eq!(std::fs::read_to_string(&db).expect("db").lines().count(), 2);
-    let c = Cassette::load(&incident).expect("cassette");
+    let c = cassette(&incident);
     assert_eq!(c.report.calls.len(), 2, "both calls are on record");
     assert!(c.report.calls.iter().all(|c| c.status == Status::Ok));
     assert!(
@@ -1780,11 +1651,10 @@ fn lines_over_8_mb_with_their_id_last_are_still_judged() {
         "an answer already on its way was not dropped"
     );
     assert_eq!(c.report.duplicate_effects(), 1, "both commits are judged");
-    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    let side = sidecar(&incident);
     assert!(
         side.call(1)
-            .and_then(|r| r.note.as_deref())
-            .is_some_and(|n| n.contains("could not be injected")),
+            .is_some_and(|r| noted(r, "could not be injected")),
         "{:?}",
         side.call(1)
     );
@@ -1797,7 +1667,7 @@ fn lines_over_8_mb_with_their_id_last_are_still_judged() {
 #[test]
 fn bad_inputs_name_the_file_and_the_problem() {
     // A replay report that cannot be written: refused before the client is served.
-    let (code, _, err) = cli(&[
+    let (code, _, err) = bin(&[
         "mcp",
         "--replay",
         "cassettes/mcp-incident.json",
@@ -1818,7 +1688,7 @@ fn bad_inputs_name_the_file_and_the_problem() {
     .expect("copy");
     std::fs::write(journal_path(&incident), "{\"kind\":\"something else\"}\n").expect("write");
     for command in ["check", "inspect"] {
-        let (code, _, err) = cli(&[command, text(&incident)]);
+        let (code, _, err) = bin(&[command, text(&incident)]);
         assert_eq!(code, 2, "{command}: {err}");
         assert!(
             err.contains("bad-journal.mcp.journal") && err.contains("Invalid MCP journal"),
@@ -1830,7 +1700,7 @@ fn bad_inputs_name_the_file_and_the_problem() {
         "bad-annotations.json",
         &LOST_ACK.replace(r#""seed": 42,"#, r#""seed": 42, "annotations": "maybe","#),
     );
-    let (code, _, err) = cli(&["mcp", text(&bad), "--", "true"]);
+    let (code, _, err) = bin(&["mcp", text(&bad), "--", "true"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("annotations") && err.contains("bad-annotations.json"),
@@ -1862,7 +1732,7 @@ fn a_request_the_server_could_not_be_given_is_recorded_as_never_run() {
         err.contains("the server no longer reads its input"),
         "{err}"
     );
-    let cassette = Cassette::load(&incident).expect("the recording");
+    let cassette = cassette(&incident);
     let calls = &cassette.report.calls;
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert!(
@@ -1922,7 +1792,7 @@ sys.stdout.flush()
         "the server's own answer: {answers:?}"
     );
     let _ = s.wait(Duration::from_secs(15));
-    let cassette = Cassette::load(&incident).expect("the recording");
+    let cassette = cassette(&incident);
     let first = &cassette.report.calls[0];
     assert!(first.executed, "the server read it and answered: {first:?}");
     assert_eq!(first.status, Status::Ok, "{first:?}");
@@ -1930,25 +1800,21 @@ sys.stdout.flush()
 
 #[test]
 fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill() {
-    let faults = write("inflight-lost-ack.json", LOST_ACK);
-    let incident = scratch("inflight-lost-ack-incident.json");
-    let server = example_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &[text(&server)],
+    let (faults, incident) = faults_and_recording("inflight-lost-ack", LOST_ACK);
+    let mut s = Session::started(
+        &recorded(&faults, &incident),
+        &[example()],
         &[("SHIPPING_DELAY_MS", "3000")],
     );
-    s.handshake();
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-7"}"#));
     std::thread::sleep(Duration::from_millis(700));
     // While the server has the call (the proxy alive), and after the proxy is killed: every
     // reader opens the recording and names the call in flight.
     for moment in ["while the server has it", "after a SIGKILL"] {
         if moment == "after a SIGKILL" {
-            s.child.kill().expect("SIGKILL");
-            let _ = s.child.wait();
+            s.kill();
         }
-        let (code, out, err) = cli(&["check", text(&incident)]);
+        let (code, out, err) = check(&incident);
         assert_eq!(code, 1, "{moment}: {out}{err}");
         // Alive, the session is still running; killed, it did not end.
         let said = if moment == "after a SIGKILL" {
@@ -1975,7 +1841,7 @@ fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill()
             Some("response_lost"),
             "{moment}"
         );
-        let (code, out, err) = cli(&["inspect", text(&incident)]);
+        let (code, out, err) = bin(&["inspect", text(&incident)]);
         assert_eq!(code, 0, "{moment}: {out}{err}");
         assert!(out.contains("running"), "{moment}: {out}");
         let live = moment != "after a SIGKILL";
@@ -1984,14 +1850,14 @@ fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill()
             live,
             "{moment}: {out}"
         );
-        let (_, out, _) = cli(&["check", "--json", text(&incident)]);
+        let (_, out, _) = bin(&["check", "--json", text(&incident)]);
         let v: serde_json::Value = serde_json::from_str(out.trim()).expect("JSON");
         assert_eq!(v["mcp"]["live"], live, "{moment}: {out}");
     }
     let (code, _, err) = replay_with(
         &incident,
         &[
-            &init(1),
+            INITIALIZE,
             INITIALIZED,
             &call("2", "create_shipment", r#"{"order_id":"o-7"}"#),
         ],
@@ -2002,19 +1868,9 @@ fn a_lost_acknowledgement_in_flight_reads_as_in_flight_before_and_after_a_kill()
 /// A finished recording of `calls` inventory checks and a lost acknowledgement's retry: two
 /// commits of one order, so one duplicate.
 fn finished_recording_with_a_duplicate(faults: &Path, incident: &Path, calls: usize) {
-    let server = example_server();
-    let mut s = Session::start(
-        &[text(faults), "--record", text(incident)],
-        &[text(&server)],
-        &[],
-    );
-    s.handshake();
+    let mut s = Session::started(&recorded(faults, incident), &[example()], &[]);
     for i in 0..calls {
-        s.send(&call(
-            &(10 + i).to_string(),
-            "check_inventory",
-            r#"{"sku":"A1"}"#,
-        ));
+        s.send(&nth_call(i, "check_inventory", r#"{"sku":"A1"}"#));
     }
     for _ in 0..calls {
         s.answer();
@@ -2023,28 +1879,19 @@ fn finished_recording_with_a_duplicate(faults: &Path, incident: &Path, calls: us
     s.answer();
     s.send(&call("3", "create_shipment", r#"{"order_id":"o-1"}"#));
     s.answer();
-    let (code, err) = s.wait(Duration::from_secs(30));
-    assert_eq!(code, Some(0), "{err}");
+    s.ends(Duration::from_secs(30));
 }
 
 #[test]
 fn append_killed_at_any_point_of_its_start_keeps_the_earlier_calls() {
-    // Each session starts a new example server, whose shipment numbers start again: the
-    // commit is keyed by the order alone.
-    let faults = write(
-        "append-kill.json",
-        &LOST_ACK.replace(r#", "commit_id": "shipment_id""#, ""),
-    );
-    let incident = scratch("append-kill-rec.json");
+    let (faults, incident) = faults_and_recording("append-kill", &lost_ack_by_order());
     const EARLIER: usize = 2000;
     finished_recording_with_a_duplicate(&faults, &incident, EARLIER);
-    let server = example_server();
-    let args = [text(&faults), "--record", text(&incident), "--append"];
+    let args = appending(&faults, &incident);
     // How long a start takes, to spread the kills over it.
     let t0 = Instant::now();
-    let s = Session::start(&args, &[text(&server)], &[]);
-    let (code, err) = s.wait(Duration::from_secs(30));
-    assert_eq!(code, Some(0), "{err}");
+    let s = Session::start(&args, &[example()], &[]);
+    s.ends(Duration::from_secs(30));
     let whole = t0.elapsed();
     // Kill points: from the moment the journal appears (when the earlier calls are being
     // written to it, if they are written where readers look) on, 0.2 ms apart; then a seeded
@@ -2058,7 +1905,7 @@ fn append_killed_at_any_point_of_its_start_keeps_the_earlier_calls() {
                 .map(|m| (m.ino(), m.size(), m.mtime_nsec()))
         };
         let before = stamp();
-        let mut s = Session::start(&args, &[text(&server)], &[]);
+        let mut s = Session::start(&args, &[example()], &[]);
         let at = if round < 12 {
             let until = Instant::now() + Duration::from_secs(10);
             while stamp() == before && Instant::now() < until {
@@ -2072,8 +1919,7 @@ fn append_killed_at_any_point_of_its_start_keeps_the_earlier_calls() {
             whole.mul_f64((x % 1000) as f64 / 1000.0 * 1.5)
         };
         std::thread::sleep(at);
-        s.child.kill().expect("SIGKILL");
-        let _ = s.child.wait();
+        s.kill();
         let doc = Document::open(&incident)
             .unwrap_or_else(|e| panic!("round {round}, killed at {at:?}: {e}"));
         let report = doc.runs[0].timeline.report();
@@ -2090,20 +1936,18 @@ fn append_killed_at_any_point_of_its_start_keeps_the_earlier_calls() {
     }
     // A session after all those kills continues from every earlier call, and its retry of
     // the order is judged a second duplicate.
-    let mut s = Session::start(&args, &[text(&server)], &[]);
-    s.handshake();
+    let mut s = Session::started(&args, &[example()], &[]);
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
     s.answer();
-    let (code, err) = s.wait(Duration::from_secs(30));
-    assert_eq!(code, Some(0), "{err}");
-    let c = Cassette::load(&incident).expect("cassette");
+    s.ends(Duration::from_secs(30));
+    let c = cassette(&incident);
     assert_eq!(c.report.calls.len(), EARLIER + 3);
     assert_eq!(
         c.report.duplicate_effects(),
         2,
         "the triple commit is judged"
     );
-    let (code, out, err) = cli(&["check", text(&incident)]);
+    let (code, out, err) = check(&incident);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("✗ No duplicate side effects"), "{out}");
 }
@@ -2115,24 +1959,17 @@ fn a_journal_from_another_session_is_refused_not_taken_for_the_files() {
     let finished = scratch("foreign-finished.json");
     finished_recording_with_a_duplicate(&faults, &finished, 3);
     // A session killed with its journal left.
-    let server = example_server();
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&killed)],
-        &[text(&server)],
-        &[],
-    );
-    s.handshake();
+    let mut s = Session::started(&recorded(&faults, &killed), &[example()], &[]);
     s.send(&call("2", "check_inventory", r#"{"sku":"A1"}"#));
     s.answer();
-    s.child.kill().expect("SIGKILL");
-    let _ = s.child.wait();
+    s.kill();
     assert!(journal_path(&killed).exists());
     std::fs::copy(journal_path(&killed), journal_path(&finished)).expect("copy");
     for args in [
         vec!["check", text(&finished)],
         vec!["inspect", text(&finished)],
     ] {
-        let (code, out, err) = cli(&args);
+        let (code, out, err) = bin(&args);
         assert_eq!(code, 2, "{args:?}: {out}{err}");
         assert!(
             err.contains("a journal from another recording")
@@ -2142,49 +1979,28 @@ fn a_journal_from_another_session_is_refused_not_taken_for_the_files() {
     }
     let (code, _, err) = replay_with(&finished, &[]);
     assert_eq!(code, 2, "{err}");
-    let (code, _, err) = cli(&[
+    let (code, _, err) = bin(&[
         "mcp",
         text(&faults),
         "--record",
         text(&finished),
         "--append",
         "--",
-        text(&server),
+        example(),
     ]);
     assert_eq!(code, 2, "--append does not continue from it: {err}");
     // Moved away, the files read as they are: the finished session and its duplicate.
     std::fs::remove_file(journal_path(&finished)).expect("rm");
-    let c = Cassette::load(&finished).expect("cassette");
+    let c = cassette(&finished);
     assert_eq!((c.report.calls.len(), c.report.duplicate_effects()), (5, 1));
 }
 
 #[test]
 fn a_journal_that_cannot_be_written_withholds_answers_and_fails_check() {
-    // An injected write error: files may grow to 256 KB (ulimit -f counts 512-byte blocks
-    // in sh), and SIGXFSZ ignored so writes past it fail with EFBIG instead.
+    // An injected write error (EFBIG).
     let incident = scratch("efbig.json");
-    let db = scratch("efbig-rows.db");
-    let (answers, committed) =
-        large_answers_session("trap '' XFSZ; ulimit -f 512; exec", &incident, &db);
+    let (answers, committed) = large_answers_session(EFBIG, &incident, "efbig");
     judged_like_the_client_saw_it(&incident, &answers, committed);
-}
-
-/// `mcp RULES --record INCIDENT -- python3 odd_server.py` (writing its rows to `db`, with
-/// `env`) whose files may grow to 256 KB (ulimit -f counts 512-byte blocks in sh), with
-/// SIGXFSZ ignored so writes past it fail with EFBIG: an injected write error.
-fn efbig_session(rules: &Path, incident: &Path, db: &Path, env: &[(&str, &str)]) -> Session {
-    let proxy = format!(
-        "trap '' XFSZ; ulimit -f 512; exec {BIN} mcp {} --record {} -- python3 {}",
-        text(rules),
-        text(incident),
-        text(&odd_server())
-    );
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", &proxy]).env("ODD_DB", db);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Session::of(&mut cmd)
 }
 
 #[test]
@@ -2202,17 +2018,11 @@ fn a_call_waiting_on_injected_latency_whose_line_was_lost_never_reaches_the_serv
     );
     let incident = scratch("efbig-latency.json");
     let db = scratch("efbig-latency.db");
-    let _ = std::fs::remove_file(&db);
-    let mut s = efbig_session(&rules, &incident, &db, &[]);
-    s.handshake();
+    let mut s = odd_launched(EFBIG, &rules, &incident, &db, &[]);
     let pad = "p".repeat(30_000);
     let (mut written, mut refused) = (0, 0);
     for i in 0..16 {
-        s.send(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{i}","pad":"{pad}"}}"#),
-        ));
+        s.send(&nth_write(i, i, &pad));
         let a = canonical(&s.answer());
         if a.contains("row written") {
             assert_eq!(
@@ -2257,11 +2067,14 @@ fn a_server_batch_whose_journal_line_is_lost_keeps_what_answers_no_call() {
     // Each answer comes in a batch beside a notification; the journal's writes start
     // failing part-way (as above). A withheld answer must not take its batch-mate with it.
     let incident = scratch("efbig-batch.json");
-    let db = scratch("efbig-batch.db");
-    let _ = std::fs::remove_file(&db);
-    let rows = write("batch-disk-rows.json", ROWS);
-    let mut s = efbig_session(&rows, &incident, &db, &[("ODD_ANSWER", "largebatch")]);
-    s.handshake();
+    let (rows, db) = rows_and_db("efbig-batch");
+    let mut s = odd_launched(
+        EFBIG,
+        &rows,
+        &incident,
+        &db,
+        &[("ODD_ANSWER", "largebatch")],
+    );
     let (mut notes, mut withheld) = (0, 0);
     for i in 0..16 {
         let id = 10 + i;
@@ -2299,7 +2112,7 @@ fn a_server_batch_whose_journal_line_is_lost_keeps_what_answers_no_call() {
 fn a_full_disk_withholds_answers_and_fails_check() {
     // A 1 MB tmpfs, where the machine lets the test mount one (root); the injected write
     // error above covers the rest.
-    let dir = common::scratch_dir("life").join("tmpfs-1m");
+    let dir = scratch("tmpfs-1m");
     std::fs::create_dir_all(&dir).expect("dir");
     let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs", text(&dir)])
@@ -2313,8 +2126,7 @@ fn a_full_disk_withholds_answers_and_fails_check() {
         return;
     }
     let incident = dir.join("disk.json");
-    let db = scratch("disk-rows.db");
-    let (answers, committed) = large_answers_session("exec", &incident, &db);
+    let (answers, committed) = large_answers_session("exec", &incident, "disk");
     judged_like_the_client_saw_it(&incident, &answers, committed);
     let _ = Command::new("umount").arg(&dir).status();
 }
@@ -2322,13 +2134,7 @@ fn a_full_disk_withholds_answers_and_fails_check() {
 #[test]
 fn calls_with_odd_tool_names_are_recorded_like_any_other() {
     let incident = scratch("odd-names.json");
-    let server = odd_server();
-    let mut s = Session::start(
-        &["--record", text(&incident)],
-        &["python3", text(&server)],
-        &[],
-    );
-    s.handshake();
+    let mut s = Session::started(&["--record", text(&incident)], &ODD, &[]);
     let requests = [
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":42,"arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{}}}"#,
@@ -2340,8 +2146,7 @@ fn calls_with_odd_tool_names_are_recorded_like_any_other() {
         s.send(r);
         s.read_raw();
     }
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
+    s.ends(Duration::from_secs(20));
     let doc = Document::open(&incident).expect("opens");
     let report = doc.runs[0].timeline.report();
     let tools: Vec<String> = report.calls.iter().map(|c| c.tool.to_lossy()).collect();
@@ -2401,7 +2206,6 @@ fn mkfifo(path: &Path) {
 #[test]
 fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
     let limit = Duration::from_secs(10);
-    let server = example_server();
     let faults = write("special-lost-ack.json", LOST_ACK);
     // A finished recording, then a FIFO where its journal would be: every reader refuses it
     // at once, naming it.
@@ -2414,7 +2218,7 @@ fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
         "--record",
         text(&rec),
         "--",
-        text(&server),
+        example(),
     ];
     let appending = [&proxy[..4], &["--append"], &proxy[4..]].concat();
     for args in [
@@ -2476,7 +2280,7 @@ fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
     let lab = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/lost_ack.json");
     let mcp_scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mcp-lost-ack.json");
     for args in [
-        vec!["mcp", "--record", text(&device), "--", text(&server)],
+        vec!["mcp", "--record", text(&device), "--", example()],
         vec!["run", text(&lab), "--output", text(&device)],
         vec![
             "run",
@@ -2530,7 +2334,6 @@ fn files_that_are_not_files_are_refused_never_waited_on_or_replaced() {
 #[test]
 fn a_file_that_is_not_a_recording_is_never_replaced_by_one() {
     let limit = Duration::from_secs(10);
-    let server = example_server();
     let faults = write("not-rec-lost-ack.json", LOST_ACK);
     let notes = write("not-rec-notes.json", "{\"my\": \"notes\"}");
     let outside = write("not-rec-outside.txt", "keep me");
@@ -2548,7 +2351,7 @@ fn a_file_that_is_not_a_recording_is_never_replaced_by_one() {
                 "--record",
                 text(target),
                 "--",
-                text(&server),
+                example(),
             ],
             limit,
         );
@@ -2602,12 +2405,11 @@ fn a_scenario_names_its_server_by_a_path_from_its_own_folder() {
     );
     s.handshake();
     s.send(&call("2", "create_shipment", r#"{"order_id":"o-1"}"#));
-    assert!(canonical(&s.answer()).contains("ResponseLost"));
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
+    assert_holds(&s.answer(), "ResponseLost");
+    s.ends(Duration::from_secs(20));
     // A server that is not there is named, with where it was looked for.
     std::fs::remove_file(dir.join("bin/server")).expect("rm");
-    let (code, _, err) = cli(&["mcp", text(&scenario), "--record", text(&incident)]);
+    let (code, _, err) = bin(&["mcp", text(&scenario), "--record", text(&incident)]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("bin/server")
@@ -2654,42 +2456,30 @@ fn sigterm_ends_a_session_whose_server_reads_nothing_while_the_client_floods_it(
         "ended {:?} after SIGTERM",
         sent.elapsed()
     );
-    assert!(
-        gone_within(&marker, Duration::from_secs(5)),
-        "the server is gone"
-    );
+    assert_gone(&marker, "the server is gone");
     let _ = flood.join();
-    let (code, out, _) = cli(&["check", text(&incident)]);
-    assert_eq!(code, 0, "{out}");
+    checked(&incident, 0);
 }
 
 /// A retry after a lost acknowledgement of `create_shipment`, which the example server
 /// annotates `idempotentHint: false`, with no `effects` entry: recorded with `faults`, the
 /// check's exit code and output.
 fn declared_retry(name: &str, extra: &str) -> (PathBuf, i32, String) {
-    let faults = write(
-        &format!("{name}.json"),
+    let (faults, incident) = scenario_and_recording(
+        name,
         &format!(
-            r#"{{
-      "schema_version": 1, "world": "mcp", "name": "declared", "title": "Declared", "seed": 1,{extra}
-      "rules": [{{"name": "lost", "tool": "create_shipment", "kind": "response_lost", "calls": [1]}}]
-    }}"#
+            r#""name": "declared", "title": "Declared",{extra}
+      "rules": [{{"name": "lost", "tool": "create_shipment", "kind": "response_lost", "calls": [1]}}]"#
         ),
     );
-    let incident = scratch(&format!("{name}-rec.json"));
-    let server = example_server();
-    let mut s = Session::listed(
-        &[text(&faults), "--record", text(&incident)],
-        &[text(&server)],
-    );
+    let mut s = Session::listed(&recorded(&faults, &incident), &[example()]);
     for id in ["3", "4"] {
         s.send(&call(id, "create_shipment", r#"{"order_id":"o-1"}"#));
         s.answer();
     }
-    let (code, err) = s.wait(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "{err}");
+    s.ends(Duration::from_secs(20));
     // The server made two shipments: the lost one and the retry's.
-    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    let side = sidecar(&incident);
     let shipment = |r: &toolstorm::mcp::session::CallRecord| {
         let answer = r.dropped.clone().unwrap_or_else(|| match &r.delivered {
             Delivered::Result(v) => v.clone(),
@@ -2705,7 +2495,7 @@ fn declared_retry(name: &str, extra: &str) -> (PathBuf, i32, String) {
         first.contains("SHP-0001") && second.contains("SHP-0002"),
         "{first} {second}"
     );
-    let (code, out, _) = cli(&["check", text(&incident)]);
+    let (code, out, _) = check(&incident);
     (incident, code, out)
 }
 
@@ -2770,7 +2560,7 @@ fn annotations_warn_turns_a_declared_retry_back_into_a_warning() {
             ),
         "{out}"
     );
-    let side = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    let side = sidecar(&incident);
     assert_eq!(
         side.annotations,
         toolstorm::mcp::scenario::Annotations::Warn
@@ -2782,23 +2572,12 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
     // 80 calls of 120 KB sent at once, each answered with 120 KB: the answers of the calls
     // in flight would double what the files hold.
     let incident = scratch("in-flight-full.json");
-    let rows = write("in-flight-rows.json", ROWS);
-    let db = scratch("in-flight-rows.db");
-    let _ = std::fs::remove_file(&db);
-    let mut s = Session::start(
-        &[text(&rows), "--record", text(&incident)],
-        &["python3", text(&odd_server())],
-        &[("ODD_ANSWER", "large"), ("ODD_DB", text(&db))],
-    );
-    s.handshake();
+    let (rows, db) = rows_and_db("in-flight");
+    let mut s = odd_writing(&db, &recorded(&rows, &incident), &[("ODD_ANSWER", "large")]);
     let pad = "p".repeat(120_000);
     let mut all = String::new();
     for i in 0..80 {
-        all.push_str(&call(
-            &(10 + i).to_string(),
-            "write_row",
-            &format!(r#"{{"row":"r-{i}","pad":"{pad}"}}"#),
-        ));
+        all.push_str(&nth_write(i, i, &pad));
         all.push('\n');
     }
     // Written while the answers are read: neither side waits on the other's pipe.
@@ -2829,8 +2608,7 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
         }
     }
     s.child.stdin = Some(writer.join().expect("writer"));
-    let (code, err) = s.wait(Duration::from_secs(30));
-    assert_eq!(code, Some(0), "{err}");
+    let err = s.ends(Duration::from_secs(30));
     assert!(refused > 0 && !answered.is_empty(), "{refused} refused");
     // Every call the client got an answer for is in the files: with that answer, or, once
     // the files had no room for it, without it (and saying so).
@@ -2849,13 +2627,7 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
             Delivered::Result(r) => assert!(canonical(r).contains("row written"), "{id}"),
             Delivered::Unrecorded => {
                 unkept += 1;
-                assert!(
-                    record
-                        .note
-                        .as_deref()
-                        .is_some_and(|n| n.contains("no room for its answer")),
-                    "{record:?}"
-                );
+                assert!(noted(record, "no room for its answer"), "{record:?}");
             }
             other => panic!("request {id}: {other:?}"),
         }
@@ -2872,8 +2644,7 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
         !journal_path(&incident).exists(),
         "the files hold what the journal did"
     );
-    let (code, out, _) = cli(&["check", text(&incident)]);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains(&format!(
             "✗ Recording complete: the recording stopped after {} call(s): the recording is full",
@@ -2885,7 +2656,8 @@ fn every_call_answered_is_recorded_when_the_answers_in_flight_pass_the_size_cap(
 
 /// A shipping server that commits each call (a line in the file `argv[2]`) and then, per
 /// `argv[1]`: `exit` leaves without answering the first commit ever (later ones are
-/// answered); `half` writes the first 40 bytes of its answer, no newline, and leaves.
+/// answered); `half` writes the first 40 bytes of its answer, no newline, and leaves; `hold`
+/// never answers (it sleeps until it is stopped).
 const COMMIT_THEN_LEAVE: &str = r#"import json, os, sys
 mode, commits = sys.argv[1], sys.argv[2]
 for line in sys.stdin:
@@ -2908,6 +2680,9 @@ for line in sys.stdin:
             os._exit(0)
         if mode == "exit" and not before:
             os._exit(0)
+        if mode == "hold":
+            import time
+            time.sleep(600)
     else:
         r = {}
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n")
@@ -2938,59 +2713,101 @@ fn unknown_why(side: &Value, i: usize) -> Option<String> {
     u.get("why")?.as_str().map(str::to_owned)
 }
 
-/// A [`COMMIT_THEN_LEAVE`] server's files, named by `tag`: the script, its commits (none
-/// yet), the [`SHIPMENTS`] scenario and the recording.
-fn leaving(tag: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
-    let server = write(&format!("{tag}.py"), COMMIT_THEN_LEAVE);
-    let commits = scratch(&format!("{tag}-commits.txt"));
-    let _ = std::fs::remove_file(&commits);
-    let faults = write(&format!("{tag}-shipments.json"), SHIPMENTS);
-    (server, commits, faults, scratch(&format!("{tag}.json")))
+/// A [`COMMIT_THEN_LEAVE`] server's files: the script, its commits, the [`SHIPMENTS`]
+/// scenario and the recording.
+struct Leaving {
+    server: PathBuf,
+    commits: PathBuf,
+    faults: PathBuf,
+    incident: PathBuf,
+}
+
+impl Leaving {
+    /// The files named by `tag`, with no commits yet.
+    fn new(tag: &str) -> Leaving {
+        let server = write(&format!("{tag}.py"), COMMIT_THEN_LEAVE);
+        let commits = scratch(&format!("{tag}-commits.txt"));
+        let _ = std::fs::remove_file(&commits);
+        let faults = write(&format!("{tag}-shipments.json"), SHIPMENTS);
+        let incident = scratch(&format!("{tag}.json"));
+        Leaving {
+            server,
+            commits,
+            faults,
+            incident,
+        }
+    }
+
+    /// A session recording with `args` whose server commits and then leaves as `mode` says,
+    /// after the handshake and a `create_shipment` of order A1.
+    fn session(&self, args: &[&str], mode: &str) -> Session {
+        let server = ["python3", text(&self.server), mode, text(&self.commits)];
+        let mut s = Session::started(args, &server, &[]);
+        s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+        s
+    }
 }
 
 #[test]
 fn a_server_that_exits_mid_call_leaves_it_unknown_and_a_retry_a_possible_duplicate() {
-    let (server, commits, faults, incident) = leaving("leaver");
-    let args = [text(&faults), "--record", text(&incident), "--append"];
-    let py = ["python3", text(&server), "exit", text(&commits)];
+    let files = Leaving::new("leaver");
+    let (commits, incident) = (&files.commits, &files.incident);
+    let args = appending(&files.faults, incident);
     // A server-per-call client: the server commits, then exits before it answers.
-    let mut s = Session::start(&args, &py, &[]);
-    s.handshake();
-    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
-    let lost = s.answer();
-    assert!(canonical(&lost).contains("exited"), "{}", canonical(&lost));
+    let mut s = files.session(&args, "exit");
+    assert_holds(&s.answer(), "exited");
     s.wait(Duration::from_secs(20));
     // It retries in a new session, whose server answers.
-    let mut s = Session::start(&args, &py, &[]);
-    s.handshake();
-    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
-    let done = s.answer();
-    assert!(
-        canonical(&done).contains("shipment_id"),
-        "{}",
-        canonical(&done)
-    );
+    let mut s = files.session(&args, "exit");
+    assert_holds(&s.answer(), "shipment_id");
     s.wait(Duration::from_secs(20));
-    let committed = std::fs::read_to_string(&commits).expect("commits");
+    let committed = std::fs::read_to_string(commits).expect("commits");
     assert_eq!(committed, "A1\nA1\n", "the server holds two commits");
-    let side = sidecar_json(&incident);
+    let side = sidecar_json(incident);
     let why = unknown_why(&side, 0).unwrap_or_default();
     assert!(why.contains("after the request had reached it"), "{why}");
     assert_eq!(unknown_why(&side, 1), None, "the retry was answered");
-    let (code, out, _) = cli(&["check", text(&incident)]);
+    let (code, out, _) = check(incident);
     common::assert_possible_duplicate(code, &out);
 }
 
 #[test]
-fn a_server_that_dies_mid_line_never_has_its_half_line_relayed() {
-    let (server, commits, faults, incident) = leaving("half");
-    let mut s = Session::start(
-        &[text(&faults), "--record", text(&incident)],
-        &["python3", text(&server), "half", text(&commits)],
-        &[],
+fn a_session_stopped_while_the_server_holds_a_committed_call_is_not_finished() {
+    let files = Leaving::new("held");
+    let (commits, incident) = (&files.commits, &files.incident);
+    let s = files.session(&recorded(&files.faults, incident), "hold");
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(commits).unwrap_or_default() != "A1\n" {
+        assert!(Instant::now() < until, "the server never committed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The server committed and holds its answer; the proxy is told to stop.
+    let pid = nix::unistd::Pid::from_raw(s.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let (code, err) = s.wait(Duration::from_secs(40));
+    // (0 when the end of its input, closed as it stops, is read before the signal.)
+    assert!(matches!(code, Some(143 | 0)), "{code:?} {err}");
+    let side = sidecar_json(incident);
+    assert!(
+        unknown_why(&side, 0).is_some_and(|w| w.contains("the session ended")),
+        "{side:?}"
     );
-    s.handshake();
-    s.send(&call("2", "create_shipment", r#"{"order_id":"A1"}"#));
+    let out = checked(incident, 1);
+    assert!(
+        out.contains(
+            "✗ Session finished: the proxy finished the session, with 1 call(s) still with the \
+             server (#1 create_shipment): nobody saw their outcome; the server may have \
+             committed them"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_server_that_dies_mid_line_never_has_its_half_line_relayed() {
+    let files = Leaving::new("half");
+    let incident = &files.incident;
+    let mut s = files.session(&recorded(&files.faults, incident), "half");
     // The one line the client gets for its call is a whole message: the proxy's error.
     let line = s.read_raw();
     let text_line = String::from_utf8_lossy(&line).into_owned();
@@ -2999,19 +2816,19 @@ fn a_server_that_dies_mid_line_never_has_its_half_line_relayed() {
     assert!(!text_line.contains("\"res"), "no half line: {text_line}");
     let (_, err) = s.wait(Duration::from_secs(20));
     assert!(err.contains("was cut at byte 40"), "{err}");
-    let side = sidecar_json(&incident);
+    let side = sidecar_json(incident);
     let why = unknown_why(&side, 0).unwrap_or_default();
     assert!(
         why.contains("the server's answer was cut at byte 40"),
         "{side:?}"
     );
-    let record = McpSession::load(&sidecar_path(&incident)).expect("sidecar");
+    let record = sidecar(incident);
     assert!(
         matches!(record.calls[0].delivered, Delivered::Error(_)),
         "what the client got: {:?}",
         record.calls[0].delivered
     );
-    let c = Cassette::load(&incident).expect("cassette");
+    let c = cassette(incident);
     assert_ne!(
         c.report.calls[0].status,
         Status::Ok,

@@ -7,7 +7,7 @@
 mod common;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -18,35 +18,18 @@ use rmcp::{RoleClient, ServiceError, ServiceExt, object};
 use toolstorm::cassette::Cassette;
 use toolstorm::json::{Value, canonical, parse};
 use toolstorm::mcp::evidence::Evidence;
-use toolstorm::mcp::session::{Delivered, McpSession, sidecar_path};
+use toolstorm::mcp::session::{Delivered, McpSession};
 use toolstorm::report::Status;
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
-
-/// The example server, built by `cargo test` next to the test binaries.
-fn server() -> PathBuf {
-    common::example_server()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    common::scratch_recording("mcp", name)
-}
-
-fn scenario(name: &str, body: &str) -> PathBuf {
-    common::scratch_file("mcp", name, body)
-}
-
-/// A lost acknowledgement on the first `create_*`, answered as an `isError` result.
-const LOST_ACK: &str = r#"{
-  "schema_version": 1, "world": "mcp", "name": "lost-ack", "title": "Lost acknowledgement", "seed": 42,
-  "rules": [{"name": "lost-receipt", "tool": "create_*", "kind": "response_lost", "calls": [1]}],
-  "effects": [{"tool": "create_*", "effect": "shipment", "key": "order_id", "commit_id": "shipment_id"},
-              {"tool": "check_*", "effect": "none"}]
-}"#;
+use common::example_server;
+use common::mcp::{
+    BIN, INITIALIZE, INITIALIZED, LOST_ACK, TOOLS_LIST, call, check, checked, noted, recording,
+    scratch, spawn_piped, text, write,
+};
 
 /// Starts the proxy with `args` (then `-- server`) as an MCP server for an rmcp client.
 async fn connect(args: &[&str], env: &[(&str, &str)]) -> RunningService<RoleClient, ()> {
-    let server = server();
+    let server = example_server();
     let cmd = tokio::process::Command::new(BIN).configure(|c| {
         c.args(args).arg("--").arg(&server);
         for (k, v) in env {
@@ -64,9 +47,12 @@ async fn proxy_recording(
     cassette: &Path,
     env: &[(&str, &str)],
 ) -> RunningService<RoleClient, ()> {
-    let faults = faults.to_str().expect("path");
-    let cassette = cassette.to_str().expect("path");
-    connect(&["mcp", faults, "--record", cassette], env).await
+    connect(&["mcp", text(faults), "--record", text(cassette)], env).await
+}
+
+/// A client of the proxy recording to `cassette`, with no faults.
+async fn recording_client(cassette: &Path, env: &[(&str, &str)]) -> RunningService<RoleClient, ()> {
+    connect(&["mcp", "--record", text(cassette)], env).await
 }
 
 fn ship(order: &str, key: Option<&str>) -> CallToolRequestParams {
@@ -100,27 +86,9 @@ async fn agent(client: &RunningService<RoleClient, ()>, key: Option<&str>) -> Ve
     seen
 }
 
-fn recording(path: &Path) -> (Cassette, McpSession) {
-    let c = Cassette::load(path).expect("the recording is a valid cassette");
-    let s = McpSession::load(&sidecar_path(path)).expect("the sidecar is valid");
-    (c, s)
-}
-
-fn check(path: &Path) -> (i32, String) {
-    let out = Command::new(BIN)
-        .arg("check")
-        .arg(path)
-        .output()
-        .expect("check runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
-
 #[tokio::test]
 async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_it() {
-    let faults = scenario("lost-ack.json", LOST_ACK);
+    let faults = write("lost-ack.json", LOST_ACK);
     let incident = scratch("incident.json");
     let client = proxy_recording(&faults, &incident, &[]).await;
     let tools = client.list_all_tools().await.expect("tools/list");
@@ -176,8 +144,7 @@ async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_
     );
     assert!(s.exchanges.iter().any(|x| x.method == "tools/list"));
 
-    let (code, out) = check(&incident);
-    assert_eq!(code, 1, "{out}");
+    let out = checked(&incident, 1);
     assert!(
         out.contains("✗ No duplicate side effects: 1 duplicate effect(s) across 2 commits"),
         "{out}"
@@ -189,7 +156,7 @@ async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_
 
     // The recording as a server, the real one absent: the same agent gets the same answers.
     let cmd = tokio::process::Command::new(BIN).configure(|c| {
-        c.args(["mcp", "--replay", incident.to_str().expect("path")])
+        c.args(["mcp", "--replay", text(&incident)])
             .stderr(Stdio::piped());
     });
     let (transport, stderr) = TokioChildProcess::builder(cmd)
@@ -217,7 +184,7 @@ async fn a_naive_agent_commits_twice_after_a_lost_ack_and_the_replay_reproduces_
 /// The agent retries a lost acknowledgement with its idempotency key, through the proxy and
 /// the example server (started with `env`): the recording and its session facts.
 async fn idempotent_retry(name: &str, env: &[(&str, &str)]) -> (Cassette, McpSession) {
-    let faults = scenario("lost-ack-idem.json", LOST_ACK);
+    let faults = write("lost-ack-idem.json", LOST_ACK);
     let incident = scratch(name);
     let client = proxy_recording(&faults, &incident, env).await;
     assert_eq!(
@@ -225,8 +192,7 @@ async fn idempotent_retry(name: &str, env: &[(&str, &str)]) -> (Cassette, McpSes
         ["error", "SHP-0001"]
     );
     client.cancel().await.expect("close");
-    let (code, out) = check(&incident);
-    assert_eq!(code, 0, "{out}");
+    checked(&incident, 0);
     recording(&incident)
 }
 
@@ -253,11 +219,7 @@ async fn an_agent_that_reuses_its_idempotency_key_commits_once() {
 #[tokio::test]
 async fn two_calls_in_flight_are_each_recorded() {
     let incident = scratch("parallel.json");
-    let client = connect(
-        &["mcp", "--record", incident.to_str().expect("path")],
-        &[("SHIPPING_DELAY_MS", "300")],
-    )
-    .await;
+    let client = recording_client(&incident, &[("SHIPPING_DELAY_MS", "300")]).await;
     let (a, b) = tokio::join!(
         client.call_tool(ship("o-1", None)),
         client.call_tool(ship("o-2", None))
@@ -322,11 +284,7 @@ async fn two_calls_in_flight_are_each_recorded() {
 #[tokio::test]
 async fn a_call_the_client_cancels_is_recorded_with_what_the_server_still_committed() {
     let incident = scratch("cancelled.json");
-    let client = connect(
-        &["mcp", "--record", incident.to_str().expect("path")],
-        &[("SHIPPING_DELAY_MS", "800")],
-    )
-    .await;
+    let client = recording_client(&incident, &[("SHIPPING_DELAY_MS", "800")]).await;
     let request =
         rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(ship("o-9", None)));
     let handle = client
@@ -348,13 +306,7 @@ async fn a_call_the_client_cancels_is_recorded_with_what_the_server_still_commit
     let call = &c.report.calls[0];
     assert_eq!(call.status, Status::Cancelled, "{call:?}");
     let record = s.call(1).expect("record");
-    assert!(
-        record
-            .note
-            .as_deref()
-            .is_some_and(|n| n.contains("cancelled")),
-        "{record:?}"
-    );
+    assert!(noted(record, "cancelled"), "{record:?}");
     // The rmcp server may stop the cancelled call or finish it; either way nothing is lost:
     // a commit it reports is recorded even though the client gave up.
     assert!(c.report.effects.len() <= 1);
@@ -363,21 +315,17 @@ async fn a_call_the_client_cancels_is_recorded_with_what_the_server_still_commit
 #[tokio::test]
 async fn a_server_that_dies_mid_call_leaves_a_complete_recording() {
     let incident = scratch("crash.json");
-    let server = server();
-    let mut child = Command::new(BIN)
-        .args(["mcp", "--record", incident.to_str().expect("path"), "--"])
-        .arg(&server)
-        .env("SHIPPING_CRASH_ON", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("proxy");
+    let mut child = spawn_piped(
+        Command::new(BIN)
+            .args(["mcp", "--record", text(&incident), "--"])
+            .arg(example_server())
+            .env("SHIPPING_CRASH_ON", "1"),
+    );
     let mut stdin = child.stdin.take().expect("stdin");
     let lines = [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"o-1"}}}"#,
+        INITIALIZE,
+        INITIALIZED,
+        &call("2", "create_shipment", r#"{"order_id":"o-1"}"#),
     ];
     for l in lines {
         writeln!(stdin, "{l}").expect("write");
@@ -424,7 +372,7 @@ async fn a_server_that_dies_mid_call_leaves_a_complete_recording() {
 
 /// Runs the proxy (or the server alone) on raw lines; returns stdout and stderr.
 fn raw(args: &[&str], with_proxy: bool, lines: &[&str]) -> (Vec<u8>, String) {
-    let server = server();
+    let server = example_server();
     let mut cmd = if with_proxy {
         let mut c = Command::new(BIN);
         c.args(args).arg("--").arg(&server);
@@ -432,12 +380,7 @@ fn raw(args: &[&str], with_proxy: bool, lines: &[&str]) -> (Vec<u8>, String) {
     } else {
         Command::new(&server)
     };
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_piped(&mut cmd);
     let mut stdin = child.stdin.take().expect("stdin");
     for l in lines {
         writeln!(stdin, "{l}").expect("write");
@@ -453,9 +396,9 @@ fn raw(args: &[&str], with_proxy: bool, lines: &[&str]) -> (Vec<u8>, String) {
 }
 
 const HANDSHAKE: [&str; 4] = [
-    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
-    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    INITIALIZE,
+    INITIALIZED,
+    TOOLS_LIST,
     r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"o-1"}}}"#,
 ];
 
@@ -463,11 +406,7 @@ const HANDSHAKE: [&str; 4] = [
 fn with_no_rules_the_client_gets_the_server_s_bytes() {
     let (direct, _) = raw(&[], false, &HANDSHAKE);
     let incident = scratch("transparent.json");
-    let (proxied, log) = raw(
-        &["mcp", "--record", incident.to_str().expect("path")],
-        true,
-        &HANDSHAKE,
-    );
+    let (proxied, log) = raw(&["mcp", "--record", text(&incident)], true, &HANDSHAKE);
     assert!(!direct.is_empty());
     // The server answers concurrent requests in its own order; each answer must arrive byte
     // for byte.
@@ -495,11 +434,7 @@ fn bad_traffic_is_relayed_and_noted_never_fatal() {
         r#"{"jsonrpc":"2.0","id":77,"result":{}}"#,
         HANDSHAKE[3],
     ]);
-    let (out, log) = raw(
-        &["mcp", "--record", incident.to_str().expect("path")],
-        true,
-        &lines,
-    );
+    let (out, log) = raw(&["mcp", "--record", text(&incident)], true, &lines);
     let out = String::from_utf8_lossy(&out);
     assert!(
         out.lines()
@@ -518,7 +453,7 @@ fn bad_traffic_is_relayed_and_noted_never_fatal() {
 
 #[test]
 fn a_2026_07_28_request_without_initialize_is_handled() {
-    let faults = scenario(
+    let faults = write(
         "unavailable.json",
         r#"{"schema_version": 1, "world": "mcp", "name": "down", "title": "Down", "seed": 1,
             "rules": [{"name": "down", "tool": "create_*", "kind": "unavailable"}]}"#,
@@ -526,12 +461,7 @@ fn a_2026_07_28_request_without_initialize_is_handled() {
     let incident = scratch("stateless.json");
     let line = r#"{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"o-1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
     let (out, log) = raw(
-        &[
-            "mcp",
-            faults.to_str().expect("path"),
-            "--record",
-            incident.to_str().expect("path"),
-        ],
+        &["mcp", text(&faults), "--record", text(&incident)],
         true,
         &[line],
     );
@@ -585,13 +515,13 @@ fn print_config_gives_an_entry_to_paste() {
 
 #[test]
 fn an_invalid_scenario_stops_before_any_server_starts() {
-    let bad = scenario(
+    let bad = write(
         "bad.json",
         &LOST_ACK.replace("\"response_lost\"", "\"explode\""),
     );
     let marker = scratch("server-started");
     let out = Command::new(BIN)
-        .args(["mcp", bad.to_str().expect("path"), "--", "touch"])
+        .args(["mcp", text(&bad), "--", "touch"])
         .arg(&marker)
         .output()
         .expect("runs");
@@ -608,7 +538,7 @@ fn an_invalid_scenario_stops_before_any_server_starts() {
 
 #[test]
 fn past_the_budget_the_proxy_only_relays_and_says_so_once() {
-    let faults = scenario(
+    let faults = write(
         "budget.json",
         r#"{"schema_version": 1, "world": "mcp", "name": "b", "title": "B", "seed": 1, "max_calls": 2, "rules": []}"#,
     );
@@ -619,12 +549,7 @@ fn past_the_budget_the_proxy_only_relays_and_says_so_once() {
         .collect();
     lines.extend(calls.iter().map(String::as_str));
     let (out, log) = raw(
-        &[
-            "mcp",
-            faults.to_str().expect("path"),
-            "--record",
-            incident.to_str().expect("path"),
-        ],
+        &["mcp", text(&faults), "--record", text(&incident)],
         true,
         &lines,
     );
@@ -643,7 +568,7 @@ fn past_the_budget_the_proxy_only_relays_and_says_so_once() {
         "the refusal that stopped recording is counted"
     );
     assert_eq!(s.max_calls, 2);
-    let (code, report) = check(&incident);
+    let (code, report, _) = check(&incident);
     assert_eq!(code, 1, "2 calls + 1 refused > 2: {report}");
 }
 
@@ -654,22 +579,12 @@ fn an_oversized_line_is_passed_on_whole_in_both_directions() {
         r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{}"}}}}"#,
         "z".repeat(9_000_000)
     );
-    let mut child = Command::new(BIN)
-        .args(["mcp", "--", "cat"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("proxy");
+    let mut child = spawn_piped(Command::new(BIN).args(["mcp", "--", "cat"]));
     let mut stdin = child.stdin.take().expect("stdin");
     let sent = big.clone();
     let writer = std::thread::spawn(move || {
         writeln!(stdin, "{sent}").expect("write");
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-        )
-        .expect("write");
+        writeln!(stdin, "{INITIALIZED}").expect("write");
     });
     let out = child.wait_with_output().expect("ends");
     writer.join().expect("writer");

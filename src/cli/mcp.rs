@@ -238,7 +238,7 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
         Ok(h) => h,
         Err(e) => return io.fail(format!("ValueError: {e}")),
     };
-    if !headers.is_empty() && !crate::mcp::http::upstream::is_url(&server) {
+    if !headers.is_empty() && !crate::mcp::address::is_url(&server) {
         return io.fail(
             "ValueError: --header is for a server reached by URL (give its http:// or https:// URL after `--`)",
         );
@@ -635,6 +635,9 @@ fn replay(
     }
     // Over HTTP the recording is served to the clients of a listener (until a signal ends
     // it; the report is on disk after every call).
+    let stopped_by = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(0));
+    let signal = std::sync::Arc::clone(&stopped_by);
+    let stopped_by = std::sync::Arc::clone(&stopped_by);
     let runtime;
     let mut router;
     let (client_in, client_out): (Box<dyn std::io::Read>, &mut dyn std::io::Write) = match listen {
@@ -648,6 +651,12 @@ fn replay(
                 Err(e) => return io.fail(format!("OSError: {e}")),
             };
             let (inlet, input) = crate::mcp::http::pipe::lines_in();
+            // A signal ends the serving as the clients' end would: the report says finished.
+            let stopper = inlet.clone();
+            spawn_signals_with(Box::new(move |n| {
+                stopped_by.store(n, std::sync::atomic::Ordering::SeqCst);
+                stopper.end_lines();
+            }));
             let listening = match crate::mcp::http::listen::listen(
                 bound,
                 runtime.handle(),
@@ -691,10 +700,10 @@ fn replay(
                     )
                 }
             );
-            if outcome.passed() {
-                exit::OK
-            } else {
-                exit::CONTRACT_FAILED
+            match signal.load(std::sync::atomic::Ordering::SeqCst) {
+                0 if outcome.passed() => exit::OK,
+                0 => exit::CONTRACT_FAILED,
+                n => 128 + n,
             }
         }
         Err(e) => io.fail(format!("OSError: the client went away: {e}")),
@@ -704,13 +713,19 @@ fn replay(
 /// SIGTERM, SIGINT and SIGHUP end the session cleanly: the server is stopped, open calls are
 /// recorded as cancelled, and the recording is written before exiting.
 fn spawn_signals(stop: crate::mcp::proxy::Interrupter) {
+    spawn_signals_with(Box::new(move |n| stop.interrupt(n)));
+}
+
+/// Runs `stop` with the first of SIGTERM, SIGINT and SIGHUP that comes (on a thread of its
+/// own), in place of the default that ends the process with nothing written.
+fn spawn_signals_with(stop: Box<dyn FnOnce(i32) + Send>) {
     #[cfg(unix)]
     {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) {
             std::thread::spawn(move || {
                 if let Some(n) = signals.forever().next() {
-                    stop.interrupt(n);
+                    stop(n);
                 }
             });
         }

@@ -326,8 +326,8 @@ impl McpClient {
         limit: Duration,
     ) -> Result<McpClient, ClientError> {
         // A URL is shown with its secrets hidden (it is connected to as given).
-        let shown = if super::http::upstream::is_url(command) {
-            super::http::headers::shown_url(&command[0].to_string_lossy())
+        let shown = if super::address::is_url(command) {
+            super::address::shown_url(&command[0].to_string_lossy())
         } else {
             command
                 .iter()
@@ -581,7 +581,7 @@ fn connect(
     watchdog: Option<&PathBuf>,
     shared: &Arc<Shared>,
 ) -> Result<Connected, ClientError> {
-    Ok(if super::http::upstream::is_url(command) {
+    Ok(if super::address::is_url(command) {
         let spawn_error = |source| ClientError::Spawn {
             command: shown.to_owned(),
             source,
@@ -657,7 +657,7 @@ fn read_lines(out: impl Read, shared: &Shared) {
                     shared.oversized(&line);
                     continue;
                 }
-                shared.on_line(super::proxy::framing::trim(&line));
+                shared.on_line(super::transport::trim(&line));
             }
         }
     }

@@ -2,8 +2,8 @@
 //! ([`listen`], `mcp --listen ADDR`) and its server side can be a remote server reached by URL
 //! ([`upstream`], a URL after `--`), in any pairing with stdio. Neither changes the relay: each
 //! HTTP side turns its exchanges into the same messages the relay reads and writes for a
-//! child's pipes ([`pipe`]: in, the events a pipe's reader thread would send, handed over by
-//! the tasks themselves; out, whole lines), so every call is decided, faulted, judged and
+//! child's pipes ([`pipe`]: in, the events the stdio transport's reader thread would send,
+//! handed to the relay's [`super::transport::Sink`] by the tasks themselves; out, whole lines), so every call is decided, faulted, judged and
 //! recorded write-ahead exactly as on stdio.
 //!
 //! What a line cannot carry travels beside it, keyed by the line's bytes ([`Tags`]): the

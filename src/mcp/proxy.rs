@@ -6,9 +6,9 @@
 //! effects with their evidence; the recording is written ahead of every answer.
 //!
 //! A proxy is a chain of small stages, each in its own module and testable alone:
-//! - [`framing`]: reader threads cut each stream into whole messages, with a byte budget that
-//!   gives back-pressure (an HTTP side's tasks send whole messages themselves, within the
-//!   same budget); whole messages only go out, never one inside another.
+//! - the transports below it ([`super::stdio`]'s reader threads, [`super::http`]'s tasks) cut
+//!   each stream into whole messages within a byte budget that gives back-pressure
+//!   ([`super::transport`]); whole messages only go out, never one inside another.
 //! - `link`: the relay's state — the engine run, the recording, the calls in hand — and the
 //!   two ends it writes to: the bytes for each are held with the journal lines describing
 //!   them and written journal first, once per batch of messages (a group commit).
@@ -19,18 +19,21 @@
 //! - `relay`: handles each event: relays lines, learns the session's facts, and ends the
 //!   session when a side leaves or a signal comes.
 //! - `calls`: the `tools/call` lifecycle — decide, delay, forward or answer, judge what
-//!   committed — each outcome journaled before it is relayed.
+//!   committed — each outcome journaled before it is relayed; `pieces`: lines too long to
+//!   read as a message, judged and passed on as they come; `answers`: what the record keeps
+//!   of a server's answer.
 //! - `batch`: JSON-RPC batches, relayed as they came, their calls judged like any other.
 //! - [`super::recorder`] and [`super::journal`]: the write-ahead journal and its compaction.
 //! - [`child`]: the server in its own process group, stopped as a group, watched by a
 //!   watchdog so it never outlives us.
 
+mod answers;
 mod batch;
 mod calls;
 pub mod child;
-pub mod framing;
 pub mod inbox;
 mod link;
+mod pieces;
 mod relay;
 mod stop;
 
@@ -39,7 +42,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use self::framing::{Event, Flow, Side, read_messages};
 use self::inbox::{Hub, Tx};
 use self::link::{Ends, Relay};
 use super::http::listen::{ListenError, ListenOptions, bind, listen};
@@ -47,6 +49,8 @@ use super::http::upstream::{self, Remote, RemoteError, Routing};
 use super::recorder::Recorder;
 use super::scenario::{MAX_RECORDED_CALLS, McpScenario};
 use super::session::McpSession;
+use super::stdio::read_messages;
+use super::transport::{Event, Flow, Side};
 use crate::clock::RealClock;
 use crate::error::ConfigError;
 use crate::storm::Storm;
@@ -361,12 +365,14 @@ impl Proxy {
         if options.server.is_empty() {
             return Err(ProxyError::NoServer);
         }
-        if upstream::is_other_url(&options.server) {
+        if super::address::is_other_url(&options.server) {
             let url = options.server[0].to_string_lossy();
-            return Err(ProxyError::Remote(upstream::RemoteError::Url {
-                url: super::http::headers::shown_url(&url),
-                why: "the proxy reaches MCP servers over http or https".into(),
-            }));
+            return Err(ProxyError::Remote(upstream::RemoteError::Url(
+                super::address::UrlError {
+                    url: super::address::shown_url(&url),
+                    why: "the proxy reaches MCP servers over http or https".into(),
+                },
+            )));
         }
         if let Some(path) = &options.record {
             check_target(path, options.append).map_err(|error| ProxyError::Record {
@@ -458,7 +464,7 @@ impl Proxy {
         // so a session that cannot start leaves the earlier recording as it was; it exists
         // before any message is relayed.
         let mut facts = facts;
-        if upstream::is_url(&options.server) || options.listen.is_some() {
+        if super::address::is_url(&options.server) || options.listen.is_some() {
             let http = "streamable-http".to_owned();
             let stdio = "stdio".to_owned();
             facts.transport = Some(Box::new(super::session::Transport {
@@ -467,13 +473,13 @@ impl Proxy {
                 } else {
                     stdio.clone()
                 },
-                server: if upstream::is_url(&options.server) {
+                server: if super::address::is_url(&options.server) {
                     http
                 } else {
                     stdio
                 },
-                url: upstream::is_url(&options.server)
-                    .then(|| super::http::headers::recorded_url(&command[0])),
+                url: super::address::is_url(&options.server)
+                    .then(|| super::address::recorded_url(&command[0])),
                 listen: options.listen.as_ref().map(|l| l.addr.clone()),
                 // The client's headers are learnt as its requests come; the proxy's own are
                 // kept apart, their values hidden.
@@ -552,7 +558,7 @@ impl Proxy {
             Some(l) => Some(bind(l).map_err(ProxyError::Listen)?),
             None => None,
         };
-        let remote_server = upstream::is_url(&options.server);
+        let remote_server = super::address::is_url(&options.server);
         let runtime = if remote_server || options.listen.is_some() {
             Some(super::http::runtime().map_err(ProxyError::Runtime)?)
         } else {
@@ -587,7 +593,7 @@ impl Proxy {
                     task_tx.clone(),
                     Side::Server,
                     Arc::clone(&to_client),
-                    Some(calls::keep_answer),
+                    Some(answers::keep_answer),
                 );
                 let (mut remote, input) = Remote::connect(
                     &url,
@@ -707,7 +713,7 @@ impl Proxy {
                     Side::Server,
                     &|e| tx.send(e),
                     &flow,
-                    Some(calls::keep_answer),
+                    Some(answers::keep_answer),
                 )
             });
         }

@@ -369,7 +369,7 @@ fn server_command(v: Option<&Value>) -> Result<Option<ServerCommand>, ConfigErro
             return Err(invalid("server.url", "expected an http:// or https:// URL"));
         }
         // Read as the proxy will read it, so a URL it cannot use is said with the file.
-        if let Err(e) = crate::mcp::http::upstream::parse_url(&url) {
+        if let Err(e) = crate::mcp::address::parse_url(&url) {
             return Err(invalid("server.url", &e.to_string()));
         }
         return Ok(Some(ServerCommand {

@@ -1,6 +1,7 @@
 //! Shared helpers for the reference-driven tests.
 #![allow(dead_code)]
 
+pub mod mcp;
 pub mod worst;
 
 use std::path::PathBuf;

@@ -2,8 +2,8 @@
 //! checks a listening proxy makes before it reads a request (DNS rebinding: `Host` and
 //! `Origin` must name this machine unless remote clients were allowed).
 
-use crate::json::Value;
-use crate::redact::{MARKER, Redactor};
+use crate::redact::MARKER;
+use crate::redact::named::recorded;
 
 /// Headers that belong to one connection, never passed on (RFC 9110 §7.6.1), and those the
 /// proxy writes itself.
@@ -65,41 +65,6 @@ pub fn connection_listed(values: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Whether a header's value is a credential that is never written anywhere: `Authorization`,
-/// `Cookie`, and any `*-Key`, `*-Token` or `*-Auth` (`X-Upstream-Auth`).
-pub fn is_credential(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    matches!(
-        n.as_str(),
-        "authorization" | "proxy-authorization" | "cookie" | "set-cookie"
-    ) || ["key", "token", "auth"].iter().any(|end| {
-        n.strip_suffix(end)
-            .is_some_and(|rest| rest.ends_with(['-', '_']))
-    })
-}
-
-/// The longest header value the recording keeps whole; a longer one is cut there and says how
-/// long it was (a client sending a large header with every call must not fill the recording).
-pub const KEPT_VALUE: usize = 256;
-
-/// A header as the recording keeps it: a credential as `[REDACTED]`, anything else redacted
-/// as an argument's value of that name would be, and cut at [`KEPT_VALUE`] characters.
-pub fn recorded(name: &str, value: &str) -> String {
-    if is_credential(name) {
-        return MARKER.to_owned();
-    }
-    let whole = Redactor::builtin().redact(&crate::obj! { name => value });
-    let kept = whole
-        .as_object()
-        .and_then(|o| o.get(name))
-        .and_then(Value::as_str)
-        .map_or_else(|| MARKER.to_owned(), str::to_owned);
-    match kept.char_indices().nth(KEPT_VALUE) {
-        Some((at, _)) => format!("{}… ({} bytes)", &kept[..at], value.len()),
-        None => kept,
-    }
-}
-
 /// Headers whose value a `--header` may show: each says how the request is to be read, or
 /// names it, and none carries who is asking. Anything else a user adds to every request is
 /// most likely a credential under a name of its own (`X-Upstream-Auth`, `X-Tenant-Secret`),
@@ -119,127 +84,6 @@ pub fn recorded_added(name: &str, value: &str) -> String {
         true => recorded(name, value),
         false => MARKER.to_owned(),
     }
-}
-
-/// A URL as messages show it, whether it is a valid URL or not: as the recording keeps it
-/// ([`recorded_url`]), and with everything before the last `@` of its authority hidden, also
-/// when its user part holds what a URL may not (`?`, `#`, another `@`), which would otherwise
-/// end the authority early.
-pub fn shown_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return recorded_url(url);
-    };
-    let end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..end];
-    if let Some(at) = authority.rfind('@') {
-        return recorded_url(&format!("{scheme}://{MARKER}{}", &rest[at..]));
-    }
-    // A password holding `/` ends the authority early (`user:pa` then `ss@host/...`): what
-    // reads as its port is no number, and an `@` follows before any query or fragment.
-    let port_is_word = !authority.starts_with('[')
-        && authority
-            .rsplit_once(':')
-            .is_some_and(|(_, p)| !p.is_empty() && !p.bytes().all(|b| b.is_ascii_digit()));
-    let stop = rest.find(['?', '#']).unwrap_or(rest.len());
-    match rest[..stop].rfind('@') {
-        Some(at) if port_is_word => recorded_url(&format!("{scheme}://{MARKER}{}", &rest[at..])),
-        _ => recorded_url(url),
-    }
-}
-
-/// A URL as the recording keeps it: a password in it, a path segment that looks like a key
-/// ([`secret_like`]), and the value of any query parameter named like a secret or looking like
-/// a key, redacted.
-pub fn recorded_url(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let (authority, tail) = match rest.find(['/', '?', '#']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let authority = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{MARKER}@{host}"),
-        None => authority.to_owned(),
-    };
-    let (path, query) = match tail.find(['?', '#']) {
-        Some(i) => tail.split_at(i),
-        None => (tail, ""),
-    };
-    let path = path
-        .split('/')
-        .map(|segment| match secret_like(segment) {
-            true => MARKER,
-            false => segment,
-        })
-        .collect::<Vec<_>>()
-        .join("/");
-    let tail = match query.strip_prefix('?') {
-        Some(query) => {
-            let (query, fragment) = match query.split_once('#') {
-                Some((q, f)) => (q, Some(f)),
-                None => (query, None),
-            };
-            let query: Vec<String> = query
-                .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((k, v)) => {
-                        let shown = if is_credential(k) || secret_like(v) {
-                            MARKER.to_owned()
-                        } else {
-                            recorded(k, v)
-                        };
-                        format!("{k}={shown}")
-                    }
-                    None if secret_like(pair) => MARKER.to_owned(),
-                    None => pair.to_owned(),
-                })
-                .collect();
-            let mut t = format!("{path}?{}", query.join("&"));
-            if let Some(f) = fragment {
-                t.push('#');
-                t.push_str(f);
-            }
-            t
-        }
-        None => format!("{path}{query}"),
-    };
-    if scheme.is_empty() {
-        format!("{authority}{tail}")
-    } else {
-        format!("{scheme}://{authority}{tail}")
-    }
-}
-
-/// Whether a segment of a URL's path (or a query value) looks like a key rather than a name:
-/// hosted MCP servers often put the user's secret there (`/api/mcp/s/<token>/mcp`,
-/// `/<uuid>/mcp`). Read with its `%XX` escapes decoded, it is one when it is at least 16
-/// characters of what tokens are made of and either holds a run of 16 letters and digits
-/// mixing upper case, lower case and digits (a random key), or is hexadecimal with letters
-/// and digits (an id, a UUID, a digest). Names of words (`server-everything`,
-/// `AcmeCorp-Production-2025`), versions and dates are not.
-pub fn secret_like(segment: &str) -> bool {
-    const TOKEN_PUNCTUATION: &[u8] = b"-_.~+=";
-    let decoded: Vec<u8> = percent_encoding::percent_decode_str(segment).collect();
-    let bytes = decoded.as_slice();
-    if bytes.len() < 16
-        || !bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || TOKEN_PUNCTUATION.contains(b))
-    {
-        return false;
-    }
-    let mixes = |run: &[u8]| {
-        run.len() >= 16
-            && run.iter().any(u8::is_ascii_uppercase)
-            && run.iter().any(u8::is_ascii_lowercase)
-            && run.iter().any(u8::is_ascii_digit)
-    };
-    let random = bytes.split(|b| !b.is_ascii_alphanumeric()).any(mixes);
-    let hex_digits = bytes.iter().filter(|b| b.is_ascii_hexdigit()).count();
-    let hexadecimal = bytes.iter().all(|b| b.is_ascii_hexdigit() || *b == b'-')
-        && hex_digits >= 16
-        && bytes.iter().any(u8::is_ascii_digit)
-        && bytes.iter().any(u8::is_ascii_alphabetic);
-    random || hexadecimal
 }
 
 /// The environment variable a `--header`'s value names (`$NAME`), if it names one.
@@ -392,35 +236,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn credentials_are_never_kept() {
-        for name in [
-            "Authorization",
-            "cookie",
-            "X-Api-Key",
-            "GitHub-Token",
-            "x_api_key",
-            "X-Upstream-Auth",
-        ] {
-            assert!(is_credential(name), "{name}");
-            assert_eq!(recorded(name, "Bearer s3cr3t"), "[REDACTED]");
-        }
-        assert_eq!(recorded("Mcp-Method", "tools/call"), "tools/call");
-        // A long value is cut, and says how long it was.
-        let long = "é".repeat(KEPT_VALUE * 4);
-        let kept = recorded("X-Trace", &long);
-        assert_eq!(kept.chars().filter(|c| *c == 'é').count(), KEPT_VALUE);
-        assert!(
-            kept.ends_with(&format!("… ({} bytes)", long.len())),
-            "{kept}"
-        );
-        assert_eq!(
-            recorded("X-Trace", &"a".repeat(KEPT_VALUE)),
-            "a".repeat(KEPT_VALUE)
-        );
-        assert!(!is_credential("Mcp-Session-Id"));
-    }
-
-    #[test]
     fn added_headers_keep_no_value_unless_harmless() {
         for name in ["X-Upstream-Auth", "X-Tenant", "Authorization", "Host"] {
             assert_eq!(recorded_added(name, "s3cr3t-value"), "[REDACTED]", "{name}");
@@ -428,109 +243,6 @@ mod tests {
         for name in ["User-Agent", "accept-language", "X-Request-Id"] {
             assert_eq!(recorded_added(name, "agent/1.0"), "agent/1.0", "{name}");
         }
-    }
-
-    #[test]
-    fn urls_keep_no_credentials() {
-        assert_eq!(
-            recorded_url("https://user:pw@host/mcp?api_key=abc&x=1"),
-            "https://[REDACTED]@host/mcp?api_key=[REDACTED]&x=1"
-        );
-        assert_eq!(
-            recorded_url("http://127.0.0.1:8000/mcp"),
-            "http://127.0.0.1:8000/mcp"
-        );
-        assert_eq!(
-            recorded_url("http://h/mcp?token=t#f"),
-            "http://h/mcp?token=[REDACTED]#f"
-        );
-    }
-
-    #[test]
-    fn keys_in_a_urls_path_are_hidden_and_names_kept() {
-        for (url, kept) in [
-            (
-                "https://mcp.zapier.com/api/mcp/s/ZjM4YjE2NDUtMTk2Ny00NzQ1LWI0ZjctN2Jm/mcp",
-                "https://mcp.zapier.com/api/mcp/s/[REDACTED]/mcp",
-            ),
-            (
-                "https://h/3f2a9c1e-8b7d-4e6f-a5c4-1d2e3f4a5b6c/mcp?x=1#top",
-                "https://h/[REDACTED]/mcp?x=1#top",
-            ),
-            (
-                "https://h/mcp?user=ops&s=ZjM4YjE2NDUtMTk2Ny00NzQ1&v=2025-06-18",
-                "https://h/mcp?user=ops&s=[REDACTED]&v=2025-06-18",
-            ),
-            ("https://h/a#x?y", "https://h/a#x?y"),
-            // A key as the whole query, and one percent-encoded.
-            (
-                "https://h/mcp?ZjM4YjE2NDUtMTk2Ny00NzQ1",
-                "https://h/mcp?[REDACTED]",
-            ),
-            (
-                "https://h/k/ZjM4YjE2NDUtMTk2%2BNy00NzQ1/mcp",
-                "https://h/k/[REDACTED]/mcp",
-            ),
-            // Names that only look busy: words with a version, escapes of a path or spaces.
-            (
-                "https://h/GitHubServer-v2-Prod/AcmeCorp-Production-2025/mcp",
-                "https://h/GitHubServer-v2-Prod/AcmeCorp-Production-2025/mcp",
-            ),
-            (
-                "https://h/my%2Fteam%2Fserver/Team%20Workspace%202025/mcp",
-                "https://h/my%2Fteam%2Fserver/Team%20Workspace%202025/mcp",
-            ),
-            (
-                "https://h/ghp_16C7e42F292c6912E7710c838347Ae178B4a",
-                "https://h/[REDACTED]",
-            ),
-            // Names of words, dates and versions stay.
-            (
-                "http://127.0.0.1:3001/server-everything/v2/2025-06-18/mcp",
-                "http://127.0.0.1:3001/server-everything/v2/2025-06-18/mcp",
-            ),
-            (
-                "http://h/modelcontextprotocol-sqlite",
-                "http://h/modelcontextprotocol-sqlite",
-            ),
-            ("http://h/deadbeefdeadbeef", "http://h/deadbeefdeadbeef"),
-        ] {
-            assert_eq!(recorded_url(url), kept, "{url}");
-            assert_eq!(shown_url(url), kept, "{url}");
-        }
-    }
-
-    #[test]
-    fn urls_that_are_not_valid_show_no_user_part_either() {
-        // A password with what a URL may not hold there, unencoded: all of it hidden.
-        for bad in [
-            "http://ops:p?w#x@host/mcp",
-            "http://ops:p@ss@host/mcp",
-            "http://ops:pw@host:99999/mcp",
-            "http://ops:p/w@host/mcp",
-            "http://ops:p/w/x@host/mcp?q=1",
-        ] {
-            let shown = shown_url(bad);
-            assert!(
-                shown.starts_with("http://[REDACTED]@host"),
-                "{bad} → {shown}"
-            );
-            assert!(
-                !shown.contains("ops") && !shown.contains("pw"),
-                "{bad} → {shown}"
-            );
-        }
-        assert_eq!(
-            shown_url("https://user:pw@host/mcp?api_key=abc&x=1"),
-            recorded_url("https://user:pw@host/mcp?api_key=abc&x=1")
-        );
-        assert_eq!(shown_url("http://h/mcp"), "http://h/mcp");
-        assert_eq!(shown_url("not a url"), "not a url");
-        // An `@` in the path of a URL whose port is a number is the path's.
-        assert_eq!(
-            shown_url("http://h:8080/users/@me/mcp"),
-            "http://h:8080/users/@me/mcp"
-        );
     }
 
     #[test]

@@ -25,6 +25,10 @@
 //! request whose `Host` or `Origin` does not name this machine or a host allowed with
 //! `--allow-host` (DNS rebinding), also with `--allow-remote`; a request with two `Host`
 //! headers, or whose absolute-form target names another authority than its `Host`, is 400.
+//!
+//! Here: the requests (POST, GET, DELETE) and the streams they open. Beside it: `router`
+//! (where the relay's lines go), [`control`] (what the relay asks of the streams beyond a
+//! message) and `conns` (the connections and their cap).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -44,6 +48,10 @@ use hyper::{Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::sync::mpsc;
 
+mod conns;
+pub mod control;
+mod router;
+
 use super::pipe::Inlet;
 use super::secret::{Credential, Secret};
 use super::sse;
@@ -51,6 +59,9 @@ use super::upstream::{Passage, Routing};
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
 use crate::hashing::Map;
 use crate::mcp::wire::{self, Id, Message};
+use conns::*;
+pub use control::Control;
+pub use router::Router;
 
 /// The endpoint's path.
 pub const PATH: &str = "/mcp";
@@ -287,6 +298,9 @@ struct Listener {
     /// Header values as the recording keeps them, by name and value (the same headers come
     /// with every call: each is redacted once).
     recorded: Mutex<Map<(String, String), String>>,
+    /// Requests refused as invalid since the relay last looked (why each was), for the
+    /// session's `refused_requests`; at most [`crate::mcp::session::REFUSED_KEPT`].
+    refused: Mutex<Vec<String>>,
 }
 
 /// Header names kept for the recording, at most (for the session, and per request).
@@ -412,6 +426,7 @@ pub fn listen(
         connections: Mutex::new(Connections::new(connection_cap())),
         body_timeout: head_timeout,
         seen: Mutex::default(),
+        refused: Mutex::default(),
         call_headers: Tags::default(),
         recorded: Mutex::default(),
     });
@@ -481,139 +496,6 @@ pub fn listen(
     })
 }
 
-/// The body of an answer: the stream's items as they come.
-struct ChannelBody {
-    rx: mpsc::UnboundedReceiver<Out>,
-    queued: Arc<AtomicUsize>,
-    /// Runs when the connection lets the body go (it ended, or the client went away).
-    _on_drop: OnDrop,
-    /// The connection's request in hand, let go with the body.
-    _busy: OnDrop,
-}
-
-/// One client connection's state: how many of its requests are in hand (read whole, their
-/// answers not yet gone). One with none is idle: waiting between requests, or still sending a
-/// request's head or body.
-#[derive(Debug, Default)]
-struct Conn {
-    busy: AtomicUsize,
-}
-
-impl Conn {
-    /// A request is in hand until the guard is let go.
-    fn enter(self: &Arc<Conn>) -> OnDrop {
-        self.busy.fetch_add(1, Ordering::Relaxed);
-        let conn = Arc::clone(self);
-        OnDrop(Some(Box::new(move || {
-            conn.busy.fetch_sub(1, Ordering::Relaxed);
-        })))
-    }
-}
-
-/// The connections open, by number (so oldest first), and how many may be: a client that
-/// opens connections and trickles nothing or a body byte by byte cannot hold every
-/// descriptor, since each new connection past the cap closes the oldest idle one.
-#[derive(Debug)]
-struct Connections {
-    next: u64,
-    cap: usize,
-    open: std::collections::BTreeMap<u64, (Arc<Conn>, tokio::sync::oneshot::Sender<()>)>,
-}
-
-/// A connection just opened: its state, and how many were open when an idle one was closed
-/// to make room for it.
-struct Opened {
-    state: Arc<Conn>,
-    dropped: Option<usize>,
-}
-
-impl Connections {
-    fn new(cap: usize) -> Connections {
-        Connections {
-            next: 0,
-            cap,
-            open: std::collections::BTreeMap::new(),
-        }
-    }
-
-    /// Registers a new connection; past the cap, closes the oldest idle one first. Its
-    /// number and the signal that closes it.
-    fn open(&mut self) -> (u64, Opened, tokio::sync::oneshot::Receiver<()>) {
-        let mut dropped = None;
-        if self.open.len() >= self.cap {
-            let idle = self
-                .open
-                .iter()
-                .find(|(_, (c, _))| c.busy.load(Ordering::Relaxed) == 0)
-                .map(|(n, _)| *n);
-            if let Some((_, close)) = idle.and_then(|n| self.open.remove(&n)) {
-                let _ = close.send(());
-                dropped = Some(self.open.len() + 1);
-            }
-        }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let state = Arc::new(Conn::default());
-        let n = self.next;
-        self.next += 1;
-        self.open.insert(n, (Arc::clone(&state), tx));
-        (n, Opened { state, dropped }, rx)
-    }
-
-    fn close(&mut self, n: u64) {
-        self.open.remove(&n);
-    }
-}
-
-/// The connections kept at most: [`CONNECTIONS_MAX`], or fewer when the process may open
-/// fewer descriptors ([`DESCRIPTORS_KEPT`] kept for the rest).
-fn connection_cap() -> usize {
-    use nix::sys::resource::{Resource, getrlimit};
-    let soft = getrlimit(Resource::RLIMIT_NOFILE).map_or(u64::MAX, |(soft, _)| soft);
-    let room = usize::try_from(soft).unwrap_or(usize::MAX);
-    room.saturating_sub(DESCRIPTORS_KEPT)
-        .clamp(4, CONNECTIONS_MAX)
-}
-
-/// Something to do when the answer is let go: the connection dropped the body, or the
-/// handler before it had one (the client went away first).
-#[derive(Default)]
-struct OnDrop(Option<Box<dyn FnOnce() + Send + Sync>>);
-
-impl Drop for OnDrop {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
-        }
-    }
-}
-
-impl hyper::body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        loop {
-            return match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(Out::Data(b))) => {
-                    self.queued.fetch_sub(
-                        b.len().min(self.queued.load(Ordering::Relaxed)),
-                        Ordering::Relaxed,
-                    );
-                    Poll::Ready(Some(Ok(Frame::data(b))))
-                }
-                Poll::Ready(Some(Out::Head { .. })) => continue,
-                Poll::Ready(None) => Poll::Ready(None),
-                Poll::Pending => Poll::Pending,
-            };
-        }
-    }
-}
-
-type Answer = Response<http_body_util::Either<http_body_util::Full<Bytes>, ChannelBody>>;
-
 /// A plain answer: a status, headers and a short body.
 fn plain(status: u16, headers: &[Header], body: &str) -> Answer {
     let mut r = Response::builder().status(status);
@@ -673,6 +555,15 @@ fn header<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
 }
 
 impl Listener {
+    /// Keeps why a request was refused for the session's record (the first few).
+    fn refuse(&self, why: &str) {
+        if let Ok(mut r) = self.refused.lock()
+            && r.len() < crate::mcp::session::REFUSED_KEPT
+        {
+            r.push(why.to_owned());
+        }
+    }
+
     fn note(&self, text: &str) {
         if let Ok(mut log) = self.log.lock() {
             let _ = writeln!(log, "toolstorm-tui mcp: {}", crate::printable::line(text));
@@ -690,7 +581,10 @@ impl Listener {
             }
             if !seen.contains_key(n.as_str()) {
                 let v = v.to_str().unwrap_or("");
-                seen.insert(n.as_str().to_owned(), headers::recorded(n.as_str(), v));
+                seen.insert(
+                    n.as_str().to_owned(),
+                    crate::redact::named::recorded(n.as_str(), v),
+                );
             }
         }
     }
@@ -718,13 +612,13 @@ impl Listener {
                     .join(", ");
                 let (n, v) = (n.as_str().to_owned(), joined.as_str());
                 // Short values are remembered (the cache stays small); a long one is cut anew.
-                if v.len() > headers::KEPT_VALUE {
-                    let kept = headers::recorded(&n, v);
+                if v.len() > crate::redact::named::KEPT_VALUE {
+                    let kept = crate::redact::named::recorded(&n, v);
                     return (n, kept);
                 }
                 let kept = cache
                     .entry((n.clone(), v.to_owned()))
-                    .or_insert_with_key(|(n, v)| headers::recorded(n, v))
+                    .or_insert_with_key(|(n, v)| crate::redact::named::recorded(n, v))
                     .clone();
                 (n, kept)
             })
@@ -915,6 +809,7 @@ impl Listener {
             Message::Invalid(why) => {
                 // Answered at once: no answer could find its way back by that id.
                 self.note(&format!("refused an invalid request: {why}"));
+                self.refuse(why);
                 return rpc_refusal(400, None, &format!("Invalid Request: {why}"));
             }
             Message::Other(why) => {
@@ -922,9 +817,13 @@ impl Listener {
                 // object without a method) is an invalid request, as JSON-RPC tells them apart.
                 return match json(&line) {
                     false => {
+                        self.refuse(&format!("not JSON: {why}"));
                         rpc_refusal_with(400, None, PARSE_ERROR, &format!("Parse error: {why}"))
                     }
-                    true => rpc_refusal(400, None, &format!("Invalid Request: {why}")),
+                    true => {
+                        self.refuse(why);
+                        rpc_refusal(400, None, &format!("Invalid Request: {why}"))
+                    }
                 };
             }
         };
@@ -1447,411 +1346,6 @@ fn end_stream(face: &mut Face, n: u64) {
         }
         let streams = &face.streams;
         face.finished.retain(|n| streams.contains_key(n));
-    }
-}
-
-/// Where the relay writes the clients' messages: each whole line is routed to its stream.
-pub struct Router {
-    face: Arc<Mutex<Face>>,
-    origins: Option<Arc<Tags<Origin>>>,
-    partial: Vec<u8>,
-    log_shared: Arc<Listener>,
-}
-
-impl std::fmt::Debug for Router {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Router").finish()
-    }
-}
-
-impl Write for Router {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut partial = std::mem::take(&mut self.partial);
-        let r = super::pipe::cut_lines(&mut partial, buf, |line| {
-            self.route(&line);
-            Ok(())
-        });
-        self.partial = partial;
-        r
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Router {
-    fn route(&mut self, line: &[u8]) {
-        if let Some(rest) = line.strip_prefix(b"\0") {
-            return self.act(rest);
-        }
-        let origin = self.origins.as_ref().and_then(|o| o.take(line));
-        // An answer goes by its id alone: found by a scan, its body never read here (it may
-        // be too large to read whole). What else the relay writes is read for where it goes.
-        let message = match wire::unread_message(line) {
-            Some(answer @ Message::Response { .. }) => answer,
-            _ => wire::classify(line),
-        };
-        let Ok(mut face) = self.face.lock() else {
-            return;
-        };
-        match message {
-            Message::Response { id, .. } => {
-                let Some(n) = pick_waiter(&face, &id, origin.as_ref()) else {
-                    drop(face);
-                    self.log_shared.note(&format!(
-                        "an answer to {} has no client waiting for it (its stream is gone); dropped",
-                        crate::printable::line(&id.0)
-                    ));
-                    return;
-                };
-                let mut headers = origin
-                    .as_ref()
-                    .map(|o| o.headers.clone())
-                    .unwrap_or_default();
-                let initialized = face.initializing.remove(&id);
-                let mut opened = None;
-                if initialized && self.log_shared.passage.is_none() {
-                    face.issued += 1;
-                    let session = self.log_shared.secret.id("session", face.issued);
-                    let credential = face
-                        .streams
-                        .get(&n)
-                        .map(|st| st.credential)
-                        .unwrap_or_default();
-                    face.sessions.push_back((session.clone(), credential));
-                    while face.sessions.len() > SESSIONS_MAX {
-                        face.sessions.pop_front();
-                    }
-                    headers.push(("Mcp-Session-Id".into(), session.clone()));
-                    if let Some(st) = face.streams.get_mut(&n) {
-                        st.session = Some(session.clone());
-                    }
-                    opened = Some(session);
-                } else if let Some(s) = origin.as_ref().and_then(|o| o.session.as_ref()) {
-                    if let Some(st) = face.streams.get_mut(&n)
-                        && st.session.is_none()
-                    {
-                        // A remote server's initialize opened this session: the stream is its.
-                        st.session = Some(s.clone());
-                    }
-                    opened = initialized.then(|| s.clone());
-                }
-                if let Some(session) = opened
-                    && let Some(version) = negotiated_version(line)
-                {
-                    face.negotiated.push_back((session, version));
-                    while face.negotiated.len() > SESSIONS_MAX {
-                        face.negotiated.pop_front();
-                    }
-                }
-                let status = origin.as_ref().map_or(200, |o| o.status);
-                let json = origin.as_ref().is_none_or(|o| o.json || o.status >= 300);
-                let Some(st) = face.streams.get_mut(&n) else {
-                    return;
-                };
-                // The client gets its answer under the id it wrote.
-                let restored;
-                let line: &[u8] = match (&st.original, wire::member(line, "id")) {
-                    (Some(o), Some(at)) => {
-                        let mut l = line.to_vec();
-                        l.splice(at, o.iter().copied());
-                        restored = l;
-                        &restored
-                    }
-                    _ => line,
-                };
-                if !st.started && (json && st.takes_json || status >= 300) {
-                    st.whole(status, headers, Bytes::copy_from_slice(line));
-                } else {
-                    if !st.started {
-                        let retry = origin.as_ref().and_then(|o| o.retry);
-                        start_events(&mut face, n, status, headers, retry);
-                    }
-                    push_event(&mut face, n, line);
-                }
-                end_stream(&mut face, n);
-            }
-            Message::Request { params, .. } | Message::Notification { params, .. } => {
-                let n = stream_for(&face, &params, origin.as_ref());
-                match n {
-                    Some(n) => {
-                        if face.streams.get(&n).is_some_and(|s| !s.started) {
-                            let (headers, retry) =
-                                origin.map(|o| (o.headers, o.retry)).unwrap_or_default();
-                            start_events(&mut face, n, 200, headers, retry);
-                        }
-                        push_event(&mut face, n, line);
-                    }
-                    None => {
-                        face.unsent.push_back(line.to_vec());
-                        while face.unsent.len() > UNSENT_MAX {
-                            face.unsent.pop_front();
-                        }
-                    }
-                }
-            }
-            Message::Other(_) | Message::Invalid(_) => {
-                let n = face.gets.values().copied().max();
-                if let Some(n) = n {
-                    push_event(&mut face, n, line);
-                }
-            }
-        }
-    }
-}
-
-impl Router {
-    /// Carries out a control line.
-    fn act(&mut self, rest: &[u8]) {
-        let Some(asked) = std::str::from_utf8(rest).ok().and_then(control::read) else {
-            return;
-        };
-        let id_of = |raw: &str| crate::json::parse(raw).ok().map(|v| Id::of(&v));
-        match asked {
-            control::Asked::Cut(raw) => {
-                if let Some(id) = id_of(&raw) {
-                    cut_stream(&self.face, &id);
-                }
-            }
-            control::Asked::Status {
-                status,
-                retry_after,
-                raw_id,
-                text,
-            } => {
-                if let Some(id) = id_of(&raw_id) {
-                    let headers: Vec<Header> = retry_after
-                        .map(|s| ("Retry-After".to_owned(), s.to_string()))
-                        .into_iter()
-                        .collect();
-                    status_answer(&self.face, &id, status, headers, &format!("{text}\n"));
-                }
-            }
-        }
-    }
-}
-
-/// The protocol version an initialize's answer agreed on (`result.protocolVersion`).
-fn negotiated_version(answer: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(answer).ok()?;
-    let v = crate::json::parse(text).ok()?;
-    v.as_object()?
-        .get("result")?
-        .as_object()?
-        .get("protocolVersion")?
-        .as_str()
-        .map(str::to_owned)
-}
-
-impl Face {
-    /// The version session `s` negotiated, if it is one we saw begin.
-    fn negotiated(&self, s: &str) -> Option<&str> {
-        self.negotiated
-            .iter()
-            .rev()
-            .find(|(k, _)| k == s)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// The stream waiting for the answer `id`: the one of the session the answer came in, else
-/// the oldest.
-fn pick_waiter(face: &Face, id: &Id, origin: Option<&Origin>) -> Option<u64> {
-    let q = face.waiting.get(id)?;
-    let session = origin.and_then(|o| o.session.as_ref());
-    q.iter()
-        .copied()
-        .find(|n| {
-            session.is_some()
-                && face
-                    .streams
-                    .get(n)
-                    .is_some_and(|s| s.session.as_ref() == session)
-        })
-        .or_else(|| q.front().copied())
-}
-
-/// The stream a server's request or notification goes on: the stream it came on upstream,
-/// the request its progress token names, the session's GET stream, or the newest open POST
-/// stream.
-fn stream_for(face: &Face, params: &crate::json::Value, origin: Option<&Origin>) -> Option<u64> {
-    let open = |n: &u64| face.streams.get(n).is_some_and(|s| !s.done);
-    if let Some(o) = origin {
-        match &o.stream {
-            Stream::Post(id) => {
-                if let Some(n) = pick_waiter(face, id, Some(o)) {
-                    return Some(n);
-                }
-            }
-            Stream::Get => {
-                if let Some(n) = face.gets.get(&o.session).filter(|n| open(n)) {
-                    return Some(*n);
-                }
-            }
-        }
-    }
-    let token = params
-        .as_object()
-        .and_then(|p| p.get("progressToken"))
-        .map(Id::of);
-    if let Some(n) = token
-        .and_then(|t| face.progress.get(&t).copied())
-        .filter(open)
-    {
-        return Some(n);
-    }
-    if let Some(n) = face.gets.values().copied().filter(open).max() {
-        return Some(n);
-    }
-    if origin.is_some() {
-        return None;
-    }
-    face.streams
-        .iter()
-        .filter(|(_, s)| !s.done && s.tx.is_some() && s.request.is_some())
-        .map(|(k, _)| *k)
-        .max()
-}
-
-/// Lines the relay writes among the messages for an HTTP client to act on a stream beyond
-/// writing a message: they go out in order with the messages, after the journal lines that
-/// describe them (the relay's group commit), and never reach a stdio client. A control line
-/// begins with a NUL byte, which no JSON text can.
-pub mod control {
-    /// Cut the stream of the request whose id is the JSON text `raw_id`.
-    pub fn cut(raw_id: &str) -> Vec<u8> {
-        format!("\0cut {raw_id}\n").into_bytes()
-    }
-
-    /// Answer the request `raw_id` with HTTP `status` (and `Retry-After`), `body` (a JSON
-    /// text on one line) its `application/json` body.
-    pub fn status(raw_id: &str, status: u16, retry_after: Option<u64>, body: &[u8]) -> Vec<u8> {
-        let retry = retry_after.map_or("-".to_owned(), |s| s.to_string());
-        let mut out = format!("\0status {status} {retry} {raw_id}\t").into_bytes();
-        // Compact JSON holds none of these outside its strings, and escapes them inside.
-        out.extend(body.iter().map(|&b| {
-            if matches!(b, b'\n' | b'\r' | 0) {
-                b' '
-            } else {
-                b
-            }
-        }));
-        out.push(b'\n');
-        out
-    }
-
-    /// What a control line asks.
-    #[derive(Debug, PartialEq, Eq)]
-    pub(super) enum Asked {
-        Cut(String),
-        Status {
-            status: u16,
-            retry_after: Option<u64>,
-            raw_id: String,
-            text: String,
-        },
-    }
-
-    /// Reads a control line (without its NUL and line end).
-    pub(super) fn read(line: &str) -> Option<Asked> {
-        if let Some(id) = line.strip_prefix("cut ") {
-            return Some(Asked::Cut(id.to_owned()));
-        }
-        let rest = line.strip_prefix("status ")?;
-        let (status, rest) = rest.split_once(' ')?;
-        let (retry, rest) = rest.split_once(' ')?;
-        let (raw_id, text) = rest.split_once('\t')?;
-        Some(Asked::Status {
-            status: status.parse().ok()?,
-            retry_after: retry.parse().ok(),
-            raw_id: raw_id.to_owned(),
-            text: text.to_owned(),
-        })
-    }
-}
-
-/// How the relay acts on the clients' HTTP streams beyond writing messages.
-pub struct Control {
-    shared: Arc<Listener>,
-}
-
-impl std::fmt::Debug for Control {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Control").finish()
-    }
-}
-
-/// Cuts the stream waiting for the answer to `id` without an answer (the `stream_cut`
-/// delivery): the client sees its connection end; resuming it gives nothing.
-fn cut_stream(face: &Mutex<Face>, id: &Id) -> bool {
-    {
-        let Ok(mut face) = face.lock() else {
-            return false;
-        };
-        let Some(n) = face.waiting.get(id).and_then(|q| q.front().copied()) else {
-            return false;
-        };
-        if let Some(st) = face.streams.get_mut(&n) {
-            st.cut = true;
-            if !st.started {
-                // A stream not yet begun is begun (so the client has an event id to resume
-                // from, as a real cut stream would), then cut.
-                start_events(&mut face, n, 200, vec![], None);
-            }
-        }
-        end_stream(&mut face, n);
-        true
-    }
-}
-
-/// Answers the request `id` with an HTTP status in place of a JSON-RPC answer (the
-/// `http_status` delivery: what a gateway in front of a server sends).
-fn status_answer(
-    face: &Mutex<Face>,
-    id: &Id,
-    status: u16,
-    headers: Vec<Header>,
-    body: &str,
-) -> bool {
-    {
-        let Ok(mut face) = face.lock() else {
-            return false;
-        };
-        let Some(n) = face.waiting.get(id).and_then(|q| q.front().copied()) else {
-            return false;
-        };
-        if let Some(st) = face.streams.get_mut(&n)
-            && !st.started
-        {
-            st.whole(status, headers, Bytes::from(body.to_owned()));
-        }
-        end_stream(&mut face, n);
-        true
-    }
-}
-
-impl Control {
-    /// The headers of the request that carried the `tools/call` `line`, as the recording
-    /// keeps them (taken); none for a line no request carried.
-    pub fn request_headers_of(&self, line: &[u8]) -> Vec<Header> {
-        self.shared.call_headers.take(line).unwrap_or_default()
-    }
-
-    /// The headers clients' requests carried so far, by name, as the recording keeps them.
-    pub fn headers_seen(&self) -> Vec<Header> {
-        self.shared
-            .seen
-            .lock()
-            .map(|s| s.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default()
-    }
-
-    /// No more client messages reach the relay (the proxy is ending).
-    pub fn close(&self) {
-        if let Ok(mut t) = self.shared.to_relay.lock() {
-            *t = None;
-        }
     }
 }
 

@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::mcp::proxy::framing::{self, Event, Flow, Look, Side};
-use crate::mcp::proxy::inbox::Tx;
+use crate::mcp::transport::{self, Event, Flow, Look, Side, Sink};
 use crate::mcp::wire;
 
 /// Messages in flight on one channel before its sender waits.
@@ -34,7 +33,7 @@ pub enum Inlet {
 /// When the last clone goes, the relay hears the side ended.
 #[derive(Debug)]
 pub struct Feed {
-    tx: Tx,
+    tx: Box<dyn Sink>,
     /// Held while a long message's pieces are queued.
     whole: std::sync::Mutex<()>,
     side: Side,
@@ -50,9 +49,9 @@ impl Drop for Feed {
 
 /// An inlet that feeds the relay's `tx` as `side`, within `flow`'s budget; `look` runs on each
 /// message read ahead (as the reader thread of that side would run it).
-pub fn feed(tx: Tx, side: Side, flow: Arc<Flow>, look: Option<Look>) -> Inlet {
+pub fn feed(tx: impl Sink + 'static, side: Side, flow: Arc<Flow>, look: Option<Look>) -> Inlet {
     Inlet::Relay(Arc::new(Feed {
-        tx,
+        tx: Box::new(tx),
         whole: std::sync::Mutex::new(()),
         side,
         flow,
@@ -90,16 +89,27 @@ impl Inlet {
     }
 }
 
+impl Inlet {
+    /// Ends the stream a [`LinesIn`] reads from this inlet, after what was sent before it (a
+    /// signal's stop, from a plain thread: it waits for room). Nothing for the relay's inlet,
+    /// which ends when its last clone goes.
+    pub fn end_lines(&self) {
+        if let Inlet::Lines(tx) = self {
+            let _ = tx.blocking_send(Vec::new());
+        }
+    }
+}
+
 impl Feed {
     /// Sends the relay a message already counted in the budget, as the reader thread cuts a
     /// stream: a line (read ahead when short), or, when it is longer than a message the relay
     /// reads, pieces — the first holds the message's first [`wire::MAX_PARSED_LINE`] bytes
     /// and one more (what the relay judges a long message by), the others at most
-    /// [`framing::PIECE`] bytes. False once the relay is gone.
+    /// [`transport::PIECE`] bytes. False once the relay is gone.
     fn pass(&self, mut line: Vec<u8>) -> bool {
         line.push(b'\n');
         if line.len() <= wire::MAX_PARSED_LINE {
-            let read = framing::read_here(&line, &self.flow, self.look);
+            let read = transport::read_here(&line, &self.flow, self.look);
             return self.tx.send(Event::Line(self.side, line, read));
         }
         let mut rest = line.split_off(wire::MAX_PARSED_LINE + 1);
@@ -116,7 +126,7 @@ impl Feed {
                 if last {
                     break;
                 }
-                let tail = rest.split_off(rest.len().min(framing::PIECE));
+                let tail = rest.split_off(rest.len().min(transport::PIECE));
                 piece = std::mem::replace(&mut rest, tail);
             }
         }
@@ -126,7 +136,8 @@ impl Feed {
 }
 
 /// A byte stream made of the messages sent on a channel, each followed by a newline; it ends
-/// when every sender is gone.
+/// when every sender is gone, or at an empty message ([`Inlet::end_lines`]: no message is
+/// empty).
 #[derive(Debug)]
 pub struct LinesIn {
     rx: mpsc::Receiver<Vec<u8>>,
@@ -152,6 +163,10 @@ impl Read for LinesIn {
         while self.at >= self.current.len() {
             // Called on a plain thread (the proxy's reader), never inside the runtime.
             match self.rx.blocking_recv() {
+                Some(m) if m.is_empty() => {
+                    self.rx.close();
+                    return Ok(0);
+                }
                 Some(mut m) => {
                     m.push(b'\n');
                     self.current = m;
@@ -259,7 +274,12 @@ mod tests {
         let rt = super::super::runtime().expect("a runtime");
         let (tx, rx) = std::sync::mpsc::channel();
         let flow = Flow::new();
-        let inlet = feed(Tx::plain(tx), side, Arc::clone(&flow), None);
+        let inlet = feed(
+            crate::mcp::proxy::inbox::Tx::plain(tx),
+            side,
+            Arc::clone(&flow),
+            None,
+        );
         (rt, rx, flow, inlet)
     }
 
@@ -315,7 +335,7 @@ mod tests {
     #[test]
     fn a_feed_cuts_a_message_too_long_to_read_into_pieces() {
         let (rt, rx, _flow, inlet) = fed(Side::Server);
-        let long = vec![b' '; wire::MAX_PARSED_LINE + framing::PIECE / 2];
+        let long = vec![b' '; wire::MAX_PARSED_LINE + transport::PIECE / 2];
         rt.block_on(async {
             assert!(inlet.send(ANSWER.to_vec()).await);
             assert!(inlet.send(long.clone()).await);
@@ -325,7 +345,7 @@ mod tests {
         let events: Vec<Event> = rx.try_iter().collect();
         // The first piece is what the relay judges a long message by: as the reader's, the
         // first 8,000,000 bytes and one more; the rest at most a megabyte each.
-        let pieces = 1 + (long.len() + 1 - (wire::MAX_PARSED_LINE + 1)).div_ceil(framing::PIECE);
+        let pieces = 1 + (long.len() + 1 - (wire::MAX_PARSED_LINE + 1)).div_ceil(transport::PIECE);
         assert_eq!(events.len(), 1 + pieces + 2, "{}", events.len());
         assert!(
             matches!(&events[0], Event::Line(Side::Server, _, Some(_))),
@@ -389,7 +409,7 @@ mod tests {
     fn long_messages_sent_at_once_reach_the_relay_one_whole_after_the_other() {
         let (rt, rx, flow, inlet) = fed(Side::Client);
         // Two messages that do not fit the budget together: the second waits for the first.
-        let size = framing::BUDGET / 2 + framing::PIECE;
+        let size = transport::BUDGET / 2 + transport::PIECE;
         let senders = send_both(&rt, &inlet, size);
         drop(inlet);
         let mut events = Vec::new();
@@ -445,7 +465,7 @@ mod tests {
     fn a_send_cancelled_while_it_waits_for_room_sends_nothing() {
         let (rt, rx, flow, inlet) = fed(Side::Server);
         // Room for the first piece of the message, not for all of it.
-        let held = framing::BUDGET - (wire::MAX_PARSED_LINE + 1);
+        let held = transport::BUDGET - (wire::MAX_PARSED_LINE + 1);
         flow.count(held);
         let waiting = {
             let inlet = inlet.clone();
@@ -483,7 +503,7 @@ mod tests {
         let (rt, rx, flow, inlet) = fed(Side::Client);
         // Two messages of the longest length read whole, then one that does not fit beside them.
         let whole = vec![b' '; wire::MAX_PARSED_LINE - 1];
-        let rest = framing::BUDGET - 2 * wire::MAX_PARSED_LINE;
+        let rest = transport::BUDGET - 2 * wire::MAX_PARSED_LINE;
         let sending = rt.spawn(async move {
             assert!(inlet.send(whole.clone()).await);
             assert!(inlet.send(whole).await);

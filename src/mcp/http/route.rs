@@ -209,7 +209,7 @@ pub fn choose(
         return Err(format!(
             "the proxy {name} names for {} is {shown}: only http:// proxies are supported \
              (set NO_PROXY to reach the server directly)",
-            super::headers::shown_url(&url.to_string())
+            crate::mcp::address::shown_url(&url.to_string())
         ));
     }
     let authorization = intercept.basic_auth().cloned();

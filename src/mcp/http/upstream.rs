@@ -31,15 +31,18 @@ use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, Uri};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+mod answers;
+mod connect;
+
 use super::pipe::{Inlet, LinesOut, lines_out};
 use super::sse::Parser;
-use super::{Envelope, Header, Origin, Stream, Tags, headers};
+use super::{Envelope, Header, Origin, Stream, Tags};
 use crate::mcp::wire::{self, Id, Message};
+use answers::*;
+use connect::*;
 
 /// The most bytes of one answer (a JSON body, or one event) taken from the server.
 pub const MAX_MESSAGE: usize = 64 * 1024 * 1024;
@@ -57,206 +60,15 @@ type HttpClient = Client<hyper_rustls::HttpsConnector<super::route::Route>, Full
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
     /// The URL is not one.
-    #[error("{url:?} is not an http:// or https:// URL: {why}")]
-    Url {
-        /// As given, its secrets hidden ([`super::headers::shown_url`]).
-        url: String,
-        /// Why.
-        why: String,
-    },
+    /// The URL cannot be used.
+    #[error(transparent)]
+    Url(#[from] crate::mcp::address::UrlError),
     /// The TLS set-up failed (the extra roots could not be read).
     #[error("cannot set up TLS: {0}")]
     Tls(String),
     /// The environment names a proxy for the server that the proxy cannot go through.
     #[error("{0}")]
     Proxy(String),
-}
-
-/// Whether a server named after `--` is a URL (one word, `http://` or `https://`).
-pub fn is_url(words: &[std::ffi::OsString]) -> bool {
-    matches!(words, [one] if one.to_str().is_some_and(|s| {
-        let l = s.to_ascii_lowercase();
-        l.starts_with("http://") || l.starts_with("https://")
-    }))
-}
-
-/// Whether a server named after `--` is a URL of another scheme (`ftp://`, `ws://`): one word
-/// whose text before `://` is a URL scheme. It is refused by name, not started as a command.
-pub fn is_other_url(words: &[std::ffi::OsString]) -> bool {
-    let [one] = words else {
-        return false;
-    };
-    let Some((scheme, _)) = one.to_str().and_then(|s| s.split_once("://")) else {
-        return false;
-    };
-    scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-        && !is_url(words)
-}
-
-/// Parses a server URL.
-pub fn parse_url(url: &str) -> Result<Uri, RemoteError> {
-    let fail = |why: &str| RemoteError::Url {
-        url: super::headers::shown_url(url),
-        why: why.to_owned(),
-    };
-    let uri: Uri = url
-        .parse()
-        .map_err(|e: hyper::http::uri::InvalidUri| fail(&e.to_string()))?;
-    match uri.scheme_str() {
-        Some("http" | "https") => {}
-        _ => return Err(fail("the scheme must be http or https")),
-    }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err(fail("it names no host"));
-    }
-    // (A password with an unescaped `#`, `/` or `?` ends the authority early and leaves a
-    // word where the port is.)
-    let host_port = uri.authority().map_or("", |a| {
-        a.as_str().rsplit_once('@').map_or(a.as_str(), |(_, h)| h)
-    });
-    let port = match host_port.rsplit_once(']') {
-        Some((_, after)) => after.strip_prefix(':'),
-        None => host_port.rsplit_once(':').map(|(_, p)| p),
-    };
-    if port.is_some_and(|p| !p.bytes().all(|b| b.is_ascii_digit())) {
-        return Err(fail(
-            "its port is not a number (a password with '#', '/' or '?' must be written \
-             %-escaped)",
-        ));
-    }
-    Ok(uri)
-}
-
-/// A URL's user and password taken out of it, as an `Authorization: Basic` value (what curl
-/// and the SDKs' HTTP clients make of them); the URL without them, which is what requests
-/// name (a user part is never sent in a request line, RFC 9110 §4.2.4).
-fn take_credentials(uri: Uri) -> (Uri, Option<String>) {
-    let Some((user_part, host)) = uri
-        .authority()
-        .and_then(|a| a.as_str().rsplit_once('@'))
-        .map(|(u, h)| (u.to_owned(), h.to_owned()))
-    else {
-        return (uri, None);
-    };
-    let mut parts = uri.clone().into_parts();
-    parts.authority = host.parse().ok();
-    let Ok(bare) = Uri::from_parts(parts) else {
-        return (uri, None);
-    };
-    let decode = |t: &str| percent_encoding::percent_decode_str(t).collect::<Vec<u8>>();
-    let (user, password) = user_part.split_once(':').unwrap_or((&user_part, ""));
-    let mut pair = decode(user);
-    pair.push(b':');
-    pair.extend(decode(password));
-    use base64::Engine as _;
-    let basic = base64::engine::general_purpose::STANDARD.encode(pair);
-    (bare, Some(format!("Basic {basic}")))
-}
-
-/// The client, verifying certificates against Mozilla's roots (bundled) and, for an https://
-/// server, the platform's (its certificate store), or instead of those the file
-/// `SSL_CERT_FILE` names (and `SSL_CERT_DIR`) when it is set, as OpenSSL and curl read them.
-/// When that file cannot be read (or a certificate in it cannot be used) a note says so and
-/// the bundled roots verify, with `SSL_CERT_DIR`'s certificates when it is set (a FIFO or
-/// device as the file is refused, never waited on); it never stops an http:// server from
-/// being reached. The way to the server is [`super::route`]'s, from the environment. The
-/// notes are for the start of the session.
-fn client(url: &Uri) -> Result<(HttpClient, Option<super::route::Via>, Vec<String>), RemoteError> {
-    let https = url.scheme_str() == Some("https");
-    let mut notes = Vec::new();
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    // Whether the platform's store can be read: its loader opens SSL_CERT_FILE as it is,
-    // and would wait forever on a FIFO there.
-    let mut store_readable = true;
-    if let Some(path) = std::env::var_os("SSL_CERT_FILE").filter(|_| https) {
-        let shown = std::path::Path::new(&path).display().to_string();
-        match crate::fsread::read_document(std::path::Path::new(&path)) {
-            Ok(pem) => {
-                let (mut found, mut skipped) = (0, 0);
-                for c in CertificateDer::pem_slice_iter(&pem) {
-                    found += 1;
-                    if !c.is_ok_and(|c| roots.add(c).is_ok()) {
-                        skipped += 1;
-                    }
-                }
-                if pem.len() > crate::json::MAX_DOCUMENT_BYTES {
-                    notes.push(format!(
-                        "SSL_CERT_FILE {shown} exceeds 8,000,000 bytes: only the certificates \
-                         in its first 8,000,000 are used"
-                    ));
-                } else if found == 0 {
-                    notes.push(format!(
-                        "SSL_CERT_FILE {shown} holds no PEM certificate (-----BEGIN \
-                         CERTIFICATE-----), so it adds none (it stands in for this machine's \
-                         store, as for curl)"
-                    ));
-                } else if skipped > 0 {
-                    notes.push(format!(
-                        "SSL_CERT_FILE {shown}: {skipped} certificate(s) could not be used"
-                    ));
-                }
-            }
-            Err(e) => {
-                store_readable = e.kind() != std::io::ErrorKind::InvalidInput;
-                notes.push(format!(
-                    "SSL_CERT_FILE {shown} cannot be read ({e}), so it is not used (it stands \
-                     in for this machine's store, as for curl)"
-                ));
-            }
-        }
-    }
-    if https && !store_readable {
-        // The store's loader would open the file and wait: SSL_CERT_DIR, which stands in for
-        // the store beside it, is read on its own.
-        let dirs = std::env::var_os("SSL_CERT_DIR").unwrap_or_default();
-        for dir in std::env::split_paths(&dirs).filter(|d| !d.as_os_str().is_empty()) {
-            for c in rustls_native_certs::load_certs_from_paths(None, Some(&dir)).certs {
-                let _ = roots.add(c);
-            }
-        }
-    }
-    if https && store_readable {
-        // The platform's store, where there is one (a minimal container has none: the
-        // bundled roots then verify alone, said nowhere as nothing is missing); or instead
-        // of it, as OpenSSL and curl take them, SSL_CERT_FILE and SSL_CERT_DIR.
-        for c in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(c);
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| RemoteError::Tls(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_nodelay(true);
-    let proxies = super::route::Settings::from_env();
-    let (route, via) = super::route::choose(url, &proxies, http).map_err(RemoteError::Proxy)?;
-    if let Some(v) = &via {
-        notes.push(format!(
-            "the server is reached through the HTTP proxy {} the environment names \
-             (NO_PROXY lists hosts reached directly)",
-            v.shown
-        ));
-    }
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(route);
-    let client = Client::builder(TokioExecutor::new())
-        .retry_canceled_requests(false)
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(connector);
-    Ok((client, via, notes))
 }
 
 /// The session the proxy holds itself when its client speaks stdio.
@@ -351,7 +163,7 @@ impl Remote {
         inlet: Inlet,
         log: Box<dyn Write + Send>,
     ) -> Result<(Remote, LinesOut), RemoteError> {
-        let (uri, basic) = take_credentials(parse_url(url)?);
+        let (uri, basic) = take_credentials(crate::mcp::address::parse_url(url)?);
         let mut fixed = fixed;
         if let Some(b) = basic
             && !fixed
@@ -365,7 +177,7 @@ impl Remote {
             let _entered = runtime.enter();
             client(&uri)?
         };
-        let mut shown = super::headers::shown_url(url);
+        let mut shown = crate::mcp::address::shown_url(url);
         if let Some(v) = &via {
             shown = format!("{shown} (through the proxy {})", v.shown);
         }
@@ -675,149 +487,6 @@ impl Shared {
     }
 }
 
-/// The headers of a server's answer that its client is given.
-fn answer_headers(res: &Response<Incoming>) -> Vec<Header> {
-    headers::passed(
-        res.headers(),
-        &["content-type", "date", "server", "cache-control"],
-    )
-}
-
-/// A message as one line: an answer may be written over several lines (pretty JSON, or data
-/// split over `data:` lines); outside strings a line break is white space, and inside one it
-/// cannot stand unescaped.
-fn one_line(mut bytes: Vec<u8>) -> Vec<u8> {
-    for b in &mut bytes {
-        if *b == b'\n' || *b == b'\r' {
-            *b = b' ';
-        }
-    }
-    while bytes.last() == Some(&b' ') {
-        bytes.pop();
-    }
-    bytes
-}
-
-/// Whether `line` is the answer to the request `id`.
-fn answers(line: &[u8], id: &Id) -> bool {
-    if wire::member(line, "method").is_some() {
-        return false;
-    }
-    let Some(r) = wire::member(line, "id") else {
-        return false;
-    };
-    std::str::from_utf8(&line[r])
-        .ok()
-        .and_then(|t| crate::json::parse(t).ok())
-        .is_some_and(|v| Id::of(&v) == *id)
-}
-
-/// What a JSON body that does not answer its request is, in a few words: the answer to
-/// another id, another kind of message, or text that is not JSON (its start).
-fn what_came(body: &[u8]) -> String {
-    match wire::classify(body) {
-        Message::Response { id, .. } => {
-            format!("the answer to request {}", crate::printable::line(&id.0))
-        }
-        Message::Request { method, .. } | Message::Notification { method, .. } => {
-            format!("a {} message", crate::printable::line(&method))
-        }
-        Message::Invalid(why) | Message::Other(why) => {
-            let text = String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned();
-            format!("{} ({:?})", why, crate::printable::line(&text))
-        }
-    }
-}
-
-/// The server's own JSON-RPC error in an HTTP error's body (its id often null: it could not
-/// read the request), as the answer to `id`, its code and message kept and the HTTP status
-/// added to its data.
-fn error_for(body: &[u8], id: &Id, status: u16) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(body).ok()?;
-    let v = crate::json::parse(text).ok()?;
-    let e = v.as_object()?.get("error")?.as_object()?;
-    let code = e.get("code")?.as_i64()?;
-    let message = e.get("message")?.as_str()?;
-    let data = match e.get("data") {
-        Some(crate::json::Value::Object(d)) => {
-            let mut d = d.clone();
-            d.push("http_status", i64::from(status));
-            crate::json::Value::Object(d)
-        }
-        Some(other) => {
-            crate::obj! {"http_status" => i64::from(status), "server_data" => other.clone()}
-        }
-        None => crate::obj! {"http_status" => i64::from(status)},
-    };
-    let mut line = wire::error_line(id, code, message, Some(data));
-    while line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    Some(line)
-}
-
-/// A JSON-RPC error answering `id` in the server's place.
-fn error_answer(id: &Id, message: &str, status: Option<u16>) -> Vec<u8> {
-    let data = status.map(|s| crate::obj! { "http_status" => i64::from(s) });
-    error_line(id, message, data)
-}
-
-/// A JSON-RPC error answering `id` in the server's place when the server had the request and
-/// its answer was lost on the way (a stream cut before the answer, a body cut short): its
-/// data says the outcome is unknown ([`wire::OUTCOME_DATA_KEY`]).
-fn unknown_answer(id: &Id, message: &str) -> Vec<u8> {
-    let data = crate::obj! { wire::OUTCOME_DATA_KEY => "unknown" };
-    error_line(id, message, Some(data))
-}
-
-fn error_line(id: &Id, message: &str, data: Option<crate::json::Value>) -> Vec<u8> {
-    let mut line = wire::error_line(id, -32000, message, data);
-    while line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    line
-}
-
-fn content_type(res: &Response<Incoming>) -> String {
-    res.headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase()
-}
-
-/// Whether a successful answer's body can be a message: JSON by its type, or by its first
-/// byte (a server that labels its JSON otherwise).
-fn may_be_json(content_type: &str, body: &[u8]) -> bool {
-    content_type.contains("json")
-        || matches!(
-            body.iter().find(|b| !b.is_ascii_whitespace()),
-            Some(b'{' | b'[')
-        )
-}
-
-/// Why an answer that is not a message cannot be passed on: its status, its type and the
-/// start of its text.
-fn not_mcp(url: &str, status: u16, content_type: &str, body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let text: String = text.chars().take(200).collect();
-    let typed = if content_type.is_empty() {
-        "no Content-Type".to_owned()
-    } else {
-        content_type.to_owned()
-    };
-    let events = ["event:", "data:", "id:", "retry:", ":"];
-    if events.iter().any(|e| text.starts_with(e)) {
-        return format!(
-            "the MCP server at {url} answered HTTP {status} with events labelled {typed}, not text/event-stream: the server is at fault: {text}"
-        );
-    }
-    format!(
-        "the MCP server at {url} answered HTTP {status} with {typed}, not an MCP message (is that URL its MCP endpoint? it often ends in /mcp): {text}"
-    )
-}
-
 /// Sends one of the relay's messages and passes on what comes back.
 async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Option<Envelope>) {
     let (id, method) = match &message {
@@ -1045,34 +714,6 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
     }
 }
 
-/// The ids of the requests in a JSON-RPC batch (an array of messages; a stdio client of the
-/// 2025-03-26 revision may send one): what its answer must answer. Each element is known by a
-/// scan, so a batch too long or too deep to read whole is known too. None for anything else.
-fn batch_requests(line: &[u8]) -> Vec<Id> {
-    wire::elements(line)
-        .into_iter()
-        .filter_map(|r| match wire::unread_message(&line[r])? {
-            Message::Request { id, .. } => Some(id),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The ids a server's message answers: its own, or its elements' when it is a batch.
-fn answered_ids(line: &[u8]) -> Vec<Id> {
-    let one = |m: &[u8]| match wire::unread_message(m) {
-        Some(Message::Response { id, .. }) => Some(id),
-        _ => None,
-    };
-    match one(line) {
-        Some(id) => vec![id],
-        None => wire::elements(line)
-            .into_iter()
-            .filter_map(|r| one(&line[r]))
-            .collect(),
-    }
-}
-
 /// Passes on the server's answer to a batch holding the requests `ids`: its JSON body (an
 /// array, relayed as it came) or its events. Every request it does not answer — the server
 /// refused batches (the HTTP transport has not had them since 2025-06-18), answered with
@@ -1137,19 +778,6 @@ async fn answer_batch(
         .await;
 }
 
-/// A batch answering each of `ids` with the error `why`.
-fn batch_errors(ids: &[Id], why: &str, status: Option<u16>) -> Vec<u8> {
-    let mut line = b"[".to_vec();
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            line.push(b',');
-        }
-        line.extend_from_slice(&error_answer(id, why, status));
-    }
-    line.push(b']');
-    line
-}
-
 /// The request a `notifications/cancelled` cancels.
 fn cancelled(message: &Message) -> Option<Id> {
     match message {
@@ -1159,93 +787,6 @@ fn cancelled(message: &Message) -> Option<Id> {
             .map(Id::of),
         _ => None,
     }
-}
-
-/// The error and its causes, in one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut hint = None;
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        hint = hint
-            .or_else(|| tls_within(s).and_then(tls_hint))
-            .or_else(|| tunnel_hint(&s.to_string()));
-        source = s.source();
-    }
-    if let Some(h) = hint {
-        out.push_str(" (");
-        out.push_str(h);
-        out.push(')');
-    }
-    out
-}
-
-/// The TLS error an error is, or carries inside the I/O errors that wrap it (which show its
-/// words but do not give it as their source).
-fn tls_within<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e rustls::Error> {
-    let mut at = e;
-    loop {
-        if let Some(tls) = at.downcast_ref::<rustls::Error>() {
-            return Some(tls);
-        }
-        at = at.downcast_ref::<std::io::Error>()?.get_ref()?;
-    }
-}
-
-/// What to do about an HTTP proxy's 407 on the way to `shown` (the server's URL and the
-/// proxy's, as notes show them).
-fn proxy_refusal(shown: &str) -> String {
-    format!("HTTP 407 Proxy Authentication Required on the way to {shown}: {PROXY_CREDENTIALS}")
-}
-
-/// What a 407 from a proxy asks of the user.
-const PROXY_CREDENTIALS: &str = "the HTTP proxy asks for credentials, or refused those given: \
-     they go in its URL, http://user:password@host:port, in the variable that names it";
-
-/// What a proxy's refused tunnel means (hyper-util's tunnel error is not a public type: it
-/// is known by its words).
-fn tunnel_hint(said: &str) -> Option<&'static str> {
-    match said {
-        "tunnel error: proxy authorization required" => Some(PROXY_CREDENTIALS),
-        "tunnel error: unsuccessful" => Some(
-            "the HTTP proxy refused to open a tunnel to the server: its rules may allow only \
-             some hosts or ports; NO_PROXY lists hosts to reach directly",
-        ),
-        _ => None,
-    }
-}
-
-/// What a refused server certificate means and what to do, in words: rustls names only the
-/// case.
-fn tls_hint(e: &rustls::Error) -> Option<&'static str> {
-    use rustls::CertificateError as C;
-    let rustls::Error::InvalidCertificate(c) = e else {
-        return None;
-    };
-    Some(match c {
-        C::UnknownIssuer => {
-            "the server's certificate is not signed by an authority trusted here (Mozilla's \
-             roots, bundled, and this machine's store or the SSL_CERT_FILE that stands in for \
-             it): a private authority is trusted once it is in the store, or in a PEM file \
-             SSL_CERT_FILE names"
-        }
-        C::NotValidForName | C::NotValidForNameContext { .. } => {
-            "the server's certificate is not made out to the host the URL names"
-        }
-        C::Expired | C::ExpiredContext { .. } => "the server's certificate has expired",
-        C::NotValidYet | C::NotValidYetContext { .. } => {
-            "the server's certificate is not valid yet (is this machine's clock right?)"
-        }
-        C::Other(o) if format!("{o:?}").contains("CaUsedAsEndEntity") => {
-            "the server presents an authority's certificate as its own, as a self-signed \
-             one made with `openssl req -x509` is (CA:TRUE); rustls accepts only a \
-             certificate an authority signed: make one with an authority (mkcert does) and \
-             give the authority with SSL_CERT_FILE"
-        }
-        _ => return None,
-    })
 }
 
 /// The server ended our session (404): the next requests go without it.
@@ -1570,6 +1111,7 @@ impl Passage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::address::{is_other_url, is_url, parse_url};
 
     #[test]
     fn a_batchs_requests_and_answers_are_known_by_a_scan_however_long_or_deep() {

@@ -4,7 +4,7 @@
 //! answered on its own); so is an answer a lost acknowledgement drops. Everything else in a
 //! batch passes untouched — the batch is rewritten only when a fault changes it.
 
-use super::calls::read_answer;
+use super::answers::read_answer;
 use super::link::{HeldAnswer, Relay};
 use crate::json::{Value, compact};
 use crate::mcp::wire::Id;

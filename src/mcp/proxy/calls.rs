@@ -9,24 +9,21 @@
 //! SHA-256, and the bytes themselves when they are small enough), with evidence from the
 //! scenario and the annotations as for any other.
 
-use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-
-use super::framing::{Kept, Side, trim};
-use super::link::{Answer, HeldAnswer, LongAnswer, LongRequest, Pending, Relay, Timer, raw_id};
+use super::answers::{read_answer, sniffed_answer};
+use super::link::{Answer, HeldAnswer, Pending, Relay, Timer, raw_id};
+use super::pieces::sniff_call;
 use super::stop::NO_ROOM;
 use crate::error::{Error, Result};
 use crate::json::{Object, Value, canonical, sha256_hex};
 use crate::mcp::evidence::{Evidence, would_commit};
 use crate::mcp::http::listen::control;
 use crate::mcp::scenario::Delivery;
-use crate::mcp::session::{
-    CallRecord, Delivered, HttpStatus, MAX_RAW, Unknown, Unreadable, keep_borrowed,
-};
-use crate::mcp::summary::{FIRST_PIECE, summarise_arguments, summary};
-use crate::mcp::wire::{self, FAULT_META_KEY, Id, Message, error_line_as, result_line_as};
+use crate::mcp::session::{CallRecord, Delivered, HttpStatus, MAX_RAW, Unknown, Unreadable};
+use crate::mcp::summary::{summarise_arguments, summary};
+use crate::mcp::transport::{Kept, trim};
+use crate::mcp::wire::{self, FAULT_META_KEY, Id, error_line_as, result_line_as};
 use crate::obj;
 use crate::rule::FaultKind;
 use crate::storm::Prelude;
@@ -47,6 +44,8 @@ struct Committed {
     output_in_answer: bool,
     /// Why nobody saw the call's outcome, when nobody did (it is indeterminate).
     unknown: Option<String>,
+    /// Whether the call was still with the server when the session ended.
+    at_end: bool,
 }
 
 /// The tool a `tools/call`'s params name, as the record keeps it, and a note when the name
@@ -74,49 +73,6 @@ pub(super) fn tool_name(params: Option<&crate::json::Object>) -> (String, Option
                 Some(format!("the tool name was not a string ({text})")),
             )
         }
-    }
-}
-
-/// What a line we cannot parse says it is, read without parsing it.
-struct Sniffed {
-    raw_id: String,
-    id: Id,
-    tool: String,
-    arguments: Vec<u8>,
-}
-
-fn sniff_call(line: &[u8]) -> Option<Sniffed> {
-    if wire::member_str(line, "method").as_deref() != Some("tools/call") {
-        return None;
-    }
-    // The id may come after the params (then it is known only at the line's end).
-    let (raw, id) = match wire::member(line, "id") {
-        Some(r) => (
-            std::str::from_utf8(&line[r.clone()]).ok()?.to_owned(),
-            raw_id(&line[r])?,
-        ),
-        None => ("null".to_owned(), Id(ID_TO_COME.to_owned())),
-    };
-    let (tool, arguments) = wire::call_parts(line)?;
-    Some(Sniffed {
-        raw_id: raw,
-        id,
-        tool,
-        arguments: arguments.to_vec(),
-    })
-}
-
-/// The id a long request answers to until its last piece names its real one.
-const ID_TO_COME: &str = "\u{0}id to come";
-
-/// Bytes of a long line's end kept to find an id written last.
-const TAIL: usize = 4096;
-
-/// Keeps the last [`TAIL`] bytes seen of a long line.
-fn keep_tail(tail: &mut Vec<u8>, piece: &[u8]) {
-    tail.extend_from_slice(piece);
-    if tail.len() > TAIL {
-        tail.drain(..tail.len() - TAIL);
     }
 }
 
@@ -297,7 +253,7 @@ impl Relay {
     /// Carries out a call's prelude: answer in the server's place (now or after the rule's
     /// delay), or forward `line` (now or after injected latency). Without a line (a long
     /// request passed on in pieces) a forwarded call counts as sent.
-    fn start(&mut self, call: u64, prelude: Prelude, line: Option<Vec<u8>>) {
+    pub(super) fn start(&mut self, call: u64, prelude: Prelude, line: Option<Vec<u8>>) {
         let Some(p) = self.pending.get_mut(&call) else {
             return;
         };
@@ -338,7 +294,7 @@ impl Relay {
     }
 
     /// A continued call answers to its new request id from now on.
-    fn rekey(&mut self, call: u64, id: Id, raw: String) {
+    pub(super) fn rekey(&mut self, call: u64, id: Id, raw: String) {
         let Some(p) = self.pending.get_mut(&call) else {
             return;
         };
@@ -476,7 +432,9 @@ impl Relay {
         } else {
             note
         };
-        let unknown = committed.unknown.map(|why| self.unknown_outcome(&p, why));
+        let unknown = committed
+            .unknown
+            .map(|why| self.unknown_outcome(&p, why, committed.at_end));
         let mut record = CallRecord {
             call: p.handle.id(),
             request_id: p.request_id.clone(),
@@ -518,14 +476,18 @@ impl Relay {
 
     /// The record of a call whose outcome nobody saw: `why`, and the effects it commits when
     /// it runs, named as the cassette names effects (redacted).
-    fn unknown_outcome(&self, p: &Pending, why: String) -> Unknown {
+    fn unknown_outcome(&self, p: &Pending, why: String, at_end: bool) -> Unknown {
         let r = self.storm.redactor();
         let named = |s: String| r.replace_secrets(&crate::json::Text::from(s)).to_lossy();
         let effects = would_commit(self.scenario.as_ref(), &self.tools, &p.tool, &p.arguments)
             .into_iter()
             .map(|o| (named(o.name), named(o.key)))
             .collect();
-        Unknown { why, effects }
+        Unknown {
+            why,
+            effects,
+            at_end,
+        }
     }
 
     /// Ends a call that never reached the server, with `line` (an error) for the client.
@@ -557,8 +519,12 @@ impl Relay {
         unknown: Option<String>,
     ) {
         let note = Some(note.into());
+        // A call the server still holds when the proxy gives up on it is one the session
+        // ended with in flight (a client's cancellation before it reached the server has none).
+        let at_end = unknown.is_some();
         let committed = Committed {
             unknown,
+            at_end,
             ..Committed::default()
         };
         self.conclude(p, outcome, Delivered::Nothing, None, committed, note);
@@ -850,6 +816,22 @@ impl Relay {
                 );
                 (d, send, Some(n))
             }
+            _ if !p.cancelled
+                && self
+                    .ends
+                    .http
+                    .as_ref()
+                    .is_some_and(|c| c.client_gone(&p.id)) =>
+            {
+                // The HTTP client left before the answer came (killed, or its own timeout):
+                // nothing reached it. What the server said is kept: it is what committed.
+                if let Delivered::Result(body) = &delivered {
+                    committed.dropped = Some(body.clone());
+                }
+                let n = "the client was gone before the answer came (its connection had \
+                         closed): nothing reached it";
+                (Delivered::Nothing, None, Some(n.to_owned()))
+            }
             _ => {
                 let note = p
                     .cancelled
@@ -878,177 +860,6 @@ impl Relay {
             outcome
         };
         self.conclude(p, final_outcome, delivered, send, committed, note);
-    }
-
-    /// A piece of a long client line.
-    pub(super) fn client_piece(&mut self, piece: Vec<u8>, last: bool) {
-        if self.long_request.is_none() {
-            let mut long = LongRequest {
-                call: None,
-                swallow: false,
-                id_last: false,
-                tail: Vec::new(),
-                refused: None,
-            };
-            let sniffed = if self.recording {
-                sniff_call(&piece)
-            } else {
-                None
-            };
-            if let Some(s) = &sniffed
-                && self.recording_stopped()
-            {
-                // No call passes unrecorded, however long: none of it is sent.
-                long.id_last = s.id.0 == ID_TO_COME;
-                long.swallow = true;
-                long.refused = Some(s.raw_id.clone());
-            } else if let Some(s) = sniffed {
-                long.id_last = s.id.0 == ID_TO_COME;
-                // Judged on its first piece: the sizes and digests are of what that piece holds.
-                let args = summarise_arguments(FIRST_PIECE, &s.arguments);
-                let note = "the request was over 8 MB: its arguments are summarised".to_owned();
-                if let Some((call, prelude)) = self.begin(&s.tool, args, Some(note), s.raw_id, s.id)
-                {
-                    long.call = Some(call);
-                    long.swallow = matches!(prelude, Prelude::Skip(_));
-                    // Latency cannot hold a message that is already on its way.
-                    let prelude = match prelude {
-                        Prelude::Run { .. } => Prelude::Run { latency: None },
-                        skip => skip,
-                    };
-                    if long.swallow {
-                        // Answered when its last piece has arrived.
-                        if let (Some(p), Prelude::Skip(outcome)) =
-                            (self.pending.get_mut(&call), prelude)
-                        {
-                            p.injected = Some(outcome);
-                        }
-                    } else {
-                        self.start(call, prelude, None);
-                    }
-                }
-            }
-            if long.call.is_none() && long.refused.is_none() {
-                self.note_once(
-                    "long-client",
-                    "a client message over 8 MB was relayed untouched (not read)",
-                );
-            }
-            self.long_request = Some(long);
-        }
-        if let Some(l) = self.long_request.as_mut()
-            && l.id_last
-        {
-            keep_tail(&mut l.tail, trim(&piece));
-        }
-        // An id written last: the call answers to it before the server can read the line.
-        if last
-            && let Some(l) = self.long_request.as_ref()
-            && l.id_last
-            && let Some(call) = l.call
-            && let Some(r) = wire::tail_id(&l.tail)
-            && let Some(id) = raw_id(&l.tail[r.clone()])
-        {
-            let raw = String::from_utf8_lossy(&l.tail[r]).into_owned();
-            self.rekey(call, id, raw);
-        }
-        let swallow = self.long_request.as_ref().is_some_and(|l| l.swallow);
-        if !swallow {
-            self.piece(Side::Server, &piece, last);
-        }
-        if last
-            && let Some(l) = self.long_request.take()
-            && l.swallow
-        {
-            if let Some(call) = l.call {
-                self.answer_injected(call);
-            } else if let Some(id) = l.refused {
-                let id = match wire::tail_id(&l.tail).filter(|_| l.id_last) {
-                    Some(r) => String::from_utf8_lossy(&l.tail[r]).into_owned(),
-                    None => id,
-                };
-                self.refuses_call(&id);
-            }
-        }
-    }
-
-    /// A piece of a long server line.
-    pub(super) fn server_piece(&mut self, piece: Vec<u8>, last: bool) {
-        let first = !self.server_in_pieces;
-        self.server_in_pieces = !last;
-        if self.long_answer.is_none() && first {
-            let id = wire::member(&piece, "id").and_then(|r| raw_id(&piece[r]));
-            let call = id.as_ref().and_then(|id| self.answered_call(id));
-            // A response whose id comes after its body: bound to its call at the end.
-            let response_first = id.is_none()
-                && (wire::member(&piece, "result").is_some()
-                    || wire::member(&piece, "error").is_some());
-            if call.is_some() || response_first {
-                let kind = sniffed_answer(&piece);
-                let lost = call.is_some_and(|c| self.will_lose_answer(c));
-                self.long_answer = Some(LongAnswer {
-                    call,
-                    tail: Vec::new(),
-                    hasher: Sha256::new(),
-                    bytes: 0,
-                    swallow: lost && kind.is_success(),
-                    kind,
-                });
-            }
-        }
-        let Some(mut long) = self.long_answer.take() else {
-            self.note_once(
-                "long-server",
-                "a server message over 8 MB was relayed untouched (not read)",
-            );
-            return self.piece(Side::Client, &piece, last);
-        };
-        let content = if last { trim(&piece) } else { &piece[..] };
-        long.hasher.update(content);
-        long.bytes += content.len() as u64;
-        if long.call.is_none() {
-            keep_tail(&mut long.tail, content);
-        }
-        if !last {
-            if !long.swallow {
-                self.piece(Side::Client, &piece, false);
-            }
-            self.long_answer = Some(long);
-            return;
-        }
-        let u = Unreadable {
-            bytes: long.bytes,
-            sha256: crate::json::hex(&long.hasher.finalize()),
-            reason: "a message over 8 MB".into(),
-            raw: None,
-        };
-        // Journaled before the last piece lets the client read the message; judged by what its
-        // first piece said (the same reading that decided whether to drop it). An answer whose
-        // id came last is bound now; its earlier pieces went out already, so it cannot be
-        // dropped.
-        let bound = long.call.map(|c| (c, true)).or_else(|| {
-            wire::tail_id(&long.tail)
-                .and_then(|r| raw_id(&long.tail[r]))
-                .and_then(|id| self.answered_call(&id))
-                .map(|c| (c, false))
-        });
-        match bound {
-            Some((call, droppable)) => self.ended_by_server(
-                call,
-                long.kind,
-                Delivered::Unreadable(u),
-                None,
-                true,
-                droppable,
-            ),
-            None => self.note_once(
-                "long-server",
-                "a server message over 8 MB was relayed untouched (not read)",
-            ),
-        }
-        if !long.swallow {
-            self.piece(Side::Client, &piece, true);
-        }
     }
 
     /// The server's output ended mid-line: its last bytes are no message and go nowhere. When
@@ -1115,6 +926,7 @@ impl Relay {
             );
             let note = Some(message.clone());
             let committed = Committed {
+                at_end: unknown.is_some(),
                 unknown,
                 ..Committed::default()
             };
@@ -1170,103 +982,6 @@ fn lost_on_the_way(delivered: &Delivered) -> Option<String> {
     })
 }
 
-/// The member of an answer that holds what the client gets: its result, else its error.
-fn answer_key(o: &crate::json::Object) -> Option<&'static str> {
-    ["result", "error"].into_iter().find(|k| o.contains_key(k))
-}
-
-/// What the sidecar keeps of `body`, the answer's `key` member (redacted, within the limits).
-fn kept_body(key: &'static str, body: Value) -> (Kept, Value) {
-    let wrapped = obj! {key => body};
-    let kept = match keep_borrowed(&wrapped) {
-        Some(Cow::Borrowed(_)) => Kept::AsItIs,
-        Some(Cow::Owned(k)) if key == "result" => Kept::Copy(Delivered::Result(k)),
-        Some(Cow::Owned(k)) => Kept::Copy(Delivered::Error(k)),
-        None => Kept::Copy(Delivered::Unrecorded),
-    };
-    let body = match wrapped {
-        Value::Object(mut o) => o.remove(key).unwrap_or(Value::Null),
-        _ => Value::Null,
-    };
-    (kept, body)
-}
-
-/// What the record keeps of a server's answer, worked out on its reader's thread
-/// ([`framing::Look`]): the relay then has only to take it. The message is left as it was
-/// but for its members' order. `None` for a message that is no answer.
-pub(super) fn keep_answer(message: &mut Message) -> Option<Kept> {
-    let Message::Response {
-        message: Value::Object(o),
-        ..
-    } = message
-    else {
-        return None;
-    };
-    let key = answer_key(o)?;
-    let body = o.remove(key)?;
-    let (kept, body) = kept_body(key, body);
-    o.push(key, body);
-    Some(kept)
-}
-
-/// A parsed answer's meaning and what the sidecar keeps of it (`kept`, when its reader has
-/// worked that out already: [`keep_answer`]). A result kept as it came is the record's
-/// alone ([`Answer::InRecord`]): no copy of it is made.
-pub(super) fn read_answer(
-    result: Option<Value>,
-    error: Option<Value>,
-    kept: Option<Kept>,
-) -> (Answer, Delivered) {
-    let is_error = result
-        .as_ref()
-        .and_then(Value::as_object)
-        .and_then(|r| r.get("isError"))
-        .and_then(Value::as_bool)
-        == Some(true);
-    let empty = result.is_none() && error.is_none();
-    let (key, body) = match (result, error) {
-        (Some(r), _) => ("result", r),
-        (None, Some(e)) => ("error", e),
-        (None, None) => ("result", Value::Null),
-    };
-    let (kept, body) = match kept {
-        Some(k) => (k, body),
-        None => kept_body(key, body),
-    };
-    // An answer that is no success says so in a line; a success is its result.
-    let failure = match key {
-        "error" => Some(Answer::RpcError(crate::json::one_line(&body))),
-        _ if empty => Some(Answer::RpcError("an empty response".into())),
-        _ if is_error => Some(Answer::ToolError(crate::json::one_line(&body))),
-        _ => None,
-    };
-    match (kept, failure) {
-        (Kept::Copy(d), Some(answer)) => (answer, d),
-        (Kept::Copy(d), None) => (Answer::Result(body), d),
-        (Kept::AsItIs, answer) => {
-            let answer = answer.unwrap_or(Answer::InRecord);
-            match key {
-                "result" => (answer, Delivered::Result(obj! {"result" => body})),
-                _ => (answer, Delivered::Error(obj! {"error" => body})),
-            }
-        }
-    }
-}
-
-/// Reads an unreadable answer's kind from its bytes without parsing it.
-fn sniffed_answer(bytes: &[u8]) -> Answer {
-    if wire::member(bytes, "error").is_some() {
-        return Answer::RpcError("a JSON-RPC error the proxy could not read".into());
-    }
-    if let Some(r) = wire::member(bytes, "result") {
-        let result = &bytes[r];
-        if wire::member(result, "isError").is_some_and(|e| &result[e] == b"true") {
-            return Answer::ToolError("an isError result the proxy could not read".into());
-        }
-    }
-    Answer::Unknown
-}
-
 fn cancellation() -> Error {
     Error::Cancelled {
         type_name: "CancelledError".into(),
@@ -1280,109 +995,4 @@ fn exact_id(line: &[u8], fallback: &Id) -> String {
     wire::member(body, "id")
         .and_then(|r| std::str::from_utf8(&body[r]).ok().map(str::to_owned))
         .unwrap_or_else(|| fallback.0.clone())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::mcp::session::keep;
-
-    fn response(line: &str) -> Message {
-        wire::classify(line.as_bytes())
-    }
-
-    #[test]
-    fn an_answer_kept_on_the_reader_is_kept_as_the_relay_would_keep_it() {
-        for (line, as_it_is) in [
-            (
-                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}],"token":"s3cret"}}"#,
-                false,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no"}}"#,
-                true,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":3,"result":{"isError":true,"content":[]},"error":{"code":1,"message":"both"}}"#,
-                true,
-            ),
-            (
-                r#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"ok"}]}}"#,
-                true,
-            ),
-        ] {
-            let mut read = response(line);
-            let kept = keep_answer(&mut read).expect("an answer");
-            assert_eq!(kept == Kept::AsItIs, as_it_is, "{line}: {kept:?}");
-            let Message::Response { message, .. } = read else {
-                panic!("{line}: not a response any more");
-            };
-            let Message::Response { message: plain, .. } = response(line) else {
-                panic!("{line}: not a response");
-            };
-            // The message keeps its members (their order aside).
-            let (o, p) = (
-                message.as_object().expect("object"),
-                plain.as_object().expect("object"),
-            );
-            assert_eq!(o.len(), p.len(), "{line}");
-            for (k, v) in p.iter() {
-                assert_eq!(o.get(&k.to_lossy()), Some(v), "{line}: {k}");
-            }
-            // What the record gets is the same as when the relay works it out, and is what
-            // the sidecar keeps of the answer.
-            let (result, error) = (o.get("result").cloned(), o.get("error").cloned());
-            let (on_reader, with_kept) = read_answer(result.clone(), error.clone(), Some(kept));
-            let (by_relay, delivered) = read_answer(result, error, None);
-            assert_eq!(with_kept, delivered, "{line}");
-            let key = if p.contains_key("result") {
-                "result"
-            } else {
-                "error"
-            };
-            let member = obj! {key => p.get(key).cloned().expect("the member")};
-            let expected = keep(&member).expect("kept");
-            match &delivered {
-                Delivered::Result(v) | Delivered::Error(v) => assert_eq!(v, &expected, "{line}"),
-                other => panic!("{line}: {other:?}"),
-            }
-            // A success kept as it came is the record's alone; a redacted one is copied.
-            let success = !p.contains_key("error") && !line.contains("isError");
-            for answer in [&on_reader, &by_relay] {
-                match answer {
-                    Answer::InRecord => assert!(success && as_it_is, "{line}"),
-                    Answer::Result(r) => {
-                        assert!(success && !as_it_is, "{line}");
-                        assert_eq!(Some(r), p.get("result"), "{line}: unredacted");
-                    }
-                    Answer::RpcError(_) | Answer::ToolError(_) => assert!(!success, "{line}"),
-                    Answer::Unknown => panic!("{line}: read"),
-                }
-            }
-        }
-        let redacted = keep_answer(&mut response(
-            r#"{"jsonrpc":"2.0","id":1,"result":{"token":"s3cret"}}"#,
-        ));
-        assert_eq!(
-            redacted,
-            Some(Kept::Copy(Delivered::Result(
-                crate::obj! {"result" => crate::obj! {"token" => "[REDACTED]"}}
-            ))),
-            "the record is redacted"
-        );
-        let deep = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":{}1{}}}"#,
-            "[".repeat(30),
-            "]".repeat(30)
-        );
-        assert_eq!(
-            keep_answer(&mut response(&deep)),
-            Some(Kept::Copy(Delivered::Unrecorded)),
-            "too deep to keep"
-        );
-        assert_eq!(
-            keep_answer(&mut response(r#"{"jsonrpc":"2.0","method":"x"}"#)),
-            None
-        );
-    }
 }

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError};
 use std::thread::Thread;
 use std::time::Instant;
 
-use super::framing::{Event, Side};
+use crate::mcp::transport::{Event, Side};
 
 /// Past this many bytes held for the two sides, they are written before the next event is
 /// taken.
@@ -70,6 +70,16 @@ pub struct Tx {
 impl std::fmt::Debug for Tx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tx").finish_non_exhaustive()
+    }
+}
+
+impl crate::mcp::transport::Sink for Tx {
+    fn queue(&self, event: Event) -> bool {
+        Tx::queue(self, event)
+    }
+
+    fn run(&self) {
+        Tx::run(self)
     }
 }
 

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use sha2::Sha256;
 
-use super::framing::{Flow, Outgoing, Side};
 use crate::error::Result;
 use crate::hashing::{Map, Set};
 use crate::json::Value;
@@ -18,6 +17,7 @@ use crate::mcp::evidence::{Ledger, ToolIndex};
 use crate::mcp::recorder::Recorder;
 use crate::mcp::scenario::{Delivery, McpScenario};
 use crate::mcp::session::McpSession;
+use crate::mcp::transport::{Flow, Outgoing, Side};
 use crate::mcp::wire::Id;
 use crate::rule::Rule;
 use crate::storm::{CallHandle, Storm};
@@ -391,9 +391,17 @@ impl Relay {
     }
 
     /// Takes the header names HTTP clients sent since the last look into the session's
-    /// facts; whether there were new ones.
+    /// facts, and the requests the listener refused as invalid; whether there were new ones.
     pub(super) fn headers_grew(&mut self) -> bool {
         let mut grew = false;
+        if let Some(c) = &self.ends.http {
+            for why in c.refused_since() {
+                if self.session.refused_requests.len() < crate::mcp::session::REFUSED_KEPT {
+                    self.session.refused_requests.push(why);
+                    grew = true;
+                }
+            }
+        }
         if let (Some(c), Some(t)) = (&self.ends.http, self.session.transport.as_mut()) {
             for (n, v) in c.headers_seen() {
                 if !t.request_headers.iter().any(|(k, _)| *k == n) {

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use super::Ending;
 use super::ServerEnd;
-use super::framing::{Event, Flow, Kept, Side, trim};
 use super::inbox::{Hub, Runs, Served};
 use super::link::{Awaited, EOF_GRACE, Relay, SIGNAL_GRACE, Timer};
 use crate::json::Value;
 use crate::mcp::session::{Exchange, keep};
+use crate::mcp::transport::{Event, Flow, Kept, Side, trim};
 use crate::mcp::wire::{self, Id, Message};
 
 impl Relay {
@@ -293,12 +293,15 @@ impl Relay {
     /// Ends the relay's work: the journal records the end and the compactor writes the
     /// recording a last time.
     pub(super) fn finish(mut self, code: i32) -> Ending {
-        // How many calls were refused since the recording stopped, on record.
-        if self
-            .session
-            .recording_stopped
-            .as_ref()
-            .is_some_and(|st| st.refused > 0)
+        // How many calls were refused since the recording stopped, and the requests the
+        // listener refused since the facts were last written, on record.
+        let refused_late = self.headers_grew();
+        if refused_late
+            || self
+                .session
+                .recording_stopped
+                .as_ref()
+                .is_some_and(|st| st.refused > 0)
         {
             // Best effort after a failed write: facts count no call.
             let _ = self.facts_changed();
