@@ -106,8 +106,10 @@ def replayed(cassette, order: str, tries: int, timeout: float | None, name: str)
 
 def exchanges(run: dict | None) -> list[dict]:
     """The HTTP exchanges of a run that carry the calls: its POSTs and its resumptions (the
-    session's own GET stream opens when the client gets to it, so it is left out)."""
-    return [h for h in (run or {}).get("http") or [] if h.get("method") == "POST" or h.get("resume")]
+    session's own GET stream opens when the client gets to it, so it is left out), in a fixed
+    order: a cancel's 202 and the head of the stream it cancels race each other."""
+    kept = [h for h in (run or {}).get("http") or [] if h.get("method") == "POST" or h.get("resume")]
+    return sorted(kept, key=lambda h: json.dumps(h, sort_keys=True))
 
 
 def seen(run: dict | None) -> dict:
