@@ -708,6 +708,17 @@ fn an_http_status_and_a_cut_stream_are_recorded_as_the_client_saw_them_and_repla
         &[],
     );
     let again = four(replay.url());
+    // The report is written just after the last answer went out: read it before the stop.
+    let matched = |n: i64| {
+        std::fs::read_to_string(&report)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| v["matched"] == n)
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    while !matched(4) && Instant::now() < until {
+        thread::sleep(Duration::from_millis(20));
+    }
     let (_, log) = replay.stop();
     let (cut_again, took) = &again[0];
     assert!(
@@ -741,6 +752,45 @@ fn an_http_status_and_a_cut_stream_are_recorded_as_the_client_saw_them_and_repla
         serde_json::from_str(&std::fs::read_to_string(&report).expect("a report")).expect("JSON");
     assert_eq!(verdict["matched"], 4, "{verdict}");
     assert_eq!(verdict["passed"], true, "{verdict}");
+}
+
+#[test]
+fn an_http_servers_error_status_is_given_back_by_the_replay_as_it_was_relayed() {
+    let (upstream, _seen) = scripted(|method, _, body| {
+        usual(method, body, |_| {
+            let err =
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"overloaded"}}"#;
+            format!(
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{err}",
+                err.len()
+            )
+        })
+    });
+    let record = common::scratch_recording("http-upstream-status", "status.json");
+    let rec = record.display().to_string();
+    let live = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &upstream],
+        &[],
+    );
+    let one = |url: &str| -> Answer {
+        let session = initialize(url, &[]);
+        let h = [
+            ("Mcp-Session-Id", session.as_str()),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ];
+        request(url, "POST", &h, &call(1, "A1"))
+    };
+    let got = one(live.url());
+    let _ = live.stop();
+    assert_eq!(got.status, 503, "{} {}", got.head, got.body);
+    assert_eq!(got.messages()[0]["error"]["message"], "overloaded");
+
+    let replay = Proxy::start(&["--replay", &rec, "--listen", "127.0.0.1:0"], &[]);
+    let again = one(replay.url());
+    let (_, log) = replay.stop();
+    assert_eq!(again.status, 503, "{} {}\n{log}", again.head, again.body);
+    assert_eq!(again.header("content-type"), got.header("content-type"));
+    assert_eq!(again.messages(), got.messages());
 }
 
 /// The id of the first event of an answer's stream (its priming event).

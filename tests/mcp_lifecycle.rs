@@ -2835,3 +2835,64 @@ fn a_server_that_dies_mid_line_never_has_its_half_line_relayed() {
         "not ok: nobody saw it"
     );
 }
+
+#[test]
+fn a_call_the_client_cancelled_is_answered_by_the_replay_only_once_cancelled_again() {
+    // Recorded: the client cancels write_row before the server's answer, which comes anyway.
+    let incident = scratch("cancelled-then-answered.json");
+    let db = scratch("cancelled-then-answered.db");
+    let mut proxy = common::mcp::spawn_piped(
+        Command::new(BIN)
+            .args(["mcp", "--record", text(&incident), "--"])
+            .args(ODD)
+            .env("ODD_DB", &db)
+            .env("ODD_DELAY_MS", "600"),
+    );
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"timeout"}}"#;
+    let write_row = call("3", "write_row", r#"{"row":"r1"}"#);
+    {
+        let stdin = proxy.stdin.as_mut().expect("stdin");
+        for l in [INITIALIZE, INITIALIZED, write_row.as_str()] {
+            writeln!(stdin, "{l}").expect("write");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        writeln!(stdin, "{cancel}").expect("write");
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    drop(proxy.stdin.take());
+    let live = proxy.wait_with_output().expect("ends");
+    let live = String::from_utf8_lossy(&live.stdout).into_owned();
+    assert!(
+        live.contains("R-r1"),
+        "the late answer reached the client: {live}"
+    );
+    let (c, side) = common::mcp::recording(&incident);
+    assert_eq!(c.report.calls[0].status, Status::Cancelled);
+    assert!(
+        matches!(
+            side.call(1).map(|r| &r.delivered),
+            Some(Delivered::Result(_))
+        ),
+        "{:?}",
+        side.call(1)
+    );
+
+    // Replayed to a client that does not cancel: no answer, as there was none before the
+    // cancel; to one that cancels: the answer it got then, after its cancel.
+    let (code, out, err) = replay_with(&incident, &[INITIALIZE, INITIALIZED, &write_row]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("R-r1"), "answered before any cancel: {out}");
+    assert!(err.contains("1 of 1 recorded call(s) matched"), "{err}");
+    let (code, out, err) = replay_with(&incident, &[INITIALIZE, &write_row, cancel]);
+    assert_eq!(code, 0, "{err}");
+    let answer = out
+        .lines()
+        .filter_map(|l| parse(l).ok())
+        .find(|v| v.as_object().and_then(|o| o.get("id")) == Some(&Value::from(3)))
+        .unwrap_or_else(|| panic!("no answer to the cancelled call: {out}"));
+    assert!(
+        canonical(&answer).contains("R-r1"),
+        "{}",
+        canonical(&answer)
+    );
+}

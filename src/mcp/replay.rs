@@ -53,6 +53,9 @@ struct Recorded {
     /// Still in flight when the recording stopped (no answer on record): served silently, and
     /// not missed when never asked for.
     in_flight: bool,
+    /// Cancelled by its client: whatever it got came after it had cancelled the call, so the
+    /// replay gives it only once the replayed client cancels too.
+    cancelled: bool,
 }
 
 impl Recorded {
@@ -179,6 +182,7 @@ impl Recording {
                 arguments: call.arguments.clone(),
                 delivered,
                 in_flight,
+                cancelled: call.status == Status::Cancelled,
             });
         }
         Ok((
@@ -224,7 +228,8 @@ impl Recording {
     /// `unreproduced`.
     fn answer(&self, r: &Recorded, id: &wire::Id, unreproduced: &mut Vec<u64>) -> Option<Vec<u8>> {
         Some(match &r.delivered {
-            Delivered::Result(b) | Delivered::Error(b) => response_line(id, b),
+            Delivered::Result(b) => response_line(id, b),
+            Delivered::Error(b) => self.with_status(b, response_line(id, b), id),
             Delivered::Nothing => return None,
             // On stdio the recording proxy gave these as a JSON-RPC error and as silence.
             Delivered::HttpStatus(h) if self.http => {
@@ -261,6 +266,49 @@ impl Recording {
         })
     }
 
+    /// What goes out now for recorded call `r` asked as `id`: its answer, or nothing when it
+    /// got none (an empty line), or when it was cancelled (then its answer is held in `held`
+    /// until the client cancels it).
+    fn answer_or_hold(
+        &self,
+        r: &Recorded,
+        id: &wire::Id,
+        unreproduced: &mut Vec<u64>,
+        held: &mut Vec<(wire::Id, Vec<u8>)>,
+    ) -> Vec<u8> {
+        match self.answer(r, id, unreproduced) {
+            Some(out) if r.cancelled => {
+                held.push((id.clone(), out));
+                Vec::new()
+            }
+            Some(out) => out,
+            None => Vec::new(),
+        }
+    }
+
+    /// Over HTTP, a recorded error that an HTTP server answered with an error status (the
+    /// proxy keeps it in `error.data.http_status`, and the listener gave the client that
+    /// status with it) goes out with that status again; else `line` as it is.
+    fn with_status(&self, body: &Value, line: Vec<u8>, id: &wire::Id) -> Vec<u8> {
+        let status = body
+            .as_object()
+            .and_then(|o| o.get("error"))
+            .and_then(Value::as_object)
+            .and_then(|e| e.get("data"))
+            .and_then(Value::as_object)
+            .and_then(|d| d.get("http_status"))
+            .and_then(Value::as_i64)
+            .and_then(|s| u16::try_from(s).ok())
+            .filter(|s| (400..600).contains(s));
+        match status {
+            Some(status) if self.http => {
+                let body = line.strip_suffix(b"\n").unwrap_or(&line);
+                control::status(&id.0, status, None, body)
+            }
+            _ => line,
+        }
+    }
+
     /// Serves the recording on `client_in`/`client_out` until the client closes its side.
     pub fn serve(
         &self,
@@ -274,6 +322,8 @@ impl Recording {
         let mut mismatched = 0;
         let mut unreproduced = Vec::new();
         let redactor = Redactor::builtin();
+        // The answers of cancelled calls, by request id, until the client cancels them.
+        let mut held: Vec<(wire::Id, Vec<u8>)> = Vec::new();
         let mut reader = BufReader::new(client_in);
         let mut line = Vec::new();
         loop {
@@ -304,13 +354,29 @@ impl Recording {
                 }
                 m => (Some(m), None),
             };
-            let Some(Message::Request { id, method, params }) = message else {
-                continue; // notifications (initialized, cancelled) and anything else: no answer
+            let (id, method, params) = match message {
+                Some(Message::Request { id, method, params }) => (id, method, params),
+                Some(Message::Notification { method, params })
+                    if method == "notifications/cancelled" =>
+                {
+                    // A held answer goes out once its call is cancelled, as it did then.
+                    let request = params.as_object().and_then(|o| o.get("requestId"));
+                    if let Some(at) = request
+                        .map(wire::Id::of)
+                        .and_then(|r| held.iter().position(|(id, _)| *id == r))
+                    {
+                        let (_, out) = held.remove(at);
+                        client_out.write_all(&out)?;
+                        client_out.flush()?;
+                    }
+                    continue;
+                }
+                _ => continue, // other notifications and anything else: no answer
             };
             let out = match method.as_str() {
                 "initialize" | "tools/list" | "server/discover" => {
                     match self.exchange(&method, &params) {
-                        Some(body) => response_line(&id, body),
+                        Some(body) => self.with_status(body, response_line(&id, body), &id),
                         None => error_line(
                             &id,
                             -32601,
@@ -331,10 +397,7 @@ impl Recording {
                         {
                             next += 1;
                             matched += 1;
-                            match self.answer(r, &id, &mut unreproduced) {
-                                Some(out) => out,
-                                None => continue,
-                            }
+                            self.answer_or_hold(r, &id, &mut unreproduced, &mut held)
                         }
                         other => {
                             mismatched += 1;
@@ -398,10 +461,7 @@ impl Recording {
                         {
                             next += 1;
                             matched += 1;
-                            match self.answer(r, &id, &mut unreproduced) {
-                                Some(out) => out,
-                                None => continue, // it got no answer then either
-                            }
+                            self.answer_or_hold(r, &id, &mut unreproduced, &mut held)
                         }
                         other => {
                             mismatched += 1;
@@ -422,8 +482,11 @@ impl Recording {
                     None,
                 ),
             };
-            client_out.write_all(&out)?;
-            client_out.flush()?;
+            // Nothing for a call that got no answer then, or got it only once cancelled.
+            if !out.is_empty() {
+                client_out.write_all(&out)?;
+                client_out.flush()?;
+            }
             if method == "tools/call" {
                 // What is not asked for yet counts as unused: a client that kills the replay
                 // after its last call leaves the verdict the exit status would have given.

@@ -5,13 +5,16 @@
 #
 #   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign slowexit
 #                                       inspector pydantic http http_ts http_upstream
-#                                       http_campaign http_2026 conformance (default: all)
+#                                       http_campaign http_2026 junit ci conformance
+#                                       fw_pydantic fw_openai fw_langchain (default: all)
 #
 # Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
 # missing or older than the sources), SHIPPING_SERVER (default
 # target/debug/examples/mcp_shipping_server, built the same way), INTEROP_DIR (default
 # target/interop). Prints `PASS case` or `FAIL case: why` per case, then `N passed, M failed`;
 # exits 1 when anything failed. Each case's log is kept in INTEROP_DIR/run/CASE.log.
+# The fw_* cases run a real agent framework (pydantic-ai, the OpenAI Agents SDK, LangChain's MCP
+# adapters) over Streamable HTTP through the proxy, live and replayed (frameworks_case.py).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -21,7 +24,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit ci conformance)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit ci conformance fw_pydantic fw_openai fw_langchain)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -100,20 +103,33 @@ fi
 [ -x "$VENV/bin/mcp-server-sqlite" ] || setup_failed "mcp-server-sqlite is missing from $VENV after the install"
 PY_VERSIONS="$("$VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -Ei '^mcp(-server-sqlite)?==' | xargs)"
 
+# `venv_of DIR REQUIREMENTS IMPORTS WHAT`: a venv at DIR holding tests/interop/REQUIREMENTS from
+# PyPI, installed anew when the file changed or IMPORTS (Python modules) cannot be imported.
+venv_of() {
+  local dir="$1" reqs="$HERE/$2" imports="$3" what="$4"
+  if ! { [ -x "$dir/bin/python" ] && cmp -s "$reqs" "$dir/.interop-requirements" \
+         && "$dir/bin/python" -c "import $imports" 2>/dev/null; }; then
+    echo "interop: installing $what from PyPI into $dir" >&2
+    rm -rf "$dir"
+    python3 -m venv "$dir" >&2 || setup_failed "python3 -m venv $dir failed"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 60 --retries 3 \
+        -r "$reqs" >&2 \
+      || setup_failed "pip could not install $what from PyPI (registry unreachable?)"
+    cp "$reqs" "$dir/.interop-requirements"
+  fi
+}
+
 # ----- Python: pydantic-ai (on the MCP SDK 2.x), in a venv of its own, from PyPI -----
 PYD_VENV="$WORK/venv-pydantic"
-PYD_STAMP="$PYD_VENV/.interop-requirements"
-if ! { [ -x "$PYD_VENV/bin/python" ] && cmp -s "$HERE/requirements-pydantic.txt" "$PYD_STAMP" \
-       && "$PYD_VENV/bin/python" -c 'import pydantic_ai.mcp' 2>/dev/null; }; then
-  echo "interop: installing pydantic-ai-slim[mcp] from PyPI into $PYD_VENV" >&2
-  rm -rf "$PYD_VENV"
-  python3 -m venv "$PYD_VENV" >&2 || setup_failed "python3 -m venv $PYD_VENV failed"
-  "$PYD_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --timeout 60 --retries 3 \
-      -r "$HERE/requirements-pydantic.txt" >&2 \
-    || setup_failed "pip could not install pydantic-ai-slim[mcp] from PyPI (registry unreachable?)"
-  cp "$HERE/requirements-pydantic.txt" "$PYD_STAMP"
-fi
+venv_of "$PYD_VENV" requirements-pydantic.txt pydantic_ai.mcp "pydantic-ai-slim[mcp]"
 PY_VERSIONS="$PY_VERSIONS $("$PYD_VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -Ei '^(pydantic-ai-slim|mcp)==' | sed 's/^/pydantic-venv:/' | xargs)"
+
+# ----- Python: the OpenAI Agents SDK and LangChain's MCP adapters, in a venv of their own -----
+# (langchain-mcp-adapters 0.3 needs the MCP SDK 1.x, pydantic-ai 2.x its 2.x.)
+FW_VENV="$WORK/venv-frameworks"
+venv_of "$FW_VENV" requirements-frameworks.txt "agents.mcp, langchain_mcp_adapters.tools" \
+  "openai-agents and langchain-mcp-adapters"
+PY_VERSIONS="$PY_VERSIONS $("$FW_VENV/bin/python" -m pip list --format=freeze 2>/dev/null | grep -Ei '^(openai-agents|langchain-mcp-adapters|langchain-core|mcp)==' | sed 's/^/frameworks-venv:/' | xargs)"
 
 # ----- Node: the TypeScript SDK and the filesystem server, from npm -----
 need node "the TypeScript side needs node"
@@ -201,6 +217,9 @@ run_case() {
     ci) set -- "$VENV/bin/python" "$HERE/ci_case.py" ;;
     http_2026) set -- "$PYD_VENV/bin/python" "$HERE/http_2026_case.py" ;;
     conformance) set -- "$VENV/bin/python" "$HERE/conformance_case.py" ;;
+    fw_pydantic) set -- env FW_PYTHON="$PYD_VENV/bin/python" "$VENV/bin/python" "$HERE/frameworks_case.py" pydantic ;;
+    fw_openai) set -- env FW_PYTHON="$FW_VENV/bin/python" "$VENV/bin/python" "$HERE/frameworks_case.py" openai ;;
+    fw_langchain) set -- env FW_PYTHON="$FW_VENV/bin/python" "$VENV/bin/python" "$HERE/frameworks_case.py" langchain ;;
   esac
   rm -rf "$dir"
   mkdir -p "$dir"
