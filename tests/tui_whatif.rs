@@ -32,6 +32,8 @@ fn campaign(tag: &str) -> PathBuf {
             "43..44",
             "--probability",
             "0.5",
+            "--min-pass",
+            "0",
             "--",
         ])
         .arg(&agent)
