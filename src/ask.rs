@@ -19,6 +19,7 @@ use crate::executor::approval::Approver;
 use crate::executor::live::{LiveExecutor, LiveTools};
 use crate::executor::{BatchResult, FunctionCall};
 use crate::json::{Value, float::py_fixed};
+use crate::lab::orbit::store::RealOrbit;
 use crate::model::{Item, ModelError, Reply, Request, Respond, Usage};
 use crate::obj;
 
@@ -286,30 +287,17 @@ pub fn run(
 }
 
 /// The Orbit world on real tools for a loop: its SQLite store and docs in `work_dir` (a
-/// private temporary folder when `None`, removed when the returned guard is dropped), its
-/// tracker file there too.
+/// private temporary folder when `None`, removed when the returned guard is dropped); the
+/// tracker's file in `work_dir` when given, else its actions are kept in memory.
 pub fn orbit_world(
     work_dir: Option<PathBuf>,
-) -> Result<
-    (
-        Arc<crate::lab::orbit::store::RealOrbit>,
-        Option<tempfile::TempDir>,
-    ),
-    ConfigError,
-> {
-    let scratch = match &work_dir {
-        Some(_) => None,
-        None => Some(tempfile::tempdir().map_err(|e| {
-            ConfigError::new("Cannot build the Orbit database")
-                .because(format!("no temporary folder: {e}"))
-        })?),
-    };
-    let dir = work_dir
-        .or_else(|| scratch.as_ref().map(|d| d.path().to_path_buf()))
-        .unwrap_or_default();
-    let orbit = crate::lab::orbit::Orbit::new()?.with_work_dir(dir.clone());
-    let world = crate::lab::orbit::store::RealOrbit::new(orbit, &dir)?;
-    Ok((Arc::new(world), scratch))
+) -> Result<(Arc<RealOrbit>, Option<tempfile::TempDir>), ConfigError> {
+    let (dir, scratch) = crate::lab::orbit::store::folder(work_dir.as_deref())?;
+    let mut orbit = crate::lab::orbit::Orbit::new()?;
+    if let Some(d) = work_dir {
+        orbit = orbit.with_work_dir(d);
+    }
+    Ok((Arc::new(RealOrbit::new(orbit, &dir)?), scratch))
 }
 
 #[cfg(test)]

@@ -1,0 +1,336 @@
+//! `ask QUESTION`: a real model's tool loop ([`crate::ask`]) over the bundled Orbit world,
+//! through an OpenAI-compatible server ([`crate::model`]). Prints each round as it ends
+//! (`round N: K calls in X.XXs`), then `rounds=N tokens in/out cost≈$…`, the answer and the
+//! executor's log; or with `--json` the whole result. Exit 0 when the model answered, 1 when
+//! it stopped at the round limit, 2 for a configuration or connection error (the message
+//! names the URL and the HTTP status).
+//!
+//! The key is read from `OPENAI_API_KEY`, or from the variable `--api-key-env` names; it is
+//! never a flag's value and never printed or written.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use super::Io;
+use super::run::TerminalPrompt;
+use crate::ask::{self, AskRun, Config};
+use crate::executor::Limits;
+use crate::executor::approval::{AllowList, Approver, DenyAll, Interactive, NoTerminal};
+use crate::executor::live::{LiveExecutor, LiveTools};
+use crate::exit;
+use crate::json::pretty;
+use crate::model::{self, Api, Client, Key, Model, Settings};
+
+/// The environment variable a model's name may come from.
+pub const MODEL_ENV: &str = "TOOLSTORM_MODEL";
+/// Where the key comes from unless `--api-key-env` names another variable.
+pub const KEY_ENV: &str = "OPENAI_API_KEY";
+
+/// Which wire format.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ApiChoice {
+    /// POST {base}/responses (OpenAI's Responses API)
+    Responses,
+    /// POST {base}/chat/completions (Chat Completions)
+    Chat,
+}
+
+/// Who approves side effects.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ApproveChoice {
+    /// Deny every side effect
+    Deny,
+    /// Ask on the terminal (denied when there is none)
+    Ask,
+    /// Approve every side effect
+    Yes,
+}
+
+/// Where the tools come from.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum WorldChoice {
+    /// The bundled Orbit world (get_issue, get_doc_section, add_label, post_comment)
+    Orbit,
+}
+
+/// Flags of `ask`.
+#[derive(Args, Debug)]
+pub struct AskArgs {
+    /// The question for the model
+    question: String,
+    /// The OpenAI-compatible server's base URL (llama.cpp: http://localhost:8080/v1)
+    #[arg(long, value_name = "URL", default_value = model::OPENAI_BASE_URL)]
+    base_url: String,
+    /// The model's name (default: the TOOLSTORM_MODEL environment variable)
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// The wire format
+    #[arg(long, value_enum, default_value = "responses")]
+    api: ApiChoice,
+    /// The environment variable holding the API key (default OPENAI_API_KEY; none needed
+    /// by most local servers)
+    #[arg(long, value_name = "NAME")]
+    api_key_env: Option<String>,
+    /// The system instructions (default: an assistant for Orbit maintainers that treats issue
+    /// bodies as data and follows a failed tool's hint)
+    #[arg(long, value_name = "TEXT")]
+    instructions: Option<String>,
+    /// Most model answers before stopping without a final answer
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_rounds: u32,
+    /// Ask the model for one call per answer (parallel_tool_calls: false)
+    #[arg(long)]
+    no_parallel: bool,
+    /// Seconds each request to the model may take (retries apart)
+    #[arg(long, default_value_t = 60.0, value_parser = timeout)]
+    timeout: f64,
+    /// USD per million input tokens, for the cost line
+    #[arg(long, default_value_t = 0.0, value_parser = price)]
+    price_in: f64,
+    /// USD per million output tokens, for the cost line
+    #[arg(long, default_value_t = 0.0, value_parser = price)]
+    price_out: f64,
+    /// Who approves side effects (default: ask on a terminal, deny without one)
+    #[arg(long, value_enum)]
+    approve: Option<ApproveChoice>,
+    /// Print the whole result as JSON
+    #[arg(long)]
+    json: bool,
+    /// Where the tools come from
+    #[arg(long, value_enum, default_value = "orbit")]
+    world: WorldChoice,
+    /// Keep the Orbit world's files (database, docs, tracker) in DIR
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+}
+
+fn timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t > 0.0 && t <= 3600.0 => Ok(t),
+        _ => Err(format!("expected seconds in (0, 3600], got {s:?}")),
+    }
+}
+
+fn price(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
+        _ => Err(format!(
+            "expected USD per million tokens (0 or more), got {s:?}"
+        )),
+    }
+}
+
+/// The key: from `--api-key-env`'s variable (which must be set), else `OPENAI_API_KEY` when
+/// set; `None` when neither gives one.
+fn key(a: &AskArgs) -> Result<Option<Key>, String> {
+    match &a.api_key_env {
+        Some(name) => match std::env::var(name) {
+            Ok(k) if !k.is_empty() => Ok(Some(Key::new(k))),
+            _ => Err(format!(
+                "the environment variable {name} (named by --api-key-env) is not set"
+            )),
+        },
+        None => Ok(std::env::var(KEY_ENV)
+            .ok()
+            .filter(|k| !k.is_empty())
+            .map(Key::new)),
+    }
+}
+
+/// Runs `ask`.
+pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
+    let WorldChoice::Orbit = a.world;
+    let Some(model_name) = a
+        .model
+        .clone()
+        .or_else(|| std::env::var(MODEL_ENV).ok().filter(|m| !m.is_empty()))
+    else {
+        return io.fail(format!(
+            "no model named: give --model NAME or set {MODEL_ENV}"
+        ));
+    };
+    let key = match key(a) {
+        Ok(k) => k,
+        Err(why) => return io.fail(why),
+    };
+    let settings = Settings {
+        timeout: Duration::from_secs_f64(a.timeout),
+        ..Settings::default()
+    };
+    let client = match Client::new(key, settings) {
+        Ok(c) => c,
+        Err(e) => return io.fail(e),
+    };
+    let api = match a.api {
+        ApiChoice::Responses => Api::Responses,
+        ApiChoice::Chat => Api::Chat,
+    };
+    let model = match Model::new(api, &a.base_url, client) {
+        Ok(m) => m,
+        Err(e) => return io.fail(e),
+    };
+    let mut model = model.on_retry(|r| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}: model attempt {} failed ({}); retrying in {:.1}s{}",
+            exit::PROGRAM,
+            r.attempt,
+            crate::printable::line(&r.why),
+            r.wait.as_secs_f64(),
+            if r.server_asked {
+                " (its Retry-After)"
+            } else {
+                ""
+            }
+        );
+    });
+    let (world, _scratch) = match ask::orbit_world(a.work_dir.clone()) {
+        Ok(w) => w,
+        Err(e) => return io.fail(e),
+    };
+    let tools: Arc<dyn LiveTools> = world.clone();
+    let mut exec = match LiveExecutor::new(Vec::new(), 0, Limits::default()) {
+        Ok(e) => e,
+        Err(e) => return io.fail(e),
+    };
+    let config = Config {
+        model: model_name,
+        instructions: a
+            .instructions
+            .clone()
+            .unwrap_or_else(|| ask::DEFAULT_INSTRUCTIONS.to_owned()),
+        question: a.question.clone(),
+        max_rounds: a.max_rounds as usize,
+        parallel: !a.no_parallel,
+    };
+    let terminal = std::io::stdin().is_terminal();
+    let mut deny = DenyAll;
+    let mut yes = AllowList {
+        tools: tools.registry().names(),
+    };
+    let mut asking = Interactive::new(TerminalPrompt {
+        context: Some(
+            "The model asks for a tool call with a side effect (it changes the Orbit tracker); \
+             it runs only if you answer y."
+                .into(),
+        ),
+        ended: false,
+    });
+    let mut headless = Interactive::new(NoTerminal);
+    let approver: &mut dyn Approver = match a.approve {
+        Some(ApproveChoice::Deny) => &mut deny,
+        Some(ApproveChoice::Yes) => &mut yes,
+        Some(ApproveChoice::Ask) | None if terminal => &mut asking,
+        Some(ApproveChoice::Ask) | None => &mut headless,
+    };
+    let json = a.json;
+    let outcome = ask::run(
+        &config,
+        &mut model,
+        &mut exec,
+        &tools,
+        approver,
+        &mut |round| {
+            if let Some(line) = ask::round_line(round).filter(|_| !json) {
+                io.println(&line);
+                let _ = io.out.flush();
+            }
+        },
+    );
+    // Late work (a body past its deadline) is waited for briefly so the tracker is whole.
+    exec.settle(Duration::from_secs(2));
+    let run = match outcome {
+        Ok(run) => run,
+        Err(e) => {
+            if !json && !e.so_far.rounds.is_empty() {
+                print_log(&e.so_far, io);
+            }
+            return io.fail(e);
+        }
+    };
+    if json {
+        io.emit(&(pretty(&run.to_value(a.price_in, a.price_out)) + "\n"));
+    } else {
+        print_text(&run, a, world.with(|o| o.tracker().actions().len()), io);
+    }
+    if run.stopped() {
+        exit::CONTRACT_FAILED
+    } else {
+        exit::OK
+    }
+}
+
+fn print_text(run: &AskRun, a: &AskArgs, actions: usize, io: &mut Io<'_>) {
+    io.println(&run.summary_line(a.price_in, a.price_out));
+    io.println("");
+    match &run.answer {
+        Some(answer) if answer.trim().is_empty() => io.println("(the model answered with no text)"),
+        Some(answer) => io.print(answer),
+        None => io.println(ask::STOPPED),
+    }
+    print_log(run, io);
+    if actions > 0 {
+        match &a.work_dir {
+            Some(dir) => io.println(&format!(
+                "tracker: {actions} action{} in {}",
+                if actions == 1 { "" } else { "s" },
+                dir.join(crate::lab::orbit::TRACKER_FILE).display()
+            )),
+            None => io.println(&format!(
+                "tracker: {actions} action{} kept in memory (write them to a file with \
+                 --work-dir DIR)",
+                if actions == 1 { "" } else { "s" }
+            )),
+        }
+    }
+}
+
+/// The executor's log: each round's calls in completion order, then the approvals asked.
+fn print_log(run: &AskRun, io: &mut Io<'_>) {
+    let rows: Vec<(usize, &crate::executor::LogRow)> = run
+        .rounds
+        .iter()
+        .filter_map(|r| r.batch.as_ref().map(|b| (r.number, b)))
+        .flat_map(|(n, b)| b.log.iter().map(move |row| (n, row)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let width = |field: fn(&crate::executor::LogRow) -> &str, least: usize| {
+        rows.iter()
+            .map(|(_, r)| field(r).chars().count())
+            .fold(least, usize::max)
+    };
+    let (id_w, tool_w) = (width(|r| &r.call_id, 7), width(|r| &r.name, 4));
+    io.println("");
+    io.println(&format!(
+        "round  {:<id_w$}  {:<tool_w$}  {:<12}  {:>6}  attempts",
+        "call_id", "tool", "kind", "ms"
+    ));
+    for (n, r) in rows {
+        io.println_marked(
+            &format!(
+                "{n:>5}  {:<id_w$}  {:<tool_w$}  {:<12}  {:>6}  {}",
+                r.call_id, r.name, r.kind, r.ms, r.attempts
+            ),
+            Some(r.kind == "ok"),
+        );
+    }
+    for lane in run
+        .rounds
+        .iter()
+        .filter_map(|r| r.batch.as_ref())
+        .flat_map(|b| &b.lanes)
+    {
+        if let Some((question, approved)) = &lane.approval {
+            io.println(&format!(
+                "approval: {question} {}",
+                if *approved { "approved" } else { "denied" }
+            ));
+        }
+    }
+}

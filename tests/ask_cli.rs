@@ -1,0 +1,764 @@
+//! `toolstorm-tui ask` end to end: the real binary against a scripted model server in this
+//! process (a small HTTP/1.1 server on a std `TcpListener` that answers each request with the
+//! next scripted answer and keeps every request it got), on both wire formats, over the Orbit
+//! world.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use toolstorm::json::{Value, compact, parse};
+
+/// A distinctive key: it must appear in no output and no file.
+const KEY: &str = "sk-toolstorm-test-KEY-8f3a91c2";
+
+/// One scripted HTTP answer.
+#[derive(Clone)]
+struct Scripted {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+/// A request the server got.
+#[derive(Clone, Debug)]
+struct Seen {
+    at: Instant,
+    path: String,
+    authorization: Option<String>,
+    body: String,
+}
+
+/// The scripted model server: answers in order; past the script, HTTP 500.
+struct Server {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    fn start(script: Vec<Scripted>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(script.into_iter()));
+        let theirs = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let (seen, script) = (Arc::clone(&theirs), Arc::clone(&script));
+                std::thread::spawn(move || serve(stream, &seen, &script));
+            }
+        });
+        Server { url, seen }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("seen").clone()
+    }
+}
+
+fn serve(stream: TcpStream, seen: &Mutex<Vec<Seen>>, script: &Mutex<std::vec::IntoIter<Scripted>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut writer = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+        let (mut length, mut authorization) = (0usize, None);
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            let (name, value) = h.split_once(':').unwrap_or((h, ""));
+            match name.to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "authorization" => authorization = Some(value.trim().to_owned()),
+                _ => {}
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        seen.lock().expect("seen").push(Seen {
+            at: Instant::now(),
+            path,
+            authorization,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        });
+        let answer = script.lock().expect("script").next().unwrap_or(Scripted {
+            status: 500,
+            headers: Vec::new(),
+            body: r#"{"error":{"message":"the script has no more answers"}}"#.into(),
+        });
+        let mut head = format!(
+            "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+            answer.status,
+            answer.body.len()
+        );
+        for (k, v) in &answer.headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        if writer.write_all(head.as_bytes()).is_err()
+            || writer.write_all(answer.body.as_bytes()).is_err()
+        {
+            return;
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Api {
+    Responses,
+    Chat,
+}
+
+impl Api {
+    fn name(self) -> &'static str {
+        match self {
+            Api::Responses => "responses",
+            Api::Chat => "chat",
+        }
+    }
+}
+
+fn json_str(s: &str) -> String {
+    compact(&Value::from(s))
+}
+
+/// An answer with these calls: (call_id, tool, arguments text).
+fn calls(api: Api, list: &[(&str, &str, &str)]) -> Scripted {
+    let body = match api {
+        Api::Responses => {
+            let items: Vec<String> = list
+                .iter()
+                .map(|(id, name, args)| {
+                    format!(
+                        r#"{{"type":"function_call","id":"fc_{id}","call_id":"{id}","name":"{name}","arguments":{},"status":"completed"}}"#,
+                        json_str(args)
+                    )
+                })
+                .collect();
+            format!(
+                r#"{{"id":"resp_1","object":"response","output":[{}],"usage":{{"input_tokens":100,"output_tokens":20,"total_tokens":120}}}}"#,
+                items.join(",")
+            )
+        }
+        Api::Chat => {
+            let items: Vec<String> = list
+                .iter()
+                .map(|(id, name, args)| {
+                    format!(
+                        r#"{{"id":"{id}","type":"function","function":{{"name":"{name}","arguments":{}}}}}"#,
+                        json_str(args)
+                    )
+                })
+                .collect();
+            format!(
+                r#"{{"id":"chatcmpl-1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{}]}},"finish_reason":"tool_calls"}}],"usage":{{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}}}}"#,
+                items.join(",")
+            )
+        }
+    };
+    ok(body)
+}
+
+/// A final text answer.
+fn text(api: Api, t: &str) -> Scripted {
+    let body = match api {
+        Api::Responses => format!(
+            r#"{{"id":"resp_2","object":"response","output":[{{"type":"message","id":"msg_1","role":"assistant","content":[{{"type":"output_text","text":{},"annotations":[]}}]}}],"usage":{{"input_tokens":300,"output_tokens":40}}}}"#,
+            json_str(t)
+        ),
+        Api::Chat => format!(
+            r#"{{"id":"chatcmpl-2","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":300,"completion_tokens":40}}}}"#,
+            json_str(t)
+        ),
+    };
+    ok(body)
+}
+
+fn ok(body: String) -> Scripted {
+    Scripted {
+        status: 200,
+        headers: Vec::new(),
+        body,
+    }
+}
+
+fn status(code: u16, headers: &[(&str, &str)], body: &str) -> Scripted {
+    Scripted {
+        status: code,
+        headers: headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        body: body.to_owned(),
+    }
+}
+
+/// Runs `ask` with a key, no model variable, stdin not a terminal.
+fn ask(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .arg("ask")
+        .args(args)
+        .env("OPENAI_API_KEY", KEY)
+        .env_remove("TOOLSTORM_MODEL")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run toolstorm-tui")
+}
+
+/// Runs `ask` against `url` with model `m`.
+fn ask_to(url: &str, args: &[&str]) -> Output {
+    let mut all = args.to_vec();
+    all.extend(["--base-url", url, "--model", "m"]);
+    ask(&all)
+}
+
+fn text_of(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn get<'a>(v: &'a Value, key: &str) -> &'a Value {
+    v.as_object()
+        .and_then(|o| o.get(key))
+        .unwrap_or_else(|| panic!("no {key} in {}", compact(v)))
+}
+
+/// `(call_id, tool, kind, attempts, round)` of each call of a `--json` result.
+fn call_rows(result: &Value) -> Vec<(String, String, String, i64, i64)> {
+    get(result, "calls")
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| {
+            (
+                get(c, "call_id").as_str().expect("id").to_owned(),
+                get(c, "tool").as_str().expect("tool").to_owned(),
+                get(c, "kind").as_str().expect("kind").to_owned(),
+                get(c, "attempts").as_i64().expect("attempts"),
+                get(c, "round").as_i64().expect("round"),
+            )
+        })
+        .collect()
+}
+
+/// The Responses `input` items of type `ty` in a request body.
+fn input_items(body: &str, ty: &str) -> Vec<Value> {
+    let v = parse(body).expect("request JSON");
+    get(&v, "input")
+        .as_array()
+        .expect("input")
+        .iter()
+        .filter(|i| {
+            i.as_object()
+                .and_then(|o| o.get("type"))
+                .and_then(Value::as_str)
+                == Some(ty)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The Chat `messages` of a request body.
+fn messages(body: &str) -> Vec<Value> {
+    let v = parse(body).expect("request JSON");
+    get(&v, "messages").as_array().expect("messages").clone()
+}
+
+fn str_of(v: &Value, key: &str) -> String {
+    get(v, key).as_str().expect("a string").to_owned()
+}
+
+/// The outputs fed back in a request body, by call id, in the order sent.
+fn outputs_sent(api: Api, body: &str) -> Vec<(String, String)> {
+    match api {
+        Api::Responses => input_items(body, "function_call_output")
+            .iter()
+            .map(|i| (str_of(i, "call_id"), str_of(i, "output")))
+            .collect(),
+        Api::Chat => messages(body)
+            .iter()
+            .filter(|m| get(m, "role").as_str() == Some("tool"))
+            .map(|m| (str_of(m, "tool_call_id"), str_of(m, "content")))
+            .collect(),
+    }
+}
+
+/// The call ids kept in the history of a request body, in order.
+fn calls_kept(api: Api, body: &str) -> Vec<String> {
+    match api {
+        Api::Responses => input_items(body, "function_call")
+            .iter()
+            .map(|i| str_of(i, "call_id"))
+            .collect(),
+        Api::Chat => messages(body)
+            .iter()
+            .filter_map(|m| m.as_object().and_then(|o| o.get("tool_calls")))
+            .flat_map(|t| t.as_array().expect("tool_calls").clone())
+            .map(|c| str_of(&c, "id"))
+            .collect(),
+    }
+}
+
+const QUESTION: &str =
+    "Compare issues #41 and #87 and check what the error-codes doc says about ORB-1101.";
+const ANSWER: &str = "#41 is the lease problem (ORB-1101 LeaseExpired); #87 is a docs question.";
+
+fn orbit_script(api: Api) -> Vec<Scripted> {
+    vec![
+        calls(
+            api,
+            &[
+                ("call_A", "get_issue", r#"{"issue_id": 41}"#),
+                ("call_B", "get_issue", r#"{"issue_id": 87}"#),
+                (
+                    "call_C",
+                    "get_doc_section",
+                    r#"{"doc_id": "error-codes", "heading": "ORB-1101 LeaseExpired"}"#,
+                ),
+            ],
+        ),
+        text(api, ANSWER),
+    ]
+}
+
+#[test]
+fn a_whole_orbit_loop_gives_the_same_calls_and_answer_on_both_apis() {
+    let mut results = Vec::new();
+    for api in [Api::Responses, Api::Chat] {
+        let server = Server::start(orbit_script(api));
+        let work = tempfile::tempdir().expect("tmp");
+        let out = ask_to(
+            &server.url,
+            &[
+                QUESTION,
+                "--api",
+                api.name(),
+                "--json",
+                "--price-in",
+                "2",
+                "--price-out",
+                "8",
+                "--work-dir",
+                work.path().to_str().expect("utf-8"),
+            ],
+        );
+        let (stdout, stderr) = text_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{api:?}: {stdout}\n{stderr}");
+        let seen = server.seen();
+        assert_eq!(seen.len(), 2, "{api:?}: two rounds");
+        let path = match api {
+            Api::Responses => "/v1/responses",
+            Api::Chat => "/v1/chat/completions",
+        };
+        for s in &seen {
+            assert_eq!(s.path, path);
+            assert_eq!(s.authorization.as_deref(), Some(&*format!("Bearer {KEY}")));
+        }
+        // The first request: the question, the four tools, parallel calls allowed.
+        let first = parse(&seen[0].body).expect("json");
+        assert_eq!(get(&first, "model").as_str(), Some("m"));
+        assert_eq!(get(&first, "tools").as_array().map(Vec::len), Some(4));
+        assert_eq!(get(&first, "parallel_tool_calls").as_bool(), Some(true));
+        assert!(seen[0].body.contains("ORB-1101."), "the question is sent");
+        assert!(seen[0].body.contains("untrusted"), "default instructions");
+        // The second: the calls kept in the history, then one output per call id, in order.
+        assert_eq!(
+            calls_kept(api, &seen[1].body),
+            ["call_A", "call_B", "call_C"]
+        );
+        let outputs = outputs_sent(api, &seen[1].body);
+        let ids: Vec<&str> = outputs.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["call_A", "call_B", "call_C"]);
+        assert!(
+            outputs[0].1.starts_with(r#"{"ok":true"#),
+            "{}",
+            outputs[0].1
+        );
+        assert!(outputs[0].1.contains("long GC pause"), "{}", outputs[0].1);
+        assert!(outputs[2].1.contains("LeaseExpired"), "{}", outputs[2].1);
+        let result = parse(&stdout).expect("--json result");
+        assert_eq!(get(&result, "answer").as_str(), Some(ANSWER));
+        assert_eq!(get(&result, "rounds").as_i64(), Some(2));
+        assert_eq!(get(&result, "stopped").as_bool(), Some(false));
+        assert_eq!(
+            compact(get(&result, "tokens")),
+            r#"{"input":400,"output":60}"#
+        );
+        // 400 × $2/M + 60 × $8/M.
+        let cost = get(&result, "cost").as_number_f64().expect("cost");
+        assert!((cost - 0.00128).abs() < 1e-12, "{cost}");
+        results.push((call_rows(&result), compact(get(&result, "answer"))));
+        assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+    }
+    assert_eq!(results[0], results[1], "both APIs give the same records");
+    assert_eq!(
+        results[0].0,
+        [
+            ("call_A".into(), "get_issue".into(), "ok".into(), 1, 1),
+            ("call_B".into(), "get_issue".into(), "ok".into(), 1, 1),
+            ("call_C".into(), "get_doc_section".into(), "ok".into(), 1, 1),
+        ]
+    );
+}
+
+#[test]
+fn the_text_output_has_rounds_summary_answer_and_log() {
+    let server = Server::start(orbit_script(Api::Responses));
+    let out = ask_to(&server.url, &[QUESTION]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("round 1: 3 calls in 1."), "{stdout}");
+    assert!(lines[0].ends_with('s'), "{stdout}");
+    assert_eq!(
+        lines[1],
+        "rounds=2  tokens in/out=400/60  cost\u{2248}$0.0000"
+    );
+    assert_eq!(lines[3], ANSWER);
+    assert!(
+        lines[5].starts_with("round  call_id") && lines[5].ends_with("attempts"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = lines[6..9].to_vec();
+    for id in ["call_A", "call_B", "call_C"] {
+        assert!(
+            rows.iter().any(|r| r.contains(id) && r.contains(" ok ")),
+            "{id}: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_429_with_retry_after_is_waited_for() {
+    let server = Server::start(vec![
+        status(
+            429,
+            &[("retry-after", "1")],
+            r#"{"error":{"message":"slow down"}}"#,
+        ),
+        text(Api::Chat, "fine"),
+    ]);
+    let out = ask_to(&server.url, &["hi", "--api", "chat"]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("\nfine\n"), "{stdout}");
+    assert!(
+        stderr.contains("model attempt 1 failed (HTTP 429); retrying in 1.0s (its Retry-After)"),
+        "{stderr}"
+    );
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].body, seen[1].body, "the same request again");
+    let gap = seen[1].at - seen[0].at;
+    assert!(gap >= Duration::from_millis(950), "waited {gap:?}");
+}
+
+#[test]
+fn a_server_error_on_every_attempt_is_exit_2_naming_url_and_status() {
+    let server = Server::start(vec![
+        status(500, &[], r#"{"error":"cannot parse the model's output"}"#),
+        status(502, &[], "bad gateway"),
+        status(503, &[], r#"{"error":"still down"}"#),
+        text(Api::Responses, "too late"),
+    ]);
+    let out = ask_to(&server.url, &["hi"]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(server.seen().len(), 3, "one attempt and max_retries=2");
+    let url = format!("{}/responses", server.url);
+    assert!(
+        stderr.contains(&format!(
+            "round 1: {url} answered HTTP 503: {{\"error\":\"still down\"}} (after 3 attempts)"
+        )),
+        "{stderr}"
+    );
+    // Backoff without Retry-After: 0.5 s, then 1 s.
+    assert!(
+        stderr.contains("attempt 1 failed (HTTP 500); retrying in 0.5s\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("attempt 2 failed (HTTP 502); retrying in 1.0s\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_refused_connection_is_exit_2_naming_the_url() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port");
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let out = ask(&["hi", "--base-url", &base, "--model", "m", "--api", "chat"]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!("round 1: cannot reach {base}/chat/completions: ")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(after 3 attempts)"), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+}
+
+#[test]
+fn malformed_calls_come_back_to_the_model_as_envelopes() {
+    for api in [Api::Responses, Api::Chat] {
+        let server = Server::start(vec![
+            calls(
+                api,
+                &[
+                    ("c_json", "get_issue", r#"{"issue_id": 41"#),
+                    ("c_schema", "get_issue", r#"{"issue": 41}"#),
+                    ("c_tool", "delete_repo", r#"{"name": "orbit"}"#),
+                ],
+            ),
+            text(api, "I could not read those."),
+        ]);
+        let out = ask_to(&server.url, &["hi", "--api", api.name(), "--json"]);
+        let (stdout, stderr) = text_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{api:?}: {stdout}\n{stderr}");
+        let result = parse(&stdout).expect("json");
+        let kinds: Vec<String> = call_rows(&result).into_iter().map(|r| r.2).collect();
+        assert_eq!(kinds, ["bad_args", "bad_args", "unknown_tool"], "{api:?}");
+        let outputs = outputs_sent(api, &server.seen()[1].body);
+        assert_eq!(outputs.len(), 3);
+        assert_eq!(outputs[0].0, "c_json");
+        assert!(
+            outputs[0].1.contains(r#""kind":"bad_args""#),
+            "{}",
+            outputs[0].1
+        );
+        assert!(outputs[0].1.contains("not valid JSON"), "{}", outputs[0].1);
+        assert!(
+            outputs[1].1.contains("missing argument"),
+            "{}",
+            outputs[1].1
+        );
+        assert_eq!(outputs[2].0, "c_tool");
+        assert!(
+            outputs[2].1.contains(r#""kind":"unknown_tool""#),
+            "{}",
+            outputs[2].1
+        );
+        assert!(
+            outputs[2].1.contains("get_issue"),
+            "lists the tools: {}",
+            outputs[2].1
+        );
+    }
+}
+
+#[test]
+fn past_the_round_limit_the_loop_stops_with_exit_1() {
+    let again = || {
+        calls(
+            Api::Responses,
+            &[(
+                "c1",
+                "get_doc_section",
+                r#"{"doc_id": "triage", "heading": null}"#,
+            )],
+        )
+    };
+    let server = Server::start(vec![again(), again(), again()]);
+    let out = ask_to(&server.url, &["hi", "--max-rounds", "2"]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(server.seen().len(), 2);
+    assert!(stdout.contains("round 1: 1 call in "), "{stdout}");
+    assert!(stdout.contains("round 2: 1 call in "), "{stdout}");
+    assert!(stdout.contains("rounds=2 "), "{stdout}");
+    assert!(
+        stdout.contains("\n(stopped at max_rounds without a final answer)\n"),
+        "{stdout}"
+    );
+    let server = Server::start(vec![again()]);
+    let json = ask_to(&server.url, &["hi", "--max-rounds", "1", "--json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let result = parse(&String::from_utf8_lossy(&json.stdout)).expect("json");
+    assert_eq!(get(&result, "stopped").as_bool(), Some(true));
+    assert!(get(&result, "answer").is_null());
+}
+
+#[test]
+fn side_effects_are_denied_without_a_terminal_and_run_when_approved() {
+    let script = |api| {
+        vec![
+            calls(
+                api,
+                &[(
+                    "c_label",
+                    "add_label",
+                    r#"{"issue_id": 41, "label": "severity:S1"}"#,
+                )],
+            ),
+            text(api, "done"),
+        ]
+    };
+    let server = Server::start(script(Api::Responses));
+    let work = tempfile::tempdir().expect("tmp");
+    let dir = work.path().to_str().expect("utf-8");
+    let out = ask_to(&server.url, &["label it", "--work-dir", dir]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "approval: Approve add_label(issue_id=41, label='severity:S1')? [y/N] denied"
+        ),
+        "{stdout}"
+    );
+    let outputs = outputs_sent(Api::Responses, &server.seen()[1].body);
+    assert!(
+        outputs[0].1.contains(r#""kind":"denied""#),
+        "{}",
+        outputs[0].1
+    );
+    assert!(outputs[0].1.contains("no terminal"), "{}", outputs[0].1);
+    assert!(
+        !work.path().join("tracker.jsonl").exists(),
+        "nothing committed"
+    );
+
+    let server = Server::start(script(Api::Chat));
+    let out = ask_to(
+        &server.url,
+        &[
+            "label it",
+            "--api",
+            "chat",
+            "--work-dir",
+            dir,
+            "--approve",
+            "yes",
+        ],
+    );
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let tracker = std::fs::read_to_string(work.path().join("tracker.jsonl")).expect("tracker");
+    assert_eq!(tracker.lines().count(), 1, "{tracker}");
+    assert!(tracker.contains("severity:S1"), "{tracker}");
+    assert!(stdout.contains("tracker: 1 action in "), "{stdout}");
+}
+
+#[test]
+fn the_key_is_in_no_output_and_no_file() {
+    // A server that echoes what it was sent, the Authorization header included.
+    let server = Server::start(vec![status(
+        401,
+        &[],
+        &format!(r#"{{"error":{{"message":"Incorrect API key provided: Bearer {KEY}"}}}}"#),
+    )]);
+    let work = tempfile::tempdir().expect("tmp");
+    let dir = work.path().to_str().expect("utf-8");
+    let out = ask_to(&server.url, &["hi", "--work-dir", dir]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("answered HTTP 401"), "{stderr}");
+    assert!(stderr.contains("Bearer [REDACTED]"), "{stderr}");
+    assert_eq!(server.seen().len(), 1, "a 401 is not retried");
+    // And a whole loop that writes the tracker: nothing written holds the key.
+    let server = Server::start(vec![
+        calls(
+            Api::Chat,
+            &[("c1", "post_comment", r#"{"issue_id": 41, "body": "hello"}"#)],
+        ),
+        text(Api::Chat, "posted"),
+    ]);
+    let ok = ask_to(
+        &server.url,
+        &[
+            "hi",
+            "--api",
+            "chat",
+            "--work-dir",
+            dir,
+            "--approve",
+            "yes",
+            "--json",
+        ],
+    );
+    assert_eq!(ok.status.code(), Some(0));
+    let mut outputs = vec![out.stdout, out.stderr, ok.stdout, ok.stderr];
+    let mut files = 0;
+    for entry in walk(work.path()) {
+        outputs.push(std::fs::read(&entry).expect("read"));
+        files += 1;
+    }
+    assert!(files >= 2, "the database and the tracker at least");
+    for bytes in outputs {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "the key leaked: {}",
+            String::from_utf8_lossy(&bytes)
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn configuration_errors_are_exit_2() {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["ask", "hi", "--base-url", "http://127.0.0.1:9/v1"])
+        .env_remove("TOOLSTORM_MODEL")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("give --model NAME or set TOOLSTORM_MODEL")
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args([
+            "ask",
+            "hi",
+            "--model",
+            "m",
+            "--api-key-env",
+            "TOOLSTORM_NO_SUCH_KEY_VAR",
+        ])
+        .env_remove("TOOLSTORM_NO_SUCH_KEY_VAR")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("TOOLSTORM_NO_SUCH_KEY_VAR (named by --api-key-env) is not set")
+    );
+    let out = ask(&["hi", "--model", "m", "--base-url", "ftp://example.com/v1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("ftp://example.com/v1/responses is not a URL"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
