@@ -9,7 +9,10 @@
 //! not JSON or do not fit the schema comes back to the model as `bad_args`, a tool that does
 //! not exist as `unknown_tool`, a side effect nobody approved as `denied` — the executor's
 //! envelopes. Only a model that cannot be asked at all ends the loop with an [`AskError`].
-//! Used by both faces: the command line's `ask`, and later the explorer.
+//! Used by both faces: the command line's `ask`, and later the explorer. [`record`] keeps a
+//! run as a file, written as it goes, that `ask --replay` serves offline.
+
+pub mod record;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +23,7 @@ use crate::executor::live::{LiveExecutor, LiveTools};
 use crate::executor::{BatchResult, FunctionCall};
 use crate::json::{Value, float::py_fixed};
 use crate::lab::orbit::store::RealOrbit;
-use crate::model::{Item, ModelError, Reply, Request, Respond, Usage};
+use crate::model::{Exchange, Item, ModelError, Reply, Request, Respond, Usage};
 use crate::obj;
 
 /// What the loop says when the model never gave a final answer.
@@ -60,6 +63,8 @@ pub struct Round {
     pub reply: Reply,
     /// The batch its calls ran in (`None` when it made no call).
     pub batch: Option<BatchResult>,
+    /// The request and answer as they went over the wire, when the model keeps them.
+    pub exchange: Option<Exchange>,
 }
 
 impl Round {
@@ -256,6 +261,7 @@ pub fn run(
             }
         };
         run.history.extend(reply.items.iter().cloned());
+        let exchange = model.last_exchange().cloned();
         let calls = reply.calls();
         if calls.is_empty() {
             run.answer = Some(reply.text().unwrap_or_default());
@@ -263,6 +269,7 @@ pub fn run(
                 number,
                 reply,
                 batch: None,
+                exchange,
             };
             on_round(&round);
             run.rounds.push(round);
@@ -279,6 +286,7 @@ pub fn run(
             number,
             reply,
             batch: Some(batch),
+            exchange,
         };
         on_round(&round);
         run.rounds.push(round);

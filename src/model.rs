@@ -2,13 +2,16 @@
 //! server, for its next answer. It owns the two wire formats ([`wire`]: Responses and Chat
 //! Completions, to and from neutral items) and the HTTP client ([`client`]: timeout, retries
 //! with `Retry-After`, the key kept secret); [`Model`] joins them into one
-//! [`Respond::respond`] call. It runs no tools: the loop ([`crate::ask`]) hands the calls to
+//! [`Respond::respond`] call, and [`replay`] serves a recorded model's answers offline,
+//! strictly. It runs no tools: the loop ([`crate::ask`]) hands the calls to
 //! the executor.
 
 pub mod client;
+pub mod replay;
 pub mod wire;
 
 pub use client::{Client, ClientError, Key, Retry, Settings};
+pub use replay::{Divergence, Replayer};
 pub use wire::{Api, Item, Reply, Request, Usage, WireError};
 
 use crate::json::{Value, compact};
@@ -62,6 +65,12 @@ pub struct Exchange {
 pub trait Respond {
     /// The model's answer to `request`.
     fn respond(&mut self, request: &Request) -> Result<Reply, ModelError>;
+
+    /// The last successful exchange as it went over the wire (for a record), when the
+    /// model has one.
+    fn last_exchange(&self) -> Option<&Exchange> {
+        None
+    }
 }
 
 /// A model behind an OpenAI-compatible server.
@@ -146,5 +155,9 @@ impl Respond for Model {
             attempts: answer.attempts,
         });
         Ok(reply)
+    }
+
+    fn last_exchange(&self) -> Option<&Exchange> {
+        self.exchanges.last()
     }
 }

@@ -100,6 +100,11 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Seen>>, script: &Mutex<std::vec::In
             headers: Vec::new(),
             body: r#"{"error":{"message":"the script has no more answers"}}"#.into(),
         });
+        if answer.status == 0 {
+            // A model that never answers.
+            std::thread::sleep(Duration::from_secs(30));
+            return;
+        }
         let mut head = format!(
             "HTTP/1.1 {} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
             answer.status,
@@ -682,6 +687,7 @@ fn the_key_is_in_no_output_and_no_file() {
         ),
         text(Api::Chat, "posted"),
     ]);
+    let record = format!("{dir}/run.json");
     let ok = ask_to(
         &server.url,
         &[
@@ -692,6 +698,8 @@ fn the_key_is_in_no_output_and_no_file() {
             dir,
             "--approve",
             "yes",
+            "--record",
+            &record,
             "--json",
         ],
     );
@@ -702,7 +710,11 @@ fn the_key_is_in_no_output_and_no_file() {
         outputs.push(std::fs::read(&entry).expect("read"));
         files += 1;
     }
-    assert!(files >= 2, "the database and the tracker at least");
+    assert!(
+        files >= 3,
+        "the database, the tracker and the record at least"
+    );
+    assert!(work.path().join("run.json").exists());
     for bytes in outputs {
         assert!(
             !String::from_utf8_lossy(&bytes).contains(KEY),
@@ -761,4 +773,216 @@ fn configuration_errors_are_exit_2() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+fn read_json(path: &std::path::Path) -> Value {
+    parse(&std::fs::read_to_string(path).expect("read")).expect("JSON")
+}
+
+#[test]
+fn a_recorded_run_replays_offline_with_the_same_calls_and_answer() {
+    for api in [Api::Responses, Api::Chat] {
+        let mut script = orbit_script(api);
+        script.insert(
+            1,
+            calls(
+                api,
+                &[(
+                    "call_L",
+                    "add_label",
+                    r#"{"issue_id": 41, "label": "lease"}"#,
+                )],
+            ),
+        );
+        let server = Server::start(script);
+        let work = tempfile::tempdir().expect("tmp");
+        let record = work.path().join("run.json");
+        let rec = record.to_str().expect("utf-8");
+        let out = ask_to(
+            &server.url,
+            &[
+                QUESTION,
+                "--api",
+                api.name(),
+                "--approve",
+                "yes",
+                "--record",
+                rec,
+                "--json",
+            ],
+        );
+        let (stdout, stderr) = text_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{api:?}: {stdout}\n{stderr}");
+        let live = parse(&stdout).expect("json");
+        let file = read_json(&record);
+        assert_eq!(get(&file, "toolstorm_ask").as_i64(), Some(1));
+        assert_eq!(get(&file, "api").as_str(), Some(api.name()));
+        assert_eq!(get(&file, "complete").as_bool(), Some(true));
+        assert_eq!(get(&file, "answer").as_str(), Some(ANSWER));
+        let rounds = get(&file, "rounds").as_array().expect("rounds");
+        assert_eq!(rounds.len(), 3);
+        assert_eq!(
+            compact(get(&rounds[1], "request")),
+            compact(&parse(&server.seen()[1].body).expect("sent")),
+            "the request as sent"
+        );
+        assert!(
+            get(&rounds[2], "batch").is_null(),
+            "the answer ran no batch"
+        );
+        let text = std::fs::read_to_string(&record).expect("read");
+        assert!(!text.contains(KEY), "the key is not in the record");
+        assert!(text.contains(r#""approved": true"#), "{text}");
+
+        // Offline: no server, no key, the tools run again in a fresh folder.
+        let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+            .args(["ask", "--replay", rec, "--json"])
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .output()
+            .expect("replay");
+        let (stdout, stderr) = text_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{api:?}: {stdout}\n{stderr}");
+        let replayed = parse(&stdout).expect("json");
+        assert_eq!(call_rows(&replayed), call_rows(&live));
+        assert_eq!(get(&replayed, "answer").as_str(), Some(ANSWER));
+        assert_eq!(
+            compact(get(&replayed, "tokens")),
+            compact(get(&live, "tokens"))
+        );
+        assert_eq!(server.seen().len(), 3, "the replay asked no server");
+        // Text mode says it matched.
+        let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+            .args(["ask", "--replay", rec])
+            .stdin(Stdio::null())
+            .output()
+            .expect("replay");
+        let (stdout, _) = text_of(&out);
+        assert!(
+            stdout.contains(&format!("replay: 3 rounds matched {rec}")),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_replay_that_differs_names_the_first_difference() {
+    let server = Server::start(orbit_script(Api::Chat));
+    let work = tempfile::tempdir().expect("tmp");
+    let record = work.path().join("run.json");
+    let rec = record.to_str().expect("utf-8");
+    let out = ask_to(&server.url, &[QUESTION, "--api", "chat", "--record", rec]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = ask(&["What changed?", "--replay", rec]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the replay of {rec} diverged: round 1: the request differs from the recording at \
+             messages[1].content: recorded \"Compare issues #41"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains(r#"now "What changed?""#), "{stderr}");
+    // A record cut short: its rounds are served, the next one is not there.
+    let mut file = read_json(&record);
+    let rounds = file
+        .as_object_mut()
+        .and_then(|o| o.get_mut("rounds"))
+        .and_then(Value::as_array_mut)
+        .expect("rounds");
+    rounds.pop();
+    std::fs::write(&record, compact(&file)).expect("write");
+    let out = ask(&["--replay", rec]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("round 1: 3 calls in "), "{stdout}");
+    assert!(
+        stderr.contains("diverged: round 2: the recording ends after 1 round\n"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_record_killed_mid_round_still_opens() {
+    let server = Server::start(vec![
+        calls(
+            Api::Responses,
+            &[(
+                "c1",
+                "get_doc_section",
+                r#"{"doc_id": "triage", "heading": null}"#,
+            )],
+        ),
+        status(0, &[], ""),
+    ]);
+    let work = tempfile::tempdir().expect("tmp");
+    let record = work.path().join("run.json");
+    let rec = record.to_str().expect("utf-8");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args([
+            "ask",
+            "hi",
+            "--base-url",
+            &server.url,
+            "--model",
+            "m",
+            "--record",
+            rec,
+        ])
+        .env("OPENAI_API_KEY", KEY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    // Wait for the second request (the model now never answers), then kill.
+    let start = Instant::now();
+    while server.seen().len() < 2 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no second request"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill");
+    let _ = child.wait();
+    let file = read_json(&record);
+    assert_eq!(get(&file, "complete").as_bool(), Some(false));
+    assert_eq!(get(&file, "rounds").as_array().map(Vec::len), Some(1));
+    assert!(
+        !std::fs::read_to_string(&record)
+            .expect("read")
+            .contains(KEY)
+    );
+    let out = ask(&["--replay", rec]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("round 2: the recording ends after 1 round"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_record_replaces_only_a_record() {
+    let work = tempfile::tempdir().expect("tmp");
+    let other = work.path().join("notes.json");
+    std::fs::write(&other, "{\"mine\": true}").expect("write");
+    let server = Server::start(vec![text(Api::Responses, "hi")]);
+    let out = ask_to(
+        &server.url,
+        &["hi", "--record", other.to_str().expect("utf-8")],
+    );
+    let (_, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("exists and is not an ask record"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&other).expect("read"),
+        "{\"mine\": true}"
+    );
+    assert!(server.seen().is_empty(), "nothing was asked");
 }

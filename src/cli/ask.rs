@@ -17,13 +17,15 @@ use clap::{Args, ValueEnum};
 
 use super::Io;
 use super::run::TerminalPrompt;
+use crate::ask::record::{self, Header, Recorder};
 use crate::ask::{self, AskRun, Config};
 use crate::executor::Limits;
-use crate::executor::approval::{AllowList, Approver, DenyAll, Interactive, NoTerminal};
+use crate::executor::approval::{AllowList, Approver, DenyAll, Interactive, NoTerminal, Scripted};
 use crate::executor::live::{LiveExecutor, LiveTools};
 use crate::exit;
 use crate::json::pretty;
-use crate::model::{self, Api, Client, Key, Model, Settings};
+use crate::model::{self, Api, Client, Key, Model, Replayer, Respond, Settings};
+use crate::redact::Redactor;
 
 /// The environment variable a model's name may come from.
 pub const MODEL_ENV: &str = "TOOLSTORM_MODEL";
@@ -60,8 +62,9 @@ enum WorldChoice {
 /// Flags of `ask`.
 #[derive(Args, Debug)]
 pub struct AskArgs {
-    /// The question for the model
-    question: String,
+    /// The question for the model (with --replay: the recorded one unless given)
+    #[arg(required_unless_present = "replay")]
+    question: Option<String>,
     /// The OpenAI-compatible server's base URL (llama.cpp: http://localhost:8080/v1)
     #[arg(long, value_name = "URL", default_value = model::OPENAI_BASE_URL)]
     base_url: String,
@@ -106,6 +109,14 @@ pub struct AskArgs {
     /// Keep the Orbit world's files (database, docs, tracker) in DIR
     #[arg(long, value_name = "DIR")]
     work_dir: Option<PathBuf>,
+    /// Record the run in FILE as it goes: each round's request and answer, its batch, the
+    /// answer (never the key)
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Serve a record's model answers offline, each only to the request recorded (the tools
+    /// run again); exit 1 at the first difference
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["base_url", "model", "api", "api_key_env", "timeout", "instructions", "max_rounds", "no_parallel", "approve"])]
+    replay: Option<PathBuf>,
 }
 
 fn timeout(s: &str) -> Result<f64, String> {
@@ -141,53 +152,152 @@ fn key(a: &AskArgs) -> Result<Option<Key>, String> {
     }
 }
 
-/// Runs `ask`.
-pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
-    let WorldChoice::Orbit = a.world;
-    let Some(model_name) = a
+/// A model behind a server, or a record's answers.
+enum Source {
+    Live(Box<Model>),
+    Replay(Box<Replayer>),
+}
+
+impl Respond for Source {
+    fn respond(&mut self, request: &model::Request) -> Result<model::Reply, model::ModelError> {
+        match self {
+            Source::Live(m) => m.respond(request),
+            Source::Replay(r) => r.respond(request),
+        }
+    }
+
+    fn last_exchange(&self) -> Option<&model::Exchange> {
+        match self {
+            Source::Live(m) => m.last_exchange(),
+            Source::Replay(r) => r.last_exchange(),
+        }
+    }
+}
+
+/// The model to ask and the settings of the loop: a server's, or a record's.
+struct Setup {
+    model: Source,
+    config: Config,
+    header: Header,
+    /// The key, to keep out of the record.
+    secrets: Vec<String>,
+    /// The approvals a record gave, for its replay.
+    answers: Option<Vec<bool>>,
+}
+
+/// A model behind a server, from the flags.
+fn live(a: &AskArgs, question: &str) -> Result<Setup, String> {
+    let model_name = a
         .model
         .clone()
         .or_else(|| std::env::var(MODEL_ENV).ok().filter(|m| !m.is_empty()))
-    else {
-        return io.fail(format!(
-            "no model named: give --model NAME or set {MODEL_ENV}"
-        ));
-    };
-    let key = match key(a) {
-        Ok(k) => k,
-        Err(why) => return io.fail(why),
-    };
+        .ok_or_else(|| format!("no model named: give --model NAME or set {MODEL_ENV}"))?;
+    let key = key(a)?;
+    let secrets = key.iter().map(|k| k.secret().to_owned()).collect();
     let settings = Settings {
         timeout: Duration::from_secs_f64(a.timeout),
         ..Settings::default()
     };
-    let client = match Client::new(key, settings) {
-        Ok(c) => c,
-        Err(e) => return io.fail(e),
-    };
+    let client = Client::new(key, settings).map_err(|e| e.to_string())?;
     let api = match a.api {
         ApiChoice::Responses => Api::Responses,
         ApiChoice::Chat => Api::Chat,
     };
-    let model = match Model::new(api, &a.base_url, client) {
-        Ok(m) => m,
-        Err(e) => return io.fail(e),
+    let model = Model::new(api, &a.base_url, client)
+        .map_err(|e| e.to_string())?
+        .on_retry(|r| {
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}: model attempt {} failed ({}); retrying in {:.1}s{}",
+                exit::PROGRAM,
+                r.attempt,
+                crate::printable::line(&r.why),
+                r.wait.as_secs_f64(),
+                if r.server_asked {
+                    " (its Retry-After)"
+                } else {
+                    ""
+                }
+            );
+        });
+    let config = Config {
+        model: model_name,
+        instructions: a
+            .instructions
+            .clone()
+            .unwrap_or_else(|| ask::DEFAULT_INSTRUCTIONS.to_owned()),
+        question: question.to_owned(),
+        max_rounds: a.max_rounds as usize,
+        parallel: !a.no_parallel,
     };
-    let mut model = model.on_retry(|r| {
-        let _ = writeln!(
-            std::io::stderr(),
-            "{}: model attempt {} failed ({}); retrying in {:.1}s{}",
-            exit::PROGRAM,
-            r.attempt,
-            crate::printable::line(&r.why),
-            r.wait.as_secs_f64(),
-            if r.server_asked {
-                " (its Retry-After)"
-            } else {
-                ""
-            }
-        );
-    });
+    let header = Header {
+        api,
+        base_url: a.base_url.clone(),
+        model: config.model.clone(),
+        question: config.question.clone(),
+        instructions: config.instructions.clone(),
+        max_rounds: config.max_rounds,
+        parallel: config.parallel,
+        world: "orbit".into(),
+    };
+    Ok(Setup {
+        model: Source::Live(Box::new(model)),
+        config,
+        header,
+        secrets,
+        answers: None,
+    })
+}
+
+/// A record's model, served offline; the question is the record's unless given.
+fn replayed(path: &std::path::Path, question: Option<&str>) -> Result<Setup, String> {
+    let r = record::read(path).map_err(|e| e.to_string())?;
+    let mut header = r.header;
+    if let Some(q) = question {
+        header.question = q.to_owned();
+    }
+    let config = Config {
+        model: header.model.clone(),
+        instructions: header.instructions.clone(),
+        question: header.question.clone(),
+        max_rounds: header.max_rounds,
+        parallel: header.parallel,
+    };
+    let model = Replayer::new(header.api, r.exchanges, Redactor::default());
+    Ok(Setup {
+        model: Source::Replay(Box::new(model)),
+        config,
+        header,
+        secrets: Vec::new(),
+        answers: Some(r.approvals),
+    })
+}
+
+/// Runs `ask`.
+pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
+    let WorldChoice::Orbit = a.world;
+    let setup = match (&a.replay, &a.question) {
+        (Some(path), q) => replayed(path, q.as_deref()),
+        (None, Some(q)) => live(a, q),
+        (None, None) => Err("no question: give QUESTION or --replay FILE".into()),
+    };
+    let Setup {
+        mut model,
+        config,
+        header,
+        secrets,
+        answers,
+    } = match setup {
+        Ok(s) => s,
+        Err(why) => return io.fail(why),
+    };
+    let mut recorder = match &a.record {
+        Some(path) => match Recorder::create(path, header, &secrets) {
+            Ok(r) => Some(r),
+            Err(e) => return io.fail(e),
+        },
+        None => None,
+    };
     let (world, _scratch) = match ask::orbit_world(a.work_dir.clone()) {
         Ok(w) => w,
         Err(e) => return io.fail(e),
@@ -196,16 +306,6 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     let mut exec = match LiveExecutor::new(Vec::new(), 0, Limits::default()) {
         Ok(e) => e,
         Err(e) => return io.fail(e),
-    };
-    let config = Config {
-        model: model_name,
-        instructions: a
-            .instructions
-            .clone()
-            .unwrap_or_else(|| ask::DEFAULT_INSTRUCTIONS.to_owned()),
-        question: a.question.clone(),
-        max_rounds: a.max_rounds as usize,
-        parallel: !a.no_parallel,
     };
     let terminal = std::io::stdin().is_terminal();
     let mut deny = DenyAll;
@@ -221,13 +321,21 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         ended: false,
     });
     let mut headless = Interactive::new(NoTerminal);
+    let mut recorded = Interactive::new(Scripted::new(
+        answers
+            .iter()
+            .flatten()
+            .map(|y| if *y { "y" } else { "n" }.to_owned()),
+    ));
     let approver: &mut dyn Approver = match a.approve {
+        _ if answers.is_some() => &mut recorded,
         Some(ApproveChoice::Deny) => &mut deny,
         Some(ApproveChoice::Yes) => &mut yes,
         Some(ApproveChoice::Ask) | None if terminal => &mut asking,
         Some(ApproveChoice::Ask) | None => &mut headless,
     };
     let json = a.json;
+    let mut record_error = None;
     let outcome = ask::run(
         &config,
         &mut model,
@@ -239,29 +347,76 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
                 io.println(&line);
                 let _ = io.out.flush();
             }
+            if let Some(r) = recorder.as_mut()
+                && record_error.is_none()
+                && let Err(e) = r.round(round)
+            {
+                record_error = Some(e);
+            }
         },
     );
     // Late work (a body past its deadline) is waited for briefly so the tracker is whole.
     exec.settle(Duration::from_secs(2));
-    let run = match outcome {
-        Ok(run) => run,
+    let (run, failure) = match outcome {
+        Ok(run) => (run, None),
         Err(e) => {
-            if !json && !e.so_far.rounds.is_empty() {
-                print_log(&e.so_far, io);
-            }
-            return io.fail(e);
+            let text = e.to_string();
+            (*e.so_far, Some(text))
         }
     };
+    if let Some(r) = recorder.as_mut()
+        && record_error.is_none()
+        && let Err(e) = r.finish(&run, failure.as_deref())
+    {
+        record_error = Some(e);
+    }
+    let replay = match (&a.replay, &model) {
+        (Some(path), Source::Replay(r)) => Some((path, r.finish())),
+        _ => None,
+    };
+    if let Some(why) = failure {
+        if !json && !run.rounds.is_empty() {
+            print_log(&run, io);
+        }
+        return match replay {
+            Some((path, Err(d))) => diverged(path, &d, io),
+            _ => io.fail(why),
+        };
+    }
+    if let Some(e) = record_error {
+        return io.fail(e);
+    }
     if json {
         io.emit(&(pretty(&run.to_value(a.price_in, a.price_out)) + "\n"));
     } else {
         print_text(&run, a, world.with(|o| o.tracker().actions().len()), io);
+    }
+    match replay {
+        Some((path, Err(d))) => return diverged(path, &d, io),
+        Some((path, Ok(n))) if !json => io.println(&format!(
+            "replay: {n} round{} matched {}",
+            if n == 1 { "" } else { "s" },
+            path.display()
+        )),
+        _ => {}
     }
     if run.stopped() {
         exit::CONTRACT_FAILED
     } else {
         exit::OK
     }
+}
+
+/// Says where a replay left its record; exit 1.
+fn diverged(path: &std::path::Path, d: &model::Divergence, io: &mut Io<'_>) -> i32 {
+    let _ = writeln!(
+        io.err,
+        "{}: the replay of {} diverged: {}",
+        exit::PROGRAM,
+        crate::printable::line(&path.display().to_string()),
+        crate::printable::line(&d.to_string())
+    );
+    exit::CONTRACT_FAILED
 }
 
 fn print_text(run: &AskRun, a: &AskArgs, actions: usize, io: &mut Io<'_>) {

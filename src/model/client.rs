@@ -156,6 +156,11 @@ impl Key {
         Key(key)
     }
 
+    /// The key itself, for a redactor that keeps it out of files (never print it).
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
     /// Replaces every occurrence of the key in `text` with `[REDACTED]`.
     pub fn mask(&self, text: &str) -> String {
         if self.0.is_empty() {

@@ -1,0 +1,410 @@
+//! The record of one `ask` run (`--record RUN.json`): the settings it ran with (API, base URL,
+//! model, question, instructions, round limit), then per round the request as sent and the
+//! answer as received (bodies, usage inside), the HTTP attempts, and the batch the executor
+//! ran (lanes, kinds, attempts, approvals, outputs); at the end the answer. The file is
+//! rewritten atomically after every round (readable after a kill: `complete` is false until
+//! the loop ends), is never larger than a document we read (8,000,000 bytes), goes through
+//! the redactor with the key as a literal secret (the key itself is never in a request body
+//! or an answer we keep), and replaces only an earlier record or an empty file.
+//!
+//! [`read`] gives a record back, for `ask --replay` ([`crate::model::Replayer`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::json::{MAX_DOCUMENT_BYTES, Object, Value, pretty};
+use crate::model::Api;
+use crate::obj;
+use crate::redact::Redactor;
+
+use super::{AskRun, Round};
+
+/// The key that marks a record, and its format version.
+pub const MARK: &str = "toolstorm_ask";
+/// The format version written.
+pub const VERSION: i64 = 1;
+
+/// What a run was asked with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    /// The wire format.
+    pub api: Api,
+    /// The server's base URL.
+    pub base_url: String,
+    /// The model's name.
+    pub model: String,
+    /// The question.
+    pub question: String,
+    /// The instructions.
+    pub instructions: String,
+    /// The round limit.
+    pub max_rounds: usize,
+    /// Whether parallel calls were allowed.
+    pub parallel: bool,
+    /// Where the tools came from (`orbit`).
+    pub world: String,
+}
+
+/// A record that cannot be written or read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// Writing failed.
+    #[error("cannot write the record {path}: {reason}")]
+    Write {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The record would be larger than a document we read.
+    #[error(
+        "the record {path} would exceed {MAX_DOCUMENT_BYTES} bytes at round {round}; it keeps the rounds before"
+    )]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// The round that did not fit.
+        round: usize,
+    },
+    /// The file there is not a record: left as it is.
+    #[error(
+        "{path} exists and is not an ask record; it is left as it is (remove it or name another file)"
+    )]
+    Foreign {
+        /// The file.
+        path: String,
+    },
+    /// Reading failed.
+    #[error("cannot read the record {path}: {reason}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The file is not a record we can replay.
+    #[error("{path} is not an ask record: {reason}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong, naming the field.
+        reason: String,
+    },
+}
+
+/// Writes a record as the run goes.
+#[derive(Debug)]
+pub struct Recorder {
+    path: PathBuf,
+    header: Header,
+    rounds: Vec<Value>,
+    redactor: Redactor,
+}
+
+impl Header {
+    fn to_object(&self) -> Object {
+        let mut o = Object::new();
+        o.push(MARK, VERSION);
+        o.push("api", self.api.as_str());
+        o.push("base_url", self.base_url.as_str());
+        o.push("model", self.model.as_str());
+        o.push("question", self.question.as_str());
+        o.push("instructions", self.instructions.as_str());
+        o.push("max_rounds", self.max_rounds);
+        o.push("parallel", self.parallel);
+        o.push("world", self.world.as_str());
+        o
+    }
+}
+
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Whether `text` is a record's (or nothing).
+fn ours(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    text.trim().is_empty()
+        || crate::json::parse(&text)
+            .ok()
+            .and_then(|v| v.as_object().map(|o| o.contains_key(MARK)))
+            .unwrap_or(false)
+}
+
+impl Recorder {
+    /// Starts a record at `path` (refusing a file there that is not a record); `secrets` are
+    /// replaced wherever they appear.
+    pub fn create(
+        path: &Path,
+        header: Header,
+        secrets: &[String],
+    ) -> Result<Recorder, RecordError> {
+        match crate::fsread::read_document(path) {
+            Ok(bytes) if !ours(&bytes) => {
+                return Err(RecordError::Foreign { path: shown(path) });
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(RecordError::Write {
+                    path: shown(path),
+                    reason: e.to_string(),
+                });
+            }
+            _ => {}
+        }
+        let redactor = Redactor::new(
+            Vec::<String>::new(),
+            secrets.iter().filter(|s| !s.is_empty()),
+        )
+        .map_err(|e| RecordError::Write {
+            path: shown(path),
+            reason: e.to_string(),
+        })?;
+        let recorder = Recorder {
+            path: path.to_path_buf(),
+            header,
+            rounds: Vec::new(),
+            redactor,
+        };
+        recorder.write(None, 0)?;
+        Ok(recorder)
+    }
+
+    /// Adds a round and rewrites the file.
+    pub fn round(&mut self, round: &Round) -> Result<(), RecordError> {
+        let (request, response, attempts) = match &round.exchange {
+            Some(x) => (x.request.clone(), x.response.clone(), x.attempts),
+            None => (Value::Null, Value::Null, 0),
+        };
+        self.rounds.push(obj! {
+            "round" => round.number,
+            "request" => request,
+            "response" => response,
+            "attempts" => attempts,
+            "tokens" => obj! {"input" => round.reply.usage.input, "output" => round.reply.usage.output},
+            "batch" => round.batch.as_ref().map_or(Value::Null, crate::executor::BatchResult::to_value),
+        });
+        match self.write(None, round.number) {
+            Err(e @ RecordError::TooLarge { .. }) => {
+                self.rounds.pop();
+                Err(e)
+            }
+            other => other,
+        }
+    }
+
+    /// Ends the record: the run's answer (or the error that ended it).
+    pub fn finish(&mut self, run: &AskRun, error: Option<&str>) -> Result<(), RecordError> {
+        let usage = run.usage();
+        let end = obj! {
+            "answer" => run.answer.clone(),
+            "stopped" => error.is_none() && run.stopped(),
+            "error" => error.map(str::to_owned),
+            "tokens" => obj! {"input" => usage.input, "output" => usage.output},
+        };
+        self.write(Some(end), self.rounds.len())
+    }
+
+    fn write(&self, end: Option<Value>, round: usize) -> Result<(), RecordError> {
+        let mut o = self.header.to_object();
+        o.push("rounds", Value::Array(self.rounds.clone()));
+        o.push("complete", end.is_some());
+        if let Some(Value::Object(end)) = end {
+            for (k, v) in end.into_members() {
+                o.push(k, v);
+            }
+        }
+        let text = pretty(&self.redactor.redact(&Value::Object(o))) + "\n";
+        if text.len() > MAX_DOCUMENT_BYTES {
+            return Err(RecordError::TooLarge {
+                path: shown(&self.path),
+                round,
+            });
+        }
+        crate::atomic::write(&self.path, text.as_bytes()).map_err(|e| RecordError::Write {
+            path: shown(&self.path),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// A record read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// What the run was asked with.
+    pub header: Header,
+    /// Each round's (request, response) bodies.
+    pub exchanges: Vec<(Value, Value)>,
+    /// Each approval's answer, in the order asked.
+    pub approvals: Vec<bool>,
+    /// The recorded answer.
+    pub answer: Option<String>,
+    /// Whether the run ended (a record of a killed run is not complete).
+    pub complete: bool,
+}
+
+/// Reads a record.
+pub fn read(path: &Path) -> Result<Record, RecordError> {
+    let bytes = crate::fsread::read_document(path).map_err(|e| RecordError::Read {
+        path: shown(path),
+        reason: e.to_string(),
+    })?;
+    let invalid = |reason: String| RecordError::Invalid {
+        path: shown(path),
+        reason,
+    };
+    let v = crate::json::parse(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| invalid(format!("not JSON: {e}")))?;
+    let o = v
+        .as_object()
+        .ok_or_else(|| invalid("expected an object".into()))?;
+    match o.get(MARK).and_then(Value::as_i64) {
+        Some(VERSION) => {}
+        Some(n) => return Err(invalid(format!("{MARK}: version {n} is not {VERSION}"))),
+        None => return Err(invalid(format!("no \"{MARK}\" version"))),
+    }
+    let text = |key: &str| {
+        o.get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| invalid(format!("{key}: expected a string")))
+    };
+    let api = match text("api")?.as_str() {
+        "responses" => Api::Responses,
+        "chat" => Api::Chat,
+        other => return Err(invalid(format!("api: {other:?} is not responses or chat"))),
+    };
+    let max_rounds = o
+        .get("max_rounds")
+        .and_then(Value::as_i64)
+        .filter(|n| (1..=100).contains(n))
+        .ok_or_else(|| invalid("max_rounds: expected an integer from 1 to 100".into()))?;
+    let header = Header {
+        api,
+        base_url: text("base_url")?,
+        model: text("model")?,
+        question: text("question")?,
+        instructions: text("instructions")?,
+        max_rounds: max_rounds as usize,
+        parallel: o
+            .get("parallel")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| invalid("parallel: expected true or false".into()))?,
+        world: text("world")?,
+    };
+    let rounds = o
+        .get("rounds")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("rounds: expected a list".into()))?;
+    let mut exchanges = Vec::new();
+    let mut approvals = Vec::new();
+    for (i, r) in rounds.iter().enumerate() {
+        let field = |key: &str| r.as_object().and_then(|o| o.get(key));
+        match (field("request"), field("response")) {
+            (Some(q @ Value::Object(_)), Some(a @ Value::Object(_))) => {
+                exchanges.push((q.clone(), a.clone()))
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "rounds[{i}]: expected a request and a response object"
+                )));
+            }
+        }
+        let lanes = field("batch")
+            .and_then(|b| b.as_object())
+            .and_then(|b| b.get("lanes"))
+            .and_then(Value::as_array);
+        for lane in lanes.into_iter().flatten() {
+            if let Some(yes) = lane
+                .as_object()
+                .and_then(|l| l.get("approval"))
+                .and_then(Value::as_object)
+                .and_then(|a| a.get("approved"))
+                .and_then(Value::as_bool)
+            {
+                approvals.push(yes);
+            }
+        }
+    }
+    Ok(Record {
+        header,
+        exchanges,
+        approvals,
+        answer: o.get("answer").and_then(Value::as_str).map(str::to_owned),
+        complete: o.get("complete").and_then(Value::as_bool) == Some(true),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Exchange, Reply};
+
+    fn header(question: &str) -> Header {
+        Header {
+            api: Api::Chat,
+            base_url: "http://localhost:8080/v1".into(),
+            model: "m".into(),
+            question: question.into(),
+            instructions: "i".into(),
+            max_rounds: 5,
+            parallel: true,
+            world: "orbit".into(),
+        }
+    }
+
+    fn round(number: usize, text: &str) -> Round {
+        Round {
+            number,
+            reply: Reply::default(),
+            batch: None,
+            exchange: Some(Exchange {
+                request: obj! {"messages" => text},
+                response: obj! {"choices" => Value::Array(Vec::new())},
+                attempts: 1,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_keeps_no_secret_and_stays_bounded() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("run.json");
+        let mut r = Recorder::create(
+            &path,
+            header("is sk-SECRET-42 my key?"),
+            &["sk-SECRET-42".into()],
+        )
+        .expect("create");
+        r.round(&round(1, "a")).expect("round 1");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(!text.contains("sk-SECRET-42") && text.contains("is [REDACTED] my key?"));
+        let back = read(&path).expect("a record");
+        assert_eq!(back.header.api, Api::Chat);
+        assert_eq!(back.exchanges.len(), 1);
+        assert!(!back.complete);
+        // A round that would take the file past what we read is refused; the file keeps the
+        // rounds before.
+        let e = r
+            .round(&round(2, &"x".repeat(MAX_DOCUMENT_BYTES)))
+            .expect_err("too large");
+        assert!(matches!(e, RecordError::TooLarge { round: 2, .. }), "{e}");
+        assert_eq!(read(&path).expect("still a record").exchanges.len(), 1);
+        r.finish(&AskRun::default(), Some("round 2: no"))
+            .expect("finish");
+        let back = read(&path).expect("a record");
+        assert!(back.complete);
+    }
+
+    #[test]
+    fn files_that_are_not_records_are_refused_by_name() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("other.json");
+        std::fs::write(&path, r#"{"version": 1}"#).expect("write");
+        let e = Recorder::create(&path, header("q"), &[]).expect_err("foreign");
+        assert!(matches!(e, RecordError::Foreign { .. }));
+        let e = read(&path).expect_err("not a record");
+        assert!(
+            e.to_string().ends_with("no \"toolstorm_ask\" version"),
+            "{e}"
+        );
+    }
+}
