@@ -506,6 +506,27 @@ fn a_server_error_on_every_attempt_is_exit_2_naming_url_and_status() {
 }
 
 #[test]
+fn a_model_that_does_not_answer_in_time_is_retried_then_exit_2() {
+    let never = || status(0, &[], "");
+    let server = Server::start(vec![never(), never(), never()]);
+    let out = ask_to(&server.url, &["hi", "--timeout", "0.3"]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert_eq!(server.seen().len(), 3);
+    assert!(
+        stderr.contains("attempt 1 failed (no answer within 0.3s); retrying in 0.5s"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "round 1: {}/responses did not answer within 0.3s (after 3 attempts)",
+            server.url
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_refused_connection_is_exit_2_naming_the_url() {
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -584,10 +605,12 @@ fn past_the_round_limit_the_loop_stops_with_exit_1() {
         )
     };
     let server = Server::start(vec![again(), again(), again()]);
-    let out = ask_to(&server.url, &["hi", "--max-rounds", "2"]);
+    let out = ask_to(&server.url, &["hi", "--max-rounds", "2", "--no-parallel"]);
     let (stdout, stderr) = text_of(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert_eq!(server.seen().len(), 2);
+    let first = parse(&server.seen()[0].body).expect("json");
+    assert_eq!(get(&first, "parallel_tool_calls").as_bool(), Some(false));
     assert!(stdout.contains("round 1: 1 call in "), "{stdout}");
     assert!(stdout.contains("round 2: 1 call in "), "{stdout}");
     assert!(stdout.contains("rounds=2 "), "{stdout}");
