@@ -227,8 +227,8 @@ fn ask(args: &[&str]) -> Output {
 
 /// Runs `ask` against `url` with model `m`.
 fn ask_to(url: &str, args: &[&str]) -> Output {
-    let mut all = args.to_vec();
-    all.extend(["--base-url", url, "--model", "m"]);
+    let mut all = vec!["--base-url", url, "--model", "m"];
+    all.extend(args);
     ask(&all)
 }
 
@@ -1008,4 +1008,144 @@ fn a_record_replaces_only_a_record() {
         "{\"mine\": true}"
     );
     assert!(server.seen().is_empty(), "nothing was asked");
+}
+
+/// The example MCP shipping server (built by `cargo test`).
+fn shipping_server() -> String {
+    let exe = std::env::current_exe().expect("test exe");
+    let path = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target dir")
+        .join("examples")
+        .join("mcp_shipping_server");
+    assert!(path.exists(), "{} (built by `cargo test`)", path.display());
+    path.to_str().expect("utf-8").to_owned()
+}
+
+#[test]
+fn an_mcp_servers_tools_answer_the_model() {
+    let server = Server::start(vec![
+        calls(
+            Api::Chat,
+            &[
+                ("c1", "check_inventory", r#"{"sku": "A-1"}"#),
+                ("c2", "create_shipment", r#"{"order_id": "7"}"#),
+            ],
+        ),
+        text(Api::Chat, "checked"),
+    ]);
+    let ship = shipping_server();
+    let out = ask_to(
+        &server.url,
+        &["ship 7", "--api", "chat", "--json", "--mcp", "--", &ship],
+    );
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let first = parse(&server.seen()[0].body).expect("json");
+    let names: Vec<String> = get(&first, "tools")
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| {
+            get(get(t, "function"), "name")
+                .as_str()
+                .expect("name")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(names, ["check_inventory", "create_shipment"]);
+    let kinds: Vec<String> = call_rows(&parse(&stdout).expect("json"))
+        .into_iter()
+        .map(|r| r.2)
+        .collect();
+    // The shipment is a side effect (not annotated read-only): denied without a terminal.
+    assert_eq!(kinds, ["ok", "denied"]);
+    let out = ask_to(&server.url, &["ship 7", "--mcp"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--mcp needs the server's command after `--`")
+    );
+}
+
+#[test]
+fn a_lost_acknowledgement_through_the_proxy_reaches_the_model_and_its_retry_ships_twice() {
+    let server = Server::start(vec![
+        calls(
+            Api::Responses,
+            &[("c1", "create_shipment", r#"{"order_id": "7"}"#)],
+        ),
+        calls(
+            Api::Responses,
+            &[("c2", "create_shipment", r#"{"order_id": "7"}"#)],
+        ),
+        text(Api::Responses, "shipped"),
+    ]);
+    let work = tempfile::tempdir().expect("tmp");
+    let record = work.path().join("run.json");
+    let rec = record.to_str().expect("utf-8");
+    let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/mcp-lost-ack.json");
+    let ship = shipping_server();
+    let out = ask_to(
+        &server.url,
+        &[
+            "ship order 7",
+            "--scenario",
+            scenario,
+            "--approve",
+            "yes",
+            "--record",
+            rec,
+            "--json",
+            "--",
+            "env",
+            "SHIPPING_EFFECTS_META=1",
+            &ship,
+        ],
+    );
+    let (stdout, stderr) = text_of(&out);
+    // The model answered, but the scenario's check failed: the order shipped twice.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let result = parse(&stdout).expect("json");
+    assert_eq!(get(&result, "answer").as_str(), Some("shipped"));
+    assert_eq!(get(&result, "checks_passed").as_bool(), Some(false));
+    let failed: Vec<String> = get(&result, "checks")
+        .as_array()
+        .expect("checks")
+        .iter()
+        .filter(|c| get(c, "passed").as_bool() == Some(false))
+        .map(|c| str_of(c, "name"))
+        .collect();
+    assert_eq!(failed, ["No duplicate side effects"]);
+    let rows = call_rows(&result);
+    assert_ne!(rows[0].2, "ok", "the lost acknowledgement: {rows:?}");
+    assert_eq!(rows[1].2, "ok", "{rows:?}");
+    let outputs = outputs_sent(Api::Responses, &server.seen()[1].body);
+    assert!(
+        outputs[0].1.starts_with(r#"{"ok":false"#),
+        "{}",
+        outputs[0].1
+    );
+    let file = read_json(&record);
+    assert_eq!(get(&file, "world").as_str(), Some("mcp"));
+    let from = get(&file, "tools_from").as_str().expect("tools_from");
+    assert!(
+        from.contains(" mcp ") && from.contains("mcp-lost-ack.json"),
+        "{from}"
+    );
+    // The proxy's own recording beside the record: the shipment committed twice.
+    let proxy = work.path().join("run.mcp.json");
+    assert!(proxy.exists(), "the proxy's recording");
+    let check = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["check", proxy.to_str().expect("utf-8")])
+        .output()
+        .expect("check");
+    let (said, _) = text_of(&check);
+    assert_eq!(check.status.code(), Some(1), "{said}");
+    assert!(said.contains("FAIL"), "{said}");
+    // A replay needs the MCP tools again.
+    let out = ask(&["--replay", rec]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the record's tools came from mcp"));
 }

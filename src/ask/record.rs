@@ -40,8 +40,10 @@ pub struct Header {
     pub max_rounds: usize,
     /// Whether parallel calls were allowed.
     pub parallel: bool,
-    /// Where the tools came from (`orbit`).
+    /// Where the tools came from (`orbit`, `mcp`).
     pub world: String,
+    /// For `mcp`: the server's command line, secrets redacted.
+    pub tools_from: Option<String>,
 }
 
 /// A record that cannot be written or read.
@@ -112,6 +114,7 @@ impl Header {
         o.push("max_rounds", self.max_rounds);
         o.push("parallel", self.parallel);
         o.push("world", self.world.as_str());
+        o.push("tools_from", self.tools_from.clone());
         o
     }
 }
@@ -289,6 +292,10 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
             .and_then(Value::as_bool)
             .ok_or_else(|| invalid("parallel: expected true or false".into()))?,
         world: text("world")?,
+        tools_from: o
+            .get("tools_from")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     };
     let rounds = o
         .get("rounds")
@@ -348,6 +355,7 @@ mod tests {
             max_rounds: 5,
             parallel: true,
             world: "orbit".into(),
+            tools_from: None,
         }
     }
 

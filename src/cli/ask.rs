@@ -1,5 +1,6 @@
-//! `ask QUESTION`: a real model's tool loop ([`crate::ask`]) over the bundled Orbit world,
-//! through an OpenAI-compatible server ([`crate::model`]). Prints each round as it ends
+//! `ask QUESTION`: a real model's tool loop ([`crate::ask`]) over the bundled Orbit world or
+//! an MCP server's tools (directly, or through our proxy with a scenario's faults), through an
+//! OpenAI-compatible server ([`crate::model`]). Prints each round as it ends
 //! (`round N: K calls in X.XXs`), then `rounds=N tokens in/out cost≈$…`, the answer and the
 //! executor's log; or with `--json` the whole result. Exit 0 when the model answered, 1 when
 //! it stopped at the round limit, 2 for a configuration or connection error (the message
@@ -24,6 +25,8 @@ use crate::executor::approval::{AllowList, Approver, DenyAll, Interactive, NoTer
 use crate::executor::live::{LiveExecutor, LiveTools};
 use crate::exit;
 use crate::json::pretty;
+use crate::lab::orbit::store::RealOrbit;
+use crate::mcp::tools::McpTools;
 use crate::model::{self, Api, Client, Key, Model, Replayer, Respond, Settings};
 use crate::redact::Redactor;
 
@@ -106,6 +109,20 @@ pub struct AskArgs {
     /// Where the tools come from
     #[arg(long, value_enum, default_value = "orbit")]
     world: WorldChoice,
+    /// Instead of Orbit, the tools of the MCP server whose command follows `--` (its
+    /// `tools/list`; side effects are the tools not annotated read-only)
+    #[arg(long)]
+    mcp: bool,
+    /// An MCP scenario's faults: the tools come through our proxy (`mcp SC.json`) in front of
+    /// the scenario's `server`, or of the command after `--`
+    #[arg(long, value_name = "SC.json")]
+    scenario: Option<PathBuf>,
+    /// The proxy's seed with --scenario (default: the scenario's)
+    #[arg(long, requires = "scenario", allow_hyphen_values = true)]
+    seed: Option<i64>,
+    /// The MCP server's command and arguments, after `--`
+    #[arg(last = true, value_name = "SERVER")]
+    server: Vec<std::ffi::OsString>,
     /// Keep the Orbit world's files (database, docs, tracker) in DIR
     #[arg(long, value_name = "DIR")]
     work_dir: Option<PathBuf>,
@@ -222,10 +239,14 @@ fn live(a: &AskArgs, question: &str) -> Result<Setup, String> {
         });
     let config = Config {
         model: model_name,
-        instructions: a
-            .instructions
-            .clone()
-            .unwrap_or_else(|| ask::DEFAULT_INSTRUCTIONS.to_owned()),
+        instructions: a.instructions.clone().unwrap_or_else(|| {
+            if a.mcp || a.scenario.is_some() {
+                ask::DEFAULT_MCP_INSTRUCTIONS
+            } else {
+                ask::DEFAULT_INSTRUCTIONS
+            }
+            .to_owned()
+        }),
         question: question.to_owned(),
         max_rounds: a.max_rounds as usize,
         parallel: !a.no_parallel,
@@ -239,6 +260,7 @@ fn live(a: &AskArgs, question: &str) -> Result<Setup, String> {
         max_rounds: config.max_rounds,
         parallel: config.parallel,
         world: "orbit".into(),
+        tools_from: None,
     };
     Ok(Setup {
         model: Source::Live(Box::new(model)),
@@ -273,9 +295,78 @@ fn replayed(path: &std::path::Path, question: Option<&str>) -> Result<Setup, Str
     })
 }
 
+/// Where the tools come from.
+enum World {
+    Orbit {
+        world: Arc<RealOrbit>,
+        /// The private folder of its files, removed when dropped.
+        _scratch: Option<tempfile::TempDir>,
+    },
+    Mcp(Arc<McpTools>),
+}
+
+impl World {
+    fn tools(&self) -> Arc<dyn LiveTools> {
+        match self {
+            World::Orbit { world, .. } => Arc::clone(world) as Arc<dyn LiveTools>,
+            World::Mcp(m) => Arc::clone(m) as Arc<dyn LiveTools>,
+        }
+    }
+}
+
+/// The MCP server's command: the one after `--`, behind our proxy with `--scenario`
+/// (recording to `proxy_record`).
+fn mcp_command(
+    a: &AskArgs,
+    proxy_record: Option<&std::path::Path>,
+) -> Result<Option<Vec<std::ffi::OsString>>, String> {
+    let Some(sc) = &a.scenario else {
+        return match (a.mcp, a.server.is_empty()) {
+            (true, false) => Ok(Some(a.server.clone())),
+            (true, true) => Err("--mcp needs the server's command after `--`".into()),
+            (false, false) => Err(
+                "a server command after `--` needs --mcp (or --scenario SC.json for its faults)"
+                    .into(),
+            ),
+            (false, true) => Ok(None),
+        };
+    };
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find our own program: {e}"))?;
+    let mut cmd: Vec<std::ffi::OsString> = vec![exe.into(), "mcp".into(), sc.clone().into()];
+    if let Some(seed) = a.seed {
+        cmd.extend(["--seed".into(), seed.to_string().into()]);
+    }
+    if let Some(rec) = proxy_record {
+        cmd.extend(["--record".into(), rec.into()]);
+    }
+    if !a.server.is_empty() {
+        cmd.push("--".into());
+        cmd.extend(a.server.iter().cloned());
+    }
+    Ok(Some(cmd))
+}
+
 /// Runs `ask`.
 pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     let WorldChoice::Orbit = a.world;
+    // With a scenario the proxy records, beside the record (`RUN.mcp.json`) or in a private
+    // folder, and the scenario's checks judge that recording after the run.
+    let proxy_scratch = match (&a.scenario, &a.record) {
+        (Some(_), None) => match tempfile::tempdir() {
+            Ok(d) => Some(d),
+            Err(e) => return io.fail(format!("no temporary folder for the proxy: {e}")),
+        },
+        _ => None,
+    };
+    let proxy_record = match (&a.scenario, &a.record, &proxy_scratch) {
+        (Some(_), Some(rec), _) => Some(rec.with_extension("mcp.json")),
+        (Some(_), None, Some(d)) => Some(d.path().join("run.mcp.json")),
+        _ => None,
+    };
+    let mcp = match mcp_command(a, proxy_record.as_deref()) {
+        Ok(m) => m,
+        Err(why) => return io.fail(why),
+    };
     let setup = match (&a.replay, &a.question) {
         (Some(path), q) => replayed(path, q.as_deref()),
         (None, Some(q)) => live(a, q),
@@ -284,13 +375,35 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     let Setup {
         mut model,
         config,
-        header,
+        mut header,
         secrets,
         answers,
     } = match setup {
         Ok(s) => s,
         Err(why) => return io.fail(why),
     };
+    let world_name = if mcp.is_some() { "mcp" } else { "orbit" };
+    if a.replay.is_some() && header.world != world_name {
+        return io.fail(format!(
+            "the record's tools came from {}: replay it with {}",
+            header.world,
+            if header.world == "mcp" {
+                "--mcp -- SERVER... (or --scenario SC.json)"
+            } else {
+                "the Orbit world (no --mcp or --scenario)"
+            }
+        ));
+    }
+    header.world = world_name.to_owned();
+    header.tools_from = mcp.as_ref().map(|cmd| {
+        let words: Vec<String> = cmd
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        crate::redact::Redactor::default()
+            .redact_argv(&words)
+            .join(" ")
+    });
     let mut recorder = match &a.record {
         Some(path) => match Recorder::create(path, header, &secrets) {
             Ok(r) => Some(r),
@@ -298,11 +411,17 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         },
         None => None,
     };
-    let (world, _scratch) = match ask::orbit_world(a.work_dir.clone()) {
-        Ok(w) => w,
-        Err(e) => return io.fail(e),
+    let world = match &mcp {
+        Some(cmd) => match McpTools::connect(cmd, None, None, &[]) {
+            Ok(t) => World::Mcp(Arc::new(t)),
+            Err(e) => return io.fail(format!("cannot use the MCP server: {e}")),
+        },
+        None => match ask::orbit_world(a.work_dir.clone()) {
+            Ok((world, _scratch)) => World::Orbit { world, _scratch },
+            Err(e) => return io.fail(e),
+        },
     };
-    let tools: Arc<dyn LiveTools> = world.clone();
+    let tools = world.tools();
     let mut exec = match LiveExecutor::new(Vec::new(), 0, Limits::default()) {
         Ok(e) => e,
         Err(e) => return io.fail(e),
@@ -314,8 +433,8 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     };
     let mut asking = Interactive::new(TerminalPrompt {
         context: Some(
-            "The model asks for a tool call with a side effect (it changes the Orbit tracker); \
-             it runs only if you answer y."
+            "The model asks for a tool call with a side effect (it changes the world its tools \
+             act on); it runs only if you answer y."
                 .into(),
         ),
         ended: false,
@@ -357,6 +476,9 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     );
     // Late work (a body past its deadline) is waited for briefly so the tracker is whole.
     exec.settle(Duration::from_secs(2));
+    if let World::Mcp(m) = &world {
+        m.client().stop();
+    }
     let (run, failure) = match outcome {
         Ok(run) => (run, None),
         Err(e) => {
@@ -386,10 +508,54 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     if let Some(e) = record_error {
         return io.fail(e);
     }
+    let checks = match &proxy_record {
+        Some(path) => match scenario_checks(path) {
+            Ok(c) => Some(c),
+            Err(why) => return io.fail(why),
+        },
+        None => None,
+    };
+    let checks_passed = checks.as_ref().is_none_or(|c| crate::contract::verdict(c));
     if json {
-        io.emit(&(pretty(&run.to_value(a.price_in, a.price_out)) + "\n"));
+        let mut v = run.to_value(a.price_in, a.price_out);
+        if let (Some(c), Some(o)) = (&checks, v.as_object_mut()) {
+            o.push(
+                "checks",
+                crate::json::Value::Array(
+                    c.iter()
+                        .map(|c| {
+                            crate::obj! {
+                                "name" => c.name.as_str(),
+                                "passed" => c.passed,
+                                "detail" => c.detail.as_str(),
+                            }
+                        })
+                        .collect(),
+                ),
+            );
+            o.push("checks_passed", checks_passed);
+        }
+        io.emit(&(pretty(&v) + "\n"));
     } else {
-        print_text(&run, a, world.with(|o| o.tracker().actions().len()), io);
+        let actions = match &world {
+            World::Orbit { world, .. } => world.with(|o| o.tracker().actions().len()),
+            World::Mcp(_) => 0,
+        };
+        print_text(&run, a, actions, io);
+        if let Some(c) = &checks {
+            io.println("");
+            io.println_verdict(&format!(
+                "scenario checks: {}",
+                if checks_passed { "PASS" } else { "FAIL" }
+            ));
+            for check in c {
+                let mark = if check.passed { '\u{2713}' } else { '\u{2717}' };
+                io.println_verdict(&format!("{mark} {}: {}", check.name, check.detail));
+            }
+            if let Some(p) = proxy_record.as_ref().filter(|_| a.record.is_some()) {
+                io.println(&format!("proxy recording: {}", p.display()));
+            }
+        }
     }
     match replay {
         Some((path, Err(d))) => return diverged(path, &d, io),
@@ -400,11 +566,18 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         )),
         _ => {}
     }
-    if run.stopped() {
+    if run.stopped() || !checks_passed {
         exit::CONTRACT_FAILED
     } else {
         exit::OK
     }
+}
+
+/// The scenario's checks on the proxy's recording of the run.
+fn scenario_checks(path: &std::path::Path) -> Result<Vec<crate::contract::Check>, String> {
+    let trace = crate::document::open_trace(path).map_err(|e| e.to_string())?;
+    let summary = crate::document::judge(&trace, None).map_err(|e| e.to_string())?;
+    Ok(summary.runs.into_iter().flatten().collect())
 }
 
 /// Says where a replay left its record; exit 1.
