@@ -3,6 +3,8 @@
 //! next scripted answer and keeps every request it got), on both wire formats, over the Orbit
 //! world.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output, Stdio};
@@ -1012,15 +1014,7 @@ fn a_record_replaces_only_a_record() {
 
 /// The example MCP shipping server (built by `cargo test`).
 fn shipping_server() -> String {
-    let exe = std::env::current_exe().expect("test exe");
-    let path = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("target dir")
-        .join("examples")
-        .join("mcp_shipping_server");
-    assert!(path.exists(), "{} (built by `cargo test`)", path.display());
-    path.to_str().expect("utf-8").to_owned()
+    common::example_server().to_str().expect("utf-8").to_owned()
 }
 
 #[test]
@@ -1148,4 +1142,86 @@ fn a_lost_acknowledgement_through_the_proxy_reaches_the_model_and_its_retry_ship
     let out = ask(&["--replay", rec]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the record's tools came from mcp"));
+}
+
+#[test]
+fn a_campaign_runs_ask_as_its_agent_with_the_mcp_config_it_hands_out() {
+    let (dir, scenario) = common::lost_ack_workspace("ask");
+    // Two runs, each: a shipment, its retry after the lost acknowledgement, an answer.
+    let mut script = Vec::new();
+    for _ in 0..2 {
+        script.push(calls(
+            Api::Responses,
+            &[("c1", "create_shipment", r#"{"order_id": "7"}"#)],
+        ));
+        script.push(calls(
+            Api::Responses,
+            &[("c2", "create_shipment", r#"{"order_id": "7"}"#)],
+        ));
+        script.push(text(Api::Responses, "shipped"));
+    }
+    let server = Server::start(script);
+    let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args([
+            "campaign",
+            scenario.to_str().expect("utf-8"),
+            "--runs",
+            "2",
+            "--jobs",
+            "1",
+            "--json",
+            "--",
+        ])
+        .args([
+            env!("CARGO_BIN_EXE_toolstorm-tui"),
+            "ask",
+            "Ship order 7.",
+            "--mcp-config",
+            "{mcp_config}",
+            "--base-url",
+            &server.url,
+            "--model",
+            "m",
+            "--approve",
+            "yes",
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("campaign");
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(server.seen().len(), 6, "three rounds per run");
+    let v = parse(&stdout).expect("json");
+    let results = get(&v, "results").as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for r in results {
+        assert_eq!(get(r, "passed").as_bool(), Some(false), "{}", compact(r));
+        assert_eq!(get(r, "duplicates").as_i64(), Some(1), "{}", compact(r));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_mcp_config_names_one_server() {
+    let work = tempfile::tempdir().expect("tmp");
+    let config = work.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        r#"{"mcpServers": {"a": {"command": "x"}, "b": {"url": "http://127.0.0.1:9/mcp"}}}"#,
+    )
+    .expect("write");
+    let out = ask(&[
+        "hi",
+        "--model",
+        "m",
+        "--mcp-config",
+        config.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("names 2 servers (a, b); ask uses exactly one"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -120,7 +120,11 @@ pub struct AskArgs {
     /// The proxy's seed with --scenario (default: the scenario's)
     #[arg(long, requires = "scenario", allow_hyphen_values = true)]
     seed: Option<i64>,
-    /// The MCP server's command and arguments, after `--`
+    /// The MCP server an `mcpServers` file names (its one entry: a command with args and env,
+    /// or a URL), as agents read it — what a campaign hands its agent as {mcp_config}
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mcp", "scenario"])]
+    mcp_config: Option<PathBuf>,
+    /// The MCP server's command and arguments (or its URL), after `--`
     #[arg(last = true, value_name = "SERVER")]
     server: Vec<std::ffi::OsString>,
     /// Keep the Orbit world's files (database, docs, tracker) in DIR
@@ -240,7 +244,7 @@ fn live(a: &AskArgs, question: &str) -> Result<Setup, String> {
     let config = Config {
         model: model_name,
         instructions: a.instructions.clone().unwrap_or_else(|| {
-            if a.mcp || a.scenario.is_some() {
+            if a.mcp || a.scenario.is_some() || a.mcp_config.is_some() {
                 ask::DEFAULT_MCP_INSTRUCTIONS
             } else {
                 ask::DEFAULT_INSTRUCTIONS
@@ -320,6 +324,12 @@ fn mcp_command(
     a: &AskArgs,
     proxy_record: Option<&std::path::Path>,
 ) -> Result<Option<Vec<std::ffi::OsString>>, String> {
+    if let Some(file) = &a.mcp_config {
+        if !a.server.is_empty() {
+            return Err("a server command after `--` goes with --mcp, not --mcp-config".into());
+        }
+        return config_server(file).map(Some);
+    }
     let Some(sc) = &a.scenario else {
         return match (a.mcp, a.server.is_empty()) {
             (true, false) => Ok(Some(a.server.clone())),
@@ -344,6 +354,74 @@ fn mcp_command(
         cmd.extend(a.server.iter().cloned());
     }
     Ok(Some(cmd))
+}
+
+/// The one server of an `mcpServers` file, as a command: `{"command", "args", "env"}` (the
+/// environment set through `env`), or `{"url"}` (Streamable HTTP).
+fn config_server(file: &std::path::Path) -> Result<Vec<std::ffi::OsString>, String> {
+    use crate::json::Value;
+    let shown = file.display();
+    let bytes = crate::fsread::read_document(file)
+        .map_err(|e| format!("cannot read the MCP config {shown}: {e}"))?;
+    let v = crate::json::parse(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| format!("the MCP config {shown} is not JSON: {e}"))?;
+    let servers = v
+        .as_object()
+        .and_then(|o| o.get("mcpServers"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("the MCP config {shown} has no \"mcpServers\" object"))?;
+    let entry = match servers.len() {
+        1 => servers.iter().next().map(|(_, e)| e),
+        n => {
+            let names: Vec<String> = servers.keys().map(|k| k.to_lossy()).collect();
+            return Err(format!(
+                "the MCP config {shown} names {n} servers ({}); ask uses exactly one",
+                names.join(", ")
+            ));
+        }
+    }
+    .and_then(Value::as_object)
+    .ok_or_else(|| format!("the MCP config {shown}: its server is not an object"))?;
+    if let Some(url) = entry.get("url").and_then(Value::as_str) {
+        return Ok(vec![url.into()]);
+    }
+    let command = entry
+        .get("command")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            format!("the MCP config {shown}: its server has no \"command\" or \"url\"")
+        })?;
+    let mut cmd: Vec<std::ffi::OsString> = Vec::new();
+    if let Some(env) = entry
+        .get("env")
+        .and_then(Value::as_object)
+        .filter(|e| !e.is_empty())
+    {
+        cmd.push("env".into());
+        for (k, val) in env.iter() {
+            let val = val.as_str().ok_or_else(|| {
+                format!(
+                    "the MCP config {shown}: env {} is not a string",
+                    k.to_lossy()
+                )
+            })?;
+            cmd.push(format!("{}={val}", k.to_lossy()).into());
+        }
+    }
+    cmd.push(command.into());
+    for (i, arg) in entry
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let arg = arg
+            .as_str()
+            .ok_or_else(|| format!("the MCP config {shown}: args[{i}] is not a string"))?;
+        cmd.push(arg.into());
+    }
+    Ok(cmd)
 }
 
 /// Runs `ask`.
