@@ -100,6 +100,17 @@ pub struct Recorder {
     header: Header,
     rounds: Vec<Value>,
     redactor: Redactor,
+    /// How many conversation items the last request kept: the next one repeats them, and
+    /// its record keeps only the items after them.
+    history: usize,
+}
+
+/// The conversation's list in a request body: `input` (Responses) or `messages` (Chat).
+fn history_key(request: &Value) -> Option<&'static str> {
+    let o = request.as_object()?;
+    ["input", "messages"]
+        .into_iter()
+        .find(|k| matches!(o.get(k), Some(Value::Array(_))))
 }
 
 impl Header {
@@ -166,6 +177,7 @@ impl Recorder {
             header,
             rounds: Vec::new(),
             redactor,
+            history: 0,
         };
         recorder.write(None, 0)?;
         Ok(recorder)
@@ -173,12 +185,23 @@ impl Recorder {
 
     /// Adds a round and rewrites the file.
     pub fn round(&mut self, round: &Round) -> Result<(), RecordError> {
-        let (request, response, attempts) = match &round.exchange {
+        let (mut request, response, attempts) = match &round.exchange {
             Some(x) => (x.request.clone(), x.response.clone(), x.attempts),
             None => (Value::Null, Value::Null, 0),
         };
+        // Each request repeats the conversation so far: the record keeps only what is new
+        // (a 100-round run stays linear in size), and a reader puts it back together.
+        let from = self.history;
+        if let Some(key) = history_key(&request)
+            && let Some(Value::Array(items)) = request.as_object_mut().and_then(|o| o.get_mut(key))
+        {
+            let from = from.min(items.len());
+            self.history = items.len();
+            items.drain(..from);
+        }
         self.rounds.push(obj! {
             "round" => round.number,
+            "history_from" => from,
             "request" => request,
             "response" => response,
             "attempts" => attempts,
@@ -244,6 +267,33 @@ pub struct Record {
     pub complete: bool,
 }
 
+/// A round's request put back together: the conversation's first `from` items from the
+/// request before it, then the items this round's record kept.
+fn whole_request(kept: &Value, from: i64, before: Option<&Value>) -> Result<Value, String> {
+    let mut full = kept.clone();
+    let Some(key) = history_key(kept) else {
+        return Ok(full);
+    };
+    let earlier: &[Value] = before
+        .and_then(|b| b.as_object())
+        .and_then(|b| b.get(key))
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let from = usize::try_from(from).unwrap_or(usize::MAX);
+    if from > earlier.len() {
+        return Err(format!(
+            "history_from: {from} items, but the request before holds {}",
+            earlier.len()
+        ));
+    }
+    if let Some(Value::Array(items)) = full.as_object_mut().and_then(|o| o.get_mut(key)) {
+        let mut whole = earlier[..from].to_vec();
+        whole.append(items);
+        *items = whole;
+    }
+    Ok(full)
+}
+
 /// Reads a record.
 pub fn read(path: &Path) -> Result<Record, RecordError> {
     let bytes = crate::fsread::read_document(path).map_err(|e| RecordError::Read {
@@ -307,7 +357,10 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
         let field = |key: &str| r.as_object().and_then(|o| o.get(key));
         match (field("request"), field("response")) {
             (Some(q @ Value::Object(_)), Some(a @ Value::Object(_))) => {
-                exchanges.push((q.clone(), a.clone()))
+                let from = field("history_from").and_then(Value::as_i64).unwrap_or(0);
+                let full = whole_request(q, from, exchanges.last().map(|(q, _)| q))
+                    .map_err(|why| invalid(format!("rounds[{i}].{why}")))?;
+                exchanges.push((full, a.clone()))
             }
             _ => {
                 return Err(invalid(format!(
