@@ -11,7 +11,7 @@ pub mod replay;
 pub mod wire;
 
 pub use client::{Client, ClientError, Key, Retry, Settings};
-pub use replay::{Divergence, Replayer};
+pub use replay::{Divergence, Recorded, Replayer};
 pub use wire::{Api, Item, Reply, Request, Usage, WireError};
 
 use crate::json::{Value, compact};

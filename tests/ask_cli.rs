@@ -1240,3 +1240,44 @@ fn an_mcp_config_names_one_server() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_changed_tool_output_is_named_at_its_place_in_the_whole_request() {
+    let server = Server::start(orbit_script(Api::Responses));
+    let work = tempfile::tempdir().expect("tmp");
+    let record = work.path().join("run.json");
+    let rec = record.to_str().expect("utf-8");
+    let out = ask_to(&server.url, &[QUESTION, "--record", rec]);
+    assert_eq!(out.status.code(), Some(0));
+    // Round 2 repeats the question (history_from 1) and keeps the three calls and their
+    // outputs: the first output is item 4 of the whole request.
+    let mut file = read_json(&record);
+    let round2 = file
+        .as_object_mut()
+        .and_then(|o| o.get_mut("rounds"))
+        .and_then(Value::as_array_mut)
+        .and_then(|r| r.get_mut(1))
+        .expect("round 2");
+    assert_eq!(get(round2, "history_from").as_i64(), Some(1));
+    let item = round2
+        .as_object_mut()
+        .and_then(|o| o.get_mut("request"))
+        .and_then(|q| q.as_object_mut())
+        .and_then(|q| q.get_mut("input"))
+        .and_then(Value::as_array_mut)
+        .and_then(|items| items.get_mut(3))
+        .and_then(Value::as_object_mut)
+        .expect("the first output");
+    item.insert("output", "tampered");
+    std::fs::write(&record, compact(&file)).expect("write");
+    let out = ask(&["--replay", rec]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "diverged: round 2: the request differs from the recording at input[4].output: \
+             recorded \"tampered\", now \"{\\\"ok\\\":true"
+        ),
+        "{stderr}"
+    );
+}

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::json::{MAX_DOCUMENT_BYTES, Object, Value, pretty};
-use crate::model::Api;
+use crate::model::{Api, Recorded};
 use crate::obj;
 use crate::redact::Redactor;
 
@@ -105,14 +105,6 @@ pub struct Recorder {
     history: usize,
 }
 
-/// The conversation's list in a request body: `input` (Responses) or `messages` (Chat).
-fn history_key(request: &Value) -> Option<&'static str> {
-    let o = request.as_object()?;
-    ["input", "messages"]
-        .into_iter()
-        .find(|k| matches!(o.get(k), Some(Value::Array(_))))
-}
-
 impl Header {
     fn to_object(&self) -> Object {
         let mut o = Object::new();
@@ -192,9 +184,8 @@ impl Recorder {
         // Each request repeats the conversation so far: the record keeps only what is new
         // (a 100-round run stays linear in size), and a reader puts it back together.
         let from = self.history;
-        if let Some(key) = history_key(&request)
-            && let Some(Value::Array(items)) = request.as_object_mut().and_then(|o| o.get_mut(key))
-        {
+        let key = self.header.api.history_key();
+        if let Some(Value::Array(items)) = request.as_object_mut().and_then(|o| o.get_mut(key)) {
             let from = from.min(items.len());
             self.history = items.len();
             items.drain(..from);
@@ -257,41 +248,14 @@ impl Recorder {
 pub struct Record {
     /// What the run was asked with.
     pub header: Header,
-    /// Each round's (request, response) bodies.
-    pub exchanges: Vec<(Value, Value)>,
+    /// Each round as kept: the request's new conversation items, and the answer.
+    pub rounds: Vec<Recorded>,
     /// Each approval's answer, in the order asked.
     pub approvals: Vec<bool>,
     /// The recorded answer.
     pub answer: Option<String>,
     /// Whether the run ended (a record of a killed run is not complete).
     pub complete: bool,
-}
-
-/// A round's request put back together: the conversation's first `from` items from the
-/// request before it, then the items this round's record kept.
-fn whole_request(kept: &Value, from: i64, before: Option<&Value>) -> Result<Value, String> {
-    let mut full = kept.clone();
-    let Some(key) = history_key(kept) else {
-        return Ok(full);
-    };
-    let earlier: &[Value] = before
-        .and_then(|b| b.as_object())
-        .and_then(|b| b.get(key))
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice);
-    let from = usize::try_from(from).unwrap_or(usize::MAX);
-    if from > earlier.len() {
-        return Err(format!(
-            "history_from: {from} items, but the request before holds {}",
-            earlier.len()
-        ));
-    }
-    if let Some(Value::Array(items)) = full.as_object_mut().and_then(|o| o.get_mut(key)) {
-        let mut whole = earlier[..from].to_vec();
-        whole.append(items);
-        *items = whole;
-    }
-    Ok(full)
 }
 
 /// Reads a record.
@@ -351,16 +315,23 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
         .get("rounds")
         .and_then(Value::as_array)
         .ok_or_else(|| invalid("rounds: expected a list".into()))?;
-    let mut exchanges = Vec::new();
+    let mut kept = Vec::new();
     let mut approvals = Vec::new();
     for (i, r) in rounds.iter().enumerate() {
         let field = |key: &str| r.as_object().and_then(|o| o.get(key));
         match (field("request"), field("response")) {
             (Some(q @ Value::Object(_)), Some(a @ Value::Object(_))) => {
-                let from = field("history_from").and_then(Value::as_i64).unwrap_or(0);
-                let full = whole_request(q, from, exchanges.last().map(|(q, _)| q))
-                    .map_err(|why| invalid(format!("rounds[{i}].{why}")))?;
-                exchanges.push((full, a.clone()))
+                let from = field("history_from")
+                    .map_or(Some(0), Value::as_i64)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| {
+                        invalid(format!("rounds[{i}].history_from: expected a count"))
+                    })?;
+                kept.push(Recorded {
+                    history_from: from,
+                    request: q.clone(),
+                    response: a.clone(),
+                })
             }
             _ => {
                 return Err(invalid(format!(
@@ -386,7 +357,7 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
     }
     Ok(Record {
         header,
-        exchanges,
+        rounds: kept,
         approvals,
         answer: o.get("answer").and_then(Value::as_str).map(str::to_owned),
         complete: o.get("complete").and_then(Value::as_bool) == Some(true),
@@ -440,7 +411,7 @@ mod tests {
         assert!(!text.contains("sk-SECRET-42") && text.contains("is [REDACTED] my key?"));
         let back = read(&path).expect("a record");
         assert_eq!(back.header.api, Api::Chat);
-        assert_eq!(back.exchanges.len(), 1);
+        assert_eq!(back.rounds.len(), 1);
         assert!(!back.complete);
         // A round that would take the file past what we read is refused; the file keeps the
         // rounds before.
@@ -448,7 +419,7 @@ mod tests {
             .round(&round(2, &"x".repeat(MAX_DOCUMENT_BYTES)))
             .expect_err("too large");
         assert!(matches!(e, RecordError::TooLarge { round: 2, .. }), "{e}");
-        assert_eq!(read(&path).expect("still a record").exchanges.len(), 1);
+        assert_eq!(read(&path).expect("still a record").rounds.len(), 1);
         r.finish(&AskRun::default(), Some("round 2: no"))
             .expect("finish");
         let back = read(&path).expect("a record");

@@ -28,7 +28,6 @@ use crate::json::pretty;
 use crate::lab::orbit::store::RealOrbit;
 use crate::mcp::tools::McpTools;
 use crate::model::{self, Api, Client, Key, Model, Replayer, Respond, Settings};
-use crate::redact::Redactor;
 
 /// The environment variable a model's name may come from.
 pub const MODEL_ENV: &str = "TOOLSTORM_MODEL";
@@ -289,7 +288,7 @@ fn replayed(path: &std::path::Path, question: Option<&str>) -> Result<Setup, Str
         max_rounds: header.max_rounds,
         parallel: header.parallel,
     };
-    let model = Replayer::new(header.api, r.exchanges, Redactor::default());
+    let model = Replayer::new(header.api, r.rounds);
     Ok(Setup {
         model: Source::Replay(Box::new(model)),
         config,

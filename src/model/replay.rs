@@ -1,11 +1,14 @@
 //! Strict offline replay of a model: the recorded answers served in order, with no network
-//! and no key, each only to a request equal to the one recorded. A request that differs, one
+//! and no key, each only to a request equal to the one recorded. A record keeps of each
+//! request's conversation only the items after the ones the request before held
+//! ([`Recorded::history_from`]); the replay compares the new items with the record and the
+//! earlier ones with the request before, so a long run replays in time linear in its size.
+//! A value the record redacted (`"[REDACTED]"`) matches whatever the new request holds there. A request that differs, one
 //! past the recording's end, or a recording not used to its end is a [`Divergence`] naming the
 //! round and the first difference (its JSON path, the recorded value and the new one), as
 //! cassette replay names its first divergent call.
 
 use crate::json::{Value, compact};
-use crate::redact::Redactor;
 
 use super::wire::{self, Api, Reply, Request};
 use super::{Exchange, ModelError, Respond};
@@ -45,30 +48,56 @@ pub enum Divergence {
     },
 }
 
-/// A recorded model: (request, response) bodies in order, as the record keeps them
-/// (redacted).
+/// One recorded round, as a record keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    /// How many conversation items of the request before this request repeats.
+    pub history_from: usize,
+    /// The request body, its conversation list holding only the items after those.
+    pub request: Value,
+    /// The answer's body.
+    pub response: Value,
+}
+
+impl Recorded {
+    /// A round whose request is kept whole.
+    pub fn whole(request: Value, response: Value) -> Recorded {
+        Recorded {
+            history_from: 0,
+            request,
+            response,
+        }
+    }
+}
+
+/// A recorded model: its rounds in order.
 #[derive(Debug)]
 pub struct Replayer {
     api: Api,
-    rounds: Vec<(Value, Value)>,
+    rounds: Vec<Recorded>,
     next: usize,
-    redactor: Redactor,
+    /// The conversation of the last request served.
+    before: Vec<Value>,
     last: Option<Exchange>,
     diverged: Option<Divergence>,
 }
 
 impl Replayer {
-    /// Serves `rounds` for requests spoken in `api`; each new request is redacted with
-    /// `redactor` before it is compared, as the recorded one was before it was kept.
-    pub fn new(api: Api, rounds: Vec<(Value, Value)>, redactor: Redactor) -> Replayer {
+    /// Serves `rounds` for requests spoken in `api`.
+    pub fn new(api: Api, rounds: Vec<Recorded>) -> Replayer {
         Replayer {
             api,
             rounds,
             next: 0,
-            redactor,
+            before: Vec::new(),
             last: None,
             diverged: None,
         }
+    }
+
+    fn diverge(&mut self, d: Divergence) -> ModelError {
+        self.diverged = Some(d.clone());
+        ModelError::Script(d.to_string())
     }
 
     /// The first divergence, if any; at the end, also a recording not used to its end.
@@ -89,41 +118,80 @@ impl Replayer {
 impl Respond for Replayer {
     fn respond(&mut self, request: &Request) -> Result<Reply, ModelError> {
         let round = self.next + 1;
-        let body = self.redactor.redact(&wire::request_body(self.api, request));
-        let Some((recorded, response)) = self.rounds.get(self.next) else {
+        let Some(recorded) = self.rounds.get(self.next) else {
             let d = Divergence::Extra {
                 round,
                 recorded: self.rounds.len(),
             };
-            self.diverged = Some(d.clone());
-            return Err(ModelError::Script(d.to_string()));
+            return Err(self.diverge(d));
         };
-        if let Some((path, was, now)) = first_difference(recorded, &body) {
+        let key = self.api.history_key();
+        let mut body = wire::request_body(self.api, request);
+        let items = match body.as_object_mut().and_then(|o| o.get_mut(key)) {
+            Some(Value::Array(items)) => std::mem::take(items),
+            _ => Vec::new(),
+        };
+        let from = recorded.history_from;
+        // The items the request before held, repeated.
+        let repeated = (0..from).find(|&i| match (self.before.get(i), items.get(i)) {
+            (Some(a), Some(b)) => !a.identical(b),
+            _ => true,
+        });
+        if let Some(i) = repeated {
+            let d = Divergence::Differs {
+                round,
+                path: format!("{key}[{i}]"),
+                recorded: shown(self.before.get(i)),
+                now: shown(items.get(i)),
+            };
+            return Err(self.diverge(d));
+        }
+        // The rest against the record: the new items in their place.
+        let new: Vec<Value> = items[from..].to_vec();
+        if let Some(Value::Array(list)) = body.as_object_mut().and_then(|o| o.get_mut(key)) {
+            *list = new;
+        }
+        if let Some((path, was, now)) = first_difference(&recorded.request, &body) {
+            let path = shift(&path, key, from);
             let d = Divergence::Differs {
                 round,
                 path,
                 recorded: was,
                 now,
             };
-            self.diverged = Some(d.clone());
-            return Err(ModelError::Script(d.to_string()));
+            return Err(self.diverge(d));
         }
-        let reply = wire::read_reply(self.api, response).map_err(|wire| ModelError::Wire {
-            url: "the recording".into(),
-            status: 200,
-            wire,
-        })?;
+        let reply =
+            wire::read_reply(self.api, &recorded.response).map_err(|wire| ModelError::Wire {
+                url: "the recording".into(),
+                status: 200,
+                wire,
+            })?;
         self.last = Some(Exchange {
-            request: recorded.clone(),
-            response: response.clone(),
+            request: recorded.request.clone(),
+            response: recorded.response.clone(),
             attempts: 1,
         });
+        self.before = items;
         self.next += 1;
         Ok(reply)
     }
 
     fn last_exchange(&self) -> Option<&Exchange> {
         self.last.as_ref()
+    }
+}
+
+/// A path into a request whose conversation list starts at item `from`, as a path into the
+/// whole request: `input[2].output` → `input[9].output` for `from` 7.
+fn shift(path: &str, key: &str, from: usize) -> String {
+    let Some(rest) = path.strip_prefix(key).and_then(|r| r.strip_prefix('[')) else {
+        return path.to_owned();
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    match digits.parse::<usize>() {
+        Ok(i) => format!("{key}[{}{}", i + from, &rest[digits.len()..]),
+        Err(_) => path.to_owned(),
     }
 }
 
@@ -186,6 +254,8 @@ pub fn first_difference(recorded: &Value, now: &Value) -> Option<(String, String
                 None
             }
             _ if a.identical(b) => None,
+            // What the record redacted matches whatever stands there now.
+            (Value::Str(t), _) if t.to_lossy() == crate::redact::MARKER => None,
             _ => Some((
                 if path.is_empty() {
                     "(the whole body)".into()
@@ -235,16 +305,17 @@ mod tests {
             Some(("input[1]".into(), "(nothing)".into(), "1".into()))
         );
         assert_eq!(first_difference(&a, &a), None);
+        let redacted =
+            parse(r#"{"input":[{"role":"user","content":"[REDACTED]"}],"model":"m"}"#).expect("r");
+        assert_eq!(first_difference(&redacted, &a), None);
+        assert_eq!(shift("input[2].output", "input", 7), "input[9].output");
+        assert_eq!(shift("model", "input", 7), "model");
     }
 
     #[test]
     fn a_recorded_answer_is_served_only_to_its_request() {
         let recorded = wire::request_body(Api::Responses, &request("q"));
-        let mut replay = Replayer::new(
-            Api::Responses,
-            vec![(recorded, answer())],
-            Redactor::default(),
-        );
+        let mut replay = Replayer::new(Api::Responses, vec![Recorded::whole(recorded, answer())]);
         let reply = replay.respond(&request("q")).expect("matches");
         assert_eq!(reply.text().as_deref(), Some("hi"));
         assert_eq!(replay.finish(), Ok(1));
@@ -252,11 +323,7 @@ mod tests {
         assert_eq!(e.to_string(), "round 2: the recording ends after 1 round");
 
         let recorded = wire::request_body(Api::Responses, &request("q"));
-        let mut replay = Replayer::new(
-            Api::Responses,
-            vec![(recorded, answer())],
-            Redactor::default(),
-        );
+        let mut replay = Replayer::new(Api::Responses, vec![Recorded::whole(recorded, answer())]);
         let e = replay.respond(&request("other")).expect_err("differs");
         assert_eq!(
             e.to_string(),
@@ -270,8 +337,10 @@ mod tests {
         let recorded = wire::request_body(Api::Chat, &request("q"));
         let replay = Replayer::new(
             Api::Chat,
-            vec![(recorded.clone(), answer()), (recorded, answer())],
-            Redactor::default(),
+            vec![
+                Recorded::whole(recorded.clone(), answer()),
+                Recorded::whole(recorded, answer()),
+            ],
         );
         assert_eq!(
             replay.finish().expect_err("missing").to_string(),

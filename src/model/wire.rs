@@ -32,6 +32,14 @@ impl Api {
         }
     }
 
+    /// The request body's list that holds the conversation: `input` or `messages`.
+    pub fn history_key(self) -> &'static str {
+        match self {
+            Api::Responses => "input",
+            Api::Chat => "messages",
+        }
+    }
+
     /// `responses` or `chat`, as the command line names it.
     pub fn as_str(self) -> &'static str {
         match self {
