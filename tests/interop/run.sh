@@ -5,7 +5,8 @@
 #
 #   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign slowexit
 #                                       inspector pydantic http http_ts http_upstream
-#                                       http_campaign http_2026 conformance (default: all)
+#                                       http_campaign http_2026 conformance llmock
+#                                       (default: all)
 #
 # Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
 # missing or older than the sources), SHIPPING_SERVER (default
@@ -21,7 +22,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit ci conformance)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit ci conformance llmock)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -201,6 +202,7 @@ run_case() {
     ci) set -- "$VENV/bin/python" "$HERE/ci_case.py" ;;
     http_2026) set -- "$PYD_VENV/bin/python" "$HERE/http_2026_case.py" ;;
     conformance) set -- "$VENV/bin/python" "$HERE/conformance_case.py" ;;
+    llmock) set -- "$VENV/bin/python" "$HERE/llmock_case.py" ;;
   esac
   rm -rf "$dir"
   mkdir -p "$dir"
