@@ -167,7 +167,7 @@ fn main() {
                 &mut exec,
                 &tools,
                 &mut DenyAll,
-                &mut |_| {},
+                &mut |_, _| {},
             )
             .expect("run");
             let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -197,7 +197,7 @@ fn main() {
         world: "bench".into(),
         tools_from: None,
     };
-    let mut recorder = Recorder::create(&path, header, &[]).expect("record");
+    let mut recorder = Recorder::create(&path, header, &[], Value::Null).expect("record");
     let mut m = model(Api::Responses, &url);
     let mut exec = LiveExecutor::new(Vec::new(), 7, Limits::default()).expect("exec");
     let run = ask::run(
@@ -206,10 +206,16 @@ fn main() {
         &mut exec,
         &tools,
         &mut DenyAll,
-        &mut |round| recorder.round(round).expect("round recorded"),
+        &mut |round, exec| {
+            recorder
+                .round(round, exec.report().to_value())
+                .expect("round recorded")
+        },
     )
     .expect("run");
-    recorder.finish(&run, None).expect("finish");
+    recorder
+        .finish(&run, None, exec.report().to_value())
+        .expect("finish");
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let mut times = Vec::new();
     for _ in 0..5 {
@@ -223,7 +229,7 @@ fn main() {
             &mut exec,
             &tools,
             &mut DenyAll,
-            &mut |_| {},
+            &mut |_, _| {},
         )
         .expect("replay");
         assert_eq!(replay.finish(), Ok(100));

@@ -231,14 +231,15 @@ pub struct AskError {
 }
 
 /// Runs the loop: at most `config.max_rounds` answers of `model`, each answer's calls one
-/// batch of `exec` on `tools` with `approver`; `on_round` hears of each round as it ends.
+/// batch of `exec` on `tools` with `approver`; `on_round` hears of each round as it ends
+/// (with the executor, whose trace then holds the round's calls).
 pub fn run(
     config: &Config,
     model: &mut dyn Respond,
     exec: &mut LiveExecutor,
     tools: &Arc<dyn LiveTools>,
     approver: &mut dyn Approver,
-    on_round: &mut dyn FnMut(&Round),
+    on_round: &mut dyn FnMut(&Round, &LiveExecutor),
 ) -> Result<AskRun, AskError> {
     let schemas = match tools.registry().function_tools() {
         Value::Array(tools) => tools,
@@ -277,7 +278,7 @@ pub fn run(
                 batch: None,
                 exchange,
             };
-            on_round(&round);
+            on_round(&round, exec);
             run.rounds.push(round);
             return Ok(run);
         }
@@ -294,7 +295,7 @@ pub fn run(
             batch: Some(batch),
             exchange,
         };
-        on_round(&round);
+        on_round(&round, exec);
         run.rounds.push(round);
     }
     Ok(run)
@@ -395,7 +396,7 @@ mod tests {
             &mut exec,
             &tools(),
             &mut DenyAll,
-            &mut |_| {},
+            &mut |_, _| {},
         )
     }
 

@@ -873,6 +873,28 @@ fn a_recorded_run_replays_offline_with_the_same_calls_and_answer() {
         let text = std::fs::read_to_string(&record).expect("read");
         assert!(!text.contains(KEY), "the key is not in the record");
         assert!(text.contains(r#""approved": true"#), "{text}");
+        // The record opens where an executor run's output opens: inspect, check.
+        for (command, want) in [
+            ("inspect", "Valid trace v1: 4 calls, 1 effects"),
+            ("check", "PASS"),
+        ] {
+            let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+                .args([command, rec])
+                .output()
+                .expect(command);
+            let (said, err) = text_of(&out);
+            assert_eq!(out.status.code(), Some(0), "{command}: {said}\n{err}");
+            assert!(said.starts_with(want), "{command}: {said}");
+        }
+        // And where the explorer opens it: each round's batch in the lanes.
+        let doc = toolstorm::document::Document::open(&record).expect("the explorer opens it");
+        assert_eq!(doc.runs.len(), 1);
+        assert_eq!(
+            doc.runs[0].batches.len(),
+            2,
+            "the two rounds that made calls"
+        );
+        assert_eq!(doc.runs[0].batches[1].lanes[0].call_id, "call_L");
 
         // Offline: no server, no key, the tools run again in a fresh folder.
         let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
@@ -995,6 +1017,13 @@ fn a_record_killed_mid_round_still_opens() {
             .expect("read")
             .contains(KEY)
     );
+    let inspect = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["inspect", rec])
+        .output()
+        .expect("inspect");
+    let (said, err) = text_of(&inspect);
+    assert_eq!(inspect.status.code(), Some(0), "{said}\n{err}");
+    assert!(said.starts_with("Valid trace v1: 1 calls"), "{said}");
     let out = ask(&["--replay", rec]);
     let (stdout, stderr) = text_of(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");

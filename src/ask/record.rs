@@ -1,7 +1,9 @@
 //! The record of one `ask` run (`--record RUN.json`): the settings it ran with (API, base URL,
 //! model, question, instructions, round limit), then per round the request as sent and the
 //! answer as received (bodies, usage inside), the HTTP attempts, and the batch the executor
-//! ran (lanes, kinds, attempts, approvals, outputs); at the end the answer. The file is
+//! ran (lanes, kinds, attempts, approvals, outputs); at the end the answer. Beside them, as an
+//! executor's `run --output` file holds them, the batches and the executor's trace
+//! (`report`): `inspect`, `check` and the explorer open a record as an executor run. The file is
 //! rewritten atomically after every round (readable after a kill: `complete` is false until
 //! the loop ends), is never larger than a document we read (8,000,000 bytes), goes through
 //! the redactor with the key as a literal secret (the key itself is never in a request body
@@ -99,6 +101,10 @@ pub struct Recorder {
     path: PathBuf,
     header: Header,
     rounds: Vec<Value>,
+    /// Each round's batch, in order (the rounds that made calls).
+    batches: Vec<Value>,
+    /// The executor's trace so far: a record opens as an executor run's output.
+    report: Value,
     redactor: Redactor,
     /// How many conversation items the last request kept: the next one repeats them, and
     /// its record keeps only the items after them.
@@ -143,6 +149,7 @@ impl Recorder {
         path: &Path,
         header: Header,
         secrets: &[String],
+        report: Value,
     ) -> Result<Recorder, RecordError> {
         match crate::fsread::read_document(path) {
             Ok(bytes) if !ours(&bytes) => {
@@ -168,6 +175,8 @@ impl Recorder {
             path: path.to_path_buf(),
             header,
             rounds: Vec::new(),
+            batches: Vec::new(),
+            report,
             redactor,
             history: 0,
         };
@@ -175,8 +184,8 @@ impl Recorder {
         Ok(recorder)
     }
 
-    /// Adds a round and rewrites the file.
-    pub fn round(&mut self, round: &Round) -> Result<(), RecordError> {
+    /// Adds a round (and the executor's trace after it) and rewrites the file.
+    pub fn round(&mut self, round: &Round, report: Value) -> Result<(), RecordError> {
         let (mut request, response, attempts) = match &round.exchange {
             Some(x) => (x.request.clone(), x.response.clone(), x.attempts),
             None => (Value::Null, Value::Null, 0),
@@ -197,11 +206,19 @@ impl Recorder {
             "response" => response,
             "attempts" => attempts,
             "tokens" => obj! {"input" => round.reply.usage.input, "output" => round.reply.usage.output},
-            "batch" => round.batch.as_ref().map_or(Value::Null, crate::executor::BatchResult::to_value),
+            "batch" => round.batch.as_ref().map(|b| b.batch),
         });
+        if let Some(b) = &round.batch {
+            self.batches.push(b.to_value());
+        }
+        let report = std::mem::replace(&mut self.report, report);
         match self.write(None, round.number) {
             Err(e @ RecordError::TooLarge { .. }) => {
                 self.rounds.pop();
+                if round.batch.is_some() {
+                    self.batches.pop();
+                }
+                self.report = report;
                 Err(e)
             }
             other => other,
@@ -209,7 +226,13 @@ impl Recorder {
     }
 
     /// Ends the record: the run's answer (or the error that ended it).
-    pub fn finish(&mut self, run: &AskRun, error: Option<&str>) -> Result<(), RecordError> {
+    pub fn finish(
+        &mut self,
+        run: &AskRun,
+        error: Option<&str>,
+        report: Value,
+    ) -> Result<(), RecordError> {
+        self.report = report;
         let usage = run.usage();
         let end = obj! {
             "answer" => run.answer.clone(),
@@ -223,6 +246,8 @@ impl Recorder {
     fn write(&self, end: Option<Value>, round: usize) -> Result<(), RecordError> {
         let mut o = self.header.to_object();
         o.push("rounds", Value::Array(self.rounds.clone()));
+        o.push("batches", Value::Array(self.batches.clone()));
+        o.push("report", self.report.clone());
         o.push("complete", end.is_some());
         if let Some(Value::Object(end)) = end {
             for (k, v) in end.into_members() {
@@ -339,8 +364,11 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
                 )));
             }
         }
-        let lanes = field("batch")
-            .and_then(|b| b.as_object())
+    }
+    let batches = o.get("batches").and_then(Value::as_array);
+    for batch in batches.into_iter().flatten() {
+        let lanes = batch
+            .as_object()
             .and_then(|b| b.get("lanes"))
             .and_then(Value::as_array);
         for lane in lanes.into_iter().flatten() {
@@ -404,9 +432,10 @@ mod tests {
             &path,
             header("is sk-SECRET-42 my key?"),
             &["sk-SECRET-42".into()],
+            Value::Null,
         )
         .expect("create");
-        r.round(&round(1, "a")).expect("round 1");
+        r.round(&round(1, "a"), Value::Null).expect("round 1");
         let text = std::fs::read_to_string(&path).expect("read");
         assert!(!text.contains("sk-SECRET-42") && text.contains("is [REDACTED] my key?"));
         let back = read(&path).expect("a record");
@@ -416,11 +445,11 @@ mod tests {
         // A round that would take the file past what we read is refused; the file keeps the
         // rounds before.
         let e = r
-            .round(&round(2, &"x".repeat(MAX_DOCUMENT_BYTES)))
+            .round(&round(2, &"x".repeat(MAX_DOCUMENT_BYTES)), Value::Null)
             .expect_err("too large");
         assert!(matches!(e, RecordError::TooLarge { round: 2, .. }), "{e}");
         assert_eq!(read(&path).expect("still a record").rounds.len(), 1);
-        r.finish(&AskRun::default(), Some("round 2: no"))
+        r.finish(&AskRun::default(), Some("round 2: no"), Value::Null)
             .expect("finish");
         let back = read(&path).expect("a record");
         assert!(back.complete);
@@ -431,7 +460,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("other.json");
         std::fs::write(&path, r#"{"version": 1}"#).expect("write");
-        let e = Recorder::create(&path, header("q"), &[]).expect_err("foreign");
+        let e = Recorder::create(&path, header("q"), &[], Value::Null).expect_err("foreign");
         assert!(matches!(e, RecordError::Foreign { .. }));
         let e = read(&path).expect_err("not a record");
         assert!(

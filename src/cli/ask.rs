@@ -481,8 +481,12 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
             .redact_argv(&words)
             .join(" ")
     });
+    let mut exec = match LiveExecutor::new(Vec::new(), 0, Limits::default()) {
+        Ok(e) => e,
+        Err(e) => return io.fail(e),
+    };
     let mut recorder = match &a.record {
-        Some(path) => match Recorder::create(path, header, &secrets) {
+        Some(path) => match Recorder::create(path, header, &secrets, exec.report().to_value()) {
             Ok(r) => Some(r),
             Err(e) => return io.fail(e),
         },
@@ -499,10 +503,6 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         },
     };
     let tools = world.tools();
-    let mut exec = match LiveExecutor::new(Vec::new(), 0, Limits::default()) {
-        Ok(e) => e,
-        Err(e) => return io.fail(e),
-    };
     let terminal = std::io::stdin().is_terminal();
     let mut deny = DenyAll;
     let mut yes = AllowList {
@@ -538,14 +538,14 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         &mut exec,
         &tools,
         approver,
-        &mut |round| {
+        &mut |round, exec| {
             if let Some(line) = ask::round_line(round).filter(|_| !json) {
                 io.println(&line);
                 let _ = io.out.flush();
             }
             if let Some(r) = recorder.as_mut()
                 && record_error.is_none()
-                && let Err(e) = r.round(round)
+                && let Err(e) = r.round(round, exec.report().to_value())
             {
                 record_error = Some(e);
             }
@@ -565,7 +565,7 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     };
     if let Some(r) = recorder.as_mut()
         && record_error.is_none()
-        && let Err(e) = r.finish(&run, failure.as_deref())
+        && let Err(e) = r.finish(&run, failure.as_deref(), exec.report().to_value())
     {
         record_error = Some(e);
     }
