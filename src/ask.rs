@@ -251,10 +251,10 @@ pub fn run(
     };
     for number in 1..=config.max_rounds.max(1) {
         let request = Request {
-            model: config.model.clone(),
-            instructions: config.instructions.clone(),
-            input: run.history.clone(),
-            tools: schemas.clone(),
+            model: &config.model,
+            instructions: &config.instructions,
+            input: &run.history,
+            tools: &schemas,
             parallel_tool_calls: config.parallel,
         };
         let reply = match model.respond(&request) {
@@ -325,12 +325,14 @@ mod tests {
     /// Answers from a list, keeping every request.
     struct Script {
         replies: Vec<Reply>,
-        seen: Vec<Request>,
+        /// Each request's conversation and how many tools it offered.
+        seen: Vec<(Vec<Item>, usize)>,
     }
 
     impl Respond for Script {
         fn respond(&mut self, request: &Request) -> Result<Reply, ModelError> {
-            self.seen.push(request.clone());
+            self.seen
+                .push((request.input.to_vec(), request.tools.len()));
             if self.replies.is_empty() {
                 return Err(ModelError::Script("no more answers".into()));
             }
@@ -419,7 +421,7 @@ mod tests {
         let kinds: Vec<String> = run.calls().into_iter().map(|c| c.kind).collect();
         assert_eq!(kinds, ["ok", "bad_args", "unknown_tool", "denied"]);
         // The second request holds the calls, then one output per call id in request order.
-        let second = &script.seen[1].input;
+        let second = &script.seen[1].0;
         assert_eq!(second.len(), 1 + 4 + 4);
         assert!(matches!(&second[1], Item::Call(c) if c.call_id == "c1"));
         let ids: Vec<&str> = second[5..]
@@ -434,7 +436,7 @@ mod tests {
             panic!("an output");
         };
         assert!(output.contains(r#""kind":"bad_args""#), "{output}");
-        assert_eq!(script.seen[0].tools.len(), 2);
+        assert_eq!(script.seen[0].1, 2);
         assert_eq!(
             run.summary_line(1.0, 2.0),
             "rounds=2  tokens in/out=300/30  cost\u{2248}$0.0004"

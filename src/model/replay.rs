@@ -276,14 +276,18 @@ mod tests {
     use crate::json::parse;
     use crate::model::Item;
 
-    fn request(question: &str) -> Request {
+    fn request(input: &[Item]) -> Request<'_> {
         Request {
-            model: "m".into(),
-            instructions: "i".into(),
-            input: vec![Item::User(question.into())],
-            tools: Vec::new(),
+            model: "m",
+            instructions: "i",
+            input,
+            tools: &[],
             parallel_tool_calls: true,
         }
+    }
+
+    fn asked(question: &str) -> Vec<Item> {
+        vec![Item::User(question.into())]
     }
 
     fn answer() -> Value {
@@ -314,17 +318,19 @@ mod tests {
 
     #[test]
     fn a_recorded_answer_is_served_only_to_its_request() {
-        let recorded = wire::request_body(Api::Responses, &request("q"));
+        let recorded = wire::request_body(Api::Responses, &request(&asked("q")));
         let mut replay = Replayer::new(Api::Responses, vec![Recorded::whole(recorded, answer())]);
-        let reply = replay.respond(&request("q")).expect("matches");
+        let reply = replay.respond(&request(&asked("q"))).expect("matches");
         assert_eq!(reply.text().as_deref(), Some("hi"));
         assert_eq!(replay.finish(), Ok(1));
-        let e = replay.respond(&request("q")).expect_err("extra");
+        let e = replay.respond(&request(&asked("q"))).expect_err("extra");
         assert_eq!(e.to_string(), "round 2: the recording ends after 1 round");
 
-        let recorded = wire::request_body(Api::Responses, &request("q"));
+        let recorded = wire::request_body(Api::Responses, &request(&asked("q")));
         let mut replay = Replayer::new(Api::Responses, vec![Recorded::whole(recorded, answer())]);
-        let e = replay.respond(&request("other")).expect_err("differs");
+        let e = replay
+            .respond(&request(&asked("other")))
+            .expect_err("differs");
         assert_eq!(
             e.to_string(),
             "round 1: the request differs from the recording at input[0].content: recorded \"q\", now \"other\""
@@ -334,7 +340,7 @@ mod tests {
 
     #[test]
     fn a_recording_not_used_to_its_end_is_missing_rounds() {
-        let recorded = wire::request_body(Api::Chat, &request("q"));
+        let recorded = wire::request_body(Api::Chat, &request(&asked("q")));
         let replay = Replayer::new(
             Api::Chat,
             vec![

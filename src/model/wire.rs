@@ -76,18 +76,18 @@ pub struct Usage {
     pub output: u64,
 }
 
-/// What one round asks of the model.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Request {
+/// What one round asks of the model (borrowed: the loop's history is not copied per round).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Request<'a> {
     /// The model's name.
-    pub model: String,
+    pub model: &'a str,
     /// The system instructions.
-    pub instructions: String,
+    pub instructions: &'a str,
     /// The conversation so far.
-    pub input: Vec<Item>,
+    pub input: &'a [Item],
     /// Function-tool objects (Responses' flat shape: `type`, `name`, `description`,
     /// `parameters`, `strict`), as [`crate::executor::Registry::function_tools`] gives them.
-    pub tools: Vec<Value>,
+    pub tools: &'a [Value],
     /// Whether the model may call several tools in one answer.
     pub parallel_tool_calls: bool,
 }
@@ -208,12 +208,12 @@ fn responses_body(r: &Request) -> Value {
         })
         .collect();
     let mut body = Object::new();
-    body.push("model", r.model.as_str());
-    body.push("instructions", r.instructions.as_str());
+    body.push("model", r.model);
+    body.push("instructions", r.instructions);
     body.push("input", Value::Array(input));
     with_tools(
         body,
-        Value::Array(r.tools.clone()),
+        Value::Array(r.tools.to_vec()),
         r.parallel_tool_calls,
         !r.tools.is_empty(),
     )
@@ -270,7 +270,7 @@ fn read_responses(body: &Value) -> Result<Reply, WireError> {
 }
 
 fn chat_body(r: &Request) -> Value {
-    let mut messages = vec![obj! {"role" => "system", "content" => r.instructions.as_str()}];
+    let mut messages = vec![obj! {"role" => "system", "content" => r.instructions}];
     // One assistant message holds one answer's text and calls.
     let mut text: Option<String> = None;
     let mut calls: Vec<Value> = Vec::new();
@@ -286,7 +286,7 @@ fn chat_body(r: &Request) -> Value {
         }
         messages.push(Value::Object(m));
     };
-    for item in &r.input {
+    for item in r.input {
         match item {
             Item::Text(t) => match &mut text {
                 Some(so_far) => {
@@ -317,7 +317,7 @@ fn chat_body(r: &Request) -> Value {
     flush(&mut messages, &mut text, &mut calls);
     let tools: Vec<Value> = r.tools.iter().map(chat_tool).collect();
     let mut body = Object::new();
-    body.push("model", r.model.as_str());
+    body.push("model", r.model);
     body.push("messages", Value::Array(messages));
     with_tools(
         body,
@@ -387,35 +387,44 @@ mod tests {
     use super::*;
     use crate::json::parse;
 
-    fn request() -> Request {
-        Request {
-            model: "m".into(),
-            instructions: "be good".into(),
-            input: vec![
-                Item::User("q?".into()),
-                Item::Text("let me look".into()),
-                Item::Call(FunctionCall::new("get_issue", r#"{"issue_id":41}"#, "c1")),
-                Item::Call(FunctionCall::new("get_issue", r#"{"issue_id":87}"#, "c2")),
-                Item::Output {
-                    call_id: "c1".into(),
-                    output: r#"{"ok":true}"#.into(),
-                },
-                Item::Output {
-                    call_id: "c2".into(),
-                    output: r#"{"ok":false}"#.into(),
-                },
-            ],
-            tools: vec![parse(
+    fn items() -> Vec<Item> {
+        vec![
+            Item::User("q?".into()),
+            Item::Text("let me look".into()),
+            Item::Call(FunctionCall::new("get_issue", r#"{"issue_id":41}"#, "c1")),
+            Item::Call(FunctionCall::new("get_issue", r#"{"issue_id":87}"#, "c2")),
+            Item::Output {
+                call_id: "c1".into(),
+                output: r#"{"ok":true}"#.into(),
+            },
+            Item::Output {
+                call_id: "c2".into(),
+                output: r#"{"ok":false}"#.into(),
+            },
+        ]
+    }
+
+    fn tools() -> Vec<Value> {
+        vec![parse(
                 r#"{"type":"function","name":"get_issue","description":"d","parameters":{"type":"object"},"strict":true}"#,
             )
-            .expect("tool")],
+            .expect("tool")]
+    }
+
+    fn request<'a>(items: &'a [Item], tools: &'a [Value]) -> Request<'a> {
+        Request {
+            model: "m",
+            instructions: "be good",
+            input: items,
+            tools,
             parallel_tool_calls: false,
         }
     }
 
     #[test]
     fn responses_body_keeps_calls_and_outputs_as_items() {
-        let body = compact(&request_body(Api::Responses, &request()));
+        let (items, tools) = (items(), tools());
+        let body = compact(&request_body(Api::Responses, &request(&items, &tools)));
         assert_eq!(
             body,
             r#"{"model":"m","instructions":"be good","input":[{"role":"user","content":"q?"},{"role":"assistant","content":"let me look"},{"type":"function_call","name":"get_issue","arguments":"{\"issue_id\":41}","call_id":"c1"},{"type":"function_call","name":"get_issue","arguments":"{\"issue_id\":87}","call_id":"c2"},{"type":"function_call_output","call_id":"c1","output":"{\"ok\":true}"},{"type":"function_call_output","call_id":"c2","output":"{\"ok\":false}"}],"tools":[{"type":"function","name":"get_issue","description":"d","parameters":{"type":"object"},"strict":true}],"parallel_tool_calls":false}"#
@@ -424,7 +433,8 @@ mod tests {
 
     #[test]
     fn chat_body_groups_one_answer_into_one_assistant_message() {
-        let body = compact(&request_body(Api::Chat, &request()));
+        let (items, tools) = (items(), tools());
+        let body = compact(&request_body(Api::Chat, &request(&items, &tools)));
         assert_eq!(
             body,
             r#"{"model":"m","messages":[{"role":"system","content":"be good"},{"role":"user","content":"q?"},{"role":"assistant","content":"let me look","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_issue","arguments":"{\"issue_id\":41}"}},{"id":"c2","type":"function","function":{"name":"get_issue","arguments":"{\"issue_id\":87}"}}]},{"role":"tool","tool_call_id":"c1","content":"{\"ok\":true}"},{"role":"tool","tool_call_id":"c2","content":"{\"ok\":false}"}],"tools":[{"type":"function","function":{"name":"get_issue","description":"d","parameters":{"type":"object"},"strict":true}}],"parallel_tool_calls":false}"#
@@ -433,8 +443,8 @@ mod tests {
 
     #[test]
     fn no_tools_means_no_tool_fields() {
-        let mut r = request();
-        r.tools.clear();
+        let items = items();
+        let r = request(&items, &[]);
         for api in [Api::Responses, Api::Chat] {
             let body = request_body(api, &r);
             assert!(get(&body, "tools").is_none() && get(&body, "parallel_tool_calls").is_none());
