@@ -50,7 +50,7 @@ impl Api {
 }
 
 /// One item of a conversation, in neither API's shape.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Item {
     /// What the person asked.
     User(String),
@@ -58,6 +58,10 @@ pub enum Item {
     Text(String),
     /// A function call the model made (kept in the history, as both APIs require).
     Call(FunctionCall),
+    /// An item of a Responses answer the loop has no use for but the API wants back in the
+    /// history (a reasoning model's `reasoning` item): sent back as it came. Chat
+    /// Completions has none.
+    Kept(Value),
     /// A call's output, fed back to the model.
     Output {
         /// The call it answers.
@@ -93,7 +97,7 @@ pub struct Request<'a> {
 }
 
 /// The model's answer, in neither API's shape.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Reply {
     /// Its text and calls, in the order it gave them.
     pub items: Vec<Item>,
@@ -200,6 +204,7 @@ fn responses_body(r: &Request) -> Value {
             Item::User(text) => obj! {"role" => "user", "content" => text.as_str()},
             Item::Text(text) => obj! {"role" => "assistant", "content" => text.as_str()},
             Item::Call(c) => c.to_value(),
+            Item::Kept(v) => v.clone(),
             Item::Output { call_id, output } => obj! {
                 "type" => "function_call_output",
                 "call_id" => call_id.as_str(),
@@ -256,6 +261,7 @@ fn read_responses(body: &Value) -> Result<Reply, WireError> {
                     items.push(Item::Text(text.concat()));
                 }
             }
+            Some("reasoning") => items.push(Item::Kept(item.clone())),
             _ => {}
         }
     }
@@ -304,6 +310,7 @@ fn chat_body(r: &Request) -> Value {
                 flush(&mut messages, &mut text, &mut calls);
                 messages.push(obj! {"role" => "user", "content" => q.as_str()});
             }
+            Item::Kept(_) => {}
             Item::Output { call_id, output } => {
                 flush(&mut messages, &mut text, &mut calls);
                 messages.push(obj! {
@@ -355,8 +362,18 @@ fn read_chat(body: &Value) -> Result<Reply, WireError> {
     let message =
         get(choice, "message").ok_or_else(|| bad("choices[0] has no \"message\"".into()))?;
     let mut items = Vec::new();
-    if let Some(text) = get_str(message, "content").filter(|t| !t.is_empty()) {
-        items.push(Item::Text(text.to_owned()));
+    // The text: a string, or (some servers) a list of parts with their text.
+    let text = match get(message, "content") {
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| get_str(p, "text"))
+            .collect::<Vec<_>>()
+            .concat(),
+        Some(Value::Str(t)) => t.to_lossy(),
+        _ => String::new(),
+    };
+    if !text.is_empty() {
+        items.push(Item::Text(text));
     }
     let calls = get(message, "tool_calls").and_then(Value::as_array);
     for (i, call) in calls.into_iter().flatten().enumerate() {
@@ -470,7 +487,13 @@ mod tests {
         .expect("json");
         let a = read_reply(Api::Responses, &responses).expect("responses");
         let b = read_reply(Api::Chat, &chat).expect("chat");
-        assert_eq!(a, b);
+        // The same calls, text and usage (the reasoning item is Responses' alone).
+        assert_eq!(
+            (a.calls(), a.text(), a.usage),
+            (b.calls(), b.text(), b.usage)
+        );
+        assert!(matches!(a.items[0], Item::Kept(_)));
+        assert_eq!(a.items[1..], b.items[..]);
         assert_eq!(a.text().as_deref(), Some("hm"));
         assert_eq!(
             a.calls()[1],
@@ -483,6 +506,39 @@ mod tests {
                 output: 30
             }
         );
+    }
+
+    #[test]
+    fn reasoning_items_go_back_to_responses_only_and_text_parts_are_read() {
+        let answer = parse(
+            r#"{"output":[{"type":"reasoning","id":"rs_1","summary":[]},
+                {"type":"function_call","call_id":"c1","name":"t","arguments":"{}"}]}"#,
+        )
+        .expect("json");
+        let reply = read_reply(Api::Responses, &answer).expect("reply");
+        assert_eq!(reply.calls().len(), 1);
+        let mut input = vec![Item::User("q".into())];
+        input.extend(reply.items);
+        let r = Request {
+            model: "m",
+            instructions: "i",
+            input: &input,
+            tools: &[],
+            parallel_tool_calls: true,
+        };
+        let sent = compact(&request_body(Api::Responses, &r));
+        assert!(
+            sent.contains(r#"{"type":"reasoning","id":"rs_1","summary":[]}"#),
+            "{sent}"
+        );
+        let chat = compact(&request_body(Api::Chat, &r));
+        assert!(!chat.contains("reasoning"), "{chat}");
+        let parts = parse(
+            r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}}]}"#,
+        )
+        .expect("json");
+        let reply = read_reply(Api::Chat, &parts).expect("reply");
+        assert_eq!(reply.text().as_deref(), Some("ab"));
     }
 
     #[test]
