@@ -1310,3 +1310,52 @@ fn a_changed_tool_output_is_named_at_its_place_in_the_whole_request() {
         "{stderr}"
     );
 }
+
+/// On a terminal (util-linux `script` gives one; its input ends at once, as a Ctrl-D would),
+/// the default approver asks: the question is shown with the call and its arguments, after
+/// the sentence that says why; the input having ended, the side effect is denied.
+#[cfg(target_os = "linux")]
+#[test]
+fn on_a_terminal_the_approval_is_asked() {
+    let server = Server::start(vec![
+        calls(
+            Api::Responses,
+            &[("c1", "add_label", r#"{"issue_id": 41, "label": "lease"}"#)],
+        ),
+        text(Api::Responses, "not labelled"),
+    ]);
+    let work = tempfile::tempdir().expect("tmp");
+    let log = work.path().join("terminal.log");
+    let line = format!(
+        "{} ask 'label 41' --model m --base-url {}",
+        env!("CARGO_BIN_EXE_toolstorm-tui"),
+        server.url
+    );
+    let status = Command::new("script")
+        .args(["-qec", &line])
+        .arg(&log)
+        .env("TERM", "xterm-256color")
+        .env("OPENAI_API_KEY", KEY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("util-linux `script` runs the command on a pseudo-terminal");
+    let shown = std::fs::read_to_string(&log).expect("the terminal's log");
+    assert!(status.success(), "{shown}");
+    assert!(
+        shown.contains("it changes the world its tools act on"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Approve add_label(issue_id=41, label='lease')? [y/N]"),
+        "{shown}"
+    );
+    let outputs = outputs_sent(Api::Responses, &server.seen()[1].body);
+    assert!(
+        outputs[0].1.contains(r#""kind":"denied""#),
+        "{}",
+        outputs[0].1
+    );
+    assert!(!shown.contains(KEY));
+}
