@@ -1359,3 +1359,39 @@ fn on_a_terminal_the_approval_is_asked() {
     );
     assert!(!shown.contains(KEY));
 }
+
+#[test]
+fn an_mcp_server_reached_by_url_answers_the_model() {
+    // Our own proxy listening in front of the example server: a Streamable HTTP MCP server.
+    let mut proxy = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["mcp", "--listen", "127.0.0.1:0", "--", &shipping_server()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the proxy starts");
+    let mut first = String::new();
+    BufReader::new(proxy.stderr.take().expect("stderr"))
+        .read_line(&mut first)
+        .expect("the proxy says where it listens");
+    let mcp_url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first line: {first}"))
+        .to_owned();
+    let server = Server::start(vec![
+        calls(Api::Chat, &[("c1", "check_inventory", r#"{"sku": "A-1"}"#)]),
+        text(Api::Chat, "in stock"),
+    ]);
+    let out = ask_to(
+        &server.url,
+        &["stock?", "--api", "chat", "--json", "--mcp", "--", &mcp_url],
+    );
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let rows = call_rows(&parse(&stdout).expect("json"));
+    assert_eq!(rows[0].1, "check_inventory");
+    assert_eq!(rows[0].2, "ok", "{stdout}");
+}
