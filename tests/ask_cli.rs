@@ -22,6 +22,8 @@ struct Scripted {
     status: u16,
     headers: Vec<(String, String)>,
     body: String,
+    /// How long the model takes before it answers.
+    delay: Duration,
 }
 
 /// A request the server got.
@@ -101,7 +103,9 @@ fn serve(stream: TcpStream, seen: &Mutex<Vec<Seen>>, script: &Mutex<std::vec::In
             status: 500,
             headers: Vec::new(),
             body: r#"{"error":{"message":"the script has no more answers"}}"#.into(),
+            delay: Duration::ZERO,
         });
+        std::thread::sleep(answer.delay);
         if answer.status == 0 {
             // A model that never answers.
             std::thread::sleep(Duration::from_secs(30));
@@ -200,6 +204,7 @@ fn ok(body: String) -> Scripted {
         status: 200,
         headers: Vec::new(),
         body,
+        delay: Duration::ZERO,
     }
 }
 
@@ -211,6 +216,7 @@ fn status(code: u16, headers: &[(&str, &str)], body: &str) -> Scripted {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
         body: body.to_owned(),
+        delay: Duration::ZERO,
     }
 }
 
@@ -225,6 +231,28 @@ fn ask(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run toolstorm-tui")
+}
+
+/// Starts `ask QUESTION --record RECORD` against `url` (model `m`, the key set), output
+/// dropped.
+fn ask_in_background(url: &str, question: &str, record: &std::path::Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args([
+            "ask",
+            question,
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--record",
+        ])
+        .arg(record)
+        .env("OPENAI_API_KEY", KEY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ask starts")
 }
 
 /// Runs `ask` against `url` with model `m`.
@@ -981,23 +1009,7 @@ fn a_record_killed_mid_round_still_opens() {
     let work = tempfile::tempdir().expect("tmp");
     let record = work.path().join("run.json");
     let rec = record.to_str().expect("utf-8");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
-        .args([
-            "ask",
-            "hi",
-            "--base-url",
-            &server.url,
-            "--model",
-            "m",
-            "--record",
-            rec,
-        ])
-        .env("OPENAI_API_KEY", KEY)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = ask_in_background(&server.url, "hi", &record);
     // Wait for the second request (the model now never answers), then kill.
     let start = Instant::now();
     while server.seen().len() < 2 {
@@ -1394,4 +1406,59 @@ fn an_mcp_server_reached_by_url_answers_the_model() {
     let rows = call_rows(&parse(&stdout).expect("json"));
     assert_eq!(rows[0].1, "check_inventory");
     assert_eq!(rows[0].2, "ok", "{stdout}");
+}
+
+#[test]
+fn the_explorer_follows_a_record_as_ask_writes_it() {
+    use toolstorm::tui::action::Action;
+    use toolstorm::tui::app::App;
+    let mut slow = calls(
+        Api::Responses,
+        &[(
+            "c2",
+            "get_doc_section",
+            r#"{"doc_id": "triage", "heading": null}"#,
+        )],
+    );
+    slow.delay = Duration::from_millis(1500);
+    let server = Server::start(vec![
+        calls(
+            Api::Responses,
+            &[(
+                "c1",
+                "get_doc_section",
+                r#"{"doc_id": "error-codes", "heading": null}"#,
+            )],
+        ),
+        slow,
+        text(Api::Responses, "read both"),
+    ]);
+    let work = tempfile::tempdir().expect("tmp");
+    let record = work.path().join("run.json");
+    let mut child = ask_in_background(&server.url, "read the docs", &record);
+    // Once the first round is on file, the explorer opens it: one batch, one call.
+    let start = Instant::now();
+    while std::fs::read_to_string(&record)
+        .ok()
+        .and_then(|t| parse(&t).ok())
+        .and_then(|v| {
+            v.as_object()
+                .and_then(|o| o.get("rounds"))
+                .and_then(Value::as_array)
+                .map(Vec::len)
+        })
+        .unwrap_or(0)
+        < 1
+    {
+        assert!(start.elapsed() < Duration::from_secs(20), "no first round");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut app = App::new(toolstorm::document::Document::open(&record).expect("opens mid-run"));
+    assert_eq!(app.doc.runs[0].batches.len(), 1);
+    assert_eq!(app.doc.runs[0].timeline.report().calls.len(), 1);
+    assert!(child.wait().expect("ask ends").success());
+    // The file changed: the explorer reloads it, with the second round's batch and call.
+    toolstorm::tui::runtime::dispatch(&mut app, Action::FileChanged);
+    assert_eq!(app.doc.runs[0].batches.len(), 2, "{}", app.status);
+    assert_eq!(app.doc.runs[0].timeline.report().calls.len(), 2);
 }
