@@ -309,6 +309,29 @@ enum World {
 }
 
 impl World {
+    /// The MCP server `mcp` runs (or is), else the Orbit world with its files in `work_dir`.
+    fn open(
+        mcp: Option<&[std::ffi::OsString]>,
+        work_dir: Option<PathBuf>,
+    ) -> Result<World, String> {
+        match mcp {
+            Some(cmd) => McpTools::connect(cmd, None, None, &[])
+                .map(|t| World::Mcp(Arc::new(t)))
+                .map_err(|e| format!("cannot use the MCP server: {e}")),
+            None => ask::orbit_world(work_dir)
+                .map(|(world, _scratch)| World::Orbit { world, _scratch })
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// How many actions the Orbit tracker holds (none for an MCP server's tools).
+    fn tracker_actions(&self) -> usize {
+        match self {
+            World::Orbit { world, .. } => world.with(|o| o.tracker().actions().len()),
+            World::Mcp(_) => 0,
+        }
+    }
+
     fn tools(&self) -> Arc<dyn LiveTools> {
         match self {
             World::Orbit { world, .. } => Arc::clone(world) as Arc<dyn LiveTools>,
@@ -472,15 +495,7 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         ));
     }
     header.world = world_name.to_owned();
-    header.tools_from = mcp.as_ref().map(|cmd| {
-        let words: Vec<String> = cmd
-            .iter()
-            .map(|w| w.to_string_lossy().into_owned())
-            .collect();
-        crate::redact::Redactor::default()
-            .redact_argv(&words)
-            .join(" ")
-    });
+    header.tools_from = mcp.as_deref().map(command_line);
     let mut exec = match LiveExecutor::new(Vec::new(), 0, Limits::default()) {
         Ok(e) => e,
         Err(e) => return io.fail(e),
@@ -492,44 +507,13 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         },
         None => None,
     };
-    let world = match &mcp {
-        Some(cmd) => match McpTools::connect(cmd, None, None, &[]) {
-            Ok(t) => World::Mcp(Arc::new(t)),
-            Err(e) => return io.fail(format!("cannot use the MCP server: {e}")),
-        },
-        None => match ask::orbit_world(a.work_dir.clone()) {
-            Ok((world, _scratch)) => World::Orbit { world, _scratch },
-            Err(e) => return io.fail(e),
-        },
+    let world = match World::open(mcp.as_deref(), a.work_dir.clone()) {
+        Ok(w) => w,
+        Err(why) => return io.fail(why),
     };
     let tools = world.tools();
-    let terminal = std::io::stdin().is_terminal();
-    let mut deny = DenyAll;
-    let mut yes = AllowList {
-        tools: tools.registry().names(),
-    };
-    let mut asking = Interactive::new(TerminalPrompt {
-        context: Some(
-            "The model asks for a tool call with a side effect (it changes the world its tools \
-             act on); it runs only if you answer y."
-                .into(),
-        ),
-        ended: false,
-    });
-    let mut headless = Interactive::new(NoTerminal);
-    let mut recorded = Interactive::new(Scripted::new(
-        answers
-            .iter()
-            .flatten()
-            .map(|y| if *y { "y" } else { "n" }.to_owned()),
-    ));
-    let approver: &mut dyn Approver = match a.approve {
-        _ if answers.is_some() => &mut recorded,
-        Some(ApproveChoice::Deny) => &mut deny,
-        Some(ApproveChoice::Yes) => &mut yes,
-        Some(ApproveChoice::Ask) | None if terminal => &mut asking,
-        Some(ApproveChoice::Ask) | None => &mut headless,
-    };
+    let mut approvers = Approvers::new(tools.registry().names(), answers);
+    let approver = approvers.pick(a.approve);
     let json = a.json;
     let mut record_error = None;
     let outcome = ask::run(
@@ -594,44 +578,12 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     };
     let checks_passed = checks.as_ref().is_none_or(|c| crate::contract::verdict(c));
     if json {
-        let mut v = run.to_value(a.price_in, a.price_out);
-        if let (Some(c), Some(o)) = (&checks, v.as_object_mut()) {
-            o.push(
-                "checks",
-                crate::json::Value::Array(
-                    c.iter()
-                        .map(|c| {
-                            crate::obj! {
-                                "name" => c.name.as_str(),
-                                "passed" => c.passed,
-                                "detail" => c.detail.as_str(),
-                            }
-                        })
-                        .collect(),
-                ),
-            );
-            o.push("checks_passed", checks_passed);
-        }
-        io.emit(&(pretty(&v) + "\n"));
+        print_json(&run, checks.as_deref(), a, io);
     } else {
-        let actions = match &world {
-            World::Orbit { world, .. } => world.with(|o| o.tracker().actions().len()),
-            World::Mcp(_) => 0,
-        };
-        print_text(&run, a, actions, io);
+        print_text(&run, a, world.tracker_actions(), io);
         if let Some(c) = &checks {
-            io.println("");
-            io.println_verdict(&format!(
-                "scenario checks: {}",
-                if checks_passed { "PASS" } else { "FAIL" }
-            ));
-            for check in c {
-                let mark = if check.passed { '\u{2713}' } else { '\u{2717}' };
-                io.println_verdict(&format!("{mark} {}: {}", check.name, check.detail));
-            }
-            if let Some(p) = proxy_record.as_ref().filter(|_| a.record.is_some()) {
-                io.println(&format!("proxy recording: {}", p.display()));
-            }
+            let kept = proxy_record.as_deref().filter(|_| a.record.is_some());
+            print_checks(c, kept, io);
         }
     }
     match replay {
@@ -647,6 +599,114 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         exit::CONTRACT_FAILED
     } else {
         exit::OK
+    }
+}
+
+/// The whole result as JSON (`--json`): the run's, and the scenario's checks when there are.
+fn print_json(
+    run: &AskRun,
+    checks: Option<&[crate::contract::Check]>,
+    a: &AskArgs,
+    io: &mut Io<'_>,
+) {
+    let mut v = run.to_value(a.price_in, a.price_out);
+    if let (Some(c), Some(o)) = (checks, v.as_object_mut()) {
+        let list = c
+            .iter()
+            .map(|c| {
+                crate::obj! {
+                    "name" => c.name.as_str(),
+                    "passed" => c.passed,
+                    "detail" => c.detail.as_str(),
+                }
+            })
+            .collect();
+        o.push("checks", crate::json::Value::Array(list));
+        o.push("checks_passed", crate::contract::verdict(c));
+    }
+    io.emit(&(pretty(&v) + "\n"));
+}
+
+/// The scenario's verdict and checks, as `check` prints them, and where the proxy's
+/// recording was kept.
+fn print_checks(
+    checks: &[crate::contract::Check],
+    kept: Option<&std::path::Path>,
+    io: &mut Io<'_>,
+) {
+    io.println("");
+    io.println_verdict(&format!(
+        "scenario checks: {}",
+        if crate::contract::verdict(checks) {
+            "PASS"
+        } else {
+            "FAIL"
+        }
+    ));
+    for check in checks {
+        let mark = if check.passed { '\u{2713}' } else { '\u{2717}' };
+        io.println_verdict(&format!("{mark} {}: {}", check.name, check.detail));
+    }
+    if let Some(p) = kept {
+        io.println(&format!("proxy recording: {}", p.display()));
+    }
+}
+
+/// A command line as a record keeps it: secrets redacted.
+fn command_line(cmd: &[std::ffi::OsString]) -> String {
+    let words: Vec<String> = cmd
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    crate::redact::Redactor::default()
+        .redact_argv(&words)
+        .join(" ")
+}
+
+/// The approvers `--approve` chooses from, and the record's answers for a replay.
+struct Approvers {
+    deny: DenyAll,
+    yes: AllowList,
+    asking: Interactive<TerminalPrompt>,
+    headless: Interactive<NoTerminal>,
+    recorded: Option<Interactive<Scripted>>,
+}
+
+impl Approvers {
+    /// `yes` approves these tools; `answers` are a record's, in order.
+    fn new(tools: Vec<String>, answers: Option<Vec<bool>>) -> Approvers {
+        Approvers {
+            deny: DenyAll,
+            yes: AllowList { tools },
+            asking: Interactive::new(TerminalPrompt {
+                context: Some(
+                    "The model asks for a tool call with a side effect (it changes the world \
+                     its tools act on); it runs only if you answer y."
+                        .into(),
+                ),
+                ended: false,
+            }),
+            headless: Interactive::new(NoTerminal),
+            recorded: answers.map(|list| {
+                Interactive::new(Scripted::new(
+                    list.iter().map(|y| if *y { "y" } else { "n" }.to_owned()),
+                ))
+            }),
+        }
+    }
+
+    /// A replay answers as recorded; otherwise `--approve`'s choice, by default asking on a
+    /// terminal and denying without one.
+    fn pick(&mut self, choice: Option<ApproveChoice>) -> &mut dyn Approver {
+        if let Some(r) = self.recorded.as_mut() {
+            return r;
+        }
+        match choice {
+            Some(ApproveChoice::Deny) => &mut self.deny,
+            Some(ApproveChoice::Yes) => &mut self.yes,
+            Some(ApproveChoice::Ask) | None if std::io::stdin().is_terminal() => &mut self.asking,
+            Some(ApproveChoice::Ask) | None => &mut self.headless,
+        }
     }
 }
 
