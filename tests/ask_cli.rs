@@ -913,6 +913,15 @@ fn a_recorded_run_replays_offline_with_the_same_calls_and_answer() {
             let (said, err) = text_of(&out);
             assert_eq!(out.status.code(), Some(0), "{command}: {said}\n{err}");
             assert!(said.starts_with(want), "{command}: {said}");
+            if command == "inspect" {
+                assert!(
+                    said.contains(
+                        "ask record: 3 rounds (calls per round: 3, 1, 0) \u{b7} tokens in/out \
+                         500/80 \u{b7} answered"
+                    ),
+                    "{said}"
+                );
+            }
         }
         // And where the explorer opens it: each round's batch in the lanes.
         let doc = toolstorm::document::Document::open(&record).expect("the explorer opens it");
@@ -1036,6 +1045,10 @@ fn a_record_killed_mid_round_still_opens() {
     let (said, err) = text_of(&inspect);
     assert_eq!(inspect.status.code(), Some(0), "{said}\n{err}");
     assert!(said.starts_with("Valid trace v1: 1 calls"), "{said}");
+    assert!(
+        said.contains("ask record: 1 round (calls per round: 1) \u{b7} tokens in/out 100/20 \u{b7} not finished"),
+        "{said}"
+    );
     let out = ask(&["--replay", rec]);
     let (stdout, stderr) = text_of(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");

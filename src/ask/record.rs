@@ -281,6 +281,56 @@ pub struct Record {
     pub answer: Option<String>,
     /// Whether the run ended (a record of a killed run is not complete).
     pub complete: bool,
+    /// Whether it ended at the round limit without an answer.
+    pub stopped: bool,
+    /// The calls each round made, in order.
+    pub calls_per_round: Vec<usize>,
+    /// Input and output tokens, summed over the rounds.
+    pub tokens: (u64, u64),
+}
+
+impl Record {
+    /// The line `inspect` adds for a record: `ask record: 2 rounds (calls per round: 3, 0) ·
+    /// tokens in/out 400/60 · answered`.
+    pub fn summary_line(&self) -> String {
+        let per: Vec<String> = self.calls_per_round.iter().map(usize::to_string).collect();
+        let end = if !self.complete {
+            "not finished (its run was stopped or is still going)"
+        } else if self.stopped {
+            "stopped at max_rounds without a final answer"
+        } else if self.answer.is_some() {
+            "answered"
+        } else {
+            "ended by an error"
+        };
+        format!(
+            "ask record: {} round{} (calls per round: {}) \u{b7} tokens in/out {}/{} \u{b7} {end}",
+            self.calls_per_round.len(),
+            if self.calls_per_round.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            if per.is_empty() {
+                "none".to_owned()
+            } else {
+                per.join(", ")
+            },
+            self.tokens.0,
+            self.tokens.1,
+        )
+    }
+}
+
+/// Whether the file at `path` begins as a record does (its first bytes name [`MARK`]): a
+/// cheap look before [`read`].
+pub fn looks_like_record(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = crate::fsread::open_regular(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    String::from_utf8_lossy(&head[..n]).contains(MARK)
 }
 
 /// Reads a record.
@@ -341,9 +391,37 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
         .and_then(Value::as_array)
         .ok_or_else(|| invalid("rounds: expected a list".into()))?;
     let mut kept = Vec::new();
+    let mut calls_per_round = Vec::new();
+    let mut tokens = (0u64, 0u64);
     let mut approvals = Vec::new();
     for (i, r) in rounds.iter().enumerate() {
         let field = |key: &str| r.as_object().and_then(|o| o.get(key));
+        let count = |key: &str| {
+            field("tokens")
+                .and_then(|t| t.as_object())
+                .and_then(|t| t.get(key))
+                .and_then(Value::as_i64)
+                .map_or(0, |n| n.max(0) as u64)
+        };
+        tokens = (tokens.0 + count("input"), tokens.1 + count("output"));
+        let batch = field("batch").and_then(Value::as_i64);
+        calls_per_round.push(
+            o.get("batches")
+                .and_then(Value::as_array)
+                .and_then(|b| {
+                    b.iter().find(|b| {
+                        b.as_object()
+                            .and_then(|b| b.get("batch"))
+                            .and_then(Value::as_i64)
+                            == batch
+                            && batch.is_some()
+                    })
+                })
+                .and_then(|b| b.as_object())
+                .and_then(|b| b.get("lanes"))
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len),
+        );
         match (field("request"), field("response")) {
             (Some(q @ Value::Object(_)), Some(a @ Value::Object(_))) => {
                 let from = field("history_from")
@@ -389,6 +467,9 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
         approvals,
         answer: o.get("answer").and_then(Value::as_str).map(str::to_owned),
         complete: o.get("complete").and_then(Value::as_bool) == Some(true),
+        stopped: o.get("stopped").and_then(Value::as_bool) == Some(true),
+        calls_per_round,
+        tokens,
     })
 }
 
