@@ -4,6 +4,7 @@
 //! ([`crate::exit`]), so tests can drive it in-process. `toolstorm-tui [FILE]` is not run
 //! here: [`dispatch`] hands it back to the binary, which starts the explorer.
 
+mod ask;
 mod campaign;
 mod demo;
 mod explain;
@@ -58,6 +59,9 @@ enum Command {
     Tools(orbit::ToolsArgs),
     /// Run a campaign over a grid of scenarios, policies, seeds, probabilities and budgets
     Sweep(sweep::SweepArgs),
+    /// Ask a real model (any OpenAI-compatible server) a question; its tool calls run through
+    /// the executor
+    Ask(ask::AskArgs),
     /// Put an MCP proxy in front of a server: inject faults, record, or replay a recording
     Mcp(mcp::McpArgs),
     /// Run an agent many times through the MCP proxy: how often does it recover?
@@ -203,6 +207,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Ou
         Some(Command::Tools(a)) => orbit::tools(&a, io),
         Some(Command::Sweep(a)) => sweep::run(&a, io),
         Some(Command::Mcp(a)) => mcp::run(&a, io),
+        Some(Command::Ask(a)) => ask::run(&a, io),
         Some(Command::Campaign(a)) => campaign::run(&a, io),
         Some(Command::Decide(a)) => explain::decide(&a, io),
         Some(Command::Canonical(a)) => explain::canonical(&a, io),

@@ -105,6 +105,10 @@
 //! - [`lab`]: the bundled shipping world, recovery policies, scenarios and campaigns; the Orbit
 //!   world the executor runs in.
 //! - [`executor`]: the robust tool executor — parallel, time-boxed, classified, permissioned.
+//! - [`model`]: a real model behind an OpenAI-compatible server (Responses or Chat
+//!   Completions): the wire formats and an HTTP client with timeouts and retries.
+//! - [`ask`]: the tool loop — a model's function calls run as executor batches until it
+//!   answers or a round limit stops it.
 //! - [`mcp`]: the MCP boundary — a proxy that injects faults between any agent and its MCP
 //!   server, records the session as a cassette with evidence, and replays it strictly.
 //! - [`document`]: one way in — open any file (cassette, run file, comparison, scenario of any
@@ -116,6 +120,7 @@
 //! terminal UI; `--no-default-features` builds the engine alone.
 
 pub mod agent;
+pub mod ask;
 pub mod atomic;
 pub mod campaign;
 pub mod cassette;
@@ -134,6 +139,7 @@ pub mod json;
 pub mod junit;
 pub mod lab;
 pub mod mcp;
+pub mod model;
 pub mod printable;
 pub mod redact;
 pub mod report;

@@ -115,6 +115,19 @@ fn every_subcommand_finishes_on_a_terminal() {
         (vec!["mcp"], 2, "--"),
         // No client on the terminal: nothing asked for, strict replay fails and says what.
         (vec!["mcp", "--replay", &mcp], 1, "never asked for"),
+        // No model there: its retries, then the URL named.
+        (
+            vec![
+                "ask",
+                "hi",
+                "--model",
+                "m",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ],
+            2,
+            "cannot reach http://127.0.0.1:9/v1/responses",
+        ),
         (
             vec!["inspec", &incident],
             2,

@@ -86,9 +86,9 @@ fn answer(s: &str) -> Result<String, String> {
 /// Before the first question, what is asking: the scenario and its seed, and that the run
 /// waits for the answer (the results come after the run). Once the input has ended (Ctrl-D),
 /// every later call is denied without asking.
-struct TerminalPrompt {
-    context: Option<String>,
-    ended: bool,
+pub(super) struct TerminalPrompt {
+    pub(super) context: Option<String>,
+    pub(super) ended: bool,
 }
 
 impl crate::executor::approval::Prompt for TerminalPrompt {

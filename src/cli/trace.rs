@@ -146,6 +146,13 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
         }
     } else {
         io.print(&cassette::inspect_text(&trace.cassettes));
+        // An `ask` record: its rounds, calls per round and tokens.
+        if trace.kind == document::DocKind::RunFile
+            && crate::ask::record::looks_like_record(&a.path)
+            && let Ok(r) = crate::ask::record::read(&a.path)
+        {
+            io.println(&r.summary_line());
+        }
         if let Some(m) = &trace.mcp {
             let name = crate::mcp::session::McpSession::peer_name;
             io.println(&format!(

@@ -6,7 +6,7 @@
 #   tests/interop/run.sh [CASE...]      cases: sqlite fs kill inflight executor campaign slowexit
 #                                       inspector pydantic http http_ts http_upstream
 #                                       http_campaign http_2026 junit ci conformance
-#                                       fw_pydantic fw_openai fw_langchain (default: all)
+#                                       fw_pydantic fw_openai fw_langchain llmock (default: all)
 #
 # Environment: BIN (the toolstorm-tui binary; default target/debug/toolstorm-tui, built when
 # missing or older than the sources), SHIPPING_SERVER (default
@@ -24,7 +24,7 @@ abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 WORK="$(abs "${INTEROP_DIR:-$ROOT/target/interop}")"
 if [ -n "${BIN:-}" ]; then BIN="$(abs "$BIN")"; fi
 if [ -n "${SHIPPING_SERVER:-}" ]; then SHIPPING_SERVER="$(abs "$SHIPPING_SERVER")"; fi
-ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit ci conformance fw_pydantic fw_openai fw_langchain)
+ALL_CASES=(sqlite fs kill inflight executor campaign slowexit inspector pydantic http http_ts http_upstream http_campaign http_2026 junit ci conformance fw_pydantic fw_openai fw_langchain llmock)
 CASE_TIMEOUT=90
 
 if [ "$#" -gt 0 ]; then CASES=("$@"); else CASES=("${ALL_CASES[@]}"); fi
@@ -220,6 +220,7 @@ run_case() {
     fw_pydantic) set -- env FW_PYTHON="$PYD_VENV/bin/python" "$VENV/bin/python" "$HERE/frameworks_case.py" pydantic ;;
     fw_openai) set -- env FW_PYTHON="$FW_VENV/bin/python" "$VENV/bin/python" "$HERE/frameworks_case.py" openai ;;
     fw_langchain) set -- env FW_PYTHON="$FW_VENV/bin/python" "$VENV/bin/python" "$HERE/frameworks_case.py" langchain ;;
+    llmock) set -- "$VENV/bin/python" "$HERE/llmock_case.py" ;;
   esac
   rm -rf "$dir"
   mkdir -p "$dir"

@@ -118,17 +118,7 @@ pub fn run_live(
     use crate::executor::live::LiveTools;
     use std::sync::Arc;
     // The database goes in the work folder (a private one when none is given).
-    let scratch = match &work_dir {
-        Some(_) => None,
-        None => Some(tempfile::tempdir().map_err(|e| {
-            ConfigError::new("Cannot build the Orbit database")
-                .because(format!("no temporary folder: {e}"))
-        })?),
-    };
-    let dir = work_dir
-        .clone()
-        .or_else(|| scratch.as_ref().map(|d| d.path().to_path_buf()))
-        .unwrap_or_default();
+    let (dir, _scratch) = super::store::folder(work_dir.as_deref())?;
     let orbit = world(scenario, work_dir)?;
     let world = Arc::new(super::store::RealOrbit::new(orbit, &dir)?);
     let tools: Arc<dyn LiveTools> = world.clone();

@@ -44,6 +44,21 @@ fn setup_error(path: &Path, e: &rusqlite::Error) -> ConfigError {
     ConfigError::new("Cannot build the Orbit database").because(format!("{}: {e}", path.display()))
 }
 
+/// The folder a live world's files go in: `work_dir` when given, else a private temporary
+/// one, removed when the returned guard is dropped.
+pub fn folder(
+    work_dir: Option<&Path>,
+) -> Result<(PathBuf, Option<tempfile::TempDir>), ConfigError> {
+    if let Some(dir) = work_dir {
+        return Ok((dir.to_path_buf(), None));
+    }
+    let scratch = tempfile::tempdir().map_err(|e| {
+        ConfigError::new("Cannot build the Orbit database")
+            .because(format!("no temporary folder: {e}"))
+    })?;
+    Ok((scratch.path().to_path_buf(), Some(scratch)))
+}
+
 /// Writes the issues of `orbit` into a new SQLite file at `path` (replacing one there).
 pub fn build(orbit: &Orbit, path: &Path) -> Result<(), ConfigError> {
     // A crash during an earlier build may have left a rollback journal: it goes too, or
