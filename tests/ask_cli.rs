@@ -1258,7 +1258,8 @@ fn a_campaign_runs_ask_as_its_agent_with_the_mcp_config_it_hands_out() {
         .output()
         .expect("campaign");
     let (stdout, stderr) = text_of(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // Both runs ship twice, so the campaign fails as a test runner does.
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert_eq!(server.seen().len(), 6, "three rounds per run");
     let v = parse(&stdout).expect("json");
     let results = get(&v, "results").as_array().expect("results");
