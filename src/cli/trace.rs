@@ -332,7 +332,7 @@ fn ask_scenario_checks(
         Err(e) => {
             lines.push(format!(
                 "scenario checks: FAIL ({shown}: {})",
-                crate::printable::line(&e.message)
+                crate::printable::line(e.message)
             ));
             return Some((false, lines));
         }
