@@ -117,7 +117,7 @@ pub struct Trace {
     /// For an executor's run output: its batches (lanes and log), drawn as a live run's are.
     pub batches: Vec<BatchResult>,
     /// For an `ask` record: its rounds, the model's words and calls, tokens and end.
-    pub ask: Option<ask::AskView>,
+    pub ask: Option<Box<ask::AskView>>,
 }
 
 /// What a file holds, before anything runs.
@@ -340,7 +340,7 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
         Vec::new()
     };
     let ask = if kind == DocKind::RunFile {
-        ask::AskView::from_value(&value)
+        ask::AskView::from_value(&value).map(Box::new)
     } else {
         None
     };
@@ -665,7 +665,7 @@ impl Document {
         let live = trace.live;
         // A run output's batches belong to its one run.
         let mut batches = Some(trace.batches);
-        let mut ask = trace.ask.map(std::sync::Arc::new);
+        let mut ask = trace.ask.map(std::sync::Arc::from);
         let runs = trace
             .cassettes
             .into_iter()
