@@ -192,3 +192,56 @@ fn hostile_text_from_the_model_is_shown_escaped() {
         "nothing reaches the terminal raw"
     );
 }
+
+#[test]
+fn a_calls_details_have_its_rounds_words_the_call_as_sent_and_its_output() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut r = record();
+    *at(
+        &mut r,
+        &[
+            "rounds", "1", "response", "choices", "0", "message", "content",
+        ],
+    ) = Value::from("Now the error-codes doc.");
+    let mut app = open(dir.path(), &r);
+    app.update(Action::Next);
+    app.update(Action::FocusNext);
+    app.update(Action::ToggleZoom);
+    let text = screen(&mut app, 120, 40);
+    for said in [
+        "│Round 2 of at most 5 · 1 call · tokens in/out 850/38",
+        "│    Now the error-codes doc.",
+        "│function_call get_doc_section · call_id NMOJFeVVgB49erzaT8WWYjAqFSmW4TD5",
+        r#"│  arguments {"doc_id": "error-codes", "heading": "ORB-1101 LeaseExpired"}"#,
+        "│Output fed back to the model for NMOJFeVVgB49erzaT8WWYjAqFSmW4TD5",
+        r#"│      "doc_id": "error-codes","#,
+    ] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+    // The output was said once: the envelope is not repeated under it.
+    assert!(!text.contains("Envelope for"), "{text}");
+}
+
+#[test]
+fn arguments_that_are_not_json_are_shown_as_sent() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut r = record();
+    // Round 3's call (denied, so it never ran: it is listed at the end of Details).
+    let args = &["rounds", "2", "response", "choices", "0", "message"];
+    *at(
+        &mut r,
+        &[args, &["tool_calls", "0", "function", "arguments"][..]].concat(),
+    ) = Value::from("{issue_id: 41, label: 'area:worker'\n");
+    let mut app = open(dir.path(), &r);
+    app.update(Action::FocusNext);
+    app.update(Action::ToggleZoom);
+    let text = screen(&mut app, 120, 400);
+    for said in [
+        "│Not run in batch 3 (round 3): ex8Iq6g4Gp8kUOt4gUvBfD8WCfgeydn8 add_label (denied)",
+        "│  function_call add_label · call_id ex8Iq6g4Gp8kUOt4gUvBfD8WCfgeydn8",
+        r"│    arguments {issue_id: 41, label: 'area:worker'\n",
+        "│    (not JSON: the executor answers bad_args without running the tool)",
+    ] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+}
