@@ -196,6 +196,7 @@ fn main() {
         parallel: true,
         world: "bench".into(),
         tools_from: None,
+        prices: None,
     };
     let mut recorder = Recorder::create(&path, header, &[], Value::Null).expect("record");
     let mut m = model(Api::Responses, &url);

@@ -25,6 +25,7 @@
 //! # Ok::<(), toolstorm::document::Error>(())
 //! ```
 
+pub mod ask;
 pub mod campaign;
 pub mod compare;
 mod error;
@@ -115,6 +116,8 @@ pub struct Trace {
     pub short: bool,
     /// For an executor's run output: its batches (lanes and log), drawn as a live run's are.
     pub batches: Vec<BatchResult>,
+    /// For an `ask` record: its rounds, the model's words and calls, tokens and end.
+    pub ask: Option<Box<ask::AskView>>,
 }
 
 /// What a file holds, before anything runs.
@@ -168,6 +171,8 @@ pub struct Run {
     /// For a run the MCP proxy recorded (a recording, a campaign's run, an agent's re-run):
     /// its session facts — per call, what the client received, and each effect's evidence.
     pub mcp: Option<std::sync::Arc<McpSession>>,
+    /// For an `ask` record: its rounds, the model's words and calls, tokens and end.
+    pub ask: Option<std::sync::Arc<ask::AskView>>,
 }
 
 /// A run's verdict as its file recorded it (run files and comparisons carry the lab's
@@ -334,6 +339,11 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
     } else {
         Vec::new()
     };
+    let ask = if kind == DocKind::RunFile {
+        ask::AskView::from_value(&value).map(Box::new)
+    } else {
+        None
+    };
     let cassettes = cassette::document_cassettes(path, value)
         .map_err(Error::from)
         .map_err(|e| match hint {
@@ -351,6 +361,7 @@ fn trace_from_value(path: &Path, value: Value) -> Result<Trace, Error> {
         short: false,
         live: false,
         batches,
+        ask,
     })
 }
 
@@ -390,6 +401,7 @@ fn journaled(path: &Path) -> Result<Option<Trace>, Error> {
             short: r.short,
             live: crate::mcp::recorder::is_live(path),
             batches: Vec::new(),
+            ask: None,
         })),
         Err(e) => {
             let journal = crate::mcp::session::journal_path(path);
@@ -437,6 +449,7 @@ fn unread_run(seed: i64) -> Run {
         approvals: Vec::new(),
         contract: String::new(),
         mcp: None,
+        ask: None,
     }
 }
 
@@ -512,6 +525,7 @@ fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u
             short: false,
             live: false,
             batches: Vec::new(),
+            ask: None,
         })
         .map_err(|e| Error::from(cassette::LoadError::config(path, e))))
 }
@@ -628,6 +642,7 @@ impl Document {
             short: false,
             live: false,
             batches: Vec::new(),
+            ask: None,
         };
         Document::from_trace(None, trace)
     }
@@ -650,6 +665,7 @@ impl Document {
         let live = trace.live;
         // A run output's batches belong to its one run.
         let mut batches = Some(trace.batches);
+        let mut ask = trace.ask.map(std::sync::Arc::from);
         let runs = trace
             .cassettes
             .into_iter()
@@ -682,6 +698,7 @@ impl Document {
                     approvals: Vec::new(),
                     contract,
                     mcp: session.clone(),
+                    ask: ask.take(),
                 }
             })
             .collect();
@@ -820,6 +837,7 @@ impl Document {
                         batches: Vec::new(),
                         approvals: Vec::new(),
                         mcp: None,
+                        ask: None,
                     })
                     .collect();
                 (runs, Some(lab.file), None)
@@ -845,6 +863,7 @@ impl Document {
                     approvals: o.asked.into_iter().zip(o.answers).collect(),
                     contract: format!("check · budget {DEFAULT_MAX_CALLS}"),
                     mcp: None,
+                    ask: None,
                 };
                 let orbit = match scenario {
                     Scenario::Orbit(s) => Some(s.clone()),

@@ -21,7 +21,7 @@ use crate::redact::Redactor;
 use super::{AskRun, Round};
 
 /// The key that marks a record, and its format version.
-pub const MARK: &str = "toolstorm_ask";
+pub const MARK: &str = crate::document::ask::MARK;
 /// The format version written.
 pub const VERSION: i64 = 1;
 
@@ -46,6 +46,9 @@ pub struct Header {
     pub world: String,
     /// For `mcp`: the server's command line, secrets redacted.
     pub tools_from: Option<String>,
+    /// USD per million input and output tokens, when the run was given prices (the
+    /// explorer shows the cost from them).
+    pub prices: Option<(f64, f64)>,
 }
 
 /// A record that cannot be written or read.
@@ -124,6 +127,12 @@ impl Header {
         o.push("parallel", self.parallel);
         o.push("world", self.world.as_str());
         o.push("tools_from", self.tools_from.clone());
+        o.push(
+            "prices",
+            self.prices.map_or(Value::Null, |(i, out)| {
+                obj! {"input" => Value::Float(i), "output" => Value::Float(out)}
+            }),
+        );
         o
     }
 }
@@ -385,6 +394,14 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
             .get("tools_from")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        prices: o.get("prices").and_then(|p| {
+            let price = |key| {
+                p.as_object()
+                    .and_then(|p| p.get(key))
+                    .and_then(Value::as_number_f64)
+            };
+            Some((price("input")?, price("output")?))
+        }),
     };
     let rounds = o
         .get("rounds")
@@ -489,6 +506,7 @@ mod tests {
             parallel: true,
             world: "orbit".into(),
             tools_from: None,
+            prices: Some((2.5, 10.0)),
         }
     }
 
@@ -521,6 +539,7 @@ mod tests {
         assert!(!text.contains("sk-SECRET-42") && text.contains("is [REDACTED] my key?"));
         let back = read(&path).expect("a record");
         assert_eq!(back.header.api, Api::Chat);
+        assert_eq!(back.header.prices, Some((2.5, 10.0)));
         assert_eq!(back.rounds.len(), 1);
         assert!(!back.complete);
         // A round that would take the file past what we read is refused; the file keeps the

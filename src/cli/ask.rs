@@ -265,6 +265,7 @@ fn live(a: &AskArgs, question: &str) -> Result<Setup, String> {
         parallel: config.parallel,
         world: "orbit".into(),
         tools_from: None,
+        prices: None,
     };
     Ok(Setup {
         model: Source::Live(Box::new(model)),
@@ -518,6 +519,8 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     }
     header.world = world_name.to_owned();
     header.tools_from = mcp.as_deref().map(command_line);
+    // The prices of this run (a replay's too), for the cost the explorer shows.
+    header.prices = (a.price_in > 0.0 || a.price_out > 0.0).then_some((a.price_in, a.price_out));
     let mut exec = match LiveExecutor::new(Vec::new(), 0, Limits::default()) {
         Ok(e) => e,
         Err(e) => return io.fail(e),

@@ -14,6 +14,7 @@ use ratatui::layout::Rect;
 use super::action::{Action, Command, WriteKind};
 pub use super::focus::{Drawn, Focus};
 use super::prompt::TextField;
+use crate::document::ask::AskEnd;
 use crate::document::{Document, Error, Run};
 use crate::report::Call;
 use crate::timeline::Timeline;
@@ -245,6 +246,8 @@ pub struct App {
     pub agent_run: Option<AgentRunning>,
     /// The last reload was asked for with `r` (not a change seen on disk).
     pub reload_asked: bool,
+    /// An unfinished `ask` record was seen to grow since it was opened: its run is going on.
+    pub ask_growing: bool,
     /// The zoom is Tab's on a terminal too small for two panes (a resize ends it).
     pub auto_zoom: bool,
     /// The batch lanes' time zoom (1: the whole run; 2, 4, ... 64) and where the window
@@ -324,6 +327,7 @@ impl App {
             previous: None,
             agent_run: None,
             reload_asked: false,
+            ask_growing: false,
             auto_zoom: false,
             lanes_zoom: 1,
             lanes_pan: 0,
@@ -912,12 +916,18 @@ impl App {
                 let following =
                     self.cursor.is_some() && self.cursor == self.visible().last().copied();
                 let before = self.timeline().len();
+                let rounds = |run: &Run| run.ask.as_ref().map(|a| a.rounds.len());
+                let rounds_before = rounds(self.tab());
                 self.doc = *doc;
                 self.run = self.run.min(self.doc.runs.len().saturating_sub(1));
                 if self.doc.load_run(self.run).is_err() {
                     self.run = 0;
                 }
                 self.restore_cursor(keep);
+                // An unfinished record with more rounds than before: its `ask` is running.
+                let now = self.tab().ask.as_ref();
+                self.ask_growing = now.is_some_and(|a| a.end == AskEnd::Unfinished)
+                    && (self.ask_growing || rounds(self.tab()) > rounds_before);
                 let after = self.timeline().len();
                 if following && after > before {
                     self.cursor = self.visible().last().copied();

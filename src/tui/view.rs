@@ -11,6 +11,7 @@
 //! Small terminals drop the bottom panels, then the strip, then the details pane, so regions
 //! never overlap.
 
+mod ask;
 mod calls;
 mod compare;
 mod details;

@@ -1,7 +1,8 @@
 //! The timeline: one row per invocation — id, virtual start, tool (indented under its parent),
 //! per-tool ordinal, key, status, fault and phase, effect count. Failed calls carry `✗`,
 //! injected faults `◆`, duplicate commits `≡` and calls a verdict names `»` (three marks),
-//! so the meaning survives `NO_COLOR`.
+//! so the meaning survives `NO_COLOR`. An `ask` record's rows lead with their round
+//! (`rnd`), said on the first row of each round.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Margin, Rect};
@@ -89,6 +90,8 @@ pub fn fault_text(c: &Call) -> String {
 /// the fault; the marks, id, status and effect count always stay.
 struct Columns {
     key_title: &'static str,
+    /// The round column's width, for an ask record.
+    round: Option<usize>,
     /// Digits of the largest id, and one more: a mark never touches an id.
     id: usize,
     /// Digits of the largest ordinal (at least 3).
@@ -117,7 +120,7 @@ impl Columns {
             + usize::from(self.start) * 8
     }
 
-    fn fit(t: &Timeline, width: usize, lanes: bool) -> Columns {
+    fn fit(t: &Timeline, width: usize, lanes: bool, rounds: Option<usize>) -> Columns {
         let calls = &t.report().calls;
         let longest = |f: &dyn Fn(usize) -> usize| (0..calls.len()).map(f).max().unwrap_or(0);
         let want_tool =
@@ -131,9 +134,11 @@ impl Columns {
         let ord = digits(calls.iter().map(|c| c.ordinal).max().unwrap_or(1)).max(3);
         // Always: marks 3, the id and a space, status and a space, fx 3, and a space after
         // tool and fault.
-        let base = 3 + id + 1 + status + 1 + 3 + 2;
+        let round = rounds.map(|n| digits(n as u64).max(3));
+        let base = 3 + id + 1 + status + 1 + 3 + 2 + round.map_or(0, |r| r + 1);
         let mut c = Columns {
             key_title: if lanes { "call" } else { "key" },
+            round,
             id,
             ord,
             tool: want_tool,
@@ -188,7 +193,10 @@ impl Columns {
     }
 
     fn header(&self) -> String {
-        let mut h = format!("   {:>w$} ", "id", w = self.id);
+        let mut h = match self.round {
+            Some(w) => format!("{:>w$}    {:>i$} ", "rnd", "id", i = self.id),
+            None => format!("   {:>w$} ", "id", w = self.id),
+        };
         if self.start {
             h.push_str(&format!("{:>7} ", "start"));
         }
@@ -215,12 +223,26 @@ impl Columns {
     }
 }
 
-/// How a row stands out: selected, matching the search, named by a verdict's reasons.
+/// How a row stands out: selected, matching the search, named by a verdict's reasons; and
+/// the round it starts, when it is the first row of one.
 #[derive(Clone, Copy)]
 struct RowMarks {
     selected: bool,
     matched: bool,
     blamed: bool,
+    round: Option<usize>,
+}
+
+/// The executor batch in a call's key (`b3.1.call_A#1` → 3).
+fn batch_of(key: &str) -> Option<usize> {
+    key.strip_prefix('b')?.split_once('.')?.0.parse().ok()
+}
+
+/// The round of an ask record that call `i` belongs to.
+fn round_of(app: &App, i: usize) -> Option<usize> {
+    let call = app.timeline().report().calls.get(i)?;
+    let ask = app.tab().ask.as_deref()?;
+    Some(ask.round_of_batch(batch_of(&call.key.to_lossy())?)?.number)
 }
 
 fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, m: RowMarks) -> Line<'a> {
@@ -228,6 +250,7 @@ fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, m: RowMarks) -
         selected,
         matched,
         blamed,
+        round,
     } = m;
     let c = &t.report().calls[i];
     let fx = t.effects_of(i).len();
@@ -288,7 +311,12 @@ fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, m: RowMarks) -
         (false, false) => base,
     };
     let id = format!("{:>w$} ", c.id, w = cols.id);
-    let mut spans = vec![
+    let mut spans = Vec::new();
+    if let Some(w) = cols.round {
+        let text = round.map_or_else(String::new, |n| n.to_string());
+        spans.push(Span::styled(format!("{text:>w$} "), pick(theme.title)));
+    }
+    spans.extend([
         Span::styled(
             marks,
             pick(if c.failed() {
@@ -298,7 +326,7 @@ fn row<'a>(t: &Timeline, i: usize, cols: &Columns, theme: &Theme, m: RowMarks) -
             }),
         ),
         Span::styled(id, id_style),
-    ];
+    ]);
     if cols.start {
         spans.push(Span::styled(
             format!("{:>7} ", format!("{:.3}", c.started)),
@@ -370,7 +398,13 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if body.height == 0 || body.width == 0 {
         return;
     }
-    let cols = Columns::fit(t, body.width as usize, !app.tab().batches.is_empty());
+    let rounds = app.tab().ask.as_ref().map(|a| a.rounds.len());
+    let cols = Columns::fit(
+        t,
+        body.width as usize,
+        !app.tab().batches.is_empty(),
+        rounds,
+    );
     let mut lines = vec![Line::styled(
         clip(&cols.header(), body.width as usize),
         theme.dim,
@@ -396,7 +430,12 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     };
     let start = offset(pos, rows, visible.len());
     let term = app.search.as_deref().map(str::to_lowercase);
+    // A round is said on its first row shown (and on the top row, whichever it is).
+    let mut last_round = None;
     for &i in visible.iter().skip(start).take(rows) {
+        let round = round_of(app, i);
+        let starts = round.filter(|_| round != last_round);
+        last_round = round;
         let matched = term
             .as_deref()
             .is_some_and(|s| search_matches(&t.report().calls[i], s));
@@ -404,6 +443,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             selected: Some(i) == app.cursor,
             matched,
             blamed: app.named.names(i),
+            round: starts,
         };
         lines.push(row(t, i, &cols, theme, marks));
     }

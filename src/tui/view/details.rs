@@ -1,6 +1,8 @@
 //! The selected invocation: what ran, what it returned or raised, which rules were eligible
 //! and why one was selected (the draw against the probability, a reached limit, shadowing),
-//! the effects it committed (duplicates point at the earlier commit), and its payloads.
+//! the effects it committed (duplicates point at the earlier commit), and its payloads. For
+//! an `ask` record, the call's round, the model's words and the `function_call` as sent
+//! come first ([`super::ask`]).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -158,6 +160,18 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             ),
         ]));
     }
+    // An ask record: the round, what the model said, the call as sent, what it got back.
+    let lane = app.tab().batches.iter().find_map(|b| {
+        b.lanes
+            .iter()
+            .find(|l| l.attempts.iter().any(|a| a.report_call == Some(c.id)))
+            .map(|l| (b, l))
+    });
+    let asked = lane.map_or_else(Vec::new, |(b, l)| {
+        super::ask::call_lines(app, b.batch, l.index, theme)
+    });
+    let ask = !asked.is_empty();
+    out.extend(asked);
     // The verdicts that name this call (the selected one, or every failed one), and why.
     let blamed: Vec<Line<'static>> = app
         .named
@@ -368,15 +382,19 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             theme,
         ));
     }
-    // Executor runs: the envelope the model got for the function call this attempt served.
-    let batches = &app.tab().batches;
-    let lane = batches.iter().find_map(|b| {
-        b.lanes
-            .iter()
-            .find(|l| l.attempts.iter().any(|a| a.report_call == Some(c.id)))
-            .map(|l| (b, l))
-    });
-    if let Some((batch, lane)) = lane {
+    // Executor runs: the envelope the model got for the function call this attempt served
+    // (an ask record showed it above, as the text fed back).
+    if let Some((_, lane)) = lane.filter(|_| ask)
+        && let Some((question, approved)) = &lane.approval
+    {
+        let verdict = if *approved { "approved" } else { "denied" };
+        out.push(kv(
+            "approval",
+            format!("{verdict} · {}", printable(question, 400)),
+            theme,
+        ));
+    }
+    if let Some((batch, lane)) = lane.filter(|_| !ask) {
         out.push(Line::styled(
             format!(
                 "Envelope for {} (answered at {} ms)",
@@ -426,8 +444,9 @@ fn never_ran(
     for lane in batch.lanes.iter().filter(|l| l.attempts.is_empty()) {
         out.push(Line::styled(
             format!(
-                "Not run in batch {}: {} {} ({})",
+                "Not run in batch {}{}: {} {} ({})",
                 batch.batch,
+                super::ask::round_note(app, batch.batch),
                 printable(&lane.call_id, 80),
                 printable(&lane.name, 80),
                 lane.kind
@@ -451,7 +470,11 @@ fn never_ran(
                 Line::raw(format!("  {text}"))
             }));
         }
-        if let Some(envelope) = batch.envelopes.get(lane.index) {
+        // An ask record: the round, the call as sent and the output fed back.
+        let asked = super::ask::call_lines(app, batch.batch, lane.index, theme);
+        let ask = !asked.is_empty();
+        out.extend(asked.into_iter().map(indented));
+        if let Some(envelope) = batch.envelopes.get(lane.index).filter(|_| !ask) {
             out.push(Line::raw("  answer:"));
             out.extend(
                 pretty(&envelope.to_value())
@@ -461,6 +484,12 @@ fn never_ran(
         }
     }
     out
+}
+
+/// `line` two columns further in.
+fn indented(mut line: Line<'static>) -> Line<'static> {
+    line.spans.insert(0, Span::raw("  "));
+    line
 }
 
 /// The most lines of one payload the pane shows (a payload can be megabytes).

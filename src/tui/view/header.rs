@@ -8,8 +8,10 @@ use ratatui::widgets::Widget;
 
 use super::super::app::{App, Mode, Purpose, Question, StatusKind};
 use super::super::theme::Theme;
+use super::ask::ask_end;
 use super::{secs, text};
 use crate::contract::verdict;
+use crate::document::ask::AskView;
 use crate::printable;
 
 /// Draws the header.
@@ -19,10 +21,15 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     // The file name is worth more than the run's long title and the clock's kind: those go
     // first when the name would not fit (at 120 columns a lab run's title took its place).
     let mut spans = Vec::new();
-    for brief in 0..3 {
+    // An ask record's header has three more steps, taken only while the header itself does
+    // not fit (its rounds, tokens, cost and end are worth more than the file name): its end
+    // in a word and no clock, then no contract name, then the tokens and cost in short.
+    let steps = if app.tab().ask.is_some() { 6 } else { 3 };
+    for brief in 0..steps {
         spans = head_spans(app, theme, brief);
         let used: usize = spans.iter().map(|s| s.width()).sum();
-        if used + 3 + base.chars().count() <= area.width as usize {
+        let width = area.width as usize;
+        if used + 3 + base.chars().count() <= width || (brief >= 3 && used <= width) {
             break;
         }
     }
@@ -45,7 +52,10 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
 /// The header's spans before the file name: the verdict, the run, its seed and clock, the
 /// document's kind and digest, the runner's settings. `brief` 1 names the run by its label
 /// alone and the clock by its time alone; 2 also leaves out the document's kind and digest
-/// (`inspect` says them). The verdict always names its contract.
+/// (`inspect` says them). The verdict names its contract, but in an ask record's header
+/// from `brief` 4 (an ask record is always judged by `check`): there, the run is the ask's
+/// rounds, tokens, cost and end (no seed: a model's run has none), the clock going at 3 and
+/// the end said in a word, and at 5 `in/out 5081/234 tokens · ≈$0.0150`.
 fn head_spans<'a>(app: &App, theme: &Theme, brief: u8) -> Vec<Span<'a>> {
     let tab = app.tab();
     let report = tab.timeline.report();
@@ -75,14 +85,33 @@ fn head_spans<'a>(app: &App, theme: &Theme, brief: u8) -> Vec<Span<'a>> {
         (false, true) => ("PASS", theme.ok),
         (false, false) => ("FAIL", theme.failed),
     };
+    let middle = match tab.ask.as_deref() {
+        Some(ask) => {
+            let end = ask_end(app, ask, brief >= 3);
+            let clock = if brief >= 3 {
+                String::new()
+            } else {
+                format!(" · {clock}")
+            };
+            let headline = if brief >= 5 {
+                ask_compact(ask)
+            } else {
+                ask.headline()
+            };
+            format!(" · {headline} · {end}{clock}")
+        }
+        None => format!("{run} · seed {} · {clock}", report.seed.to_decimal()),
+    };
+    let contract = if tab.ask.is_some() && brief >= 4 {
+        String::new()
+    } else {
+        format!(" ({})", contract_name(&tab.contract))
+    };
     let mut spans = vec![
         Span::styled(" toolstorm ", theme.title),
         Span::styled(word, style),
-        Span::styled(format!(" ({})", contract_name(&tab.contract)), theme.dim),
-        Span::styled(
-            format!("{run} · seed {} · {clock}", report.seed.to_decimal()),
-            theme.dim,
-        ),
+        Span::styled(contract, theme.dim),
+        Span::styled(middle, theme.dim),
         Span::styled(
             if brief > 1 {
                 String::new()
@@ -113,6 +142,19 @@ fn head_spans<'a>(app: &App, theme: &Theme, brief: u8) -> Vec<Span<'a>> {
         ));
     }
     spans
+}
+
+/// `ask · 5 rounds · in/out 5081/234 tokens · ≈$0.0150`: [`AskView::headline`] in short.
+fn ask_compact(ask: &AskView) -> String {
+    let n = ask.rounds.len();
+    let (i, o) = ask.tokens();
+    let cost = ask.cost().map_or_else(String::new, |c| {
+        format!(" · ≈${}", crate::json::float::py_fixed(c, 4))
+    });
+    format!(
+        "ask · {n} round{} · in/out {i}/{o} tokens{cost}",
+        if n == 1 { "" } else { "s" }
+    )
 }
 
 /// The end of `s` in `width` characters, the cut marked with `…` (a path keeps its file name).

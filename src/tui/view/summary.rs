@@ -1,6 +1,7 @@
 //! The summary table over the main area: per tool, then per rule (counting the calls it was
 //! eligible for) — calls, errors, faults, fault rate, commits, duplicates, p50 / p95 elapsed.
 //! The sorted column's heading carries `▼` (or `▲` reversed); the selected row is reversed.
+//! An `ask` record's rounds, tokens, cost, end and final answer come above the table.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -61,15 +62,19 @@ pub fn lines(app: &App, c: &SummaryCursor, w: usize, theme: &Theme) -> (Vec<Line
         // Rows never wrap (the selection's line must be the line drawn): cut at the width.
         clip(&h, w)
     };
-    let mut out = Vec::new();
+    // Wrapped here, so the selected row's line is counted after them.
+    let mut out = super::text::wrap(super::ask::summary_lines(app, theme), w);
+    if !out.is_empty() {
+        out.push(Line::raw(""));
+    }
     let mut selected_line = 0;
     let mut kind = None;
     for (i, r) in rows.iter().enumerate() {
         if kind != Some(r.kind) {
-            kind = Some(r.kind);
-            if !out.is_empty() {
+            if kind.is_some() {
                 out.push(Line::raw(""));
             }
+            kind = Some(r.kind);
             let title = match r.kind {
                 RowKind::Tool => "tool",
                 RowKind::Rule => "rule",
