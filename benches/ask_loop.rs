@@ -197,6 +197,7 @@ fn main() {
         world: "bench".into(),
         tools_from: None,
         prices: None,
+        approver: None,
     };
     let mut recorder = Recorder::create(&path, header, &[], Value::Null).expect("record");
     let mut m = model(Api::Responses, &url);

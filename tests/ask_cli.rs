@@ -832,22 +832,27 @@ fn read_json(path: &std::path::Path) -> Value {
     parse(&std::fs::read_to_string(path).expect("read")).expect("JSON")
 }
 
+/// The Orbit conversation with a side effect in its second answer (labelling #41).
+fn orbit_script_with_a_label(api: Api) -> Vec<Scripted> {
+    let mut script = orbit_script(api);
+    script.insert(
+        1,
+        calls(
+            api,
+            &[(
+                "call_L",
+                "add_label",
+                r#"{"issue_id": 41, "label": "lease"}"#,
+            )],
+        ),
+    );
+    script
+}
+
 #[test]
 fn a_recorded_run_replays_offline_with_the_same_calls_and_answer() {
     for api in [Api::Responses, Api::Chat] {
-        let mut script = orbit_script(api);
-        script.insert(
-            1,
-            calls(
-                api,
-                &[(
-                    "call_L",
-                    "add_label",
-                    r#"{"issue_id": 41, "label": "lease"}"#,
-                )],
-            ),
-        );
-        let server = Server::start(script);
+        let server = Server::start(orbit_script_with_a_label(api));
         let work = tempfile::tempdir().expect("tmp");
         let record = work.path().join("run.json");
         let rec = record.to_str().expect("utf-8");
@@ -960,6 +965,45 @@ fn a_recorded_run_replays_offline_with_the_same_calls_and_answer() {
         assert!(
             stdout.contains(&format!("replay: 3 rounds matched {rec}")),
             "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_denied_side_effect_replays_in_the_words_the_model_read() {
+    // Denied by nobody to ask (no terminal) and by --approve deny: the model reads different
+    // words, and a replay (with no terminal either) must feed back the same ones.
+    for (approve, approver, words) in [
+        (None, "no terminal", "no terminal is attached to ask"),
+        (Some("deny"), "deny", "the approver said no"),
+    ] {
+        let server = Server::start(orbit_script_with_a_label(Api::Chat));
+        let work = tempfile::tempdir().expect("tmp");
+        let record = work.path().join("run.json");
+        let rec = record.to_str().expect("utf-8");
+        let mut args = vec![QUESTION, "--api", "chat", "--record", rec];
+        if let Some(choice) = approve {
+            args.extend(["--approve", choice]);
+        }
+        let out = ask_to(&server.url, &args);
+        let (stdout, stderr) = text_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{approver}: {stdout}\n{stderr}");
+        let fed_back = server.seen()[2].body.clone();
+        assert!(fed_back.contains(words), "{approver}: {fed_back}");
+        assert_eq!(
+            get(&read_json(&record), "approver").as_str(),
+            Some(approver)
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+            .args(["ask", "--replay", rec])
+            .stdin(Stdio::null())
+            .output()
+            .expect("replay");
+        let (stdout, stderr) = text_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{approver}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains(&format!("replay: 3 rounds matched {rec}")),
+            "{approver}: {stdout}\n{stderr}"
         );
     }
 }

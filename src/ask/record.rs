@@ -49,6 +49,10 @@ pub struct Header {
     /// USD per million input and output tokens, when the run was given prices (the
     /// explorer shows the cost from them).
     pub prices: Option<(f64, f64)>,
+    /// Who answered the approvals (`deny`, `yes`, `ask`, `no terminal`): a replay answers as
+    /// they did, so a denial is fed back to the model in the same words. `None` in records
+    /// written before it was kept (their replay answers with the recorded yes and no).
+    pub approver: Option<String>,
 }
 
 /// A record that cannot be written or read.
@@ -133,6 +137,7 @@ impl Header {
                 obj! {"input" => Value::Float(i), "output" => Value::Float(out)}
             }),
         );
+        o.push("approver", self.approver.clone());
         o
     }
 }
@@ -394,6 +399,7 @@ pub fn read(path: &Path) -> Result<Record, RecordError> {
             .get("tools_from")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        approver: o.get("approver").and_then(Value::as_str).map(str::to_owned),
         prices: o.get("prices").and_then(|p| {
             let price = |key| {
                 p.as_object()
@@ -507,6 +513,7 @@ mod tests {
             world: "orbit".into(),
             tools_from: None,
             prices: Some((2.5, 10.0)),
+            approver: Some("no terminal".into()),
         }
     }
 

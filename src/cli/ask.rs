@@ -54,6 +54,49 @@ enum ApproveChoice {
     Yes,
 }
 
+/// Who answers the approvals of a run, resolved: `ask` without a terminal is nobody to ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answering {
+    Deny,
+    Yes,
+    Ask,
+    NoTerminal,
+}
+
+impl Answering {
+    /// `--approve`'s choice on this terminal (or without one).
+    fn resolve(choice: Option<ApproveChoice>, terminal: bool) -> Answering {
+        match choice {
+            Some(ApproveChoice::Deny) => Answering::Deny,
+            Some(ApproveChoice::Yes) => Answering::Yes,
+            Some(ApproveChoice::Ask) | None if terminal => Answering::Ask,
+            Some(ApproveChoice::Ask) | None => Answering::NoTerminal,
+        }
+    }
+
+    /// The name a record keeps.
+    fn as_str(self) -> &'static str {
+        match self {
+            Answering::Deny => "deny",
+            Answering::Yes => "yes",
+            Answering::Ask => "ask",
+            Answering::NoTerminal => "no terminal",
+        }
+    }
+
+    /// A record's name back (`None` for one we do not know).
+    fn parse(name: &str) -> Option<Answering> {
+        [
+            Answering::Deny,
+            Answering::Yes,
+            Answering::Ask,
+            Answering::NoTerminal,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == name)
+    }
+}
+
 /// Where the tools come from.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum WorldChoice {
@@ -266,6 +309,7 @@ fn live(a: &AskArgs, question: &str) -> Result<Setup, String> {
         world: "orbit".into(),
         tools_from: None,
         prices: None,
+        approver: None,
     };
     Ok(Setup {
         model: Source::Live(Box::new(model)),
@@ -517,6 +561,18 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
             }
         ));
     }
+    // A replay answers approvals as the record's run did: the same approver (so a denial is
+    // fed back in the same words), or the person's recorded yes and no.
+    let answering = match (
+        &answers,
+        header.approver.as_deref().and_then(Answering::parse),
+    ) {
+        (Some(_), Some(kind)) => kind,
+        (Some(_), None) => Answering::Ask,
+        (None, _) => Answering::resolve(a.approve, std::io::stdin().is_terminal()),
+    };
+    let answers = answers.filter(|_| answering == Answering::Ask);
+    header.approver = Some(answering.as_str().to_owned());
     header.world = world_name.to_owned();
     header.tools_from = mcp.as_deref().map(command_line);
     // The prices of this run (a replay's too), for the cost the explorer shows.
@@ -538,7 +594,7 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
     };
     let tools = world.tools();
     let mut approvers = Approvers::new(tools.registry().names(), answers);
-    let approver = approvers.pick(a.approve);
+    let approver = approvers.pick(answering);
     let json = a.json;
     let mut record_error = None;
     let outcome = ask::run(
@@ -720,17 +776,16 @@ impl Approvers {
         }
     }
 
-    /// A replay answers as recorded; otherwise `--approve`'s choice, by default asking on a
-    /// terminal and denying without one.
-    fn pick(&mut self, choice: Option<ApproveChoice>) -> &mut dyn Approver {
+    /// A replay of a person's answers answers as recorded; otherwise whoever answers this run.
+    fn pick(&mut self, answering: Answering) -> &mut dyn Approver {
         if let Some(r) = self.recorded.as_mut() {
             return r;
         }
-        match choice {
-            Some(ApproveChoice::Deny) => &mut self.deny,
-            Some(ApproveChoice::Yes) => &mut self.yes,
-            Some(ApproveChoice::Ask) | None if std::io::stdin().is_terminal() => &mut self.asking,
-            Some(ApproveChoice::Ask) | None => &mut self.headless,
+        match answering {
+            Answering::Deny => &mut self.deny,
+            Answering::Yes => &mut self.yes,
+            Answering::Ask => &mut self.asking,
+            Answering::NoTerminal => &mut self.headless,
         }
     }
 }
