@@ -1,7 +1,8 @@
 //! The records of a real small model bundled in `cassettes/` (Qwen2.5-Coder 1.5B on llama.cpp's
 //! server, made by tests/model/real-model.sh): on a fresh clone, with no model, no server and no
-//! key, `ask --replay` reproduces each (every round matched, the same calls and ending), and
-//! they open in `inspect`, `check` and the explorer.
+//! key, `ask --replay` reproduces each (every round matched, the same calls and ending; the MCP
+//! run's tools live through the proxy or from the proxy's recording), and they open in
+//! `inspect`, `check` and the explorer.
 
 mod common;
 
@@ -155,6 +156,34 @@ fn the_bundled_lost_ack_run_replays_through_the_proxy_and_ships_five_times() {
     ] {
         assert!(stdout.contains(said), "{said}: {stdout}\n{stderr}");
     }
+}
+
+#[test]
+fn the_bundled_lost_ack_run_replays_with_no_server_from_the_proxys_recording() {
+    // The tools answer from the proxy's recording (`mcp --replay`, strict): no server, no model.
+    let bin = env!("CARGO_BIN_EXE_toolstorm-tui");
+    let (code, stdout, stderr) = run(&[
+        "ask",
+        "--replay",
+        LOST_ACK,
+        "--mcp",
+        "--",
+        bin,
+        "mcp",
+        "--replay",
+        "cassettes/ask-mcp-lost-ack-qwen.mcp.json",
+    ]);
+    assert_eq!(code, Some(1), "stopped at max_rounds: {stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("replay: 5 rounds matched {LOST_ACK}")),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        stdout.matches("create_shipment  ok").count(),
+        4,
+        "the recorded answers: {stdout}"
+    );
+    assert!(stdout.contains("create_shipment  permanent"), "{stdout}");
 }
 
 #[test]
