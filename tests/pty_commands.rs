@@ -6,6 +6,8 @@
 //! Uses util-linux `script` to provide the terminal.
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -299,4 +301,42 @@ fn a_person_is_told_what_asks_before_the_first_approval_and_ctrl_d_denies_the_re
         2,
         "both side-effecting calls denied: {shown}"
     );
+}
+
+#[test]
+fn ask_tells_a_person_what_asks_before_the_approval_and_the_model_reads_the_denial() {
+    use common::model::{Api, Server, calls, text};
+    // The model wants a label on #41; the person's terminal input ends at once (as Ctrl-D).
+    let server = Server::start(vec![
+        calls(
+            Api::Chat,
+            &[("c1", "add_label", r#"{"issue_id": 41, "label": "lease"}"#)],
+        ),
+        text(Api::Chat, "I could not label it."),
+    ]);
+    let (code, shown) = on_a_terminal(
+        &[
+            "ask",
+            "Label #41.",
+            "--api",
+            "chat",
+            "--model",
+            "m",
+            "--base-url",
+            &server.url,
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 0, "the model answered: {shown}");
+    let context = shown
+        .find("The model asks for a tool call with a side effect")
+        .expect("what asks is said");
+    let question = shown
+        .find("Approve add_label(issue_id=41, label='lease')? [y/N]")
+        .expect("the call and its arguments");
+    assert!(context < question, "the context comes first: {shown}");
+    assert!(shown.contains("I could not label it."), "{shown}");
+    // The model read why: nobody answered.
+    let fed_back = &server.seen()[1].body;
+    assert!(fed_back.contains("denied"), "{fed_back}");
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mcp;
+pub mod model;
 pub mod worst;
 
 use std::path::PathBuf;
