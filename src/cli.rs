@@ -6,7 +6,9 @@
 
 mod ask;
 mod campaign;
+mod compare;
 mod demo;
+mod diff;
 mod explain;
 mod mcp;
 mod orbit;
@@ -49,6 +51,9 @@ enum Command {
     Inspect(trace::InspectArgs),
     /// Validate trace contracts; exit 1 on a failed check
     Check(trace::CheckArgs),
+    /// Two runs side by side: calls paired, what each got and committed, verdicts A → B; exit
+    /// 1 when B is worse
+    Diff(diff::DiffArgs),
     /// List bundled failure scenarios
     Scenarios,
     /// Replay a lab policy against a recorded shipping cassette, offline
@@ -203,6 +208,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Ou
         Some(Command::Replay(a)) => replay::run(&a, io),
         Some(Command::Inspect(a)) => trace::inspect(&a, io),
         Some(Command::Check(a)) => trace::check(&a, io),
+        Some(Command::Diff(a)) => diff::run(&a, io),
         Some(Command::Run(a)) => run::run(&a, io),
         Some(Command::Tools(a)) => orbit::tools(&a, io),
         Some(Command::Sweep(a)) => sweep::run(&a, io),

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::{Error, Trace, judge, open_trace};
 use crate::contract::Check;
-use crate::lab::compare::{RunDiff, compare};
+use crate::lab::compare::{Align, RunDiff, compare_aligned};
 use crate::mcp::session::McpSession;
 use crate::report::{Call, Report};
 
@@ -25,6 +25,9 @@ pub struct RecordingDiff {
     pub after_checks: Vec<Check>,
     /// The aligned calls, the counts that moved, the checks that flipped.
     pub diff: RunDiff,
+    /// Which run of each file is compared (before, after): the first unless a file holds
+    /// two runs compared with each other.
+    pub runs: (usize, usize),
 }
 
 /// One side of an aligned row, as people read it.
@@ -70,28 +73,36 @@ impl CallSide {
 }
 
 impl RecordingDiff {
-    /// Opens and judges both recordings.
+    /// Opens and judges both recordings (their first runs), pairing calls by tool and
+    /// ordinal: a run and its re-run.
     pub fn open(before: &Path, after: &Path) -> Result<RecordingDiff, Error> {
-        let judged = |path: &Path| -> Result<(Trace, Vec<Check>), Error> {
-            let trace = open_trace(path)?;
-            let checks = judge(&trace, None)
+        let (b, a) = (open_trace(before)?, open_trace(after)?);
+        RecordingDiff::of((b, before, 0), (a, after, 0), Align::ToolOrdinal)
+    }
+
+    /// Run `run` of each opened file (named by its path, for errors), judged from its own
+    /// files, compared with calls paired as `align` says.
+    pub fn of(
+        before: (Trace, &Path, usize),
+        after: (Trace, &Path, usize),
+        align: Align,
+    ) -> Result<RecordingDiff, Error> {
+        let judged = |trace: &Trace, path: &Path, run: usize| -> Result<Vec<Check>, Error> {
+            Ok(judge(trace, None)
                 .map_err(|e| Error::invalid(Some(path), e))?
                 .runs
                 .into_iter()
-                .next()
-                .unwrap_or_default();
-            Ok((trace, checks))
+                .nth(run)
+                .unwrap_or_default())
         };
-        let (b, bc) = judged(before)?;
-        let (a, ac) = judged(after)?;
-        let diff = match (b.cassettes.first(), a.cassettes.first()) {
-            (Some(x), Some(y)) => compare(&x.report, &bc, &y.report, &ac),
-            _ => {
-                return Err(Error::invalid(
-                    Some(after),
-                    crate::error::ConfigError::new("A recording holds no run"),
-                ));
-            }
+        let (b, b_path, b_run) = before;
+        let (a, a_path, a_run) = after;
+        let bc = judged(&b, b_path, b_run)?;
+        let ac = judged(&a, a_path, a_run)?;
+        let diff = match (b.cassettes.get(b_run), a.cassettes.get(a_run)) {
+            (Some(x), Some(y)) => compare_aligned(&x.report, &bc, &y.report, &ac, align),
+            (None, _) => return Err(no_run(b_path, b_run)),
+            (_, None) => return Err(no_run(a_path, a_run)),
         };
         Ok(RecordingDiff {
             before: b,
@@ -99,24 +110,55 @@ impl RecordingDiff {
             before_checks: bc,
             after_checks: ac,
             diff,
+            runs: (b_run, a_run),
         })
+    }
+
+    /// Every check of either side, the first side's first, once each.
+    pub fn check_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.before_checks.iter().map(|c| c.name.as_str()).collect();
+        for c in &self.after_checks {
+            if !names.contains(&c.name.as_str()) {
+                names.push(c.name.as_str());
+            }
+        }
+        names
     }
 
     /// The call at `index` of one side, as people read it.
     pub fn side(&self, after: bool, index: usize) -> Option<CallSide> {
-        let trace = if after { &self.after } else { &self.before };
-        CallSide::of(&trace.cassettes.first()?.report, trace.mcp.as_ref(), index)
+        let (trace, run) = if after {
+            (&self.after, self.runs.1)
+        } else {
+            (&self.before, self.runs.0)
+        };
+        CallSide::of(&trace.cassettes.get(run)?.report, trace.mcp.as_ref(), index)
     }
 
     /// The tool of an aligned row.
     pub fn tool(&self, row: &crate::lab::compare::CallChange) -> String {
         let pick = |after: bool, i: Option<usize>| {
-            let t = if after { &self.after } else { &self.before };
-            i.and_then(|i| t.cassettes.first()?.report.calls.get(i))
+            let (t, run) = if after {
+                (&self.after, self.runs.1)
+            } else {
+                (&self.before, self.runs.0)
+            };
+            i.and_then(|i| t.cassettes.get(run)?.report.calls.get(i))
                 .map(|c| c.tool.to_lossy())
         };
         pick(true, row.after())
             .or_else(|| pick(false, row.before()))
             .unwrap_or_default()
     }
+}
+
+/// The error for a file without the run asked for.
+fn no_run(path: &Path, run: usize) -> Error {
+    let why = crate::error::ConfigError::new("A recording holds no run");
+    let why = if run == 0 {
+        why
+    } else {
+        why.because(format!("it has no run {}", run + 1))
+    };
+    Error::invalid(Some(path), why)
 }

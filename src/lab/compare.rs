@@ -180,26 +180,72 @@ pub fn call_changes(a: &Call, b: &Call) -> Vec<&'static str> {
     out
 }
 
-/// Compares a previous run (`before`, judged by `before_checks`) with a new one.
+/// How the calls of two runs are paired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    /// By tool and per-tool ordinal: the same agent run again (a re-run), where the n-th call
+    /// of a tool is the same step even when its arguments changed.
+    ToolOrdinal,
+    /// By tool and arguments (the n-th call of a tool with these arguments): two runs that
+    /// need not be one agent's, where a call with other arguments is another call.
+    ToolArguments,
+}
+
+/// Each call's pairing key under `align`: the tool, the arguments (canonical, or nothing) and
+/// which occurrence it is.
+fn keys(report: &Report, align: Align) -> Vec<(Text, String, u64)> {
+    let mut seen: HashMap<(Text, String), u64> = HashMap::new();
+    report
+        .calls
+        .iter()
+        .map(|c| match align {
+            Align::ToolOrdinal => (c.tool.clone(), String::new(), c.ordinal),
+            Align::ToolArguments => {
+                let args = canonical(&c.arguments);
+                let n = seen.entry((c.tool.clone(), args.clone())).or_insert(0);
+                *n += 1;
+                (c.tool.clone(), args, *n)
+            }
+        })
+        .collect()
+}
+
+/// Compares a previous run (`before`, judged by `before_checks`) with a new one, pairing
+/// calls by tool and ordinal.
 pub fn compare(
     before: &Report,
     before_checks: &[Check],
     after: &Report,
     after_checks: &[Check],
 ) -> RunDiff {
-    let key = |c: &Call| (c.tool.clone(), c.ordinal);
-    let old: HashMap<(Text, u64), usize> = before
-        .calls
-        .iter()
+    compare_aligned(
+        before,
+        before_checks,
+        after,
+        after_checks,
+        Align::ToolOrdinal,
+    )
+}
+
+/// [`compare`] with calls paired as `align` says.
+pub fn compare_aligned(
+    before: &Report,
+    before_checks: &[Check],
+    after: &Report,
+    after_checks: &[Check],
+    align: Align,
+) -> RunDiff {
+    let old: HashMap<(Text, String, u64), usize> = keys(before, align)
+        .into_iter()
         .enumerate()
-        .map(|(i, c)| (key(c), i))
+        .map(|(i, k)| (k, i))
         .collect();
     let mut matched = vec![false; before.calls.len()];
-    let mut rows: Vec<CallChange> = after
-        .calls
-        .iter()
+    let mut rows: Vec<CallChange> = keys(after, align)
+        .into_iter()
+        .zip(&after.calls)
         .enumerate()
-        .map(|(j, c)| match old.get(&key(c)) {
+        .map(|(j, (k, c))| match old.get(&k) {
             Some(&i) => {
                 matched[i] = true;
                 let what = call_changes(&before.calls[i], c);
@@ -307,6 +353,33 @@ mod tests {
             judged.summary().ends_with("PASS→FAIL"),
             "{}",
             judged.summary()
+        );
+    }
+
+    #[test]
+    fn calls_with_other_arguments_pair_by_ordinal_but_not_by_arguments() {
+        let f = ScenarioFile::bundled("lost_ack").expect("bundled");
+        let before = run(&f.scenario, Policy::Retry, &f.config)
+            .expect("run")
+            .report;
+        let mut after = before.clone();
+        after.calls[0].arguments = crate::json::parse(r#"{"sku": "OTHER"}"#).expect("json");
+        let by_ordinal = compare_aligned(&before, &[], &after, &[], Align::ToolOrdinal);
+        assert_eq!(
+            by_ordinal.rows[0],
+            CallChange::Changed(0, 0, vec!["arguments"])
+        );
+        let by_arguments = compare_aligned(&before, &[], &after, &[], Align::ToolArguments);
+        assert_eq!(by_arguments.counts(), (1, 1, 0), "{:?}", by_arguments.rows);
+        // The same arguments called twice pair in order: the n-th with the n-th.
+        let same = compare_aligned(&before, &[], &before, &[], Align::ToolArguments);
+        assert!(
+            same.rows
+                .iter()
+                .enumerate()
+                .all(|(i, r)| *r == CallChange::Same(i, i)),
+            "{:?}",
+            same.rows
         );
     }
 

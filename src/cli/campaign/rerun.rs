@@ -162,7 +162,12 @@ pub(super) fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut I
     let first_path = run::recording_path(&out, first);
     let again_path = run::recording_path(&plan.out, &again);
     match crate::document::compare::RecordingDiff::open(&first_path, &again_path) {
-        Ok(d) => print_comparison(&d, first.run, seed, io),
+        Ok(d) => crate::cli::compare::print_comparison(
+            &d,
+            &format!("run {} (seed {seed}) → rerun", first.run),
+            ("first", "rerun"),
+            io,
+        ),
         Err(e) => {
             let _ = writeln!(io.err, "toolstorm-tui: cannot compare the two runs: {e}");
         }
@@ -184,92 +189,6 @@ pub(super) fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut I
     } else {
         let _ = writeln!(io.err, "toolstorm-tui: the re-run of seed {seed} failed");
         crate::exit::CONTRACT_FAILED
-    }
-}
-
-/// The two runs call by call (tool, arguments, fault, what the client got, commits), then
-/// every check side by side.
-pub(super) fn print_comparison(
-    d: &crate::document::compare::RecordingDiff,
-    run_no: u64,
-    seed: i64,
-    io: &mut Io<'_>,
-) {
-    let mut lines = vec![format!(
-        "run {run_no} (seed {seed}) → rerun: {}",
-        d.diff.summary()
-    )];
-    lines.push(format!(
-        "  {:<2}{:<18}{:<28}{:<34}{}",
-        "", "tool", "arguments", "fault: first → rerun", "client got: first → rerun · commits"
-    ));
-    for row in &d.diff.rows {
-        let b = row.before().and_then(|i| d.side(false, i));
-        let a = row.after().and_then(|i| d.side(true, i));
-        let args = a
-            .as_ref()
-            .or(b.as_ref())
-            .map(|s| s.arguments.clone())
-            .unwrap_or_default();
-        let args: String = if args.chars().count() > 26 {
-            args.chars().take(25).chain(std::iter::once('…')).collect()
-        } else {
-            args
-        };
-        let f = |s: &Option<crate::document::compare::CallSide>,
-                 pick: fn(&crate::document::compare::CallSide) -> String| {
-            s.as_ref().map_or_else(|| "(none)".to_owned(), pick)
-        };
-        lines.push(format!(
-            "  {:<2}{:<18}{:<28}{:<34}{} → {} · {} → {}",
-            row.marker(),
-            d.tool(row),
-            args,
-            format!(
-                "{} → {}",
-                f(&b, |s| s.fault.clone()),
-                f(&a, |s| s.fault.clone())
-            ),
-            f(&b, |s| s.got.clone()),
-            f(&a, |s| s.got.clone()),
-            b.as_ref().map_or(0, |s| s.commits),
-            a.as_ref().map_or(0, |s| s.commits),
-        ));
-    }
-    lines.push("  verdicts: first → rerun".to_owned());
-    let mut names: Vec<&str> = d.before_checks.iter().map(|c| c.name.as_str()).collect();
-    for c in &d.after_checks {
-        if !names.contains(&c.name.as_str()) {
-            names.push(c.name.as_str());
-        }
-    }
-    let mark = |checks: &[crate::contract::Check], name: &str| {
-        checks
-            .iter()
-            .find(|c| c.name == name)
-            .map_or("-", |c| if c.passed { "✓" } else { "✗" })
-    };
-    for name in names {
-        let detail = d
-            .after_checks
-            .iter()
-            .find(|c| c.name == name)
-            .map(|c| c.detail.clone())
-            .unwrap_or_default();
-        // A campaign judges a run without it: it is the scenario's coverage on that seed.
-        let aside = if crate::contract::is_coverage(name) {
-            " (coverage, not part of a run's verdict)"
-        } else {
-            ""
-        };
-        lines.push(format!(
-            "    {} → {}  {name}: {detail}{aside}",
-            mark(&d.before_checks, name),
-            mark(&d.after_checks, name)
-        ));
-    }
-    for l in lines {
-        let _ = writeln!(io.out, "{}", crate::printable::line(&l));
     }
 }
 
