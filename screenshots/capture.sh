@@ -34,7 +34,7 @@ shot runner-policies 120 36 scenarios/lost_ack.json i j j j Enter C-u 3 Enter Es
 shot orbit-lanes 120 36 scenarios/orbit-parallel.json
 # MCP recordings: the retried write after a lost acknowledgement, with its evidence; and an
 # agent that retried a rate-limited write before the advertised wait.
-shot mcp-incident 120 36 cassettes/mcp-incident.json G k
+shot mcp-incident 120 36 cassettes/mcp-incident.json / shp-0001 Enter
 shot retry-storm 120 36 cassettes/rate-limit-retry-storm.json f
 # From a verdict to its calls: > selects the failed verdict, its reasons show, » marks the
 # calls it names.

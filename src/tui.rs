@@ -15,6 +15,7 @@ pub mod event;
 pub mod filter;
 pub mod find;
 pub mod focus;
+pub mod follow;
 pub mod keymap;
 pub mod named;
 pub mod prompt;

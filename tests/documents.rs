@@ -253,13 +253,26 @@ fn mcp_scenarios_and_recordings_open_through_the_same_door() {
     // The bundled recording: a cassette with its sidecar.
     let doc = Document::open(&repo("cassettes/mcp-incident.json")).expect("opens");
     assert_eq!(doc.kind, DocKind::McpRecording);
-    // Its sidecar predates `finished`: that is said, and only calls left in flight (none
-    // here) would fail the check — the missing fact neither passes nor fails it.
-    let finished = doc.runs[0]
-        .checks
-        .iter()
-        .find(|c| c.name == "Session finished")
-        .expect("Session finished");
+    // It was re-recorded (issue 54) by a proxy that says how the session ended.
+    let finished = |doc: &Document| {
+        doc.runs[0]
+            .checks
+            .iter()
+            .find(|c| c.name == "Session finished")
+            .expect("Session finished")
+            .clone()
+    };
+    let ours = finished(&doc);
+    assert!(
+        ours.passed && ours.detail.contains("the proxy finished the session"),
+        "{}",
+        ours.detail
+    );
+    // A sidecar that predates `finished` (the bundled retry storm's): that is said, and only
+    // calls left in flight (none here) would fail the check — the missing fact neither passes
+    // nor fails it.
+    let old = Document::open(&repo("cassettes/rate-limit-retry-storm.json")).expect("opens");
+    let finished = finished(&old);
     assert!(
         finished
             .detail

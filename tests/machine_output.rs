@@ -141,16 +141,38 @@ fn inspect_json_of_an_mcp_recording_says_what_its_text_says() {
         .and_then(toolstorm::json::Value::as_object)
         .expect("an mcp object");
     let get = |k: &str| toolstorm::json::compact(mcp.get(k).expect(k));
-    assert_eq!(get("client"), r#""mcp 0.1.0""#);
-    assert_eq!(get("recorded_calls"), "3");
+    assert_eq!(get("client"), r#""rmcp 3.11.0""#);
+    assert_eq!(get("recorded_calls"), "2");
     assert!(get("faults").contains(r#""rule":"lost-receipt""#), "{text}");
     assert!(get("faults").contains("isError: true"), "{text}");
-    assert!(get("duplicates").contains(r#""call":3"#), "{text}");
+    // Beside what the client got, what the server answered (the shipment that committed).
+    assert!(
+        get("faults").contains(r#""server_answered":{"content":"#)
+            && get("faults").contains(r#"SHP-0001"#),
+        "{text}"
+    );
+    let lost = get("lost_answers");
+    assert!(
+        lost.starts_with(r#"[{"call":1,"client_got":"a result with isError: true"#)
+            && lost.contains(r#""structuredContent":{"order_id":"o-1","shipment_id":"SHP-0001"}"#),
+        "{lost}"
+    );
+    assert!(get("duplicates").contains(r#""call":2"#), "{text}");
     assert_eq!(get("in_flight"), "[]");
     // The reference's fields are as they were, first.
     assert!(
-        text.starts_with(r#"{"schema_version": 1, "calls": 3, "effects": 2,"#),
+        text.starts_with(r#"{"schema_version": 1, "calls": 2, "effects": 2,"#),
         "{text}"
+    );
+    // The text says it too.
+    let (code, out) = piped(&["inspect", "cassettes/mcp-incident.json"]);
+    assert_eq!(code, 0);
+    let said = String::from_utf8(out).expect("utf-8");
+    assert!(
+        said.contains(
+            r#"lost answer: call #1 — the server answered text {"order_id":"o-1","shipment_id":"SHP-0001"}"#
+        ) && said.contains("the client never got it"),
+        "{said}"
     );
     // A recording of the reference's kind has no mcp key (its bytes are the reference's).
     let (_, plain) = piped(&["inspect", "cassettes/incident.json", "--json"]);

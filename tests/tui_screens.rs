@@ -296,7 +296,7 @@ fn an_mcp_recording_shows_what_the_client_got_and_the_evidence() {
     assert_eq!(doc.kind, DocKind::McpRecording);
     doc.path = Some(PathBuf::from("cassettes/mcp-incident.json"));
     let mut app = App::new(doc);
-    app.update(Action::Next); // call 2: the lost acknowledgement
+    // Call 1, selected on opening: the lost acknowledgement.
     let t = screen(&mut app, 120, 44, true);
     let s = text(&t);
     assert!(s.contains("mcp recording"), "{s}");
@@ -305,6 +305,9 @@ fn an_mcp_recording_shows_what_the_client_got_and_the_evidence() {
         s.contains("  text   ResponseLost: Tool completed;"),
         "the text the model saw: {s}"
     );
+    // Beside it, what the server answered (issue 54): the shipment it committed.
+    assert!(s.contains("server   answered, never delivered:"), "{s}");
+    assert!(s.contains("SHP-0001"), "{s}");
     assert!(
         s.contains("evidence scenario: the scenario's effects"),
         "{s}"
@@ -318,15 +321,16 @@ fn a_live_session_has_no_verdict_yet_and_a_call_in_flight_no_answer_yet() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cassettes/mcp-incident.json");
     let mut doc = Document::open(&path).expect("opens");
     doc.path = Some(PathBuf::from("cassettes/mcp-incident.json"));
-    // As the explorer reads a recording its proxy is still making: call 2 (the lost
-    // acknowledgement's) has not been answered yet.
+    // As the explorer reads a recording its proxy is still making: call 1 (the lost
+    // acknowledgement's) has not been answered yet, and no call came after it.
     doc.live = true;
     let mut report = doc.runs[0].timeline.report().clone();
-    let call = &mut report.calls[1];
+    report.calls.truncate(1);
+    report.effects.retain(|e| e.call_id == 1);
+    let call = &mut report.calls[0];
     (call.status, call.injected, call.elapsed) = (toolstorm::report::Status::Running, false, 0.0);
     doc.runs[0].timeline = toolstorm::timeline::Timeline::new(report);
     let mut app = App::new(doc);
-    app.update(Action::Next);
     let t = screen(&mut app, 120, 44, false);
     let s = text(&t);
     let header = s.lines().next().unwrap_or_default();

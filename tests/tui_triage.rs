@@ -40,6 +40,54 @@ fn text(app: &mut App, w: u16, h: u16) -> String {
 }
 
 #[test]
+fn the_answer_the_server_gave_and_the_client_never_got_is_shown_and_found() {
+    // Before (issue 54): the sidecar kept the server's answer to the lost acknowledgement,
+    // but Details said "Output (none: the call failed)" and search did not find it.
+    let mut app = open("cassettes/mcp-incident.json");
+    // Details of call 1 (selected on opening), zoomed so every line shows.
+    type_keys(&mut app, "2z");
+    let t = draw(&mut app, 120, 60);
+    let s = t.backend().to_string();
+    assert!(
+        s.contains("client   got a result with isError: true"),
+        "what the client got: {s}"
+    );
+    assert!(s.contains("server   answered, never delivered:"), "{s}");
+    assert!(
+        s.contains(r#"  text   {"order_id":"o-1","shipment_id":"SHP-0001"}"#),
+        "what the server answered: {s}"
+    );
+    assert!(
+        s.contains("(none reached the client: the call failed; the server's own answer is"),
+        "{s}"
+    );
+    assert!(!s.contains("(none: the call failed)"), "{s}");
+    // "answered, never delivered" is drawn in the fault's colour: the answer a fault took.
+    let buf = t.backend().buffer();
+    let (x, y) = (0..buf.area.height)
+        .find_map(|y| {
+            let row: String = (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol().to_owned())
+                .collect();
+            row.find("answered, never")
+                .map(|at| (row[..at].chars().count() as u16, y))
+        })
+        .expect("the line is drawn");
+    assert_eq!(
+        buf[(x, y)].fg,
+        Theme::new(false)
+            .fault
+            .fg
+            .unwrap_or(ratatui::style::Color::Reset)
+    );
+    // Search finds it: SHP-0001 is only in the dropped answer (the retry got SHP-0002).
+    type_keys(&mut app, "z");
+    type_keys(&mut app, "G/shp-0001\n");
+    assert_eq!(app.cursor, Some(0), "{}", app.status);
+    assert!(app.status.contains("match 1 of 1"), "{}", app.status);
+}
+
+#[test]
 fn search_finds_payload_text_and_n_moves_between_matches() {
     let mut app = open("cassettes/incident.json");
     draw(&mut app, 120, 40);

@@ -263,15 +263,14 @@ fn on_the_last_call_the_explorer_follows_a_growing_recording() {
     let dir = std::env::temp_dir().join(format!("toolstorm-tail-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("session.json");
-    let full = Document::open(
-        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cassettes/mcp-incident.json"),
-    )
-    .expect("bundled recording");
+    // The reference's rate-limit retry (4 calls; the bundled MCP recording has only 2).
+    let full = Document::open(&common::fixture_path("demo/rate_limit.retry.cassette.json"))
+        .expect("fixture");
     let report = full.runs[0].timeline.report().clone();
-    // The first two calls, as the recorder wrote them mid-session.
+    // The first three calls, as the recorder wrote them mid-session.
     let mut early = report.clone();
-    early.calls.truncate(2);
-    early.effects.retain(|e| e.call_id <= 2);
+    early.calls.truncate(3);
+    early.effects.retain(|e| e.call_id <= 3);
     let write = |r: &toolstorm::report::Report| {
         toolstorm::cassette::Cassette::from_report(r)
             .expect("valid")
@@ -281,12 +280,12 @@ fn on_the_last_call_the_explorer_follows_a_growing_recording() {
     write(&early);
     let mut app = App::new(Document::open(&path).expect("open"));
     app.update(toolstorm::tui::action::Action::Last);
-    assert_eq!(app.cursor, Some(1));
+    assert_eq!(app.cursor, Some(2));
     write(&report);
     dispatch(&mut app, toolstorm::tui::action::Action::FileChanged);
     assert_eq!(
         app.cursor,
-        Some(2),
+        Some(3),
         "the cursor moved to the call that arrived"
     );
     assert!(app.status.contains("1 new call"), "{}", app.status);

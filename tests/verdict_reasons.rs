@@ -196,7 +196,7 @@ fn an_effect_budget_names_the_commit_past_it() {
 fn a_session_cut_short_names_the_calls_in_flight() {
     let trace = document::open_trace(&repo("cassettes/mcp-incident.json")).expect("opens");
     let mut report: Report = trace.cassettes[0].report.clone();
-    report.calls[2].status = toolstorm::report::Status::Running;
+    report.calls[1].status = toolstorm::report::Status::Running;
     let check = Check {
         name: "Session finished".into(),
         passed: false,
@@ -204,7 +204,7 @@ fn a_session_cut_short_names_the_calls_in_flight() {
     };
     let why = reasons(&report, trace.mcp.as_ref(), &check);
     assert_eq!(why.len(), 1);
-    assert_eq!(why[0].calls, vec![3]);
+    assert_eq!(why[0].calls, vec![2]);
     assert!(why[0].text.contains("in flight"), "{why:?}");
 }
 
@@ -214,7 +214,7 @@ fn an_mcp_duplicate_carries_its_evidence() {
     let (_, why) = named(&checks, "No duplicate side effects");
     assert_eq!(
         why[0].text,
-        "call #3 committed shipment o-1 again (scenario evidence); call #2 committed it first \
+        "call #2 committed shipment o-1 again (scenario evidence); call #1 committed it first \
          (scenario evidence)"
     );
 }
@@ -313,7 +313,7 @@ fn check_json_why_gives_each_check_its_reasons_and_call_ids() {
 fn on_a_terminal_check_shows_reasons_and_an_mcp_duplicate_once() {
     let out = on_terminal(&["check", "cassettes/mcp-incident.json"]);
     assert!(
-        out.contains("    ↳ call #3 committed shipment o-1 again (scenario evidence)"),
+        out.contains("    ↳ call #2 committed shipment o-1 again (scenario evidence)"),
         "{out}"
     );
     // The evidence line the pipe gets is not repeated under the reasons.
@@ -321,7 +321,7 @@ fn on_a_terminal_check_shows_reasons_and_an_mcp_duplicate_once() {
     let piped = binary(&["check", "cassettes/mcp-incident.json"]).1;
     let piped = String::from_utf8(piped).expect("utf-8");
     assert!(
-        piped.contains("duplicate commit: shipment o-1 by call #3"),
+        piped.contains("duplicate commit: shipment o-1 by call #2"),
         "{piped}"
     );
     assert!(!piped.contains('↳'), "{piped}");

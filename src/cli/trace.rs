@@ -548,6 +548,21 @@ fn mcp_inspect_lines(
             c.kind.map_or("", |k| k.as_str()),
         ));
     }
+    // What the server answered when the client never got it: what really committed.
+    for r in &session.calls {
+        let parts = r.server_answered();
+        if !parts.is_empty() {
+            let shown: Vec<String> = parts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            lines.push(
+                crate::printable::line(&format!(
+                    "lost answer: call #{} — the server answered {}; the client never got it",
+                    r.call,
+                    shown.join(" · ")
+                ))
+                .into_owned(),
+            );
+        }
+    }
     lines.extend(mcp_lines(report, session, true));
     for r in &session.calls {
         if let Some(u) = &r.unknown {
@@ -634,7 +649,8 @@ fn in_flight_json(report: &crate::report::Report) -> Vec<crate::json::Value> {
 }
 
 /// What `inspect` says of an MCP session, as JSON: the peers and protocol, each injected
-/// fault with what the client got, duplicate commits with their evidence, calls in flight,
+/// fault with what the client got and what the server answered, every answer the client never
+/// got (`lost_answers`), duplicate commits with their evidence, calls in flight,
 /// how the session ended, the transport and the agent (when the recording names one).
 fn mcp_inspect_value(
     report: &crate::report::Report,
@@ -644,6 +660,13 @@ fn mcp_inspect_value(
     use crate::json::Value;
     use crate::obj;
     let name = crate::mcp::session::McpSession::peer_name;
+    // A dropped answer (`{"result": ...}`) as its result: what the client would have got.
+    let answered = |d: &Value| {
+        d.as_object()
+            .and_then(|o| o.get("result"))
+            .cloned()
+            .unwrap_or_else(|| d.clone())
+    };
     let faults = report
         .calls
         .iter()
@@ -655,6 +678,19 @@ fn mcp_inspect_value(
                 "rule" => c.fault.as_ref().map(|f| f.to_lossy()),
                 "kind" => c.kind.map(|k| k.as_str()),
                 "client_got" => session.call(c.id).map(|r| r.delivered.describe()),
+                "server_answered" => session.call(c.id).and_then(|r| r.dropped.as_ref()).map_or(Value::Null, answered),
+            }
+        })
+        .collect();
+    let lost = session
+        .calls
+        .iter()
+        .filter_map(|r| Some((r, r.dropped.as_ref()?)))
+        .map(|(r, d)| {
+            obj! {
+                "call" => r.call,
+                "client_got" => r.delivered.describe(),
+                "server_answered" => answered(d),
             }
         })
         .collect();
@@ -667,6 +703,7 @@ fn mcp_inspect_value(
         "recorded_calls" => session.calls.len(),
         "faults" => Value::Array(faults),
         "duplicates" => Value::Array(dups),
+        "lost_answers" => Value::Array(lost),
         "in_flight" => Value::Array(in_flight),
         "unknown_outcomes" => Value::Array(unknown_json(report, session)),
         "finished" => session.finished,

@@ -108,34 +108,7 @@ impl Delivered {
     pub fn received(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         match self {
-            Delivered::Result(body) => {
-                let result = body.as_object().and_then(|o| o.get("result"));
-                let r = result.and_then(Value::as_object);
-                for block in r
-                    .and_then(|r| r.get("content"))
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    let b = block.as_object();
-                    let kind = b
-                        .and_then(|b| b.get("type"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("block");
-                    match b.and_then(|b| b.get("text")).and_then(Value::as_str) {
-                        Some(text) => out.push((kind.to_owned(), text.to_owned())),
-                        None => out.push((kind.to_owned(), crate::json::one_line(block))),
-                    }
-                }
-                if let Some(sc) = r.and_then(|r| r.get("structuredContent")) {
-                    out.push(("structured".into(), crate::json::one_line(sc)));
-                }
-                if r.is_none()
-                    && let Some(v) = result
-                {
-                    out.push(("result".into(), crate::json::one_line(v)));
-                }
-            }
+            Delivered::Result(body) => out = result_parts(body),
             Delivered::Error(body) | Delivered::HttpStatus(HttpStatus { body, .. }) => {
                 if let Delivered::HttpStatus(h) = self {
                     out.push(("http_status".into(), h.status.to_string()));
@@ -259,6 +232,39 @@ impl Delivered {
             ),
         }
     }
+}
+
+/// The parts of a `{"result": ...}` answer as (kind, text): each content block's text (or the
+/// block as JSON), the structured content, or the bare result when it is not an object.
+fn result_parts(body: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let result = body.as_object().and_then(|o| o.get("result"));
+    let r = result.and_then(Value::as_object);
+    for block in r
+        .and_then(|r| r.get("content"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let b = block.as_object();
+        let kind = b
+            .and_then(|b| b.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("block");
+        match b.and_then(|b| b.get("text")).and_then(Value::as_str) {
+            Some(text) => out.push((kind.to_owned(), text.to_owned())),
+            None => out.push((kind.to_owned(), crate::json::one_line(block))),
+        }
+    }
+    if let Some(sc) = r.and_then(|r| r.get("structuredContent")) {
+        out.push(("structured".into(), crate::json::one_line(sc)));
+    }
+    if r.is_none()
+        && let Some(v) = result
+    {
+        out.push(("result".into(), crate::json::one_line(v)));
+    }
+    out
 }
 
 /// One recorded call's session facts.
@@ -674,6 +680,22 @@ impl CallRecord {
             request_headers: Vec::new(),
             unknown: None,
         }
+    }
+
+    /// What the server answered when the client never got it (its answer dropped by a lost
+    /// acknowledgement, or come after its HTTP client left), as (kind, text) parts like
+    /// [`Delivered::received`]: empty when the client got what the server said.
+    pub fn server_answered(&self) -> Vec<(String, String)> {
+        let Some(d) = &self.dropped else {
+            return Vec::new();
+        };
+        let parts = result_parts(d);
+        if parts.is_empty() {
+            // Nothing but an empty result (say `{}`): said as it is, never left out.
+            let result = d.as_object().and_then(|o| o.get("result")).unwrap_or(d);
+            return vec![("result".into(), crate::json::one_line(result))];
+        }
+        parts
     }
 
     /// The record as the sidecar keeps it.
@@ -1424,6 +1446,27 @@ mod tests {
             max_calls: 100,
             ..McpSession::default()
         }
+    }
+
+    #[test]
+    fn the_dropped_answer_reads_as_what_the_server_answered() {
+        let mut r = CallRecord::bare(
+            2,
+            Value::from(4),
+            Delivered::Result(obj! {"result" => obj! {"isError" => true}}),
+        );
+        assert!(r.server_answered().is_empty(), "nothing was dropped");
+        r.dropped = Some(obj! {"result" => obj! {
+            "content" => Value::Array(vec![obj! {"type" => "text", "text" => "{\"row_id\":1}"}]),
+            "structuredContent" => obj! {"row_id" => 1},
+        }});
+        assert_eq!(
+            r.server_answered(),
+            vec![
+                ("text".to_owned(), "{\"row_id\":1}".to_owned()),
+                ("structured".to_owned(), "{\"row_id\": 1}".to_owned()),
+            ]
+        );
     }
 
     #[test]

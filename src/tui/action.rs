@@ -19,6 +19,8 @@ pub enum Action {
     First,
     /// Last step.
     Last,
+    /// Follow the newest call as calls arrive (or stop following).
+    ToggleFollow,
     /// Ten steps forward.
     PageDown,
     /// Ten steps back.

@@ -248,6 +248,9 @@ pub struct App {
     pub reload_asked: bool,
     /// An unfinished `ask` record was seen to grow since it was opened: its run is going on.
     pub ask_growing: bool,
+    /// Follow mode (`A`): the cursor goes to the newest call as calls arrive; any move ends
+    /// it. See [`super::follow`].
+    pub follow: bool,
     /// The zoom is Tab's on a terminal too small for two panes (a resize ends it).
     pub auto_zoom: bool,
     /// The batch lanes' time zoom (1: the whole run; 2, 4, ... 64) and where the window
@@ -328,6 +331,7 @@ impl App {
             agent_run: None,
             reload_asked: false,
             ask_growing: false,
+            follow: false,
             auto_zoom: false,
             lanes_zoom: 1,
             lanes_pan: 0,
@@ -404,6 +408,8 @@ impl App {
     }
 
     pub(super) fn move_to(&mut self, target: Option<usize>, what: &str) {
+        // Any move of the cursor ends following the newest call.
+        self.stop_following();
         match target {
             Some(t) => {
                 if self.cursor != Some(t) {
@@ -512,6 +518,7 @@ impl App {
                 self.help_scroll = (i32::from(self.help_scroll) + by).clamp(0, max) as u16;
             }
             Action::Quit => return self.request_quit(),
+            Action::ToggleFollow => self.toggle_follow(),
             Action::PinFault => self.open_pin(),
             Action::AgentRan(result, label) => self.agent_ran(result, label),
             Action::Back => self.back(),
@@ -846,6 +853,7 @@ impl App {
             return;
         }
         self.run = to;
+        self.stop_following();
         self.restore_cursor(keep);
         self.info(format!(
             "run {} of {}: {}",
@@ -929,7 +937,15 @@ impl App {
                 self.ask_growing = now.is_some_and(|a| a.end == AskEnd::Unfinished)
                     && (self.ask_growing || rounds(self.tab()) > rounds_before);
                 let after = self.timeline().len();
-                if following && after > before {
+                if self.follow {
+                    self.follow_tail();
+                    if after > before {
+                        self.info(format!(
+                            "following: {}",
+                            crate::printable::count(after - before, "new call", "new calls")
+                        ));
+                    }
+                } else if following && after > before {
                     self.cursor = self.visible().last().copied();
                     self.info(format!(
                         "reloaded from disk: {}",

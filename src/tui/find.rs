@@ -1,6 +1,7 @@
 //! Finding calls: the filter (hides what does not match; its language is
 //! [`super::filter`]), the search (highlights what matches
-//! — call ids, keys, tools, statuses, rules, argument and output text — and `n`/`N` move
+//! — call ids, keys, tools, statuses, rules, argument and output text, and an MCP call's
+//! answer that the server gave and the client never got — and `n`/`N` move
 //! between matches) and the jump to a call id. Matching is case-insensitive.
 
 use super::app::{App, Mode, Purpose};
@@ -38,6 +39,22 @@ pub fn search_matches(call: &Call, term: &str) -> bool {
 }
 
 impl App {
+    /// Whether call `i` of the shown run matches the search `term` (lower-case): the call
+    /// itself ([`search_matches`]) or, in an MCP recording, the answer the server gave that
+    /// never reached the client (what the call really committed).
+    pub fn call_matches(&self, i: usize, term: &str) -> bool {
+        let Some(call) = self.timeline().report().calls.get(i) else {
+            return false;
+        };
+        search_matches(call, term)
+            || (!term.is_empty()
+                && self
+                    .session()
+                    .and_then(|m| m.call(call.id))
+                    .and_then(|r| r.dropped.as_ref())
+                    .is_some_and(|d| canonical(d).to_lowercase().contains(term)))
+    }
+
     /// Indices of the calls the timeline shows (after the filter; a filter that does not
     /// parse hides nothing, and [`App::apply_filter`] says why).
     pub fn visible(&self) -> Vec<usize> {
@@ -79,12 +96,11 @@ impl App {
             self.info("no search: / starts one".into());
             return;
         };
-        let calls = &self.timeline().report().calls;
         let visible = self.visible();
         let matches: Vec<usize> = visible
             .iter()
             .copied()
-            .filter(|&i| search_matches(&calls[i], &term))
+            .filter(|&i| self.call_matches(i, &term))
             .collect();
         if matches.is_empty() {
             self.error(format!(

@@ -46,6 +46,12 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::Last,
     },
     Binding {
+        keys: "A",
+        help: "follow new calls (tail -f); any move stops",
+        codes: &[KeyCode::Char('A')],
+        action: || Action::ToggleFollow,
+    },
+    Binding {
         keys: "PgDn / PgUp",
         help: "ten steps",
         codes: &[KeyCode::PageDown],
@@ -607,6 +613,15 @@ mod tests {
         assert!(matches!(
             map(key(KeyCode::Char('z')), &Mode::Browse),
             Some(Action::ToggleZoom)
+        ));
+        // F stays the previous fault (f / F): following is A.
+        assert!(matches!(
+            map(key(KeyCode::Char('A')), &Mode::Browse),
+            Some(Action::ToggleFollow)
+        ));
+        assert!(matches!(
+            map(key(KeyCode::Char('F')), &Mode::Browse),
+            Some(Action::PrevFault)
         ));
     }
 

@@ -12,7 +12,7 @@ use ratatui::widgets::{
 };
 
 use super::super::app::{App, Focus};
-use super::super::find::{lane_id, search_matches};
+use super::super::find::lane_id;
 use super::super::theme::{BLAMED, DUPLICATE, FAILED, INJECTED, SELECTED_ONLY, Theme};
 use super::{fit, pane};
 use crate::printable::shown;
@@ -436,9 +436,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
         let round = round_of(app, i);
         let starts = round.filter(|_| round != last_round);
         last_round = round;
-        let matched = term
-            .as_deref()
-            .is_some_and(|s| search_matches(&t.report().calls[i], s));
+        let matched = term.as_deref().is_some_and(|s| app.call_matches(i, s));
         let marks = RowMarks {
             selected: Some(i) == app.cursor,
             matched,

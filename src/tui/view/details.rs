@@ -326,6 +326,21 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
                 theme,
             ));
         }
+        // What the server really answered, when that never reached the client: what committed.
+        let answered = record.server_answered();
+        if !answered.is_empty() {
+            out.push(Line::from(vec![
+                Span::styled(format!("{:<8} ", "server"), theme.dim),
+                Span::styled("answered, never delivered:", theme.fault),
+            ]));
+            for (k, v) in answered {
+                out.push(kv(
+                    &format!("  {k}"),
+                    printable(&v, 400).into_owned(),
+                    theme,
+                ));
+            }
+        }
         let mut kinds: Vec<_> = record.effects.clone();
         kinds.dedup();
         for ev in kinds {
@@ -414,11 +429,20 @@ fn call_lines(app: &App, theme: &Theme) -> Vec<Line<'static>> {
             );
         }
     }
+    let lost_answer = app
+        .session()
+        .and_then(|m| m.call(c.id))
+        .is_some_and(|r| !r.server_answered().is_empty());
     for (title, value) in [("Arguments", &c.arguments), ("Output", &c.output)] {
         out.push(Line::styled(title, theme.title));
         let text = match value {
             Value::Null if title == "Output" && c.capture_error => {
                 "(not captured: the output could not be recorded)".to_owned()
+            }
+            Value::Null if title == "Output" && c.failed() && lost_answer => {
+                "(none reached the client: the call failed; the server's own answer is under \
+                 \"server\" above)"
+                    .to_owned()
             }
             Value::Null if title == "Output" && c.failed() => "(none: the call failed)".to_owned(),
             v => pretty(v),

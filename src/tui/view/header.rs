@@ -125,6 +125,10 @@ fn head_spans<'a>(app: &App, theme: &Theme, brief: u8) -> Vec<Span<'a>> {
             theme.dim,
         ),
     ];
+    // Follow mode, next to the verdict: the cursor goes to each call as it arrives.
+    if app.follow {
+        spans.insert(3, Span::styled(" · following", theme.ok));
+    }
     // The runner's settings (before the file name, which a narrow terminal cuts first).
     if let Some(e) = &app.editor {
         if e.dirty() {
@@ -197,6 +201,11 @@ fn hints(app: &App) -> &'static str {
         (Mode::PinFault(_), _) => "j/k pick a fault · Enter re-run the agent with it · Esc cancel",
         (Mode::PickKind(_), _) => "j/k pick a kind · Enter choose · Esc cancel",
         _ if app.agent_run.is_some() => "Esc stops the agent's re-run · q quit",
+        // A file still being written: following its newest call is what one wants first.
+        _ if (app.doc.live || app.ask_growing) && !app.follow && app.screen == Screen::Explore => {
+            "A follow new calls · ? keys · q quit · j/k step · / search · f fault · e effect"
+        }
+        _ if app.follow => "following the newest call · any move or A stops · ? keys · q quit",
         _ if app.screen == Screen::Compare => {
             "c or Esc back to the run · j/k step · R re-run · q quit"
         }
