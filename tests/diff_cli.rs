@@ -109,18 +109,20 @@ fn json_has_every_pair_the_counts_and_both_verdicts() {
 
 #[test]
 fn calls_pair_by_arguments_unless_asked_to_pair_by_ordinal() {
-    // The lab's incident and the MCP incident call the same tools with other arguments.
+    // The lab's incident (check_inventory, create_shipment twice) and the MCP incident
+    // (create_shipment twice) call the same tool with other arguments.
     let files = ["cassettes/incident.json", "cassettes/mcp-incident.json"];
-    let (code, stdout, stderr) = diff(&[files[0], files[1], "--json"]);
-    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    let counts = get(&parse(&stdout).expect("JSON"), "counts").clone();
-    assert_eq!(get(&counts, "added").as_i64(), Some(3), "{stdout}");
-    assert_eq!(get(&counts, "removed").as_i64(), Some(3), "{stdout}");
-    let (code, stdout, _) = diff(&[files[0], files[1], "--json", "--by", "ordinal"]);
-    assert_eq!(code, Some(0));
-    let counts = get(&parse(&stdout).expect("JSON"), "counts").clone();
-    assert_eq!(get(&counts, "added").as_i64(), Some(0), "{stdout}");
-    assert_eq!(get(&counts, "changed").as_i64(), Some(3), "{stdout}");
+    let counts = |by: &str| {
+        let (code, stdout, stderr) = diff(&[files[0], files[1], "--json", "--by", by]);
+        assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+        let counts = get(&parse(&stdout).expect("JSON"), "counts").clone();
+        ["added", "removed", "changed"].map(|k| get(&counts, k).as_i64().expect("count"))
+    };
+    assert_eq!(counts("arguments"), [2, 3, 0]);
+    assert_eq!(counts("ordinal"), [0, 1, 2]);
+    // Pairing by arguments is the default.
+    let (_, stdout, _) = diff(&[files[0], files[1]]);
+    assert!(stdout.contains(": calls +2 -3 ~0"), "{stdout}");
 }
 
 #[test]
