@@ -10,8 +10,10 @@
 //! - [`shrink`]: the smallest failing fault schedule.
 //! - [`merge`]: shard files joined into one campaign file.
 //! - [`adopted`]: what a run leaves outside its process group, ended after it.
+//! - [`before`]: a single recording's world reset (`mcp --before`).
 
 pub mod adopted;
+pub mod before;
 pub mod launch;
 pub mod merge;
 pub mod rerun;

@@ -483,26 +483,9 @@ fn a_2026_07_28_request_without_initialize_is_handled() {
 
 #[test]
 fn print_config_gives_an_entry_to_paste() {
-    let out = Command::new(BIN)
-        .args([
-            "mcp",
-            "--print-config",
-            "shipping",
-            "--record",
-            "incident.json",
-            "--",
-            "python3",
-            "server.py",
-        ])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
-    let v = parse(&String::from_utf8_lossy(&out.stdout)).expect("json");
-    let entry = common::get(common::get(&v, "mcpServers"), "shipping");
-    let args: Vec<String> = common::get_array(entry, "args")
-        .iter()
-        .map(|a| a.as_str().expect("str").to_owned())
-        .collect();
+    let (code, entry, said) = printed_config(&[]);
+    assert_eq!(code, Some(0), "{said}");
+    let args = args_of(&entry);
     assert_eq!(args[0], "mcp");
     assert!(
         Path::new(&args[2]).is_absolute() && args[2].ends_with("incident.json"),
@@ -510,50 +493,60 @@ fn print_config_gives_an_entry_to_paste() {
     );
     // No `--`: the MCP Inspector would end its own options there.
     assert_eq!(&args[3..], ["python3", "server.py"]);
-    assert!(Path::new(common::get_str(entry, "command")).is_absolute());
+    assert!(Path::new(common::get_str(&entry, "command")).is_absolute());
+}
+
+/// `mcp --print-config shipping --record incident.json EXTRA... -- python3 server.py`: its exit
+/// code, the entry it printed (null when none) and all it said.
+fn printed_config(extra: &[&str]) -> (Option<i32>, Value, String) {
+    let out = Command::new(BIN)
+        .args([
+            "mcp",
+            "--print-config",
+            "shipping",
+            "--record",
+            "incident.json",
+        ])
+        .args(extra)
+        .args(["--", "python3", "server.py"])
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let entry = parse(&stdout).ok().map_or(Value::Null, |v| {
+        common::get(common::get(&v, "mcpServers"), "shipping").clone()
+    });
+    (
+        out.status.code(),
+        entry,
+        String::from_utf8_lossy(&out.stderr).into_owned() + &stdout,
+    )
+}
+
+/// An entry's `args`.
+fn args_of(entry: &Value) -> Vec<String> {
+    common::get_array(entry, "args")
+        .iter()
+        .map(|a| a.as_str().expect("str").to_owned())
+        .collect()
 }
 
 #[test]
 fn print_config_keeps_the_agents_command_and_refuses_one_holding_a_secret() {
-    let print = |agent: &str| {
-        Command::new(BIN)
-            .args([
-                "mcp",
-                "--print-config",
-                "shipping",
-                "--record",
-                "incident.json",
-                "--agent-cmd",
-                agent,
-                "--",
-                "python3",
-                "server.py",
-            ])
-            .output()
-            .expect("runs")
-    };
-    let out = print("python agent.py --mcp-config {mcp_config}");
-    assert_eq!(out.status.code(), Some(0));
-    let v = parse(&String::from_utf8_lossy(&out.stdout)).expect("json");
-    let entry = common::get(common::get(&v, "mcpServers"), "shipping");
-    let args: Vec<String> = common::get_array(entry, "args")
-        .iter()
-        .map(|a| a.as_str().expect("str").to_owned())
-        .collect();
+    let (code, entry, said) =
+        printed_config(&["--agent-cmd", "python agent.py --mcp-config {mcp_config}"]);
+    assert_eq!(code, Some(0), "{said}");
+    let args = args_of(&entry);
     let at = args
         .iter()
         .position(|a| a == "--agent-cmd")
         .unwrap_or_else(|| panic!("no --agent-cmd: {args:?}"));
     assert_eq!(args[at + 1], "python agent.py --mcp-config {mcp_config}");
     let secret = "sk-live-abcdefghijklmnop1234";
-    let out = print(&format!("python agent.py --token {secret}"));
-    assert_eq!(out.status.code(), Some(2));
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(stderr.contains("--agent-cmd"), "{stderr}");
-    assert!(!stdout.contains(secret) && !stderr.contains(secret));
+    let (code, _, said) =
+        printed_config(&["--agent-cmd", &format!("python agent.py --token {secret}")]);
+    assert_eq!(code, Some(2));
+    assert!(said.contains("--agent-cmd"), "{said}");
+    assert!(!said.contains(secret));
 }
 
 #[test]
@@ -641,4 +634,97 @@ fn an_oversized_line_is_passed_on_whole_in_both_directions() {
         log.contains("client message over 8 MB") && log.contains("server message over 8 MB"),
         "{log}"
     );
+}
+
+#[test]
+fn before_resets_the_world_first_its_output_off_the_clients_channel_and_kept_for_reruns() {
+    let world = scratch("before-world.log");
+    let _ = std::fs::remove_file(&world);
+    let incident = scratch("before.json");
+    let before = format!(
+        "echo NOISE-FROM-BEFORE; echo reset {{seed}} >> {}",
+        world.display()
+    );
+    let (stdout, log) = raw(
+        &[
+            "mcp",
+            "--seed",
+            "7",
+            "--record",
+            text(&incident),
+            "--agent-cmd",
+            "python3 agent.py --mcp-config {mcp_config}",
+            "--before",
+            &before,
+        ],
+        true,
+        &HANDSHAKE,
+    );
+    // Run once, before the server answered anything, with the seed for {seed}.
+    assert_eq!(
+        std::fs::read_to_string(&world).expect("the world was reset"),
+        "reset 7\n"
+    );
+    // Standard output is the client's: its output went to standard error.
+    let answers = String::from_utf8_lossy(&stdout);
+    assert!(!answers.contains("NOISE-FROM-BEFORE"), "{answers}");
+    assert!(log.contains("NOISE-FROM-BEFORE"), "{log}");
+    assert!(
+        answers.contains("shipment_id"),
+        "the session went on: {answers}"
+    );
+    // Kept with the agent, so a re-run resets the world first too.
+    let side = common::mcp::sidecar(&incident);
+    let agent = side.agent.expect("the agent");
+    assert_eq!(agent.before.as_deref(), Some(before.as_str()));
+    let plan = toolstorm::agent::replan_recording(
+        &incident,
+        7,
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/mcp-lost-ack.json")
+            .as_path(),
+        "re-run",
+    )
+    .expect("a plan");
+    assert_eq!(plan.before.as_deref(), Some(before.as_str()));
+}
+
+#[test]
+fn a_failing_before_starts_nothing() {
+    let marker = scratch("before-server-started");
+    let _ = std::fs::remove_file(&marker);
+    let incident = scratch("before-failed.json");
+    let _ = std::fs::remove_file(&incident);
+    let out = Command::new(BIN)
+        .args([
+            "mcp",
+            "--record",
+            text(&incident),
+            "--before",
+            "exit 3",
+            "--",
+            "touch",
+        ])
+        .arg(&marker)
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--before exit 3 failed (exit status: 3)")
+            && err.contains("nothing was started"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the server never started");
+    assert!(!incident.exists(), "no recording");
+}
+
+#[test]
+fn print_config_keeps_the_world_reset() {
+    let (code, entry, said) = printed_config(&["--before", "rm -f orders.db"]);
+    assert_eq!(code, Some(0), "{said}");
+    let args = args_of(&entry);
+    let at = args.iter().position(|a| a == "--before").expect("--before");
+    assert_eq!(args[at + 1], "rm -f orders.db");
 }

@@ -87,6 +87,14 @@ fn asking(app: &App) -> bool {
     matches!(app.mode, Mode::Confirm(_))
 }
 
+/// The screen once `R` asked about the agent (it must ask).
+fn asked_on_r(app: &mut App) -> String {
+    screen(app);
+    press(app, key(KeyCode::Char('R')));
+    assert!(asking(app), "{:?} {}", app.mode, app.status);
+    screen(app)
+}
+
 /// The forged sidecar of `recording` made to name a command that creates `other` instead of
 /// `marker`: `other`.
 fn another_marker(recording: &Path, marker: &Path) -> PathBuf {
@@ -280,10 +288,7 @@ fn the_command_shown_is_escaped_and_its_secrets_redacted() {
     .into();
     std::fs::write(&side, v.to_string()).expect("sidecar");
     let mut app = open(&recording);
-    screen(&mut app);
-    press(&mut app, key(KeyCode::Char('R')));
-    assert!(asking(&app), "{:?} {}", app.mode, app.status);
-    let shown = screen(&mut app);
+    let shown = asked_on_r(&mut app);
     // The program and its arguments, to judge it by; the secret's value is not on screen.
     assert!(
         shown.contains(&format!(
@@ -370,4 +375,36 @@ fn the_question_on_screen_140x40() {
     );
     assert!(!shown.contains('\u{1b}'), "{shown}");
     insta::assert_snapshot!("confirm_agent_140x40", shown);
+}
+
+#[test]
+fn r_on_a_recording_with_a_world_reset_shows_it_and_runs_it_before_the_agent() {
+    let (recording, marker) = forged_recording("before");
+    let dir = recording.parent().expect("dir").to_path_buf();
+    let log = dir.join("order.log");
+    let side = recording.with_file_name("rec.mcp.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&side).expect("sidecar")).expect("JSON");
+    v["agent"]["command"] = format!(
+        "echo agent >> {}; touch {}",
+        log.display(),
+        marker.display()
+    )
+    .into();
+    v["agent"]["before"] = format!("echo reset >> {}", log.display()).into();
+    std::fs::write(&side, v.to_string()).expect("sidecar");
+    let mut app = open(&recording);
+    let shown = asked_on_r(&mut app);
+    assert!(
+        shown.contains(&format!("before  sh -c 'echo reset >> {}'", log.display())),
+        "the reset is shown with the agent: {shown}"
+    );
+    assert!(!log.exists(), "nothing ran before y");
+    press(&mut app, key(KeyCode::Char('y')));
+    assert!(marker.exists(), "y runs it: {}", app.status);
+    assert_eq!(
+        std::fs::read_to_string(&log).expect("log"),
+        "reset\nagent\n",
+        "the world is reset first"
+    );
 }

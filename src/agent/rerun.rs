@@ -174,10 +174,15 @@ pub fn replan_recording(
             recording.display()
         ));
     };
-    if agent.command.contains(crate::redact::MARKER) {
+    if agent.command.contains(crate::redact::MARKER)
+        || agent
+            .before
+            .as_deref()
+            .is_some_and(|b| b.contains(crate::redact::MARKER))
+    {
         return Err(format!(
-            "{} keeps its agent's command with a secret redacted, so it cannot be started \
-             again: give the agent its secret through the environment (which is passed on, and \
+            "{} keeps its agent's command (or its --before) with a secret redacted, so it \
+             cannot be started again: give the agent its secret through the environment (which is passed on, and \
              never written), not its command line",
             recording.display()
         ));
@@ -195,7 +200,8 @@ pub fn replan_recording(
         agent: vec!["sh".into(), "-c".into(), command],
         probability: None,
         timeout: crate::campaign::DEFAULT_TIMEOUT,
-        before: None,
+        // The recording's world reset runs first, as a campaign's --before does.
+        before: agent.before.clone(),
         verify: None,
         seeds: vec![seed],
         runs: vec![record],

@@ -80,6 +80,12 @@ pub struct McpArgs {
     /// rules (`R`, `p`). Placeholders: {mcp_config} {seed} {record} {run_dir} {mcp_url}
     #[arg(long, value_name = "CMD", requires = "record")]
     agent_cmd: Option<String>,
+    /// A command that resets the world the agent acts on (its database, its files), run by
+    /// `sh -c` in this folder before the server starts, as a campaign's --before runs before
+    /// each run; with --agent-cmd it is kept in the recording, and a re-run (`R`) runs it
+    /// first too. Placeholders: {seed} {record}. Its output goes to standard error
+    #[arg(long, value_name = "CMD", conflicts_with = "replay")]
+    before: Option<String>,
     /// A header sent with every request to a server reached by URL, as 'Name: value' (a value
     /// written `$NAME` is read from the environment variable NAME); repeat for more
     #[arg(long = "header", value_name = "'NAME: VALUE'")]
@@ -261,8 +267,20 @@ pub fn run(a: &McpArgs, io: &mut Io<'_>) -> i32 {
                 cwd: std::env::current_dir()
                     .map(|d| d.display().to_string())
                     .unwrap_or_else(|_| ".".into()),
+                before: a
+                    .before
+                    .as_ref()
+                    .map(|b| crate::redact::Redactor::builtin().redact_command_line(b)),
             }),
     };
+    // The world is reset before anything starts (the recording's first call sees it fresh).
+    if let Some(cmd) = &a.before {
+        let record = a.record.as_ref().map(|r| r.display().to_string());
+        let seed = a.seed.as_ref().and_then(|s| s.0);
+        if let Err(why) = crate::agent::before::reset_world(cmd, seed, record.as_deref()) {
+            return io.fail(why);
+        }
+    }
     let proxy = match Proxy::new(options) {
         Ok(p) => p,
         Err(e @ crate::mcp::proxy::ProxyError::Record { .. }) => {
@@ -402,6 +420,17 @@ fn print_config(
             );
         }
         args.push("--agent-cmd".into());
+        args.push(cmd.as_str().into());
+    }
+    if let Some(cmd) = &a.before {
+        if crate::redact::Redactor::builtin().redact_command_line(cmd) != *cmd {
+            return io.fail(
+                "ValueError: --before: --print-config writes no secret into a config, and the \
+                 command holds what looks like one: have the command read it from an \
+                 environment variable ($NAME) instead",
+            );
+        }
+        args.push("--before".into());
         args.push(cmd.as_str().into());
     }
     if let Some(seed) = a.seed.as_ref().and_then(|s| s.0) {

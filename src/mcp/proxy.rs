@@ -450,7 +450,7 @@ impl Proxy {
                 .as_ref()
                 .map(|s| s.checks.clone())
                 .unwrap_or_default(),
-            agent: options.agent.clone(),
+            agent: options.agent.clone().map(Box::new),
             annotations: options
                 .scenario
                 .as_ref()

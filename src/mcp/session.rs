@@ -432,7 +432,7 @@ pub struct McpSession {
     pub transport: Option<Box<Transport>>,
     /// The agent that made this recording, when the proxy was told (`mcp --agent-cmd`): how
     /// the explorer starts it again.
-    pub agent: Option<AgentCommand>,
+    pub agent: Option<Box<AgentCommand>>,
     /// Requests of the client's the proxy answered itself as invalid (-32600) instead of
     /// relaying, each as why (the first [`REFUSED_KEPT`]). Absent when there were none.
     pub refused_requests: Vec<String>,
@@ -452,6 +452,10 @@ pub struct AgentCommand {
     pub command: String,
     /// The folder it runs in (the proxy's when it recorded).
     pub cwd: String,
+    /// The command that resets the agent's world before it runs (`mcp --before`, `sh -c` in
+    /// the same folder, its secrets redacted): run again before every re-run, as a campaign
+    /// runs its `--before`. Absent when none was given (and in older sidecars).
+    pub before: Option<String>,
 }
 
 /// How the proxy reached its client and its server ([`McpSession::transport`]).
@@ -1007,10 +1011,11 @@ impl McpSession {
             o.push("transport", t.to_value());
         }
         if let Some(a) = &self.agent {
-            o.push(
-                "agent",
-                obj! {"command" => a.command.as_str(), "cwd" => a.cwd.as_str()},
-            );
+            let mut agent = obj! {"command" => a.command.as_str(), "cwd" => a.cwd.as_str()};
+            if let (Some(before), Value::Object(o)) = (&a.before, &mut agent) {
+                o.push("before", before.as_str());
+            }
+            o.push("agent", agent);
         }
         if !self.refused_requests.is_empty() {
             let why = self
@@ -1110,18 +1115,27 @@ impl McpSession {
         let agent = match field("agent") {
             Value::Null => None,
             v => {
-                let ao = require_keys(v, &["command", "cwd"], &[])
-                    .map_err(|_| bad("agent", "expected {\"command\": ..., \"cwd\": ...}"))?;
+                let ao = require_keys(v, &["command", "cwd"], &["before"]).map_err(|_| {
+                    bad(
+                        "agent",
+                        "expected {\"command\": ..., \"cwd\": ..., \"before\": ... (optional)}",
+                    )
+                })?;
                 let text = |k: &str| {
                     ao.get(k)
                         .and_then(Value::as_str)
                         .map(str::to_owned)
                         .ok_or_else(|| bad(&format!("agent.{k}"), "expected a string"))
                 };
-                Some(AgentCommand {
+                let before = match ao.get("before") {
+                    None | Some(Value::Null) => None,
+                    Some(_) => Some(text("before")?),
+                };
+                Some(Box::new(AgentCommand {
                     command: text("command")?,
                     cwd: text("cwd")?,
-                })
+                    before,
+                }))
             }
         };
         let refused_requests = match field("refused_requests") {
@@ -1404,10 +1418,11 @@ mod tests {
             }),
             client_closed: Some(true),
             transport: None,
-            agent: Some(AgentCommand {
+            agent: Some(Box::new(AgentCommand {
                 command: "python agent.py --api-key [REDACTED] --mcp-config {mcp_config}".into(),
                 cwd: "/work/agent".into(),
-            }),
+                before: Some("rm -f orders.db".into()),
+            })),
             refused_requests: vec!["the request's id is null".into()],
             annotations: Annotations::Warn,
         }
