@@ -36,6 +36,9 @@ shot orbit-lanes 120 36 scenarios/orbit-parallel.json
 # agent that retried a rate-limited write before the advertised wait.
 shot mcp-incident 120 36 cassettes/mcp-incident.json / shp-0001 Enter
 shot retry-storm 120 36 cassettes/rate-limit-retry-storm.json f
+# A real model's run (ask): its second create_shipment after the lost acknowledgement, with
+# the round's words, the call as the model sent it and the output fed back.
+shot ask-lost-ack 120 36 cassettes/ask-mcp-lost-ack-qwen.json j
 # From a verdict to its calls: > selects the failed verdict, its reasons show, » marks the
 # calls it names.
 shot verdict-calls 120 36 cassettes/rate-limit-retry-storm.json '>'
