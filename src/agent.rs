@@ -24,6 +24,8 @@ pub use crate::document::campaign::{
     named_path, read_file, recording_path, relative_to, runs_dir, scenario_of,
 };
 pub use launch::Launch;
-pub use rerun::{Again, RerunError, replan, replan_recording, rerun_out};
+pub use rerun::{
+    Again, RerunError, Rules, next_run, replan, replan_recording, rerun_out, run_again,
+};
 pub use run::{Plan, StopFlag, lab_record, run_all, run_one};
 pub use shrink::{Fault, Shrunk, faults_of, pinned, shrink};

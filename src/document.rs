@@ -31,6 +31,7 @@ pub mod compare;
 mod error;
 pub mod explain;
 mod judge;
+pub mod plan;
 mod scenario;
 
 use std::path::{Path, PathBuf};
@@ -173,6 +174,9 @@ pub struct Run {
     pub mcp: Option<std::sync::Arc<McpSession>>,
     /// For an `ask` record: its rounds, the model's words and calls, tokens and end.
     pub ask: Option<std::sync::Arc<ask::AskView>>,
+    /// What it ran with and where its recording is, when that is known beyond the file
+    /// shown (a campaign's run, an agent's re-run): [`plan::RunPlan`].
+    pub plan: Option<std::sync::Arc<plan::RunPlan>>,
 }
 
 /// A run's verdict as its file recorded it (run files and comparisons carry the lab's
@@ -450,16 +454,19 @@ fn unread_run(seed: i64) -> Run {
         contract: String::new(),
         mcp: None,
         ask: None,
+        plan: None,
     }
 }
 
 /// Run `r` of a campaign, as the campaign judged it, with `run`'s recording.
 fn campaign_run(
+    out: &Path,
     file: &crate::campaign::CampaignFile,
     r: &crate::campaign::RunRecord,
     mut run: Run,
 ) -> Run {
     run.label = format!("campaign run {}", r.run);
+    run.plan = plan::of_campaign_run(out, file, r.seed).map(std::sync::Arc::new);
     run.contract = format!(
         "check as the campaign judges it (Fault exercised left out; the oracle beside) · run \
          {} of {}",
@@ -699,6 +706,7 @@ impl Document {
                     contract,
                     mcp: session.clone(),
                     ask: ask.take(),
+                    plan: None,
                 }
             })
             .collect();
@@ -741,7 +749,7 @@ impl Document {
                 match std::fs::metadata(&at) {
                     Ok(m) if m.is_file() => {
                         unloaded.insert(runs.len(), at);
-                        runs.push(campaign_run(&file, r, unread_run(r.seed)));
+                        runs.push(campaign_run(path, &file, r, unread_run(r.seed)));
                         records.push(r.clone());
                     }
                     Ok(_) => missing.push((r.seed, "its recording is not a file".to_owned())),
@@ -756,7 +764,7 @@ impl Document {
             }
             match read_run(&at) {
                 Ok(run) => {
-                    runs.push(campaign_run(&file, r, run));
+                    runs.push(campaign_run(path, &file, r, run));
                     records.push(r.clone());
                 }
                 Err(e) => missing.push((r.seed, r.note.clone().unwrap_or(e))),
@@ -807,7 +815,8 @@ impl Document {
             return Ok(());
         };
         let read = read_run(&at)?;
-        *run = campaign_run(&c.file, record, read);
+        let out = self.path.clone().unwrap_or_default();
+        *run = campaign_run(&out, &c.file, record, read);
         c.unloaded.remove(&i);
         Ok(())
     }
@@ -838,6 +847,7 @@ impl Document {
                         approvals: Vec::new(),
                         mcp: None,
                         ask: None,
+                        plan: None,
                     })
                     .collect();
                 (runs, Some(lab.file), None)
@@ -864,6 +874,7 @@ impl Document {
                     contract: format!("check · budget {DEFAULT_MAX_CALLS}"),
                     mcp: None,
                     ask: None,
+                    plan: None,
                 };
                 let orbit = match scenario {
                     Scenario::Orbit(s) => Some(s.clone()),

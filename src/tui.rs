@@ -19,6 +19,7 @@ pub mod follow;
 pub mod keymap;
 pub mod named;
 pub mod prompt;
+pub mod reproduce;
 pub mod runner;
 pub mod runs;
 pub mod runtime;

@@ -401,14 +401,20 @@ fn copy_gives_the_call_and_the_command_and_shows_them() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains(&app.tab().digest), "{stdout}");
 
-    // A recording: the mcp command that records it again and the replay.
+    // A recording: the mcp command that records it again — to a new file beside it, never
+    // over the incident — and the replay.
     let mut mcp = open("cassettes/mcp-incident.json");
     mcp.update(Action::CopyCommand);
     let Mode::Show(_, command) = &mcp.mode else {
         panic!("{:?}", mcp.mode);
     };
     assert!(
-        command.contains("mcp scenarios/mcp-lost-ack.json --record cassettes/mcp-incident.json --"),
+        command.contains("mcp scenarios/mcp-lost-ack.json --seed ")
+            && command.contains("--record cassettes/mcp-incident.again.json --append --"),
+        "{command}"
+    );
+    assert!(
+        !command.contains("--record cassettes/mcp-incident.json"),
         "{command}"
     );
     assert!(

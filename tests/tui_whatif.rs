@@ -8,7 +8,6 @@ mod common;
 mod keys;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crossterm::event::KeyCode;
 use toolstorm::document::Document;
@@ -21,33 +20,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_toolstorm-tui");
 
 /// A campaign of seeds 43..44 at probability 0.5 in a fresh folder: its file.
 fn campaign(tag: &str) -> PathBuf {
-    let (dir, _) = common::lost_ack_workspace(&format!("whatif-{tag}"));
-    let server = common::example_server();
-    let agent = server.with_file_name("mcp_agent");
-    let out = Command::new(BIN)
-        .args([
-            "campaign",
-            "mcp-lost-ack.json",
-            "--seeds",
-            "43..44",
-            "--probability",
-            "0.5",
-            "--min-pass",
-            "0",
-            "--",
-        ])
-        .arg(&agent)
-        .args(["--mcp-config", "{mcp_config}"])
-        .current_dir(&dir)
-        .output()
-        .expect("campaign");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dir.join("mcp-lost-ack.campaign.json")
+    common::agents::half_campaign(&format!("whatif-{tag}"))
 }
 
 fn open(path: &Path) -> App {
@@ -218,27 +191,7 @@ fn agent_recording(tag: &str) -> (PathBuf, PathBuf) {
 }
 
 fn agent_recording_with(tag: &str, extra: &str) -> (PathBuf, PathBuf) {
-    let (dir, scenario) = common::lost_ack_workspace(&format!("agentcmd-{tag}"));
-    let agent = common::example_server().with_file_name("mcp_agent");
-    let config = toolstorm::obj! {"mcpServers" => toolstorm::obj! {"shipping" => toolstorm::obj! {
-        "command" => BIN,
-        "args" => Value::Array(vec![
-            "mcp".into(), "mcp-lost-ack.json".into(), "--record".into(), "rec.json".into(),
-            "--agent-cmd".into(), format!("{} --mcp-config {{mcp_config}}{extra}", agent.display()).into(),
-        ]),
-    }}};
-    std::fs::write(dir.join("mcp.json"), toolstorm::json::pretty(&config)).expect("config");
-    let out = Command::new(&agent)
-        .args(["--mcp-config", "mcp.json"])
-        .current_dir(&dir)
-        .output()
-        .expect("the agent");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (dir.join("rec.json"), scenario)
+    common::agents::agent_recording(&format!("agentcmd-{tag}"), extra)
 }
 
 #[test]

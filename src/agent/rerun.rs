@@ -1,11 +1,12 @@
 //! Running one seed of an agent again, with its own rules or other ones: the plan for a
 //! campaign's seed (`campaign --rerun`, the explorer's `p` and `R` on a campaign's run), and
-//! for an MCP recording whose sidecar names its agent (`mcp --agent-cmd`).
+//! for an MCP recording whose sidecar names its agent (`mcp --agent-cmd`) — and each re-run in
+//! a numbered folder of its own (`<stem>.<what>-SEED.runs/run-NNN/`), as a campaign's runs.
 
 use std::path::Path;
 use std::time::Duration;
 
-use super::run::{PLACEHOLDERS, Plan, StopFlag, expand_for_shell};
+use super::run::{PLACEHOLDERS, Plan, StopFlag, expand_for_shell, run_one};
 
 /// The file a re-run of `seed` named `what` is planned under, beside `beside` (a campaign
 /// file or a recording): `<stem>.<what>-SEED.json`, its run in `<stem>.<what>-SEED.runs/`.
@@ -15,9 +16,46 @@ pub fn rerun_out(beside: &Path, what: &str, seed: i64) -> std::path::PathBuf {
         .map_or_else(|| "campaign".into(), |s| s.to_string_lossy().into_owned());
     beside.with_file_name(format!("{stem}.{what}-{seed}.json"))
 }
+
+/// The number the next re-run planned under `out` takes: one past the highest run folder in
+/// `<out>.runs/` (`run-001`, `run-002`, … as a campaign's runs), so no re-run ever replaces
+/// another's recording and logs.
+pub fn next_run(out: &Path) -> u64 {
+    let highest = std::fs::read_dir(runs_dir(out))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name();
+            name.to_str()?.strip_prefix("run-")?.parse::<u64>().ok()
+        })
+        .max()
+        .unwrap_or(0);
+    highest.saturating_add(1)
+}
+
+/// Runs `seed` of `plan` again in a folder of its own: the next free `run-NNN` under the
+/// plan's runs folder, made before the run starts (never one that exists), so two re-runs of
+/// one seed keep both their files. The run's number is its record's.
+pub fn run_again(plan: &Plan, seed: i64) -> RunRecord {
+    let mut run = next_run(&plan.out);
+    if std::fs::create_dir_all(runs_dir(&plan.out)).is_ok() {
+        // Another re-run may take a number between the look and the make: the next one then.
+        for _ in 0..1000 {
+            match std::fs::create_dir(plan.run_dir(run)) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    run = run.saturating_add(1);
+                }
+                _ => break,
+            }
+        }
+    }
+    // A folder that cannot be made is the run's own failure to start, said in its record.
+    run_one(plan, run, seed)
+}
+
 use crate::campaign::{CampaignFile, Outcome, RunRecord};
 use crate::document::Error;
-use crate::document::campaign::{named_path, scenario_of};
+use crate::document::campaign::{named_path, runs_dir};
 
 /// Why an agent's re-run gave no run to compare.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,14 +116,30 @@ impl Again {
     }
 }
 
+/// Which rules a re-run of a campaign's seed runs with; the rest of the run's plan (its seed,
+/// timeout, folder, agent, setup and oracle) is the campaign's
+/// ([`crate::document::plan::RunPlan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rules<'a> {
+    /// The run's own: the campaign's scenario, which must not have changed since, under the
+    /// campaign's probability override.
+    Planned,
+    /// The rules of this file under the campaign's probability override, as the run had them
+    /// (`--rerun --scenario EDITED`; the explorer's `R` on the campaign's scenario as it is now).
+    Other(&'a Path),
+    /// A scenario that says all of it, its probability override (or none) included: the
+    /// explorer's edited rules (written from the run's plan, its probability in them) and a
+    /// pinned fault (which must fire).
+    Whole(&'a Path),
+}
+
 /// The plan that runs `seed` of the campaign at `out` again, its files named
-/// `<campaign>.<what>-SEED`, with the rules of `edited` when given (else the campaign's own
-/// scenario, which must not have changed); and the finished run of that seed.
+/// `<campaign>.<what>-SEED`, with `rules`; and the finished run of that seed.
 pub fn replan<'f>(
     out: &Path,
     file: &'f CampaignFile,
     seed: i64,
-    edited: Option<&Path>,
+    rules: Rules<'_>,
     what: &str,
     again: Again,
 ) -> Result<(Plan, &'f RunRecord), String> {
@@ -105,16 +159,26 @@ pub fn replan<'f>(
              `toolstorm-tui sweep --scenarios {name} --seeds {seed} ...`, or open a run's cassette"
         ));
     }
-    let scenario_path = match edited {
-        Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
-        None => scenario_of(out, file),
+    // The one source of what the run ran with (the CLI's and the explorer's alike).
+    let planned = crate::document::plan::of_campaign_run(out, file, seed)
+        .ok_or_else(|| format!("ValueError: the campaign has no finished run of seed {seed}"))?;
+    let (scenario_path, probability) = match rules {
+        Rules::Planned => (planned.scenario.clone(), planned.probability),
+        Rules::Other(p) => (
+            std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
+            planned.probability,
+        ),
+        Rules::Whole(p) => (
+            std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
+            None,
+        ),
     };
     let scenario_sha256 = crate::fsread::read_document(&scenario_path)
         .map(|bytes| crate::json::sha256_hex(&bytes))
         .map_err(|e| Error::io(&scenario_path, e).to_string())?;
-    // An edited scenario is the point of its re-run: only the campaign's own must not have
+    // Other rules are the point of their re-run: only the campaign's own must not have
     // changed under it.
-    if edited.is_none() && scenario_sha256 != file.scenario_sha256 {
+    if rules == Rules::Planned && scenario_sha256 != planned.scenario_sha256 {
         return Err(format!(
             "ValueError: {} changed since the campaign ran: its runs cannot be reproduced \
              with other rules (restore it, or start a new campaign)",
@@ -139,7 +203,7 @@ pub fn replan<'f>(
         timeout: Duration::from_secs_f64(file.timeout),
         before: again.before,
         verify: again.verify,
-        probability: file.probability,
+        probability,
         out: rerun_out(out, what, seed),
         bin,
         // Where the campaign ran, so `python agent.py` and relative commands find their files.
@@ -212,7 +276,7 @@ pub fn replan_recording(
         shard: None,
     };
     let again = Again::from_file(&file)?;
-    let (mut plan, _) = replan(recording, &file, seed, Some(scenario), what, again)?;
+    let (mut plan, _) = replan(recording, &file, seed, Rules::Whole(scenario), what, again)?;
     // The server the session ran against (a command or URL after `--` wins over the
     // scenario's, as it did then); the scenario's when the recording cannot name it whole.
     let recorded = &mcp.server_command;

@@ -273,6 +273,7 @@ impl AgentRerun {
             bin,
             stop: crate::agent::StopFlag::default(),
             launch: None,
+            as_written: true,
         }
     }
 }
@@ -307,4 +308,8 @@ pub struct AgentRerun {
     /// What it starts, as the explorer showed it (worked out when the command leaves
     /// `update`): the re-run starts only this, and nothing without it.
     pub launch: Option<crate::agent::Launch>,
+    /// The scenario says all of its rules, its probability override included (edited rules,
+    /// a pinned fault: [`crate::agent::Rules::Whole`]); `false`: a campaign's scenario as it is
+    /// now, under the run's own plan (its `--probability`: [`crate::agent::Rules::Other`]).
+    pub as_written: bool,
 }

@@ -19,23 +19,19 @@ pub const KEYS: &str = "y runs it · any other key does not";
 
 impl App {
     /// The re-run of seed `seed` of the agent `source` knows, with the rules of `scenario`
-    /// (its files and run named `tag`, `label` for people): not started yet.
+    /// (as written, or under the run's own plan: [`AgentRerun::as_written`]; its files and
+    /// run named `tag`, `label` for people): not started yet.
     pub(super) fn agent_rerun(
         &self,
         source: AgentSource,
         seed: i64,
-        scenario: PathBuf,
+        (scenario, as_written): (PathBuf, bool),
         label: String,
         tag: &'static str,
     ) -> Command {
-        Command::RerunAgent(Box::new(AgentRerun::new(
-            source,
-            seed,
-            scenario,
-            label,
-            tag,
-            self.proxy_bin.clone(),
-        )))
+        let mut r = AgentRerun::new(source, seed, scenario, label, tag, self.proxy_bin.clone());
+        r.as_written = as_written;
+        Command::RerunAgent(Box::new(r))
     }
 
     /// Lets through the commands `update` gives, except re-runs of an agent not confirmed:
@@ -74,7 +70,10 @@ impl App {
         let out = run::rerun_out(&self.doc.path.clone().unwrap_or_default(), r.tag, r.seed);
         self.agent_run = Some(AgentRunning {
             stop: r.stop.clone(),
-            log: run::runs_dir(&out).join("run-001").join("agent.log"),
+            // The folder it is about to take (re-runs are numbered; one runs at a time here).
+            log: run::runs_dir(&out)
+                .join(format!("run-{:03}", run::next_run(&out)))
+                .join("agent.log"),
             started: std::time::Instant::now(),
         });
         Some(Command::RerunAgent(r))

@@ -1,6 +1,6 @@
 //! Copying: `y` puts the selected call on the terminal's clipboard as JSON, `Y` the command
-//! line that reproduces what is shown (`run` for a scenario with the current settings, `mcp`
-//! for a recording, `check` for a trace). The runtime sends it as OSC 52; the text is also
+//! line that reproduces what is shown (`run` for a scenario with the current settings, for an
+//! MCP run the commands [`super::reproduce`] offers, `check` for a trace). The runtime sends it as OSC 52; the text is also
 //! shown, so it can be copied by hand where the terminal ignores OSC 52.
 
 use super::action::Command;
@@ -47,20 +47,8 @@ impl App {
         let program = crate::exit::PROGRAM.to_owned();
         let mut lines = Vec::new();
         if let Some(m) = self.session() {
-            let mut words = vec![program.clone(), "mcp".into()];
-            if let Some(s) = &m.scenario {
-                words.push(s.clone());
-            }
-            words.extend(["--record".into(), file.clone(), "--".into()]);
-            words.extend(m.server_command.iter().cloned());
-            lines.push(command_line(&words));
-            lines.push(command_line(&[
-                program.clone(),
-                "mcp".into(),
-                "--replay".into(),
-                file.clone(),
-            ]));
-            lines.push(command_line(&[program, "check".into(), file]));
+            // The run's own recording, judged, served and recorded anew beside it.
+            lines = self.mcp_commands(m);
         } else if let Some(f) = self.editor.as_ref().and_then(|e| e.lab())
             && (self.doc.kind == DocKind::Scenario || self.save_path.is_some())
         {

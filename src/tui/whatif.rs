@@ -13,6 +13,7 @@ use super::app::{App, Mode, Screen};
 use crate::agent as run;
 use crate::agent::RerunError;
 use crate::document::Document;
+use crate::document::plan::RunPlan;
 use crate::json::{Value, pretty};
 use crate::obj;
 
@@ -100,6 +101,8 @@ pub fn pinned_scenario(
     };
     o.insert("rules", Value::Array(vec![rule]));
     o.insert("delivery", obj! {});
+    // The pinned fault fires: no file-wide probability overrides its 1.0.
+    o.insert("probability", Value::Null);
     anchor_server(&mut v, path);
     Ok(v)
 }
@@ -143,12 +146,16 @@ fn plan_of(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<run::Plan, Reru
         AgentSource::Campaign(campaign) => {
             let file = run::read_file(campaign).map_err(|e| e.to_string())?;
             let again = run::Again::from_file(&file)?;
-            run::replan(campaign, &file, seed, Some(scenario), tag, again)?.0
+            // The run's own plan (its probability override) unless the scenario says it all.
+            let rules = if r.as_written {
+                run::Rules::Whole(scenario)
+            } else {
+                run::Rules::Other(scenario)
+            };
+            run::replan(campaign, &file, seed, rules, tag, again)?.0
         }
         AgentSource::Recording(recording) => run::replan_recording(recording, seed, scenario, tag)?,
     };
-    // The rules fire as the scenario says: a campaign's probability override is not for them.
-    plan.probability = None;
     plan.stop = r.stop.clone();
     if let Some(b) = &r.bin {
         plan.bin = b.clone();
@@ -177,7 +184,7 @@ pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Docum
             file.display()
         )));
     }
-    let record = run::run_one(&plan, 1, seed);
+    let record = run::run_again(&plan, seed);
     let recording = run::recording_path(&plan.out, &record);
     if plan.stop.stopped() {
         return Err(RerunError::Stopped(format!(
@@ -191,19 +198,35 @@ pub fn run_agent(r: &AgentRerun, seed: i64, scenario: &Path) -> Result<Box<Docum
             None => e.to_string(),
         })
     })?;
-    if let Some(r) = doc.runs.first_mut() {
-        r.label = tag.into();
+    if let Some(new) = doc.runs.first_mut() {
+        // Numbered as its folder is when there is more than one (`re-run 2`: `run-002/`).
+        new.label = match record.run {
+            1 => tag.into(),
+            n => format!("{tag} {n}"),
+        };
         // Judged as the campaign judges a run: the oracle's word and how the run ended too.
-        crate::document::add_run_outcome(r, &record, plan.verify.as_deref());
+        crate::document::add_run_outcome(new, &record, plan.verify.as_deref());
+        new.plan = Some(std::sync::Arc::new(RunPlan {
+            recording: recording.clone(),
+            scenario: plan.scenario_path.clone(),
+            scenario_sha256: plan.scenario_sha256.clone(),
+            seed,
+            probability: plan.probability,
+            campaign: match &r.source {
+                AgentSource::Campaign(c) => Some(c.clone()),
+                AgentSource::Recording(_) => None,
+            },
+        }));
     }
     Ok(Box::new(doc))
 }
 
 impl App {
-    /// Where the agent of the run shown is known from, its seed, and its scenario file: a
-    /// campaign's run (the campaign), or an MCP recording whose sidecar names its agent. The
-    /// error says why it cannot be started, and how to make it so.
-    pub(super) fn agent_context(&self) -> Result<(AgentSource, i64, PathBuf), String> {
+    /// Where the agent of the run shown is known from, and the run's plan (its seed, scenario
+    /// file and probability override): a campaign's run (the campaign), or an MCP recording
+    /// whose sidecar names its agent. The error says why it cannot be started, and how to
+    /// make it so.
+    pub(super) fn agent_context(&self) -> Result<(AgentSource, RunPlan), String> {
         let path = self
             .doc
             .path
@@ -215,11 +238,10 @@ impl App {
                 .get(self.run)
                 .map(|r| r.seed)
                 .ok_or("this run is not one of the campaign's: open one from the list (L)")?;
-            return Ok((
-                AgentSource::Campaign(path.clone()),
-                seed,
-                run::scenario_of(&path, &c.file),
-            ));
+            // The plan the campaign ran it with: its seed and `--probability` too.
+            let plan = crate::document::plan::of_campaign_run(&path, &c.file, seed)
+                .ok_or("this run is not one of the campaign's: open one from the list (L)")?;
+            return Ok((AgentSource::Campaign(path), plan));
         }
         // The document's own recording (its first run; re-runs are added after it).
         let Some(mcp) = self.doc.runs.first().and_then(|r| r.mcp.as_deref()) else {
@@ -244,28 +266,26 @@ impl App {
             .seed
             .as_i64()
             .ok_or("the recording's seed is not a 64-bit integer")?;
-        Ok((AgentSource::Recording(path), seed, PathBuf::from(scenario)))
+        let plan = RunPlan {
+            recording: path.clone(),
+            scenario: PathBuf::from(scenario),
+            scenario_sha256: String::new(),
+            seed,
+            probability: None,
+            campaign: None,
+        };
+        Ok((AgentSource::Recording(path), plan))
     }
 
     /// The rule editor on the scenario of a run whose agent is known (an MCP recording or a
     /// campaign's run): the same editor as the lab's, its seed the run's. `w` writes back to
     /// a recording's scenario file; a campaign's stays as the campaign ran it (`w` asks where).
     pub(super) fn ensure_agent_editor(&mut self) -> bool {
-        let made = self.agent_context().and_then(|(_, seed, path)| {
-            let mut scenario = match crate::document::open_scenario(&path) {
-                Ok(crate::document::Scenario::Mcp(s)) => s,
-                Ok(other) => {
-                    return Err(format!(
-                        "{}: a scenario of world \"{}\", not \"mcp\"",
-                        path.display(),
-                        other.world().as_str()
-                    ));
-                }
-                Err(e) => return Err(e.to_string()),
-            };
-            scenario.seed = seed;
+        let made = self.agent_context().and_then(|(_, plan)| {
+            // The rules as the run met them: its seed, and a campaign's `--probability`.
+            let scenario = plan.open_scenario().map_err(|e| e.to_string())?;
             let editor = crate::lab::edit::Editor::mcp(&scenario).map_err(|e| e.to_string())?;
-            Ok((editor, path))
+            Ok((editor, plan.scenario))
         });
         match made {
             Ok((editor, path)) => {
@@ -288,13 +308,16 @@ impl App {
             self.info("the agent is running: its run comes when it is done".into());
             return Vec::new();
         }
-        let (source, mut seed, mut scenario) = match self.agent_context() {
+        let (source, plan) = match self.agent_context() {
             Ok(c) => c,
             Err(e) => {
                 self.error(e);
                 return Vec::new();
             }
         };
+        let (mut seed, mut scenario) = (plan.seed, plan.scenario);
+        // The scenario as it is now, under the run's own plan; edited rules say all of it.
+        let mut as_written = false;
         let name = scenario
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -317,11 +340,12 @@ impl App {
                 self.last_edit.as_deref().unwrap_or("as loaded")
             );
             scenario = target;
+            as_written = true;
         }
         self.info(format!(
             "re-running the agent on seed {seed} with {label} …"
         ));
-        vec![self.agent_rerun(source, seed, scenario, label, "re-run")]
+        vec![self.agent_rerun(source, seed, (scenario, as_written), label, "re-run")]
     }
 
     /// `p`: the picker, on a run whose agent is known, with a call selected.
@@ -379,13 +403,14 @@ impl App {
         let (Some(path), Some(call)) = (self.doc.path.clone(), self.selected().cloned()) else {
             return Vec::new();
         };
-        let (source, seed, scenario_file) = match self.agent_context() {
+        let (source, plan) = match self.agent_context() {
             Ok(c) => c,
             Err(e) => {
                 self.info(e);
                 return Vec::new();
             }
         };
+        let (seed, scenario_file) = (plan.seed, plan.scenario);
         let choice = &CHOICES[at.min(CHOICES.len() - 1)];
         let tool = call.tool.to_lossy();
         let scenario = match pinned_scenario(&scenario_file, &tool, call.ordinal, choice) {
@@ -405,7 +430,7 @@ impl App {
             "re-running the agent on seed {seed} with {label} (rules in {}) …",
             target.display()
         ));
-        vec![self.agent_rerun(source, seed, target, label, "what-if")]
+        vec![self.agent_rerun(source, seed, (target, true), label, "what-if")]
     }
 
     /// The re-run is over: on success, the new run beside the old one, compared.

@@ -1,6 +1,7 @@
 //! Shared helpers for the reference-driven tests.
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod mcp;
 pub mod model;
 pub mod worst;

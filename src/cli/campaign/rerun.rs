@@ -33,7 +33,8 @@ pub(super) fn replan<'f>(
         before,
         verify,
     };
-    match run::replan(&out, file, seed, edited.map(PathBuf::as_path), what, again) {
+    let rules = edited.map_or(run::Rules::Planned, |p| run::Rules::Other(p));
+    match run::replan(&out, file, seed, rules, what, again) {
         Ok((plan, first)) => {
             // Before anything starts, what will: the file's commands are anyone's word, and a
             // CI log shows what ran (secrets redacted, every line escaped).
@@ -130,7 +131,7 @@ pub(super) fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut I
         Ok(p) => p,
         Err(code) => return code,
     };
-    let again = run::run_one(&plan, 1, seed);
+    let again = run::run_again(&plan, seed);
     let before = run::faults_of(&run::recording_path(&out, first));
     let after = run::faults_of(&run::recording_path(&plan.out, &again));
     let (before, after) = match (before, after) {
