@@ -319,6 +319,30 @@ fn y_on_an_agent_recording_and_its_rerun_offers_commands_that_work() {
 }
 
 #[test]
+fn y_keeps_a_recordings_world_reset_and_its_line_resets_the_world() {
+    let (recording, _) = common::agents::agent_recording("copy-before", "");
+    let world = recording.with_file_name("world.log");
+    let reset = format!("echo reset >> {}", world.display());
+    let side = toolstorm::mcp::session::sidecar_path(&recording);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&side).expect("sidecar")).expect("JSON");
+    v["agent"]["before"] = reset.clone().into();
+    std::fs::write(&side, v.to_string()).expect("sidecar");
+    let mut app = open(&recording);
+    draw(&mut app, 120, 36);
+    let lines = copied(&mut app);
+    let all = lines.join("\n");
+    assert!(all.contains(&format!("--before '{reset}'")), "{all}");
+    assert_eq!(
+        run_all(&lines, &recording, 1, 0),
+        ["mcp --record", "mcp --replay", "check"],
+        "{all}"
+    );
+    // The new recording's proxy reset the world first; the replay started nothing.
+    assert_eq!(std::fs::read_to_string(&world).expect("reset"), "reset\n");
+}
+
+#[test]
 fn y_on_the_bundled_incident_on_screen_120x36() {
     let mut app = open(Path::new("cassettes/mcp-incident.json"));
     draw(&mut app, 120, 36);

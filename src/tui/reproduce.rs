@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::app::App;
 use crate::document::plan::RunPlan;
-use crate::mcp::session::McpSession;
+use crate::mcp::session::{AgentCommand, McpSession};
 
 /// A command line from words, each quoted for a POSIX shell.
 fn line(words: &[String]) -> String {
@@ -99,9 +99,13 @@ impl App {
             "--append".into(),
         ]);
         if let Some(agent) = self.agent_of(m, &plan)
-            && !agent.contains(crate::redact::MARKER)
+            && !agent.command.contains(crate::redact::MARKER)
         {
-            words.extend(["--agent-cmd".into(), agent]);
+            words.extend(["--agent-cmd".into(), agent.command]);
+            // The world reset goes with it (the new recording resets first, as this one did).
+            if let Some(before) = agent.before.filter(|b| !b.contains(crate::redact::MARKER)) {
+                words.extend(["--before".into(), before]);
+            }
         }
         if m.server_command
             .iter()
@@ -128,17 +132,18 @@ impl App {
         lines
     }
 
-    /// The agent's command the proxy line keeps (`--agent-cmd`): the session's own, or for
-    /// a re-run of a recording the recording's (its re-run's proxy was started without it).
-    fn agent_of(&self, m: &McpSession, plan: &RunPlan) -> Option<String> {
+    /// The agent the proxy line keeps (`--agent-cmd`, and its `--before`): the session's own,
+    /// or for a re-run of a recording the recording's (its re-run's proxy was started without
+    /// it).
+    fn agent_of(&self, m: &McpSession, plan: &RunPlan) -> Option<AgentCommand> {
         if let Some(a) = &m.agent {
-            return Some(a.command.clone());
+            return Some(AgentCommand::clone(a));
         }
         if plan.campaign.is_some() {
             return None;
         }
         let first = self.doc.runs.first()?.mcp.as_deref()?;
-        first.agent.as_ref().map(|a| a.command.clone())
+        first.agent.as_deref().cloned()
     }
 
     /// `campaign FILE --rerun SEED [--scenario S]` for a campaign's run or a re-run of one,
