@@ -728,3 +728,44 @@ fn print_config_keeps_the_world_reset() {
     let at = args.iter().position(|a| a == "--before").expect("--before");
     assert_eq!(args[at + 1], "rm -f orders.db");
 }
+
+#[test]
+fn a_recordings_probability_is_its_plans_and_its_reruns() {
+    let incident = scratch("probability.json");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mcp-lost-ack.json");
+    let (_, log) = raw(
+        &[
+            "mcp",
+            text(&scenario),
+            "--seed",
+            "44",
+            "--probability",
+            "0.5",
+            "--record",
+            text(&incident),
+            "--agent-cmd",
+            "python3 agent.py --mcp-config {mcp_config}",
+        ],
+        true,
+        &HANDSHAKE,
+    );
+    let side = common::mcp::sidecar(&incident);
+    assert_eq!(side.probability, Some(0.5), "{log}");
+    // R with the recording's own rules runs them at 0.5, as the session did...
+    let plan =
+        toolstorm::agent::replan_recording(&incident, 44, &scenario, "re-run").expect("plan");
+    assert_eq!(plan.probability, Some(0.5));
+    // ...and edited rules say their own probability.
+    let edited = scratch("probability-edited.json");
+    std::fs::copy(&scenario, &edited).expect("copy");
+    let plan = toolstorm::agent::replan_recording(&incident, 44, &edited, "re-run").expect("plan");
+    assert_eq!(plan.probability, None);
+    // A recording without --probability keeps none.
+    let plain = scratch("probability-none.json");
+    raw(
+        &["mcp", text(&scenario), "--record", text(&plain)],
+        true,
+        &HANDSHAKE,
+    );
+    assert_eq!(common::mcp::sidecar(&plain).probability, None);
+}

@@ -262,7 +262,8 @@ pub fn replan_recording(
         scenario_sha256: String::new(),
         cwd: agent.cwd.clone(),
         agent: vec!["sh".into(), "-c".into(), command],
-        probability: None,
+        // The probability the session ran its rules at (the proxy's --probability).
+        probability: mcp.probability,
         timeout: crate::campaign::DEFAULT_TIMEOUT,
         // The recording's world reset runs first, as a campaign's --before does.
         before: agent.before.clone(),
@@ -276,7 +277,17 @@ pub fn replan_recording(
         shard: None,
     };
     let again = Again::from_file(&file)?;
-    let (mut plan, _) = replan(recording, &file, seed, Rules::Whole(scenario), what, again)?;
+    // The recording's own scenario runs as the session ran it (its probability); an edited
+    // or pinned one says all of it.
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    let rules = match &mcp.scenario {
+        Some(own) if same(Path::new(own), scenario) => Rules::Other(scenario),
+        _ => Rules::Whole(scenario),
+    };
+    let (mut plan, _) = replan(recording, &file, seed, rules, what, again)?;
     // The server the session ran against (a command or URL after `--` wins over the
     // scenario's, as it did then); the scenario's when the recording cannot name it whole.
     let recorded = &mcp.server_command;

@@ -43,6 +43,24 @@ pub fn of_campaign_run(out: &Path, file: &CampaignFile, seed: i64) -> Option<Run
     })
 }
 
+/// The plan of a single recording (not a campaign's run): the scenario and probability its
+/// session kept, and its seed.
+pub fn of_recording(
+    recording: &Path,
+    session: &crate::mcp::session::McpSession,
+    scenario: PathBuf,
+    seed: i64,
+) -> RunPlan {
+    RunPlan {
+        recording: recording.to_path_buf(),
+        scenario,
+        scenario_sha256: String::new(),
+        seed,
+        probability: session.probability,
+        campaign: None,
+    }
+}
+
 impl RunPlan {
     /// The scenario as the run met it: the file read now, with the run's seed and the
     /// probability override applied, as the proxy applies `--seed` and `--probability`.

@@ -441,6 +441,7 @@ impl Proxy {
                 .scenario_path
                 .as_ref()
                 .map(|p| p.display().to_string()),
+            probability: options.scenario.as_ref().and_then(|s| s.probability),
             max_calls: options
                 .scenario
                 .as_ref()

@@ -401,6 +401,10 @@ pub struct McpSession {
     pub server_command: Vec<String>,
     /// The scenario file, when faults were injected.
     pub scenario: Option<String>,
+    /// Every rule's probability as the session ran them, when the scenario (or the proxy's
+    /// `--probability`) set one for all: the run's plan, with its seed. Absent otherwise, and
+    /// in sidecars written before it was kept.
+    pub probability: Option<f64>,
     /// The call budget of the session (what `check` judges the recording against).
     pub max_calls: i64,
     /// The scenario's own checks.
@@ -980,6 +984,9 @@ impl McpSession {
         o.push("server_info", self.server_info.clone());
         o.push("server_command", strings(&self.server_command));
         o.push("scenario", self.scenario.as_deref());
+        if let Some(p) = self.probability {
+            o.push("probability", Value::Float(p));
+        }
         o.push("max_calls", self.max_calls);
         o.push(
             "checks",
@@ -1070,6 +1077,7 @@ impl McpSession {
             "agent",
             "refused_requests",
             "annotations",
+            "probability",
         ];
         let o = require_keys(v, &keys, &optional).map_err(|e| ConfigError {
             message: "Invalid MCP session file",
@@ -1090,6 +1098,14 @@ impl McpSession {
         };
         let protocol_version = opt_text("protocol_version")?;
         let scenario = opt_text("scenario")?;
+        let probability = match field("probability") {
+            Value::Null => None,
+            v => Some(
+                v.as_number_f64()
+                    .filter(|p| (0.0..=1.0).contains(p))
+                    .ok_or_else(|| bad("probability", "expected a number from 0 to 1"))?,
+            ),
+        };
         let session_id = opt_text("session")?;
         let cassette_digest = opt_text("cassette_digest")?;
         if cassette_digest
@@ -1268,6 +1284,7 @@ impl McpSession {
             server_info: field("server_info").clone(),
             server_command,
             scenario,
+            probability,
             max_calls,
             checks,
             exchanges,
@@ -1369,6 +1386,7 @@ mod tests {
             server_info: obj! {"name" => "shipping", "version" => "1"},
             server_command: vec!["python3".into(), "server.py".into()],
             scenario: Some("faults.json".into()),
+            probability: Some(0.5),
             max_calls: 10000,
             checks: vec![McpCheck::RetryAfterRespected],
             exchanges: vec![Exchange {

@@ -54,14 +54,12 @@ impl App {
             return Some((**p).clone());
         }
         let recording = self.doc.path.clone()?;
-        Some(RunPlan {
-            recording,
-            scenario: m.scenario.as_deref().map(PathBuf::from).unwrap_or_default(),
-            scenario_sha256: String::new(),
-            seed: self.tab().timeline.report().seed.as_i64().unwrap_or(0),
-            probability: None,
-            campaign: None,
-        })
+        Some(crate::document::plan::of_recording(
+            &recording,
+            m,
+            m.scenario.as_deref().map(PathBuf::from).unwrap_or_default(),
+            self.tab().timeline.report().seed.as_i64().unwrap_or(0),
+        ))
     }
 
     /// `Y` on an MCP run: the lines, in the order they are shown.

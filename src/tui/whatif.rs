@@ -266,14 +266,7 @@ impl App {
             .seed
             .as_i64()
             .ok_or("the recording's seed is not a 64-bit integer")?;
-        let plan = RunPlan {
-            recording: path.clone(),
-            scenario: PathBuf::from(scenario),
-            scenario_sha256: String::new(),
-            seed,
-            probability: None,
-            campaign: None,
-        };
+        let plan = crate::document::plan::of_recording(&path, mcp, PathBuf::from(scenario), seed);
         Ok((AgentSource::Recording(path), plan))
     }
 
