@@ -76,6 +76,31 @@ pub fn edited_path(beside: &Path, seed: i64) -> PathBuf {
     run::rerun_out(beside, "edited", seed)
 }
 
+/// Where rules `text` for a re-run are written: `base` when it is free or holds them already,
+/// else the first free `<stem>-2.json`, `-3`, … — a file an earlier re-run ran with is never
+/// written over (its plan names it, and `Y` offers it).
+fn rules_file(base: PathBuf, text: &str) -> PathBuf {
+    let holds = |p: &Path| match std::fs::read(p) {
+        Ok(bytes) => Some(bytes == text.as_bytes()),
+        Err(_) => None,
+    };
+    let stem = base
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    for n in 1..10_000u32 {
+        let candidate = if n == 1 {
+            base.clone()
+        } else {
+            base.with_file_name(format!("{stem}-{n}.json"))
+        };
+        match holds(&candidate) {
+            None | Some(true) => return candidate,
+            Some(false) => {}
+        }
+    }
+    base
+}
+
 /// The scenario at `path` with its rules replaced by one: `choice` pinned to call `ordinal`
 /// of `tool` (its delivery the default).
 pub fn pinned_scenario(
@@ -321,10 +346,11 @@ impl App {
             // The edited rules go to a file of their own beside the run (the scenario file is
             // written only by w).
             seed = editor.seed();
-            let target = edited_path(path, seed);
             let mut v = crate::json::parse(&editor.edited().to_text()).unwrap_or_default();
             anchor_server(&mut v, &scenario);
-            if let Err(e) = crate::atomic::write(&target, (pretty(&v) + "\n").as_bytes()) {
+            let text = pretty(&v) + "\n";
+            let target = rules_file(edited_path(path, seed), &text);
+            if let Err(e) = crate::atomic::write(&target, text.as_bytes()) {
                 self.error(format!("cannot write {}: {e}", target.display()));
                 return Vec::new();
             }
@@ -413,8 +439,9 @@ impl App {
                 return Vec::new();
             }
         };
-        let target = scenario_path(&path, seed);
-        if let Err(e) = crate::atomic::write(&target, (pretty(&scenario) + "\n").as_bytes()) {
+        let text = pretty(&scenario) + "\n";
+        let target = rules_file(scenario_path(&path, seed), &text);
+        if let Err(e) = crate::atomic::write(&target, text.as_bytes()) {
             self.error(format!("cannot write {}: {e}", target.display()));
             return Vec::new();
         }
@@ -487,5 +514,31 @@ impl App {
         self.screen = Screen::Compare;
         // The new run's first call (a run that made none has none to select).
         self.cursor = self.visible().first().copied();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_an_earlier_rerun_ran_with_are_never_written_over() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let base = dir.path().join("rec.edited-42.json");
+        // Free: the name itself.
+        assert_eq!(rules_file(base.clone(), "A"), base);
+        std::fs::write(&base, "A").expect("write");
+        // The same rules again: the same file.
+        assert_eq!(rules_file(base.clone(), "A"), base);
+        // Other rules: the next free name, the first file as it was.
+        let second = dir.path().join("rec.edited-42-2.json");
+        assert_eq!(rules_file(base.clone(), "B"), second);
+        std::fs::write(&second, "B").expect("write");
+        assert_eq!(rules_file(base.clone(), "B"), second);
+        assert_eq!(
+            rules_file(base.clone(), "C"),
+            dir.path().join("rec.edited-42-3.json")
+        );
+        assert_eq!(std::fs::read_to_string(&base).expect("read"), "A");
     }
 }
