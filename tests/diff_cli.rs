@@ -173,6 +173,13 @@ fn bad_input_is_refused_naming_the_file_and_the_problem() {
             "holds 3 run(s), not run 4",
         ),
         (
+            vec![
+                "cassettes/lost-ack-comparison.json#0",
+                "cassettes/incident.json",
+            ],
+            "runs are numbered from 1",
+        ),
+        (
             vec!["no-such-file.json", "cassettes/incident.json"],
             "no-such-file.json",
         ),

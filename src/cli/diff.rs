@@ -128,9 +128,10 @@ impl Target {
         let text = given.to_string_lossy();
         match text.rsplit_once('#') {
             Some((file, n)) => match n.parse::<usize>() {
-                Ok(n) if n >= 1 => Target {
+                // `FILE#0` names no run (they count from 1): said as such by `run`.
+                Ok(n) => Target {
                     path: PathBuf::from(file),
-                    run: Some(n - 1),
+                    run: Some(n.wrapping_sub(1)),
                     named: true,
                 },
                 _ => whole,
@@ -144,6 +145,12 @@ impl Target {
         let n = trace.cassettes.len();
         match self.run {
             Some(i) if i < n => Ok(i),
+            Some(usize::MAX) => Err(format!(
+                "{}#0: runs are numbered from 1 ({}#1 … {}#{n})",
+                self.path.display(),
+                self.path.display(),
+                self.path.display()
+            )),
             Some(i) => Err(format!(
                 "{}: holds {n} run(s), not run {}",
                 self.path.display(),
