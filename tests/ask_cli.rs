@@ -302,6 +302,30 @@ fn a_429_with_retry_after_is_waited_for() {
 }
 
 #[test]
+fn a_429_with_retry_after_as_an_http_date_is_waited_for() {
+    // Two seconds from now, as a server writes it (whole seconds: the wait is over 1 s, more
+    // than the 0.5 s the client waits without a Retry-After).
+    let at = std::time::SystemTime::now() + Duration::from_secs(2);
+    let date = httpdate::fmt_http_date(at);
+    let server = Server::start(vec![
+        status(
+            429,
+            &[("retry-after", &date)],
+            r#"{"error":{"message":"slow down"}}"#,
+        ),
+        text(Api::Chat, "fine"),
+    ]);
+    let out = ask_to(&server.url, &["hi", "--api", "chat"]);
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("(its Retry-After)"), "{stderr}");
+    let seen = server.seen();
+    assert_eq!(seen.len(), 2);
+    let gap = seen[1].at - seen[0].at;
+    assert!(gap >= Duration::from_millis(950), "waited {gap:?}");
+}
+
+#[test]
 fn a_server_error_on_every_attempt_is_exit_2_naming_url_and_status() {
     let server = Server::start(vec![
         status(500, &[], r#"{"error":"cannot parse the model's output"}"#),

@@ -2,7 +2,7 @@
 //! http:// or https:// (rustls, with the bundled Mozilla roots and the platform's store), a
 //! bearer key when there is one, a timeout on each attempt, and retries of what a retry can
 //! fix — HTTP 429, any 5xx, a connection that failed or broke, an attempt that timed out —
-//! after a pause that honours the server's `Retry-After` (seconds; capped), else backs off
+//! after a pause that honours the server's `Retry-After` (seconds or an HTTP date; capped), else backs off
 //! (0.5 s, then 1 s, ...). The client's own small tokio runtime runs the request; the caller
 //! blocks. It knows nothing of either API's shape ([`super::wire`] does).
 //!
@@ -402,11 +402,22 @@ impl Client {
     }
 }
 
-/// A `Retry-After` in seconds (an integer or a decimal; an HTTP date is not honoured and the
-/// client backs off instead).
+/// A `Retry-After`: seconds (an integer or a decimal), or an HTTP date (the wait until then,
+/// by this machine's clock; a date past is no wait). `None` for anything else, and the client
+/// backs off instead.
 pub fn retry_after(value: &str) -> Option<Duration> {
-    let s: f64 = value.trim().parse().ok()?;
-    (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s.min(86_400.0)))
+    retry_after_at(value, std::time::SystemTime::now())
+}
+
+/// [`retry_after`] as of `now`.
+pub fn retry_after_at(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    const DAY: Duration = Duration::from_secs(86_400);
+    let value = value.trim();
+    if let Ok(s) = value.parse::<f64>() {
+        return (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s.min(86_400.0)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO).min(DAY))
 }
 
 /// An absolute http:// or https:// URL.
@@ -451,11 +462,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn retry_after_reads_seconds_only() {
+    fn retry_after_reads_seconds_and_http_dates() {
         assert_eq!(retry_after("2"), Some(Duration::from_secs(2)));
         assert_eq!(retry_after(" 0.5 "), Some(Duration::from_millis(500)));
-        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(retry_after("-1"), None);
+        assert_eq!(retry_after("soon"), None);
+        // 2015-10-21 07:28:00 UTC, and a clock 3 s before it, at it and after it.
+        let at = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
+        let date = "Wed, 21 Oct 2015 07:28:00 GMT";
+        assert_eq!(
+            retry_after_at(date, at - Duration::from_secs(3)),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(retry_after_at(date, at), Some(Duration::ZERO));
+        assert_eq!(
+            retry_after_at(date, at + Duration::from_secs(60)),
+            Some(Duration::ZERO),
+            "a date past is no wait"
+        );
+        // The obsolete forms a server may still send (RFC 9110 5.6.7).
+        for old in [
+            "Wednesday, 21-Oct-15 07:28:00 GMT",
+            "Wed Oct 21 07:28:00 2015",
+        ] {
+            assert_eq!(
+                retry_after_at(old, at - Duration::from_secs(3)),
+                Some(Duration::from_secs(3)),
+                "{old}"
+            );
+        }
+        // A date a year away waits no longer than a day (the client caps it lower still).
+        assert_eq!(
+            retry_after_at(date, at - Duration::from_secs(365 * 86_400)),
+            Some(Duration::from_secs(86_400))
+        );
     }
 
     #[test]
