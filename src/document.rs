@@ -626,12 +626,41 @@ impl Document {
     /// [`Document::open`], with `prompt` answering an interactive approver.
     pub fn open_with(path: &Path, prompt: &mut dyn Prompt) -> Result<Document, Error> {
         match read(path)? {
-            Contents::Trace(t) => Document::from_trace(Some(path.to_path_buf()), t),
+            Contents::Trace(t) => {
+                let mut doc = Document::from_trace(Some(path.to_path_buf()), t)?;
+                doc.add_proxy_recording(path);
+                Ok(doc)
+            }
             Contents::Campaign(c) => Document::from_campaign(path, *c),
             Contents::Scenario(s) => {
                 let run = s.run(Some(path), &Settings::default(), prompt)?;
                 Document::from_run(Some(path.to_path_buf()), &s, run)
             }
+        }
+    }
+
+    /// An `ask` record over an MCP scenario has the proxy's recording beside it
+    /// (`RUN.mcp.json`): the calls as the server saw them — the faults the model met, what each
+    /// committed — open as the record's second run, labelled as such. A recording that is not
+    /// there, or does not open, leaves the record as it is (`check RUN.json` names its trouble).
+    fn add_proxy_recording(&mut self, path: &Path) {
+        if self.runs.len() != 1 || self.runs[0].ask.is_none() {
+            return;
+        }
+        let beside = path.with_extension("mcp.json");
+        if !beside.is_file() {
+            return;
+        }
+        let Ok(proxy) = open_trace(&beside).and_then(|t| Document::from_trace(None, t)) else {
+            return;
+        };
+        let name = beside
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        if let Some(mut run) = proxy.runs.into_iter().next() {
+            run.label = format!("the proxy's recording ({name})");
+            self.runs[0].label = "the model's calls (ask)".into();
+            self.runs.push(run);
         }
     }
 

@@ -218,4 +218,22 @@ fn the_bundled_runs_open_in_inspect_check_and_the_explorer() {
         assert!(header.contains("ask · 5 rounds"), "{path}: {header}");
         assert!(header.contains("stopped at max_rounds"), "{path}: {header}");
     }
+    // Over MCP, the proxy's recording beside the record opens as its second run: the calls as
+    // the server saw them, the lost acknowledgement's fault on the first, five commits.
+    let orbit = Document::open(&root().join(ORBIT)).expect("opens");
+    assert_eq!(orbit.runs.len(), 1, "no proxy beside an Orbit run");
+    let doc = Document::open(&root().join(LOST_ACK)).expect("opens");
+    let labels: Vec<&str> = doc.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "the model's calls (ask)",
+            "the proxy's recording (ask-mcp-lost-ack-qwen.mcp.json)"
+        ]
+    );
+    let proxy = doc.runs[1].timeline.report();
+    assert_eq!(proxy.calls.len(), 5);
+    assert!(proxy.calls[0].injected, "the lost acknowledgement");
+    assert_eq!(proxy.effects.len(), 5, "every call committed");
+    assert!(doc.runs[1].mcp.is_some() && doc.runs[1].ask.is_none());
 }
