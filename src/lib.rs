@@ -135,6 +135,7 @@ pub mod executor;
 pub mod exit;
 pub mod fsread;
 pub mod hashing;
+pub mod http_route;
 pub mod json;
 pub mod junit;
 pub mod lab;

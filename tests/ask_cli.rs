@@ -1388,3 +1388,52 @@ fn the_explorer_follows_a_record_as_ask_writes_it() {
     assert_eq!(app.doc.runs[0].batches.len(), 2, "{}", app.status);
     assert_eq!(app.doc.runs[0].timeline.report().calls.len(), 2);
 }
+
+#[test]
+fn the_model_is_reached_through_the_http_proxy_the_environment_names() {
+    // The scripted server stands in for a company's forwarding proxy: it is asked for the
+    // model's absolute URL. The model's host does not resolve, so only the proxy reaches it.
+    let proxy = Server::start(vec![text(Api::Chat, "through the proxy")]);
+    let proxy_url = proxy.url.trim_end_matches("/v1").to_owned();
+    let run = |http_proxy: &str, no_proxy: &str| {
+        Command::new(env!("CARGO_BIN_EXE_toolstorm-tui"))
+            .args(["ask", "hi", "--api", "chat", "--model", "m"])
+            .args(["--base-url", "http://model.invalid/v1"])
+            .env("HTTP_PROXY", http_proxy)
+            .env("NO_PROXY", no_proxy)
+            .env_remove("http_proxy")
+            .env_remove("no_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .env_remove("REQUEST_METHOD")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run")
+    };
+    let out = run(&proxy_url, "");
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("through the proxy"), "{stdout}");
+    let seen = proxy.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "http://model.invalid/v1/chat/completions");
+    // Listed in NO_PROXY: straight to a host that does not resolve, exit 2 naming the URL.
+    let out = run(&proxy_url, "model.invalid");
+    let (stdout, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("cannot reach http://model.invalid/v1/chat/completions"),
+        "{stderr}"
+    );
+    assert_eq!(proxy.seen().len(), 1, "the proxy was not asked");
+    // A proxy of a kind we do not speak is refused by name, not bypassed.
+    let out = run("socks5://127.0.0.1:1", "");
+    let (_, stderr) = text_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("through the environment's HTTP proxy")
+            && stderr.contains("only http:// proxies are supported"),
+        "{stderr}"
+    );
+}

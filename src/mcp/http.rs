@@ -21,7 +21,8 @@
 pub mod headers;
 pub mod listen;
 pub mod pipe;
-pub mod route;
+/// How a URL server is reached: the crate's one HTTP route (`ask`'s model client uses it too).
+pub use crate::http_route as route;
 pub mod secret;
 pub mod sse;
 pub mod upstream;

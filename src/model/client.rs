@@ -2,15 +2,17 @@
 //! http:// or https:// (rustls, with the bundled Mozilla roots and the platform's store), a
 //! bearer key when there is one, a timeout on each attempt, and retries of what a retry can
 //! fix — HTTP 429, any 5xx, a connection that failed or broke, an attempt that timed out —
-//! after a pause that honours the server's `Retry-After` (seconds or an HTTP date; capped), else backs off
-//! (0.5 s, then 1 s, ...). The client's own small tokio runtime runs the request; the caller
+//! after a pause that honours the server's `Retry-After` (seconds or an HTTP date; capped),
+//! else backs off (0.5 s, then 1 s, ...). The client's own small tokio runtime runs the request; the caller
 //! blocks. It knows nothing of either API's shape ([`super::wire`] does).
 //!
 //! The key is sent in the `Authorization` header and nowhere else: it is in no error, no
 //! notice and no `Debug` output, and text a server sends back is shown with it masked.
 //!
-//! Not here yet: the environment's HTTP proxy (`HTTPS_PROXY`) is not used; the server is
-//! reached directly.
+//! The server is reached on the route [`crate::http_route`] gives it, as the MCP proxy's
+//! upstream is: through the HTTP proxy the environment names (`HTTPS_PROXY`, `HTTP_PROXY`,
+//! `ALL_PROXY`, `NO_PROXY`, read as curl reads them: a `CONNECT` tunnel for https://, the
+//! absolute URL for http://, a loopback server directly), or straight to it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,12 +25,14 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
+use crate::http_route::{Route, choose};
+
 /// Largest answer read from a model server.
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 /// Longest pause a `Retry-After` may ask for; a longer one is waited this long.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
-type Https = HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type Https = HyperClient<hyper_rustls::HttpsConnector<Route>, Full<Bytes>>;
 
 /// How the client waits and retries.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -94,6 +98,14 @@ pub enum ClientError {
     /// The client could not be built.
     #[error("cannot start the HTTP client: {0}")]
     Setup(String),
+    /// The environment names an HTTP proxy for the server that cannot be used.
+    #[error("cannot reach {url} through the environment's HTTP proxy: {reason}")]
+    Proxy {
+        /// The URL.
+        url: String,
+        /// Why (the variable named, never its credentials).
+        reason: String,
+    },
     /// No connection could be made (or it broke) on every attempt.
     #[error("cannot reach {url}: {reason} (after {attempts} attempt{})", plural(*attempts))]
     Connect {
@@ -180,9 +192,21 @@ impl std::fmt::Debug for Key {
 /// The HTTP client a model is asked through.
 pub struct Client {
     runtime: tokio::runtime::Runtime,
-    http: Https,
+    tls: rustls::ClientConfig,
+    /// The HTTP client for the server last asked (its scheme and authority), on the route
+    /// the environment gives it (directly, or through its HTTP proxy), and the
+    /// `Proxy-Authorization` each request to a forwarding proxy carries.
+    http: std::sync::Mutex<Option<Routed>>,
     key: Option<Key>,
     settings: Settings,
+}
+
+/// A server's HTTP client on its route.
+#[derive(Clone)]
+struct Routed {
+    server: String,
+    http: Https,
+    proxy_authorization: Option<HeaderValue>,
 }
 
 impl std::fmt::Debug for Client {
@@ -226,25 +250,53 @@ impl Client {
             .map_err(|e| ClientError::Setup(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
+        Ok(Client {
+            runtime,
+            tls,
+            http: std::sync::Mutex::new(None),
+            key,
+            settings,
+        })
+    }
+
+    /// The HTTP client for `uri`'s server, on the route the environment's proxy settings
+    /// give it (read as curl reads them; a loopback server is reached directly).
+    fn routed(&self, uri: &Uri, url: &str) -> Result<Routed, ClientError> {
+        let server = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("http"),
+            uri.authority().map_or("", |a| a.as_str())
+        );
+        let mut held = self.http.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = held.as_ref().filter(|r| r.server == server) {
+            return Ok(r.clone());
+        }
         let mut connector = HttpConnector::new();
         connector.enforce_http(false);
         connector.set_nodelay(true);
+        let settings = crate::http_route::Settings::from_env();
+        let (route, via) =
+            choose(uri, &settings, connector).map_err(|reason| ClientError::Proxy {
+                url: url.to_owned(),
+                reason,
+            })?;
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
+            .with_tls_config(self.tls.clone())
             .https_or_http()
             .enable_http1()
-            .wrap_connector(connector);
+            .wrap_connector(route);
         let http = HyperClient::builder(TokioExecutor::new())
             // A POST that may have reached the model is retried by us, knowingly.
             .retry_canceled_requests(false)
             .pool_idle_timeout(Duration::from_secs(30))
             .build(https);
-        Ok(Client {
-            runtime,
+        let routed = Routed {
+            server,
             http,
-            key,
-            settings,
-        })
+            proxy_authorization: via.and_then(|v| v.authorization),
+        };
+        *held = Some(routed.clone());
+        Ok(routed)
     }
 
     /// The settings.
@@ -270,12 +322,15 @@ impl Client {
         notice: &mut dyn FnMut(&Retry),
     ) -> Result<Answer, ClientError> {
         let uri = parse_url(url)?;
+        let routed = self.routed(&uri, url)?;
         let body = Bytes::from(body);
         let tries = self.settings.max_retries.saturating_add(1);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let outcome = self.runtime.block_on(self.once(&uri, body.clone()));
+            let outcome = self
+                .runtime
+                .block_on(self.once(&routed, &uri, body.clone()));
             let last = attempt >= tries;
             let (why, server_wait, failure) = match outcome {
                 Attempt::Answered(status, _, bytes) if (200..300).contains(&status) => {
@@ -346,12 +401,15 @@ impl Client {
         crate::executor::envelope::cut(&self.mask(&one))
     }
 
-    async fn once(&self, uri: &Uri, body: Bytes) -> Attempt {
+    async fn once(&self, routed: &Routed, uri: &Uri, body: Bytes) -> Attempt {
         let mut request = Request::builder()
             .method(Method::POST)
             .uri(uri.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json");
+        if let Some(auth) = &routed.proxy_authorization {
+            request = request.header(hyper::header::PROXY_AUTHORIZATION, auth.clone());
+        }
         if let Some(key) = self.key.as_ref().filter(|k| !k.0.is_empty())
             && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {}", key.0))
         {
@@ -363,7 +421,7 @@ impl Client {
             Err(e) => return Attempt::ConnectFailed(format!("the request cannot be built: {e}")),
         };
         let exchange = async {
-            let response = match self.http.request(request).await {
+            let response = match routed.http.request(request).await {
                 Ok(r) => r,
                 Err(e) => return Attempt::ConnectFailed(self.mask(&chain(&e))),
             };

@@ -1,7 +1,8 @@
-//! How the proxy reaches a URL server: directly, or through the HTTP proxy the environment
-//! names, read as curl reads it (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, in
-//! upper or lower case) — as the MCP clients themselves do, so a client that reached a
-//! server through a company's proxy still reaches it with ours in between. An https://
+//! How an HTTP client of ours reaches a URL server — the MCP proxy its upstream, `ask` its
+//! model: directly, or through the HTTP proxy the environment names, read as curl reads it
+//! (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, in upper or lower case) — as the MCP
+//! clients and the OpenAI SDKs themselves do, so a server reached through a company's proxy
+//! is still reached with ours in between. An https://
 //! server is reached through a `CONNECT` tunnel (TLS stays end to end), an http:// one by
 //! asking the proxy for its absolute URL. A loopback server is always reached directly: no
 //! proxy elsewhere could reach it.
@@ -209,7 +210,7 @@ pub fn choose(
         return Err(format!(
             "the proxy {name} names for {} is {shown}: only http:// proxies are supported \
              (set NO_PROXY to reach the server directly)",
-            crate::mcp::address::shown_url(&url.to_string())
+            shown_server(url)
         ));
     }
     let authorization = intercept.basic_auth().cloned();
@@ -235,6 +236,16 @@ pub fn choose(
             }),
         ),
     })
+}
+
+/// A server's URL as an error shows it: its scheme, host and port (no credentials, path or
+/// query, which may hold a key).
+fn shown_server(url: &Uri) -> String {
+    let host = url.host().unwrap_or_default();
+    match url.port_u16() {
+        Some(port) => format!("{}://{host}:{port}", url.scheme_str().unwrap_or("http")),
+        None => format!("{}://{host}", url.scheme_str().unwrap_or("http")),
+    }
 }
 
 /// The connection a route made: the server's (direct or tunnelled), or the proxy's, which
