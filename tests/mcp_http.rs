@@ -1673,6 +1673,16 @@ fn a_full_disk_refuses_the_calls_it_cannot_record_and_check_counts_them_apart() 
              could not be written"
         )) && out.contains(&format!("at least {} later", st.refused)),
         "{out}"
+    ); // The wire log left the little room there was to the recording: it stopped at once,
+    // and says why.
+    let wire = toolstorm::mcp::wirelog::read::read(&toolstorm::mcp::wirelog::wire_path(&record))
+        .expect("the wire log is there");
+    assert!(wire.entries.is_empty(), "{wire:?}");
+    assert!(
+        wire.stopped
+            .as_deref()
+            .is_some_and(|s| s.contains("MB free")),
+        "{wire:?}"
     );
 }
 

@@ -344,6 +344,7 @@ impl Runs for Relay {
         match event {
             Event::Line(side, line, read) => {
                 let n = line.len();
+                self.log_wire(received(side), &line);
                 let (message, kept) = match read {
                     Some(r) => (r.message, r.kept),
                     None => (wire::classify(trim(&line)), None),
@@ -356,6 +357,7 @@ impl Runs for Relay {
             }
             Event::Piece(side, piece, last) => {
                 let n = piece.len();
+                self.log_piece(received(side), n, last);
                 match side {
                     Side::Client => self.client_piece(piece, last),
                     Side::Server => self.server_piece(piece, last),
@@ -403,6 +405,14 @@ impl Runs for Relay {
 
     fn note(&mut self, text: &str) {
         Relay::note(self, text);
+    }
+}
+
+/// A message from `side`, as the wire log names it.
+fn received(side: Side) -> crate::mcp::wirelog::Dir {
+    match side {
+        Side::Client => crate::mcp::wirelog::Dir::FromClient,
+        Side::Server => crate::mcp::wirelog::Dir::FromServer,
     }
 }
 
