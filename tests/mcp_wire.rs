@@ -110,6 +110,19 @@ async fn a_lost_ack_session_is_on_the_wire_log_in_order_with_secrets_redacted() 
         .all(|x| x.fate == Fate::Relayed);
     assert!(relayed);
 
+    // `inspect --json` counts its messages.
+    let out = std::process::Command::new(BIN)
+        .args(["inspect", "--json", text(&incident)])
+        .output()
+        .expect("inspect");
+    let v = toolstorm::json::parse(String::from_utf8_lossy(&out.stdout).trim()).expect("json");
+    let counted = v
+        .as_object()
+        .and_then(|o| o.get("mcp"))
+        .and_then(|m| m.as_object())
+        .and_then(|m| m.get("wire_messages"))
+        .and_then(toolstorm::json::Value::as_i64);
+    assert_eq!(counted, Some(e.len() as i64));
     // The explorer's document carries it.
     let doc = Document::open(&incident).expect("opens");
     assert_eq!(
@@ -150,6 +163,8 @@ fn a_killed_proxy_leaves_a_wire_log_that_opens() {
             panic!("the proxy ended early");
         }
     }
+    // The log's own thread writes a moment after the relay hands the batch over.
+    std::thread::sleep(Duration::from_millis(300));
     child.kill().expect("kill");
     let _ = child.wait();
     // A torn line, as a write cut by the kill would leave.

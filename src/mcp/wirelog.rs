@@ -7,37 +7,45 @@
 //! and compares only within its session), method and id, and the
 //! message redacted as the recording redacts bodies. A message past [`MAX_MESSAGE`] keeps
 //! its size and a note; past [`MAX_LOG`] one line says the log stopped and nothing follows.
-//! Lines are held and written with the relay's group commit, whole: a killed proxy leaves at
-//! most a torn last line, which the reader ([`read`]) skips.
+//! The relay hands the messages over at its group commit, at most [`HOLD`] after they pass,
+//! and a thread of the log's own ([`writer`]) makes and writes their lines, whole: a killed proxy leaves at most a torn
+//! last line, which the reader ([`read`]) skips. The relay never waits for it: when the
+//! writer is behind by more than [`MAX_IN_FLIGHT`] bytes, a batch is left out and a line
+//! says how many messages.
 
 pub mod read;
 #[cfg(test)]
 mod tests;
+mod writer;
 
 use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-
+use self::writer::{Item, Writer};
 use crate::clock::Clock;
-
-use crate::json::{self, Value};
-use crate::redact::Redactor;
 
 /// The most of one message the log keeps (bigger ones keep their size and a note).
 pub const MAX_MESSAGE: usize = 64 * 1024;
 /// The most the log takes on disk; the line that says it stopped fits in what is left.
 pub const MAX_LOG: u64 = 16 * 1024 * 1024;
-/// Room kept for the line that says the log stopped.
-const STOP_ROOM: u64 = 256;
 /// The free disk space the log leaves to the recording: below it, the log stops (the
 /// recording's own files, their atomic copies and the journal need it more).
 pub const DISK_KEPT: u64 = 32 * 1024 * 1024;
-/// How often (bytes written) the free space is looked at.
-const ROOM_CHECK_EVERY: u64 = 256 * 1024;
-/// Hex digits of a message's SHA-256 kept as its digest.
-const DIGEST_HEX: usize = 16;
+/// How long the relay holds messages before it hands them to the writer (a hand-off wakes
+/// the writer's thread: one per message would cost a context switch each). The relay's
+/// timers wake it then if nothing else does ([`WireLog::due`]).
+pub const HOLD: Duration = Duration::from_millis(20);
+/// Or as soon as it holds this many messages, or bytes.
+const HOLD_MESSAGES: usize = 64;
+const HOLD_BYTES: usize = 256 * 1024;
+
+/// The most the relay has handed over and the writer not yet written.
+pub const MAX_IN_FLIGHT: usize = 8 * 1024 * 1024;
 
 /// Who sent a message to whom.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,33 +94,46 @@ pub fn wire_path(cassette: &Path) -> PathBuf {
     super::session::beside(cassette, "wire.jsonl")
 }
 
-/// The log being written.
+/// The log being written: the relay's side (its lines are made and written by [`writer`]).
 pub struct WireLog {
-    /// None once a write failed: the recording goes on without it.
-    file: Option<std::fs::File>,
     /// The session's clock (the one the recording's calls are timed by).
     clock: Arc<dyn Clock>,
-    /// The session's digest key (random, kept nowhere).
-    key: [u8; 32],
-    held: String,
-    /// Bytes on disk and held.
-    size: u64,
-    /// The most the log takes ([`MAX_LOG`]; less in tests).
-    max: u64,
-    /// The log's size when the free disk space is next looked at.
-    next_room_check: u64,
-    stopped: bool,
+    batch: Vec<Item>,
+    batch_bytes: usize,
+    /// Bytes handed to the writer and not yet written.
+    in_flight: Arc<AtomicUsize>,
+    tx: Option<SyncSender<(Vec<Item>, usize)>>,
+    thread: Option<JoinHandle<()>>,
+    /// The writer stopped (its bound, a full disk, a failed write): nothing more is taken.
+    stopped: Arc<AtomicBool>,
+    /// Why a write failed, once it did; said once.
+    trouble: Arc<Mutex<Option<String>>>,
+    told: bool,
+    /// Messages left out since the last batch handed over.
+    left_out: u64,
+    /// When the oldest message held came.
+    oldest: Option<Instant>,
 }
 
 impl WireLog {
     /// Starts the log beside the recording at `cassette` (emptied, or continued when the
-    /// recording is appended to); times are the session's `clock`, as its calls' are.
-    /// `key` keys the digests (random per session).
+    /// recording is appended to) and its writer; times are the session's `clock`, as its
+    /// calls' are. `key` keys the digests (random per session).
     pub fn create(
         cassette: &Path,
         append: bool,
         clock: Arc<dyn Clock>,
         key: [u8; 32],
+    ) -> io::Result<WireLog> {
+        WireLog::start(cassette, append, clock, key, MAX_LOG)
+    }
+
+    fn start(
+        cassette: &Path,
+        append: bool,
+        clock: Arc<dyn Clock>,
+        key: [u8; 32],
+        max: u64,
     ) -> io::Result<WireLog> {
         let mut file = crate::fsread::open_own(&wire_path(cassette), false, !append)?;
         // Written at its end (what an earlier session of an appended recording left stays).
@@ -125,183 +146,184 @@ impl WireLog {
         if size > 0 {
             file.write_all(b"\n")?;
         }
-        let mut log = WireLog {
-            file: Some(file),
-            clock,
-            key,
-            held: String::new(),
-            size: size + u64::from(size > 0),
-            max: MAX_LOG,
-            next_room_check: 0,
-            stopped: false,
+        let mut writer = Writer::new(file, key, size + u64::from(size > 0));
+        writer.max = max;
+        let (tx, rx) = sync_channel(256);
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let stopped = Arc::new(AtomicBool::new(false));
+        let trouble = Arc::new(Mutex::new(None));
+        let thread = {
+            let (in_flight, stopped, trouble) = (
+                Arc::clone(&in_flight),
+                Arc::clone(&stopped),
+                Arc::clone(&trouble),
+            );
+            std::thread::Builder::new()
+                .name("wire-log".into())
+                .spawn(move || write_all(writer, &rx, &in_flight, &stopped, &trouble))?
         };
-        if log.size + STOP_ROOM >= log.max {
-            log.stopped = true;
-        }
-        Ok(log)
+        Ok(WireLog {
+            clock,
+            batch: Vec::new(),
+            batch_bytes: 0,
+            in_flight,
+            tx: Some(tx),
+            thread: Some(thread),
+            stopped,
+            trouble,
+            told: false,
+            left_out: 0,
+            oldest: None,
+        })
+    }
+
+    /// [`WireLog::create`] with a smaller bound (tests).
+    #[cfg(test)]
+    fn bounded(cassette: &Path, max: u64) -> io::Result<WireLog> {
+        let clock = Arc::new(crate::clock::VirtualClock::default());
+        WireLog::start(cassette, false, clock, [3; 32], max)
+    }
+
+    fn micros(&self) -> u64 {
+        (self.clock.now().max(0.0) * 1e6) as u64
     }
 
     /// Logs one whole message (`bytes`, its line end included or not).
     pub fn message(&mut self, dir: Dir, bytes: &[u8]) {
-        if self.stopped || self.file.is_none() {
+        if self.stopped.load(Ordering::Relaxed) {
             return;
         }
-        let body = trim(bytes);
-        let mut line = String::with_capacity(body.len().min(MAX_MESSAGE) + 160);
-        self.head(dir, body.len(), &mut line);
-        line.push_str(",\"digest\":\"");
-        let mut h = Sha256::new();
-        h.update(self.key);
-        h.update(body);
-        line.push_str(&json::hex(&h.finalize()[..DIGEST_HEX / 2]));
-        line.push('"');
-        if body.len() > MAX_MESSAGE {
-            line.push_str(",\"note\":");
-            json::write_str(
-                &format!(
-                    "{} bytes, past the wire log's {} KB per message: not kept",
-                    body.len(),
-                    MAX_MESSAGE / 1024
-                ),
-                &mut line,
-            );
-        } else {
-            body_fields(body, &mut line);
-        }
-        line.push_str("}\n");
-        self.push(&line);
+        let micros = self.micros();
+        self.hold();
+        self.batch_bytes += bytes.len();
+        self.batch.push(Item::Message {
+            micros,
+            dir,
+            bytes: bytes.to_vec(),
+        });
     }
 
     /// Logs a line too long to read as a message, passed on in pieces (`bytes` in all).
     pub fn long_line(&mut self, dir: Dir, bytes: u64) {
-        if self.stopped || self.file.is_none() {
+        if self.stopped.load(Ordering::Relaxed) {
             return;
         }
-        let mut line = String::with_capacity(160);
-        self.head(dir, usize::try_from(bytes).unwrap_or(usize::MAX), &mut line);
-        line.push_str(",\"note\":");
-        json::write_str(
-            &format!("a line of {bytes} bytes passed on in pieces: not kept"),
-            &mut line,
-        );
-        line.push_str("}\n");
-        self.push(&line);
+        let micros = self.micros();
+        self.hold();
+        self.batch.push(Item::Long { micros, dir, bytes });
     }
 
-    fn head(&self, dir: Dir, bytes: usize, line: &mut String) {
-        // Whole microseconds, written as milliseconds with three decimals.
-        let micros = (self.clock.now().max(0.0) * 1e6) as u64;
-        line.push_str("{\"ms\":");
-        json::write_int(micros / 1000, line);
-        line.push('.');
-        let frac = micros % 1000;
-        line.push(char::from(b'0' + (frac / 100) as u8));
-        line.push(char::from(b'0' + (frac / 10 % 10) as u8));
-        line.push(char::from(b'0' + (frac % 10) as u8));
-        line.push_str(",\"dir\":\"");
-        line.push_str(dir.as_str());
-        line.push_str("\",\"bytes\":");
-        json::write_int(bytes, line);
-    }
-
-    fn push(&mut self, line: &str) {
-        let n = line.len() as u64;
-        if self.size + n + STOP_ROOM > self.max {
-            return self.stop(&format!(
-                "the wire log reached its bound ({} bytes): later messages are not in it",
-                self.max
-            ));
+    fn hold(&mut self) {
+        if self.oldest.is_none() {
+            self.oldest = Some(Instant::now());
         }
-        if self.size >= self.next_room_check {
-            self.next_room_check = self.size + ROOM_CHECK_EVERY;
-            if self.disk_low() {
-                return self.stop(&format!(
-                    "the disk had less than {} MB free: the wire log stopped to leave the room \
-                     to the recording; later messages are not in it",
-                    DISK_KEPT / (1024 * 1024)
-                ));
+    }
+
+    /// When the messages held are due to go to the writer, if any are held.
+    pub fn due(&self) -> Option<Instant> {
+        self.oldest.map(|t| t + HOLD)
+    }
+
+    /// Hands the messages held to the writer when they are due — [`HOLD`] after the oldest,
+    /// or [`HOLD_MESSAGES`] or [`HOLD_BYTES`] of them — (at the relay's group commit and its
+    /// timers; it never waits). Why the log could not be written, the first time the relay
+    /// asks after it failed.
+    pub fn flush(&mut self) -> Option<String> {
+        self.hand_off(false)
+    }
+
+    /// [`WireLog::flush`]; `now`: whether or not they are due.
+    fn hand_off(&mut self, now: bool) -> Option<String> {
+        let due = now
+            || self.oldest.is_some_and(|t| t.elapsed() >= HOLD)
+            || self.batch.len() >= HOLD_MESSAGES
+            || self.batch_bytes >= HOLD_BYTES;
+        if due && !self.batch.is_empty() {
+            self.oldest = None;
+            let mut batch = std::mem::take(&mut self.batch);
+            let bytes = std::mem::take(&mut self.batch_bytes);
+            if self.in_flight.load(Ordering::Relaxed) + bytes > MAX_IN_FLIGHT {
+                self.left_out += batch.len() as u64;
+            } else if let Some(tx) = &self.tx {
+                let had_gap = self.left_out > 0;
+                if had_gap {
+                    batch.insert(0, Item::Gap(self.left_out));
+                }
+                let n = batch.len() as u64 - u64::from(had_gap);
+                self.in_flight.fetch_add(bytes, Ordering::Relaxed);
+                match tx.try_send((batch, bytes)) {
+                    Ok(()) => self.left_out = 0,
+                    // The writer is behind (or gone): this batch is left out too.
+                    Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                        self.in_flight.fetch_sub(bytes, Ordering::Relaxed);
+                        self.left_out += n;
+                    }
+                }
             }
         }
-        self.size += n;
-        self.held.push_str(line);
+        if self.told {
+            return None;
+        }
+        let why = self.trouble.lock().ok().and_then(|t| t.clone());
+        self.told = why.is_some();
+        why
     }
 
-    /// One line says why the log stopped, and nothing follows it.
-    fn stop(&mut self, why: &str) {
-        self.stopped = true;
-        self.held.push_str("{\"stopped\":");
-        json::write_str(why, &mut self.held);
-        self.held.push_str("}\n");
+    /// Writes what is held and waits for the writer to finish (the session's end).
+    pub fn finish(mut self) -> Option<String> {
+        self.close();
+        if self.told {
+            return None;
+        }
+        self.trouble.lock().ok().and_then(|t| t.clone())
     }
 
-    /// Whether the disk the log is on has less than [`DISK_KEPT`] free (unknown: not low).
-    fn disk_low(&self) -> bool {
-        #[cfg(unix)]
-        if let Some(f) = &self.file
-            && let Ok(st) = nix::sys::statvfs::fstatvfs(f)
-        {
-            // A block count is u64 here and u32 on some systems.
-            #[allow(clippy::useless_conversion)]
-            let free = u64::from(st.blocks_available()).saturating_mul(st.fragment_size());
-            return free < DISK_KEPT;
-        }
-        false
-    }
-
-    /// Writes the lines held (the relay's group commit). After a failed write the log is
-    /// given up; the error is for the relay's notes.
-    pub fn flush(&mut self) -> io::Result<()> {
-        if self.held.is_empty() {
-            return Ok(());
-        }
-        let Some(f) = self.file.as_mut() else {
-            self.held.clear();
-            return Ok(());
-        };
-        let r = f.write_all(self.held.as_bytes());
-        self.held.clear();
-        if self.held.capacity() > 256 * 1024 {
-            self.held.shrink_to(256 * 1024);
-        }
-        if r.is_err() {
-            self.file = None;
-        }
-        r
-    }
-}
-
-/// `,"method":…,"id":…,"message":…` (or `"raw"` for text that is no JSON), redacted.
-fn body_fields(body: &[u8], line: &mut String) {
-    let text = String::from_utf8_lossy(body);
-    match json::parse(&text) {
-        Ok(v) => {
-            if let Some(o) = v.as_object() {
-                if let Some(m) = o.get("method").and_then(Value::as_str) {
-                    line.push_str(",\"method\":");
-                    json::write_str(m, line);
+    fn close(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            if !self.batch.is_empty() {
+                let mut batch = std::mem::take(&mut self.batch);
+                if self.left_out > 0 {
+                    batch.insert(0, Item::Gap(self.left_out));
                 }
-                if let Some(id) = o.get("id") {
-                    line.push_str(",\"id\":");
-                    json::write_compact(&Redactor::builtin().redact(id), line);
-                }
-            } else if matches!(v, Value::Array(_)) {
-                line.push_str(",\"method\":\"(batch)\"");
+                let _ = tx.send((batch, 0));
             }
-            line.push_str(",\"message\":");
-            json::write_compact(&Redactor::builtin().redact(&v), line);
+            drop(tx);
         }
-        Err(_) => {
-            line.push_str(",\"raw\":");
-            json::write_str(&Redactor::builtin().redact_raw(&text), line);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
 
-/// The message without its line end.
-fn trim(bytes: &[u8]) -> &[u8] {
-    let mut end = bytes.len();
-    while end > 0 && matches!(bytes[end - 1], b'\n' | b'\r') {
-        end -= 1;
+impl Drop for WireLog {
+    /// The writer finishes what it was given (a session that ends without
+    /// [`WireLog::finish`] still leaves whole lines).
+    fn drop(&mut self) {
+        self.close();
     }
-    &bytes[..end]
+}
+
+/// The writer's loop: each batch written in one write, until the relay's side is gone or a
+/// write fails.
+fn write_all(
+    mut writer: Writer,
+    rx: &Receiver<(Vec<Item>, usize)>,
+    in_flight: &AtomicUsize,
+    stopped: &AtomicBool,
+    trouble: &Mutex<Option<String>>,
+) {
+    for (items, bytes) in rx {
+        let r = writer.batch(items);
+        in_flight.fetch_sub(bytes, Ordering::Relaxed);
+        if writer.stopped {
+            stopped.store(true, Ordering::Relaxed);
+        }
+        if let Err(e) = r {
+            stopped.store(true, Ordering::Relaxed);
+            if let Ok(mut t) = trouble.lock() {
+                *t = Some(e.to_string());
+            }
+            return;
+        }
+    }
 }

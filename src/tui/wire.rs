@@ -84,9 +84,16 @@ pub fn label(e: &Entry, asked: &Map<(bool, String), String>) -> String {
         } else {
             ""
         };
-        return format!("← {of}{id}{how}");
+        let http = e
+            .http
+            .map(|(status, _)| format!(" · HTTP {status}"))
+            .unwrap_or_default();
+        return format!("← {of}{id}{how}{http}");
     }
     match (&e.note, &e.raw) {
+        (Some(n), _) if n.contains("stream of this request was cut") => {
+            format!("stream cut{id}")
+        }
         (Some(_), _) => "(not kept)".to_owned(),
         (None, Some(_)) => "(not JSON)".to_owned(),
         _ => "(message)".to_owned(),
@@ -104,6 +111,13 @@ pub fn text(e: &Entry) -> String {
         out.push_str(&format!(" · {fate}"));
     }
     out.push('\n');
+    if let Some((status, retry)) = e.http {
+        out.push_str(&format!("HTTP {status}"));
+        if let Some(r) = retry {
+            out.push_str(&format!(" · Retry-After {r}"));
+        }
+        out.push('\n');
+    }
     if let Some(n) = &e.note {
         out.push_str(n);
         out.push('\n');

@@ -245,12 +245,8 @@ impl Relay {
         {
             self.journal_failed(&e);
         }
-        if let Some(w) = self.wire.as_mut()
-            && let Err(e) = w.flush()
-        {
-            self.note(&format!(
-                "the wire log could not be written ({e}); the recording goes on without it"
-            ));
+        if let Some(e) = self.wire.as_mut().and_then(WireLog::flush) {
+            self.wire_failed(&e);
         }
         if !self.server_held.is_empty() {
             let bytes = std::mem::take(&mut self.server_held);
@@ -357,6 +353,13 @@ impl Relay {
         }
         self.log_wire(Dir::ToServer, bytes);
         self.to_server.message(bytes, &mut self.server_held)
+    }
+
+    /// The wire log could not be written: said once; the recording goes on without it.
+    pub(super) fn wire_failed(&mut self, e: &str) {
+        self.note(&format!(
+            "the wire log could not be written ({e}); the recording goes on without it"
+        ));
     }
 
     /// A whole message on the wire log, when there is one.

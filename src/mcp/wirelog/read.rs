@@ -30,6 +30,9 @@ pub struct Entry {
     pub raw: Option<String>,
     /// Why its body is not kept, when it is not.
     pub note: Option<String>,
+    /// The HTTP status it went with, when the proxy answered with one (a fault's
+    /// `http_status`), and its `Retry-After` seconds.
+    pub http: Option<(u16, Option<u64>)>,
     pub fate: Fate,
 }
 
@@ -56,6 +59,8 @@ pub struct Wire {
     pub skipped: usize,
     /// Why the log stopped, when it reached its bound.
     pub stopped: Option<String>,
+    /// Messages the log left out because its writer was behind the relay.
+    pub gaps: u64,
 }
 
 /// Reads the wire log at `path`; none when there is none (or it cannot be read).
@@ -82,6 +87,10 @@ pub fn parse(bytes: &[u8]) -> Wire {
             wire.skipped += 1;
             continue;
         };
+        if let Some(n) = o.get("gap").and_then(Value::as_i64) {
+            wire.gaps += u64::try_from(n).unwrap_or(0);
+            continue;
+        }
         if let Some(s) = o.get("stopped").and_then(Value::as_str) {
             wire.stopped = Some(s.to_owned());
             continue;
@@ -107,6 +116,14 @@ fn entry(o: &json::Object) -> Option<Entry> {
         message: o.get("message").cloned(),
         raw: text("raw"),
         note: text("note"),
+        http: o.get("http").and_then(Value::as_object).and_then(|h| {
+            let status = u16::try_from(h.get("status")?.as_i64()?).ok()?;
+            let retry = h
+                .get("retry_after")
+                .and_then(Value::as_i64)
+                .and_then(|r| u64::try_from(r).ok());
+            Some((status, retry))
+        }),
         fate: Fate::Unknown,
     })
 }

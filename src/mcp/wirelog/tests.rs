@@ -32,7 +32,8 @@ fn each_message_keeps_its_facts_redacted_and_the_digests_tell_relayed_from_made(
         br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"timeout"}}"#,
     );
     w.message(Dir::FromServer, b"not json \x1b at all");
-    w.flush().expect("written");
+    assert_eq!(w.flush(), None);
+    assert_eq!(w.finish(), None);
     let text = std::fs::read_to_string(wire_path(&at)).expect("read");
     assert!(!text.contains("hunter2"), "{text}");
     assert!(text.contains("[REDACTED]"));
@@ -68,7 +69,7 @@ fn a_message_past_its_bound_keeps_its_size_and_a_note() {
         "x".repeat(MAX_MESSAGE)
     );
     w.message(Dir::FromServer, big.as_bytes());
-    w.flush().expect("written");
+    assert_eq!(w.finish(), None);
     let wire = read(&wire_path(&at)).expect("a log");
     let e = &wire.entries[0];
     assert_eq!(e.bytes, big.len() as u64);
@@ -82,13 +83,13 @@ fn a_message_past_its_bound_keeps_its_size_and_a_note() {
 #[test]
 fn a_log_past_its_bound_stops_with_one_line_that_says_so() {
     let at = scratch("bound");
-    let mut w = log(&at);
-    w.max = 4096;
+    let mut w = WireLog::bounded(&at, 4096).expect("log");
     let m = br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#;
     for _ in 0..200 {
         w.message(Dir::FromServer, m);
-        w.flush().expect("written");
+        w.flush();
     }
+    assert_eq!(w.finish(), None);
     let size = std::fs::metadata(wire_path(&at)).expect("file").len();
     assert!(size <= 4096, "{size}");
     let wire = read(&wire_path(&at)).expect("a log");
@@ -123,8 +124,27 @@ fn an_appended_session_continues_the_log_after_a_torn_line() {
     let mut w =
         WireLog::create(&at, true, Arc::new(VirtualClock::default()), [1; 32]).expect("log");
     w.message(Dir::FromClient, b"{}");
-    w.flush().expect("written");
+    assert_eq!(w.finish(), None);
     let wire = read(&wire_path(&at)).expect("a log");
     assert_eq!(wire.entries.len(), 2, "{wire:?}");
     assert_eq!(wire.skipped, 1);
+}
+
+#[test]
+fn a_writer_behind_the_relay_leaves_batches_out_and_says_how_many() {
+    let at = scratch("behind");
+    let mut w = log(&at);
+    w.in_flight
+        .store(super::MAX_IN_FLIGHT, std::sync::atomic::Ordering::Relaxed);
+    w.message(Dir::FromClient, b"{}");
+    w.message(Dir::ToServer, b"{}");
+    w.hand_off(true);
+    w.in_flight.store(0, std::sync::atomic::Ordering::Relaxed);
+    w.message(Dir::FromServer, b"[]");
+    w.hand_off(true);
+    assert_eq!(w.finish(), None);
+    let wire = read(&wire_path(&at)).expect("a log");
+    assert_eq!(wire.gaps, 2, "{wire:?}");
+    assert_eq!(wire.entries.len(), 1);
+    assert_eq!(wire.skipped, 0);
 }

@@ -105,6 +105,9 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if wire.skipped > 0 {
         title.push_str(&format!("· {} unreadable line(s) skipped ", wire.skipped));
     }
+    if wire.gaps > 0 {
+        title.push_str(&format!("· {} left out (the log fell behind) ", wire.gaps));
+    }
     if wire.stopped.is_some() {
         title.push_str("· the log stopped at its bound ");
     }
