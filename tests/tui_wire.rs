@@ -87,6 +87,9 @@ fn the_wire_view_lists_every_message_and_shows_the_selected_one_escaped() {
     // `n`: the same notification as the client got it.
     type_keys(&mut app, "n");
     assert_eq!(app.wire_cursor.row, 13);
+    // What became of a message is searched too: the answer the lost ack held back.
+    type_keys(&mut app, "/not delivered\n");
+    assert_eq!(app.wire_cursor.row, 10, "{}", app.status);
 }
 
 #[test]

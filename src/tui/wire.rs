@@ -130,11 +130,13 @@ pub fn text(e: &Entry) -> String {
     out
 }
 
-/// Whether a message matches a search (its label, direction or text, any case).
+/// Whether a message matches a search (its label, direction, what became of it — `not
+/// delivered`, `made by proxy` — or its text, any case).
 fn matches(e: &Entry, asked: &Map<(bool, String), String>, term: &str) -> bool {
     let term = term.to_lowercase();
     label(e, asked).to_lowercase().contains(&term)
         || e.dir.as_str().contains(&term)
+        || fate_word(e.fate).contains(&term)
         || e.message
             .as_ref()
             .is_some_and(|m| crate::json::compact(m).to_lowercase().contains(&term))
