@@ -61,6 +61,17 @@ json.dump(s, open(sys.argv[2], "w"), indent=2)
 PY
   (cd "$ws" && "$full" campaign mcp-lost-ack.json --seeds 43..44 --probability 0.5 \
      -- "$examples/mcp_agent" --mcp-config '{mcp_config}' > /dev/null)
+  # The wire view (M): every message of a recorded lost-ack session, the server's real
+  # answer (never delivered) selected.
+  (cd "$ws" && { printf '%s\n' \
+      '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}' \
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+      '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"o-1"}}}'
+    sleep 1
+    printf '%s\n' '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"o-1"}}}'
+    sleep 1; } | "$full" mcp mcp-lost-ack.json --record wire.json > /dev/null 2>&1)
+  shot wire 120 36 "$ws/wire.json" M / 'not delivered' Enter
   shot whatif-picker 120 36 "$ws/mcp-lost-ack.campaign.json" Enter p j j j
   # A command from a file starts only once shown and confirmed (y).
   shot rerun-confirm 120 36 "$ws/mcp-lost-ack.campaign.json" Enter p j j j Enter

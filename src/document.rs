@@ -177,6 +177,9 @@ pub struct Run {
     /// What it ran with and where its recording is, when that is known beyond the file
     /// shown (a campaign's run, an agent's re-run): [`plan::RunPlan`].
     pub plan: Option<std::sync::Arc<plan::RunPlan>>,
+    /// For an MCP recording with a wire log beside it: every message of its session, in
+    /// order ([`crate::mcp::wirelog`]).
+    pub wire: Option<std::sync::Arc<crate::mcp::wirelog::read::Wire>>,
 }
 
 /// A run's verdict as its file recorded it (run files and comparisons carry the lab's
@@ -455,6 +458,7 @@ fn unread_run(seed: i64) -> Run {
         mcp: None,
         ask: None,
         plan: None,
+        wire: None,
     }
 }
 
@@ -698,6 +702,14 @@ impl Document {
             None => format!("check · budget {max_calls}"),
         };
         let session = trace.mcp.map(std::sync::Arc::new);
+        // A recording's wire log, when it has one (read bounded; a bad line is skipped).
+        let wire = match (&path, trace.kind) {
+            (Some(p), DocKind::McpRecording) => {
+                crate::mcp::wirelog::read::read(&crate::mcp::wirelog::wire_path(p))
+                    .map(std::sync::Arc::new)
+            }
+            _ => None,
+        };
         let live = trace.live;
         // A run output's batches belong to its one run.
         let mut batches = Some(trace.batches);
@@ -736,6 +748,7 @@ impl Document {
                     mcp: session.clone(),
                     ask: ask.take(),
                     plan: None,
+                    wire: wire.clone(),
                 }
             })
             .collect();
@@ -877,6 +890,7 @@ impl Document {
                         mcp: None,
                         ask: None,
                         plan: None,
+                        wire: None,
                     })
                     .collect();
                 (runs, Some(lab.file), None)
@@ -904,6 +918,7 @@ impl Document {
                     mcp: None,
                     ask: None,
                     plan: None,
+                    wire: None,
                 };
                 let orbit = match scenario {
                     Scenario::Orbit(s) => Some(s.clone()),

@@ -32,3 +32,4 @@ pub mod summary;
 pub mod tools;
 pub mod transport;
 pub mod wire;
+pub mod wirelog;

@@ -27,6 +27,7 @@ pub mod summary;
 pub mod theme;
 pub mod view;
 pub mod whatif;
+pub mod wire;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

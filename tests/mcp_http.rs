@@ -609,6 +609,27 @@ fn http_faults_cut_the_stream_or_answer_with_a_status() {
     let (code, out) = check(&record);
     assert_eq!(code, 1, "a duplicate commit fails: {out}\n{log}");
     assert!(out.contains("duplicate commit: shipment A1"), "{out}");
+    // The wire log has both HTTP faults as the client got them: the cut stream, and the
+    // 429 with its Retry-After and JSON-RPC body, made by the proxy.
+    let wire = toolstorm::mcp::wirelog::read::read(&toolstorm::mcp::wirelog::wire_path(&record))
+        .expect("the wire log");
+    let to_client = |id: &str| {
+        wire.entries
+            .iter()
+            .filter(|e| e.dir == toolstorm::mcp::wirelog::Dir::ToClient)
+            .find(|e| e.id.as_deref() == Some(id))
+            .cloned()
+            .expect(id)
+    };
+    let cut = to_client("1");
+    assert!(
+        cut.note.as_deref().is_some_and(|n| n.contains("cut")),
+        "{cut:?}"
+    );
+    let busy = to_client("2");
+    assert_eq!(busy.http, Some((429, Some(30))), "{busy:?}");
+    assert_eq!(busy.fate, toolstorm::mcp::wirelog::read::Fate::Made);
+    assert!(busy.message.is_some(), "{busy:?}");
 }
 
 /// Sends `call` and reads its answer: the answer and how long it took.
@@ -1673,6 +1694,16 @@ fn a_full_disk_refuses_the_calls_it_cannot_record_and_check_counts_them_apart() 
              could not be written"
         )) && out.contains(&format!("at least {} later", st.refused)),
         "{out}"
+    ); // The wire log left the little room there was to the recording: it stopped at once,
+    // and says why.
+    let wire = toolstorm::mcp::wirelog::read::read(&toolstorm::mcp::wirelog::wire_path(&record))
+        .expect("the wire log is there");
+    assert!(wire.entries.is_empty(), "{wire:?}");
+    assert!(
+        wire.stopped
+            .as_deref()
+            .is_some_and(|s| s.contains("MB free")),
+        "{wire:?}"
     );
 }
 

@@ -130,7 +130,20 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
                 match crate::json::parse(text.trim_end()) {
                     Ok(mut v) => {
                         if let Some(o) = v.as_object_mut() {
-                            o.push("mcp", mcp_inspect_value(&c.report, m, trace.live));
+                            let mut mv = mcp_inspect_value(&c.report, m, trace.live);
+                            // The messages of its wire log, when it has one (null: none).
+                            let wire = crate::mcp::wirelog::read::read(
+                                &crate::mcp::wirelog::wire_path(&a.path),
+                            );
+                            if let Some(mo) = mv.as_object_mut() {
+                                mo.push(
+                                    "wire_messages",
+                                    wire.map_or(crate::json::Value::Null, |w| {
+                                        crate::json::Value::from(w.entries.len())
+                                    }),
+                                );
+                            }
+                            o.push("mcp", mv);
                         }
                         io.emit(&(crate::json::one_line(&v) + "\n"));
                     }

@@ -726,7 +726,25 @@ impl Proxy {
         }
         drop(tx);
         drop(task_tx);
-        let relay = Relay::new(
+        // The wire log beside the recording (without it the recording is whole all the same).
+        let mut key = [0u8; 32];
+        let keyed = getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()));
+        let wire = options.record.as_ref().filter(|_| recorder.is_some()).and_then(|path| {
+            let made = keyed.as_ref().map_err(|e| std::io::Error::other(e.to_string())).and_then(|()| {
+                super::wirelog::WireLog::create(path, options.append, Arc::clone(storm.clock()), key)
+            });
+            match made {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    let _ = writeln!(
+                        log,
+                        "toolstorm-tui mcp: the wire log could not be started ({e}); recording without it"
+                    );
+                    None
+                }
+            }
+        });
+        let mut relay = Relay::new(
             storm,
             options.scenario,
             recorder,
@@ -741,6 +759,7 @@ impl Proxy {
                 to_server,
             },
         );
+        relay.wire = wire;
         let Some((mut relay, code)) = relay.serve(&hub, server.as_mut()) else {
             // The relay was not where its thread left it (a bug): nothing more can be
             // relayed or recorded; the journal keeps what was.

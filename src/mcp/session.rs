@@ -567,12 +567,17 @@ pub struct Stopped {
 
 /// The sidecar of a cassette: `incident.json` → `incident.mcp.json`.
 pub fn sidecar_path(cassette: &Path) -> PathBuf {
+    beside(cassette, "mcp.json")
+}
+
+/// A file kept beside the recording at `cassette`: `incident.json` → `incident.EXT`.
+pub fn beside(cassette: &Path, ext: &str) -> PathBuf {
     let name = cassette
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let stem = name.strip_suffix(".json").unwrap_or(&name);
-    cassette.with_file_name(format!("{stem}.mcp.json"))
+    cassette.with_file_name(format!("{stem}.{ext}"))
 }
 
 /// A command line as the sidecar keeps it: the value of an option named like a secret

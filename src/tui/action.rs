@@ -45,6 +45,8 @@ pub enum Action {
     PrevDuplicate,
     /// Open or close the summary of the whole run.
     ToggleSummary,
+    /// Open or close the wire view (every message of an MCP session).
+    ToggleWire,
     /// Show or hide the list of runs.
     ToggleRuns,
     /// Compare the selected run of the list with the one shown.

@@ -42,6 +42,9 @@ pub enum Mode {
     Runs(usize),
     /// What if, at this call: the faults to pin to it (the index of the highlighted one).
     PinFault(usize),
+    /// The wire view: every message of an MCP session ([`super::wire`]; its place is
+    /// [`App::wire_cursor`]).
+    Wire,
 }
 
 /// The summary table's selection and order.
@@ -55,6 +58,19 @@ pub struct SummaryCursor {
     pub reverse: bool,
 }
 
+/// The wire view's place and search.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WireCursor {
+    /// The selected message.
+    pub row: usize,
+    /// The selected message's scroll.
+    pub scroll: u16,
+    /// The last search.
+    pub search: Option<String>,
+    /// The view is open under a pop-up (a copied message): `Esc` there comes back to it.
+    pub open: bool,
+}
+
 /// What typed text is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Purpose {
@@ -62,6 +78,8 @@ pub enum Purpose {
     Filter,
     /// A search.
     Search,
+    /// A search of the wire view's messages.
+    WireSearch,
     /// A call id to jump to.
     Jump,
     /// The selected rule field's new value.
@@ -76,6 +94,7 @@ impl Purpose {
         match self {
             Purpose::Filter => "filter (word, tool:, status:, rule:, key:, is:dup…): ",
             Purpose::Search => "search: ",
+            Purpose::WireSearch => "search messages: ",
             Purpose::Jump => "jump to call # (or a batch call id such as call_C): ",
             Purpose::Field => "edit: ",
             Purpose::Write(WriteKind::Scenario) => "write scenario to: ",
@@ -210,6 +229,8 @@ pub struct App {
     pub focus: Focus,
     /// Keyboard mode.
     pub mode: Mode,
+    /// The wire view's place and search.
+    pub wire_cursor: WireCursor,
     /// Active timeline filter (tool name, status or rule substring).
     pub filter: Option<String>,
     /// Active search (highlighted; `n`/`N` move between matches).
@@ -352,6 +373,7 @@ impl App {
             status_stale_when: None,
             named: super::named::Named::default(),
             trusted: Vec::new(),
+            wire_cursor: WireCursor::default(),
         };
         if let Some(file) = &app.doc.scenario {
             app.editor = crate::lab::edit::Editor::new(file).ok();
@@ -502,6 +524,9 @@ impl App {
 
     fn apply(&mut self, action: Action) -> Vec<Command> {
         if let Some(commands) = self.pin_action(&action) {
+            return commands;
+        }
+        if let Some(commands) = self.wire_action(&action) {
             return commands;
         }
         match action {
@@ -722,6 +747,14 @@ impl App {
             }
             Mode::Browse => self.info("q quits".into()),
             Mode::Typing(Purpose::Field, _) | Mode::PickKind(_) => self.mode = Mode::Edit,
+            // A message copied from the wire view: back to it.
+            Mode::Show(..) | Mode::Typing(Purpose::WireSearch, _) if self.wire_cursor.open => {
+                self.mode = Mode::Wire;
+            }
+            Mode::Wire => {
+                self.wire_cursor.open = false;
+                self.mode = Mode::Browse;
+            }
             _ => self.mode = Mode::Browse,
         }
     }

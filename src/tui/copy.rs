@@ -19,7 +19,7 @@ fn command_line(words: &[String]) -> String {
 }
 
 impl App {
-    fn show_and_copy(&mut self, title: String, text: String) -> Vec<Command> {
+    pub(super) fn show_and_copy(&mut self, title: String, text: String) -> Vec<Command> {
         self.info(format!(
             "copied {title} to the clipboard (OSC 52; shown here too, Esc closes)"
         ));

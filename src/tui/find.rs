@@ -156,6 +156,9 @@ impl App {
                 self.search_from(true, true);
             }
             Purpose::Jump => self.jump_to(&text),
+            Purpose::WireSearch => {
+                self.wire_search((!text.is_empty()).then_some(text), true, true);
+            }
             Purpose::Field | Purpose::Write(_) => {}
         }
     }

@@ -112,6 +112,12 @@ pub const BROWSE: &[Binding] = &[
         action: || Action::ToggleSummary,
     },
     Binding {
+        keys: "M",
+        help: "the wire: every MCP message in order",
+        codes: &[KeyCode::Char('M')],
+        action: || Action::ToggleWire,
+    },
+    Binding {
         keys: "> / <",
         help: "select a verdict: its reasons and calls",
         codes: &[KeyCode::Char('>')],
@@ -488,6 +494,19 @@ fn find(table: &[Binding], code: KeyCode) -> Option<Action> {
         .map(|b| (b.action)())
 }
 
+/// Moving in a list (the runs, the wire view's messages): a row, the first and last, ten.
+fn list_key(code: KeyCode) -> Option<Action> {
+    match code {
+        KeyCode::Char('j') | KeyCode::Down => Some(Action::Pick(1)),
+        KeyCode::Char('k') | KeyCode::Up => Some(Action::Pick(-1)),
+        KeyCode::Char('g') | KeyCode::Home => Some(Action::Pick(isize::MIN)),
+        KeyCode::Char('G') | KeyCode::End => Some(Action::Pick(isize::MAX)),
+        KeyCode::PageDown => Some(Action::Pick(10)),
+        KeyCode::PageUp => Some(Action::Pick(-10)),
+        _ => None,
+    }
+}
+
 /// The action for a key in a mode, if any.
 pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
     if key.modifiers.contains(KeyModifiers::CONTROL) {
@@ -544,18 +563,23 @@ pub fn map(key: KeyEvent, mode: &Mode) -> Option<Action> {
             KeyCode::Esc | KeyCode::Char('T') => Some(Action::ToggleSummary),
             _ => None,
         },
-        Mode::Runs(_) => match key.code {
-            KeyCode::Char('j') | KeyCode::Down => Some(Action::Pick(1)),
-            KeyCode::Char('k') | KeyCode::Up => Some(Action::Pick(-1)),
-            KeyCode::Char('g') | KeyCode::Home => Some(Action::Pick(isize::MIN)),
-            KeyCode::Char('G') | KeyCode::End => Some(Action::Pick(isize::MAX)),
-            KeyCode::PageDown => Some(Action::Pick(10)),
-            KeyCode::PageUp => Some(Action::Pick(-10)),
+        Mode::Wire => list_key(key.code).or(match key.code {
+            KeyCode::Char('J') => Some(Action::ScrollDown),
+            KeyCode::Char('K') => Some(Action::ScrollUp),
+            KeyCode::Char('/') => Some(Action::StartSearch),
+            KeyCode::Char('n') => Some(Action::SearchNext),
+            KeyCode::Char('N') => Some(Action::SearchPrev),
+            KeyCode::Char('y') => Some(Action::CopyCall),
+            KeyCode::Char('?') => Some(Action::ToggleHelp),
+            KeyCode::Esc | KeyCode::Char('M') => Some(Action::ToggleWire),
+            _ => None,
+        }),
+        Mode::Runs(_) => list_key(key.code).or(match key.code {
             KeyCode::Enter => Some(Action::Submit),
             KeyCode::Char('c') => Some(Action::CompareRun),
             KeyCode::Esc | KeyCode::Char('L') => Some(Action::ToggleRuns),
             _ => None,
-        },
+        }),
         Mode::Edit => find(EDITOR, key.code).or_else(|| find(RUNNER, key.code)),
         Mode::Help => match key.code {
             KeyCode::Char('?') | KeyCode::Esc => Some(Action::ToggleHelp),
@@ -705,6 +729,7 @@ mod tests {
             Mode::Summary(SummaryCursor::default()),
             Mode::Runs(0),
             Mode::PinFault(0),
+            Mode::Wire,
         ];
         for m in &views {
             assert!(
@@ -726,6 +751,31 @@ mod tests {
             map(key(KeyCode::Char('q')), &Mode::Confirm(Question::Quit)),
             Some(Action::Answer('q'))
         ));
+    }
+
+    #[test]
+    fn the_wire_view_has_its_keys() {
+        assert!(matches!(
+            map(key(KeyCode::Char('M')), &Mode::Browse),
+            Some(Action::ToggleWire)
+        ));
+        for (code, what) in [
+            (KeyCode::Char('j'), "next"),
+            (KeyCode::Char('/'), "search"),
+            (KeyCode::Char('n'), "next match"),
+            (KeyCode::Char('y'), "copy"),
+            (KeyCode::Char('M'), "close"),
+        ] {
+            let got = map(key(code), &Mode::Wire);
+            let ok = match what {
+                "next" => matches!(got, Some(Action::Pick(1))),
+                "search" => matches!(got, Some(Action::StartSearch)),
+                "next match" => matches!(got, Some(Action::SearchNext)),
+                "copy" => matches!(got, Some(Action::CopyCall)),
+                _ => matches!(got, Some(Action::ToggleWire)),
+            };
+            assert!(ok, "{code:?} in the wire view: {got:?}");
+        }
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod runs;
 mod strip;
 mod summary;
 pub(crate) mod text;
+mod wire;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -321,6 +322,12 @@ impl App {
         match &self.mode {
             Mode::Summary(c) => summary::render(self, c, main, buf, theme),
             Mode::Runs(row) => runs::render(self, *row, main, buf, theme),
+            Mode::Wire => wire::render(self, main, buf, theme),
+            Mode::Typing(super::app::Purpose::WireSearch, _) | Mode::Show(..)
+                if self.wire_cursor.open =>
+            {
+                wire::render(self, main, buf, theme);
+            }
             _ => {}
         }
         header::render_status(self, a.status, buf, theme);

@@ -19,6 +19,7 @@ use crate::mcp::scenario::{Delivery, McpScenario};
 use crate::mcp::session::McpSession;
 use crate::mcp::transport::{Flow, Outgoing, Side};
 use crate::mcp::wire::Id;
+use crate::mcp::wirelog::{Dir, WireLog};
 use crate::rule::Rule;
 use crate::storm::{CallHandle, Storm};
 
@@ -121,6 +122,11 @@ pub(super) struct Relay {
     /// line could not be written is withheld, an error in its place (and the rest of its
     /// batch sent alone).
     pub(super) answers_held: Vec<HeldAnswer>,
+    /// The wire log, when recording: every message in and out, written with the journal.
+    pub(super) wire: Option<WireLog>,
+    /// Bytes of the long lines in progress, received and sent, by side (client, server).
+    pub(super) long_in: [u64; 2],
+    pub(super) long_out: [u64; 2],
 }
 
 impl Relay {
@@ -191,6 +197,9 @@ impl Relay {
             unsent: Vec::new(),
             answers_held: Vec::new(),
             stopped: None,
+            wire: None,
+            long_in: [0; 2],
+            long_out: [0; 2],
         }
     }
 
@@ -235,6 +244,9 @@ impl Relay {
             && let Err(e) = r.flush()
         {
             self.journal_failed(&e);
+        }
+        if let Some(e) = self.wire.as_mut().and_then(WireLog::flush) {
+            self.wire_failed(&e);
         }
         if !self.server_held.is_empty() {
             let bytes = std::mem::take(&mut self.server_held);
@@ -299,6 +311,7 @@ impl Relay {
     /// Sends a whole message to the client (held while a long line is in progress).
     pub(super) fn send_client(&mut self, bytes: &[u8]) {
         if !self.client_gone {
+            self.log_wire(Dir::ToClient, bytes);
             self.to_client.message(bytes, &mut self.client_held);
         }
     }
@@ -332,9 +345,46 @@ impl Relay {
     pub(super) fn send_server(&mut self, bytes: &[u8]) -> bool {
         if self.to_server.mid_line() {
             // Held until the long line ends (and written then, if the server still reads).
+            self.log_wire(Dir::ToServer, bytes);
             return !self.to_server.message(bytes, &mut self.server_held);
         }
-        self.server_reads() && self.to_server.message(bytes, &mut self.server_held)
+        if !self.server_reads() {
+            return false;
+        }
+        self.log_wire(Dir::ToServer, bytes);
+        self.to_server.message(bytes, &mut self.server_held)
+    }
+
+    /// The wire log could not be written: said once; the recording goes on without it.
+    pub(super) fn wire_failed(&mut self, e: &str) {
+        self.note(&format!(
+            "the wire log could not be written ({e}); the recording goes on without it"
+        ));
+    }
+
+    /// A whole message on the wire log, when there is one.
+    pub(super) fn log_wire(&mut self, dir: Dir, bytes: &[u8]) {
+        if let Some(w) = self.wire.as_mut() {
+            w.message(dir, bytes);
+        }
+    }
+
+    /// A piece of a long line on the wire log: the line is logged (by its size) with its
+    /// last piece. `at`: 0 the client's side, 1 the server's.
+    pub(super) fn log_piece(&mut self, dir: Dir, bytes: usize, last: bool) {
+        let Some(w) = self.wire.as_mut() else {
+            return;
+        };
+        let counts = if dir.received() {
+            &mut self.long_in
+        } else {
+            &mut self.long_out
+        };
+        let at = usize::from(matches!(dir, Dir::FromServer | Dir::ToServer));
+        counts[at] += bytes as u64;
+        if last {
+            w.long_line(dir, std::mem::take(&mut counts[at]));
+        }
     }
 
     /// Passes on a piece of a long line to `to`.
@@ -342,10 +392,16 @@ impl Relay {
         match to {
             Side::Client => {
                 let out = self.to_client.piece(bytes, last);
+                if !self.client_gone {
+                    self.log_piece(Dir::ToClient, bytes.len(), last);
+                }
                 self.write_client(&out);
             }
             Side::Server => {
                 let out = self.to_server.piece(bytes, last);
+                if self.ends.server_in.is_some() {
+                    self.log_piece(Dir::ToServer, bytes.len(), last);
+                }
                 self.write_server(&out);
             }
         }

@@ -15,6 +15,7 @@ use crate::json::Value;
 use crate::mcp::session::{Exchange, keep};
 use crate::mcp::transport::{Event, Flow, Kept, Side, trim};
 use crate::mcp::wire::{self, Id, Message};
+use crate::mcp::wirelog::WireLog;
 
 impl Relay {
     /// Runs the session on the relay's thread (see [`Hub::serve`]) and takes the relay back
@@ -89,6 +90,10 @@ impl Relay {
     }
 
     pub(super) fn fire_timers(&mut self) {
+        // The wire log's messages held go to its writer when due.
+        if let Some(e) = self.wire.as_mut().and_then(WireLog::flush) {
+            self.wire_failed(&e);
+        }
         let now = Instant::now();
         while let Some(std::cmp::Reverse((at, _, _))) = self.timers.peek() {
             if *at > now {
@@ -308,6 +313,9 @@ impl Relay {
         }
         // What the last calls' ends held (journal lines, answers) goes out first.
         self.flush();
+        if let Some(e) = self.wire.take().and_then(WireLog::finish) {
+            self.wire_failed(&e);
+        }
         let report = self.storm.report();
         let mut ending = Ending {
             code,
@@ -344,6 +352,7 @@ impl Runs for Relay {
         match event {
             Event::Line(side, line, read) => {
                 let n = line.len();
+                self.log_wire(received(side), &line);
                 let (message, kept) = match read {
                     Some(r) => (r.message, r.kept),
                     None => (wire::classify(trim(&line)), None),
@@ -356,6 +365,7 @@ impl Runs for Relay {
             }
             Event::Piece(side, piece, last) => {
                 let n = piece.len();
+                self.log_piece(received(side), n, last);
                 match side {
                     Side::Client => self.client_piece(piece, last),
                     Side::Server => self.server_piece(piece, last),
@@ -394,6 +404,11 @@ impl Runs for Relay {
     /// When the next timer is due, or the server's grace to leave ends.
     fn deadline(&self) -> Option<Instant> {
         let next = self.timers.peek().map(|t| t.0.0);
+        let next = match (next, self.wire.as_ref().and_then(WireLog::due)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, None) => a,
+            (None, b) => b,
+        };
         match (next, self.stopping.map(|s| s.until)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, None) => a,
@@ -403,6 +418,14 @@ impl Runs for Relay {
 
     fn note(&mut self, text: &str) {
         Relay::note(self, text);
+    }
+}
+
+/// A message from `side`, as the wire log names it.
+fn received(side: Side) -> crate::mcp::wirelog::Dir {
+    match side {
+        Side::Client => crate::mcp::wirelog::Dir::FromClient,
+        Side::Server => crate::mcp::wirelog::Dir::FromServer,
     }
 }
 

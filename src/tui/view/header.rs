@@ -231,7 +231,7 @@ pub fn render_status(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
             };
             let tail = match purpose {
                 Purpose::Filter => "  Enter keep · Esc clear".to_owned(),
-                Purpose::Search => "  Enter search · Esc cancel".to_owned(),
+                Purpose::Search | Purpose::WireSearch => "  Enter search · Esc cancel".to_owned(),
                 Purpose::Jump => "  Enter go · Esc cancel".to_owned(),
                 Purpose::Field => "  Enter apply · Esc cancel".to_owned(),
                 // What was wrong with the path typed shows beside it, at once.
