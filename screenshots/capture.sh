@@ -59,7 +59,7 @@ s = json.load(open("scenarios/mcp-lost-ack.json"))
 s["server"] = {"command": sys.argv[1], "args": []}
 json.dump(s, open(sys.argv[2], "w"), indent=2)
 PY
-  (cd "$ws" && "$full" campaign mcp-lost-ack.json --seeds 43..44 --probability 0.5 \
+  (cd "$ws" && "$full" campaign mcp-lost-ack.json --seeds 43..44 --probability 0.5 --min-pass 0 \
      -- "$examples/mcp_agent" --mcp-config '{mcp_config}' > /dev/null)
   # The wire view (M): every message of a recorded lost-ack session, the server's real
   # answer (never delivered) selected.

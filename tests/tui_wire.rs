@@ -151,3 +151,31 @@ fn a_recording_without_a_wire_log_says_how_to_get_one() {
     assert_eq!(app.mode, Mode::Browse);
     assert!(app.status.contains("no wire log"), "{}", app.status);
 }
+
+#[test]
+fn a_wire_log_that_is_a_fifo_or_a_folder_is_named_not_waited_on() {
+    for (tag, make) in [("tui-wire-fifo", "fifo"), ("tui-wire-folder", "folder")] {
+        let path = recording(tag, false);
+        let log = path.with_file_name("session.wire.jsonl");
+        match make {
+            "fifo" => {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(&log)
+                    .status()
+                    .expect("mkfifo");
+                assert!(made.success());
+            }
+            _ => std::fs::create_dir(&log).expect("folder"),
+        }
+        // Opens at once (a FIFO is not read), and M says which file and why.
+        let mut app = open(&path);
+        type_keys(&mut app, "M");
+        assert_eq!(app.mode, Mode::Browse);
+        assert!(
+            app.status.contains("the wire log cannot be read")
+                && app.status.contains("session.wire.jsonl"),
+            "{make}: {}",
+            app.status
+        );
+    }
+}

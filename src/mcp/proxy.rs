@@ -738,7 +738,10 @@ impl Proxy {
                 Err(e) => {
                     let _ = writeln!(
                         log,
-                        "toolstorm-tui mcp: the wire log could not be started ({e}); recording without it"
+                        "toolstorm-tui mcp: the wire log {} could not be started ({e}); recording without it",
+                        crate::printable::quoted(
+                            &super::wirelog::wire_path(path).display().to_string()
+                        )
                     );
                     None
                 }

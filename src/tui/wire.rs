@@ -165,7 +165,10 @@ impl App {
                 self.wire_cursor.open = true;
                 self.mode = Mode::Wire;
             }
-            Some(_) => self.info("the wire log holds no message".into()),
+            Some(w) => match &w.unreadable {
+                Some(why) => self.error(format!("the wire log cannot be read: {why}")),
+                None => self.info("the wire log holds no message".into()),
+            },
             None => self.info(
                 "no wire log: recordings made by `mcp --record` keep one beside the cassette \
                  (NAME.wire.jsonl)"

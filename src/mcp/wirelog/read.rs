@@ -61,12 +61,22 @@ pub struct Wire {
     pub stopped: Option<String>,
     /// Messages the log left out because its writer was behind the relay.
     pub gaps: u64,
+    /// The log is there but could not be read (a FIFO, a folder, no permission): the file and
+    /// why, for the view to say instead of "no log".
+    pub unreadable: Option<String>,
 }
 
-/// Reads the wire log at `path`; none when there is none (or it cannot be read).
+/// Reads the wire log at `path`; none when there is none, and a log without entries that
+/// says why when one is there but cannot be read.
 pub fn read(path: &Path) -> Option<Wire> {
-    let bytes = crate::fsread::read_document_within(path, MAX_READ).ok()?;
-    Some(parse(&bytes))
+    match crate::fsread::read_document_within(path, MAX_READ) {
+        Ok(bytes) => Some(parse(&bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Wire {
+            unreadable: Some(format!("{}: {e}", path.display())),
+            ..Wire::default()
+        }),
+    }
 }
 
 /// The entries of a log's bytes.
