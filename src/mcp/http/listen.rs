@@ -97,6 +97,9 @@ const DESCRIPTORS_KEPT: usize = 32;
 /// After a connection could not be accepted for want of descriptors or memory, the wait
 /// before the next try: the others' connections are served meanwhile, not starved by a loop.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+/// After an idle connection was closed to make room, the wait before the next try: its task
+/// gives its descriptor back as it ends.
+const ROOM_PAUSE: Duration = Duration::from_millis(5);
 /// That want is said at most this often.
 const ACCEPT_NOTE_EVERY: Duration = Duration::from_secs(60);
 
@@ -443,14 +446,25 @@ pub fn listen(
                         ));
                         noted = Some(std::time::Instant::now());
                     }
-                    tokio::time::sleep(ACCEPT_PAUSE).await;
+                    // Room is made as past the cap: the oldest idle connection goes (its
+                    // descriptor is given back as its task ends); with none, new clients wait.
+                    let made_room = accept
+                        .connections
+                        .lock()
+                        .is_ok_and(|mut c| c.close_oldest_idle(std::time::Instant::now()));
+                    let pause = if made_room { ROOM_PAUSE } else { ACCEPT_PAUSE };
+                    tokio::time::sleep(pause).await;
                     continue;
                 }
                 Err(_) => continue,
             };
             let _ = tcp.set_nodelay(true);
             let handler = Arc::clone(&accept);
-            let Ok((number, conn, closed)) = accept.connections.lock().map(|mut c| c.open()) else {
+            let Ok((number, conn, closed)) = accept
+                .connections
+                .lock()
+                .map(|mut c| c.open(std::time::Instant::now()))
+            else {
                 continue;
             };
             if let Some(dropped) = conn.dropped {
@@ -626,6 +640,7 @@ impl Listener {
     }
 
     async fn handle(&self, req: Request<Incoming>, conn: &Arc<Conn>) -> Answer {
+        conn.heard();
         self.see(&req);
         if let Some(why) = headers::malformed(req.headers(), req.uri()) {
             self.note(&format!("refused a request: {why}"));
@@ -1417,21 +1432,45 @@ mod tests {
 
     #[test]
     fn past_the_cap_the_oldest_idle_connection_is_closed_never_a_busy_one() {
+        let t0 = std::time::Instant::now();
         let mut c = Connections::new(2);
-        let (_, first, mut first_closed) = c.open();
+        let (_, first, mut first_closed) = c.open(t0);
         let _busy = first.state.enter();
-        let (_, _second, mut second_closed) = c.open();
-        let (_, third, _) = c.open();
-        // The first has a request in hand: the second, idle, goes.
+        let (_, second, mut second_closed) = c.open(t0);
+        second.state.heard();
+        let (_, third, _) = c.open(t0);
+        // The first has a request in hand: the second, idle between requests, goes.
         assert_eq!(third.dropped, Some(2));
         assert!(second_closed.try_recv().is_ok());
         assert!(first_closed.try_recv().is_err());
         assert_eq!(c.open.len(), 2);
         // Nobody idle: nothing is closed (the new one is served anyway).
         let _also = third.state.enter();
-        let (_, fourth, _) = c.open();
+        let (_, fourth, _) = c.open(t0);
         assert_eq!(fourth.dropped, None);
         assert_eq!(c.open.len(), 3);
+    }
+
+    #[test]
+    fn a_connection_just_taken_is_not_closed_before_its_first_request_could_come() {
+        let t0 = std::time::Instant::now();
+        let mut c = Connections::new(1);
+        // Taken, its request's head not read yet (a client that sent a GET and went on).
+        let (_, _fresh, mut fresh_closed) = c.open(t0);
+        let soon = t0 + FRESH_GRACE / 2;
+        let (_, next, _) = c.open(soon);
+        assert_eq!(next.dropped, None, "kept while its head may be on its way");
+        assert!(fresh_closed.try_recv().is_err());
+        assert!(!c.close_oldest_idle(soon), "none idle yet");
+        // Past the grace it is as idle as one that sends nothing: the oldest goes first.
+        let later = t0 + FRESH_GRACE;
+        assert!(c.close_oldest_idle(later));
+        assert!(fresh_closed.try_recv().is_ok());
+        assert_eq!(c.open.len(), 1);
+        // One whose head came is idle at once when it has nothing in hand.
+        next.state.heard();
+        assert!(c.close_oldest_idle(soon));
+        assert!(c.open.is_empty());
     }
 
     #[test]

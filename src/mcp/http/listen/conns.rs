@@ -1,8 +1,9 @@
 //! The listener's connections: each one's body channel, the open connections oldest first
-//! (the oldest idle one is closed for a new client past the cap), and the cap itself, kept
-//! below the descriptors the process may open.
+//! (the oldest idle one is closed for a new client past the cap, or when no descriptor is
+//! left), and the cap itself, kept below the descriptors the process may open.
 
 use super::*;
+use std::time::Instant;
 
 /// The body of an answer: the stream's items as they come.
 pub(super) struct ChannelBody {
@@ -15,14 +16,33 @@ pub(super) struct ChannelBody {
 }
 
 /// One client connection's state: how many of its requests are in hand (read whole, their
-/// answers not yet gone). One with none is idle: waiting between requests, or still sending a
-/// request's head or body.
+/// answers not yet gone), and whether a request's head has come on it. One with none in hand
+/// is idle: waiting between requests, or still sending a request's head or body.
 #[derive(Debug, Default)]
 pub(super) struct Conn {
     pub(super) busy: AtomicUsize,
+    pub(super) heard: std::sync::atomic::AtomicBool,
 }
 
+/// How long a connection just taken, with no request's head read from it yet, is kept before
+/// it counts as idle: its first request is usually on its way already (a client that sent a
+/// GET and went on to its next request), and closing it would lose what the client sent.
+/// Past this it is as idle as one that sends nothing.
+pub(super) const FRESH_GRACE: Duration = Duration::from_secs(1);
+
 impl Conn {
+    /// A request's head came on this connection.
+    pub(super) fn heard(&self) {
+        self.heard.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether it may be closed to make room at `now`, having been opened at `opened`.
+    fn idle(&self, opened: Instant, now: Instant) -> bool {
+        self.busy.load(Ordering::Relaxed) == 0
+            && (self.heard.load(Ordering::Relaxed)
+                || now.saturating_duration_since(opened) >= FRESH_GRACE)
+    }
+
     /// A request is in hand until the guard is let go.
     pub(super) fn enter(self: &Arc<Conn>) -> OnDrop {
         self.busy.fetch_add(1, Ordering::Relaxed);
@@ -40,7 +60,15 @@ impl Conn {
 pub(super) struct Connections {
     pub(super) next: u64,
     pub(super) cap: usize,
-    pub(super) open: std::collections::BTreeMap<u64, (Arc<Conn>, tokio::sync::oneshot::Sender<()>)>,
+    pub(super) open: std::collections::BTreeMap<u64, Open>,
+}
+
+/// An open connection: its state, when it was taken, and the signal that closes it.
+#[derive(Debug)]
+pub(super) struct Open {
+    state: Arc<Conn>,
+    opened: Instant,
+    close: tokio::sync::oneshot::Sender<()>,
 }
 
 /// A connection just opened: its state, and how many were open when an idle one was closed
@@ -59,27 +87,46 @@ impl Connections {
         }
     }
 
-    /// Registers a new connection; past the cap, closes the oldest idle one first. Its
-    /// number and the signal that closes it.
-    pub(super) fn open(&mut self) -> (u64, Opened, tokio::sync::oneshot::Receiver<()>) {
+    /// Registers a new connection taken at `now`; past the cap, closes the oldest idle one
+    /// first. Its number and the signal that closes it.
+    pub(super) fn open(
+        &mut self,
+        now: Instant,
+    ) -> (u64, Opened, tokio::sync::oneshot::Receiver<()>) {
         let mut dropped = None;
-        if self.open.len() >= self.cap {
-            let idle = self
-                .open
-                .iter()
-                .find(|(_, (c, _))| c.busy.load(Ordering::Relaxed) == 0)
-                .map(|(n, _)| *n);
-            if let Some((_, close)) = idle.and_then(|n| self.open.remove(&n)) {
-                let _ = close.send(());
-                dropped = Some(self.open.len() + 1);
-            }
+        if self.open.len() >= self.cap && self.close_oldest_idle(now) {
+            dropped = Some(self.open.len() + 1);
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let state = Arc::new(Conn::default());
         let n = self.next;
         self.next += 1;
-        self.open.insert(n, (Arc::clone(&state), tx));
+        self.open.insert(
+            n,
+            Open {
+                state: Arc::clone(&state),
+                opened: now,
+                close: tx,
+            },
+        );
         (n, Opened { state, dropped }, rx)
+    }
+
+    /// Closes the oldest connection idle at `now`, if there is one (to make room for a new
+    /// client when the cap is reached or no descriptor is left).
+    pub(super) fn close_oldest_idle(&mut self, now: Instant) -> bool {
+        let idle = self
+            .open
+            .iter()
+            .find(|(_, o)| o.state.idle(o.opened, now))
+            .map(|(n, _)| *n);
+        match idle.and_then(|n| self.open.remove(&n)) {
+            Some(o) => {
+                let _ = o.close.send(());
+                true
+            }
+            None => false,
+        }
     }
 
     pub(super) fn close(&mut self, n: u64) {
