@@ -134,6 +134,8 @@ fn the_bundled_lost_ack_run_replays_through_the_proxy_and_ships_five_times() {
         "ask",
         "--replay",
         LOST_ACK,
+        "--approve",
+        "yes",
         "--scenario",
         "scenarios/mcp-lost-ack.json",
         "--",
@@ -166,6 +168,8 @@ fn the_bundled_lost_ack_run_replays_with_no_server_from_the_proxys_recording() {
         "ask",
         "--replay",
         LOST_ACK,
+        "--approve",
+        "yes",
         "--mcp",
         "--",
         bin,
@@ -184,6 +188,67 @@ fn the_bundled_lost_ack_run_replays_with_no_server_from_the_proxys_recording() {
         "the recorded answers: {stdout}"
     );
     assert!(stdout.contains("create_shipment  permanent"), "{stdout}");
+}
+
+#[test]
+fn a_records_approvals_run_on_a_live_server_only_with_the_persons_consent() {
+    // The lost-ack record says its approver approved every side effect. Replayed against a
+    // server named here without --approve yes, nothing starts: the server would have left a
+    // mark the moment it ran.
+    let dir = common::scratch_dir("ask-consent");
+    let mark = dir.join("server-started");
+    let _ = std::fs::remove_file(&mark);
+    let server = common::example_server();
+    let start = format!(
+        "touch '{}'; SHIPPING_EFFECTS_META=1 exec '{}'",
+        mark.display(),
+        server.display()
+    );
+    let replay = |extra: &[&str]| {
+        let mut args = vec!["ask", "--replay", LOST_ACK];
+        args.extend_from_slice(extra);
+        args.extend([
+            "--scenario",
+            "scenarios/mcp-lost-ack.json",
+            "--",
+            "sh",
+            "-c",
+            &start,
+        ]);
+        run(&args)
+    };
+    let (code, stdout, stderr) = replay(&[]);
+    assert_eq!(code, Some(2), "{stdout}\n{stderr}");
+    for said in [
+        LOST_ACK,
+        "approves every side effect",
+        "runs them again on the MCP server `",
+        "-- sh -c touch",
+        "not replayed: give --approve yes",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    assert!(!mark.exists(), "the server was started");
+    // --approve says only yes with a replay (the approvals follow the record).
+    let (code, _, stderr) = replay(&["--approve", "deny"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("with --replay, approvals follow the record"),
+        "{stderr}"
+    );
+    assert!(!mark.exists(), "the server was started");
+    // With consent it runs, and replays as the model ran it.
+    let (code, stdout, stderr) = replay(&["--approve", "yes"]);
+    assert_eq!(code, Some(1), "stopped at max_rounds: {stdout}\n{stderr}");
+    assert!(mark.exists(), "the server ran");
+    assert!(
+        stdout.contains(&format!("replay: 5 rounds matched {LOST_ACK}")),
+        "{stdout}\n{stderr}"
+    );
+    // A record whose approver approved nothing needs no consent (the Orbit run was made with
+    // no terminal: every side effect denied).
+    let (code, stdout, stderr) = run(&["ask", "--replay", ORBIT]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
 }
 
 #[test]

@@ -328,15 +328,54 @@ fn ask_tells_a_person_what_asks_before_the_approval_and_the_model_reads_the_deni
         Duration::from_secs(60),
     );
     assert_eq!(code, 0, "the model answered: {shown}");
-    let context = shown
-        .find("The model asks for a tool call with a side effect")
-        .expect("what asks is said");
-    let question = shown
-        .find("Approve add_label(issue_id=41, label='lease')? [y/N]")
-        .expect("the call and its arguments");
-    assert!(context < question, "the context comes first: {shown}");
+    said_in_order(
+        &shown,
+        "The model asks for a tool call with a side effect",
+        "Approve add_label(issue_id=41, label='lease')? [y/N]",
+    );
     assert!(shown.contains("I could not label it."), "{shown}");
     // The model read why: nobody answered.
     let fed_back = &server.seen()[1].body;
     assert!(fed_back.contains("denied"), "{fed_back}");
+}
+
+#[test]
+fn replaying_a_records_approvals_on_a_server_asks_first_and_an_ended_input_refuses() {
+    // The bundled lost-ack record approved every side effect; on a terminal the person is
+    // asked before anything starts, and input that ends (Ctrl-D) is a no.
+    let server = common::example_server();
+    let server = server.to_str().expect("utf-8");
+    let (code, shown) = on_a_terminal(
+        &[
+            "ask",
+            "--replay",
+            "cassettes/ask-mcp-lost-ack-qwen.json",
+            "--mcp",
+            "--",
+            server,
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, 2, "{shown}");
+    said_in_order(
+        &shown,
+        "approves every side effect",
+        "Replay them there? [y/N]",
+    );
+    assert!(
+        shown.contains("not replayed: give --approve yes"),
+        "{shown}"
+    );
+    assert!(!shown.contains("round 1:"), "nothing ran: {shown}");
+}
+
+/// `shown` says `first`, and `then` after it.
+fn said_in_order(shown: &str, first: &str, then: &str) {
+    let a = shown
+        .find(first)
+        .unwrap_or_else(|| panic!("{first:?} is not said: {shown}"));
+    let b = shown
+        .find(then)
+        .unwrap_or_else(|| panic!("{then:?} is not said: {shown}"));
+    assert!(a < b, "{first:?} comes before {then:?}: {shown}");
 }

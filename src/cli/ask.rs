@@ -142,7 +142,8 @@ pub struct AskArgs {
     /// USD per million output tokens, for the cost line
     #[arg(long, default_value_t = 0.0, value_parser = price)]
     price_out: f64,
-    /// Who approves side effects (default: ask on a terminal, deny without one)
+    /// Who approves side effects (default: ask on a terminal, deny without one); with
+    /// --replay, yes lets the side effects the record approved run again on an MCP server
     #[arg(long, value_enum)]
     approve: Option<ApproveChoice>,
     /// Print the whole result as JSON
@@ -179,7 +180,7 @@ pub struct AskArgs {
     record: Option<PathBuf>,
     /// Serve a record's model answers offline, each only to the request recorded (the tools
     /// run again); exit 1 at the first difference
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["base_url", "model", "api", "api_key_env", "timeout", "instructions", "max_rounds", "no_parallel", "approve"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["base_url", "model", "api", "api_key_env", "timeout", "instructions", "max_rounds", "no_parallel"])]
     replay: Option<PathBuf>,
 }
 
@@ -572,6 +573,11 @@ pub fn run(a: &AskArgs, io: &mut Io<'_>) -> i32 {
         (None, _) => Answering::resolve(a.approve, std::io::stdin().is_terminal()),
     };
     let answers = answers.filter(|_| answering == Answering::Ask);
+    if let Some(path) = &a.replay
+        && let Err(why) = replay_consent(a, path, mcp.as_deref(), answering, answers.as_deref())
+    {
+        return io.fail(why);
+    }
     header.approver = Some(answering.as_str().to_owned());
     header.world = world_name.to_owned();
     header.tools_from = mcp.as_deref().map(command_line);
@@ -742,6 +748,75 @@ fn command_line(cmd: &[std::ffi::OsString]) -> String {
     crate::redact::Redactor::default()
         .redact_argv(&words)
         .join(" ")
+}
+
+/// Whether a replay would approve a side effect: the record's approver approved every one,
+/// or a person's recorded answers include a yes.
+fn replay_approves(answering: Answering, answers: Option<&[bool]>) -> bool {
+    match answering {
+        Answering::Yes => true,
+        Answering::Ask => answers.is_some_and(|a| a.contains(&true)),
+        Answering::Deny | Answering::NoTerminal => false,
+    }
+}
+
+/// A record is a file anyone may have written: its approvals run side effects again on a
+/// live MCP server only with the consent of the person replaying it — `--approve yes`, or a
+/// `y` on the terminal, asked before anything starts. (The Orbit world's side effects land in
+/// a fresh work folder, or the one the person named.) With `--replay`, `--approve` says only
+/// that: the approvals themselves follow the record.
+fn replay_consent(
+    a: &AskArgs,
+    record: &std::path::Path,
+    mcp: Option<&[std::ffi::OsString]>,
+    answering: Answering,
+    answers: Option<&[bool]>,
+) -> Result<(), String> {
+    match a.approve {
+        None | Some(ApproveChoice::Yes) => {}
+        Some(other) => {
+            return Err(format!(
+                "--approve {}: with --replay, approvals follow the record; --approve yes \
+                 only lets the side effects it approved run again",
+                format!("{other:?}").to_lowercase()
+            ));
+        }
+    }
+    let Some(server) = mcp else {
+        return Ok(());
+    };
+    if !replay_approves(answering, answers) || a.approve == Some(ApproveChoice::Yes) {
+        return Ok(());
+    }
+    let who = match answering {
+        Answering::Yes => "approves every side effect (--approve yes)".to_owned(),
+        _ => format!(
+            "approves {} side effect(s) (a person's recorded yes)",
+            answers.map_or(0, |a| a.iter().filter(|y| **y).count())
+        ),
+    };
+    let said = format!(
+        "the record {} {who}: replaying it runs them again on the MCP server `{}`",
+        record.display(),
+        command_line(server)
+    );
+    if std::io::stdin().is_terminal() {
+        use crate::executor::approval::Prompt;
+        let mut prompt = TerminalPrompt {
+            context: Some(said.clone()),
+            ended: false,
+        };
+        let yes = prompt
+            .ask("Replay them there? [y/N]")
+            .is_some_and(|answer| answer.trim().eq_ignore_ascii_case("y"));
+        if yes {
+            return Ok(());
+        }
+    }
+    Err(format!(
+        "{said}; not replayed: give --approve yes to let them run (or replay against the \
+         proxy's recording: --mcp -- toolstorm-tui mcp --replay RUN.mcp.json)"
+    ))
 }
 
 /// The approvers `--approve` chooses from, and the record's answers for a replay.

@@ -134,5 +134,5 @@ replay() {
 failed=0
 replay orbit-chat --world orbit || failed=1
 replay orbit-responses --world orbit || failed=1
-replay mcp-lost-ack-chat "${MCP_ARGS[@]}" || failed=1
+replay mcp-lost-ack-chat --approve yes "${MCP_ARGS[@]}" || failed=1
 exit "$failed"
