@@ -148,9 +148,14 @@ impl WireLog {
         }
         let mut writer = Writer::new(file, key, size + u64::from(size > 0));
         writer.max = max;
+        // A disk already short of room is seen now, while the line saying so still fits
+        // (the recording beside it may fill the disk before the first message comes).
+        if !writer.stopped && writer.stop_if_disk_low() {
+            writer.write_held()?;
+        }
         let (tx, rx) = sync_channel(256);
         let in_flight = Arc::new(AtomicUsize::new(0));
-        let stopped = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::new(AtomicBool::new(writer.stopped));
         let trouble = Arc::new(Mutex::new(None));
         let thread = {
             let (in_flight, stopped, trouble) = (

@@ -81,6 +81,11 @@ impl Writer {
             };
             self.push(&line);
         }
+        self.write_held()
+    }
+
+    /// Writes the lines held in one write.
+    pub(super) fn write_held(&mut self) -> io::Result<()> {
         if self.held.is_empty() {
             return Ok(());
         }
@@ -131,12 +136,8 @@ impl Writer {
         }
         if self.size >= self.next_room_check {
             self.next_room_check = self.size + ROOM_CHECK_EVERY;
-            if self.disk_low() {
-                return self.stop(&format!(
-                    "the disk had less than {} MB free: the wire log stopped to leave the room \
-                     to the recording; later messages are not in it",
-                    DISK_KEPT / (1024 * 1024)
-                ));
+            if self.stop_if_disk_low() {
+                return;
             }
         }
         self.size += n;
@@ -149,6 +150,20 @@ impl Writer {
         self.held.push_str("{\"stopped\":");
         json::write_str(why, &mut self.held);
         self.held.push_str("}\n");
+    }
+
+    /// Stops the log (the line saying why held) when the disk it is on has less than
+    /// [`DISK_KEPT`] free: whether it did.
+    pub(super) fn stop_if_disk_low(&mut self) -> bool {
+        if !self.disk_low() {
+            return false;
+        }
+        self.stop(&format!(
+            "the disk had less than {} MB free: the wire log stopped to leave the room to the \
+             recording; later messages are not in it",
+            DISK_KEPT / (1024 * 1024)
+        ));
+        true
     }
 
     /// Whether the disk the log is on has less than [`DISK_KEPT`] free (unknown: not low).
