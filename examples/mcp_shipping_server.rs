@@ -15,14 +15,17 @@
 //! - `SHIPPING_DELAY_MS=N`: `create_shipment` takes N ms.
 //! - `SHIPPING_CRASH_ON=N`: the process dies (exit 3) on the N-th `create_shipment`, after
 //!   committing it and before answering.
+//! - `SHIPPING_PROGRESS=1`: `create_shipment` sends a `notifications/progress` for the call's
+//!   `progressToken` (when it has one) before it answers, as long-running tools do.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, MetaObject};
-use rmcp::{ErrorData, ServiceExt, schemars, tool, tool_router, transport::stdio};
+use rmcp::model::{CallToolResult, MetaObject, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServiceExt, schemars, tool, tool_router, transport::stdio};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Mutex;
@@ -86,8 +89,17 @@ impl Shipping {
     async fn create_shipment(
         &self,
         Parameters(args): Parameters<ShipmentArgs>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let nth = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if std::env::var_os("SHIPPING_PROGRESS").is_some()
+            && let Some(token) = context.meta.get_progress_token()
+        {
+            let _ = context
+                .peer
+                .notify_progress(ProgressNotificationParam::new(token, 1.0))
+                .await;
+        }
         if let Some(ms) = env_number("SHIPPING_DELAY_MS") {
             tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
         }

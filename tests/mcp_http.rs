@@ -479,10 +479,7 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
         !files.contains("DO-NOT-KEEP"),
         "a credential was written: {files}"
     );
-    let side: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar"),
-    )
-    .expect("sidecar JSON");
+    let side: serde_json::Value = sidecar(&record);
     let t = &side["transport"];
     assert_eq!(t["client"], "streamable-http", "{side}");
     assert_eq!(t["server"], "stdio");
@@ -528,22 +525,30 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
 /// `rules` and `delivery` (in a scratch folder named by `tag`): the recording's path and the
 /// proxy.
 fn faulted(tag: &str, name: &str, rules: &str, delivery: &str) -> (std::path::PathBuf, Proxy) {
+    faulted_with(tag, name, rules, delivery, &[])
+}
+
+/// As [`faulted`], the example server started with the environment settings `env`
+/// (`NAME=VALUE`).
+fn faulted_with(
+    tag: &str,
+    name: &str,
+    rules: &str,
+    delivery: &str,
+    env: &[&str],
+) -> (std::path::PathBuf, Proxy) {
     let scen = scenario(tag, rules, delivery);
     let record = common::scratch_recording(tag, name);
     let server = common::example_server().display().to_string();
-    let p = Proxy::start(
-        &[
-            &scen.display().to_string(),
-            "--record",
-            &record.display().to_string(),
-            "--listen",
-            "127.0.0.1:0",
-            "--",
-            &server,
-        ],
-        &[],
-    );
-    (record, p)
+    let scen = scen.display().to_string();
+    let rec = record.display().to_string();
+    let mut args = vec![&scen[..], "--record", &rec, "--listen", "127.0.0.1:0", "--"];
+    if !env.is_empty() {
+        args.push("env");
+        args.extend_from_slice(env);
+    }
+    args.push(&server);
+    (record, Proxy::start(&args, &[]))
 }
 
 #[test]
@@ -632,6 +637,84 @@ fn http_faults_cut_the_stream_or_answer_with_a_status() {
     assert!(busy.message.is_some(), "{busy:?}");
 }
 
+#[test]
+fn a_status_due_after_the_server_spoke_on_the_stream_is_a_cut_and_recorded_as_one() {
+    // The server sends a progress notification on the call's stream before its answer, so
+    // the stream's head (200, an event stream) is out when the lost acknowledgement is due
+    // as a 502: the client can only see the stream end, and the record says so.
+    let rules = r#"{"name":"gateway","tool":"create_*","kind":"response_lost","calls":[1],"probability":1.0,"limit":null,"delay":0.0,"replacement":null}"#;
+    let (record, p) = faulted_with(
+        "http-started",
+        "started.json",
+        rules,
+        r#""gateway":"http_status""#,
+        &["SHIPPING_PROGRESS=1"],
+    );
+    let url = p.url().to_owned();
+    let session = initialize(&url, &[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    let got = request(&url, "POST", &h, &call(1, "A1"));
+    let second = request(&url, "POST", &h, &call(2, "A2"));
+    let (_, log) = p.stop();
+    assert_eq!(got.status, 200, "{} {}\n{log}", got.head, got.body);
+    let methods: Vec<String> = got
+        .messages()
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("an answer").to_owned())
+        .collect();
+    assert_eq!(methods, ["notifications/progress"], "{}", got.body);
+    // The second call, with no fault, has its progress and its answer.
+    assert!(
+        second
+            .messages()
+            .last()
+            .is_some_and(|m| m["result"].is_object()),
+        "{}",
+        second.body
+    );
+    let side: serde_json::Value = sidecar(&record);
+    let calls = side["calls"].as_array().expect("calls");
+    assert_eq!(calls[0]["delivered"], "stream_cut", "{}", calls[0]);
+    assert!(
+        calls[0]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("the HTTP status due became a cut stream")),
+        "{}",
+        calls[0]
+    );
+    assert_eq!(calls[1]["delivered"], "result", "{}", calls[1]);
+    // And the replay cuts it as the client saw it.
+    let replay = Proxy::start(
+        &[
+            "--replay",
+            &record.display().to_string(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    let session = initialize(replay.url(), &[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    let again = request(replay.url(), "POST", &h, &call(1, "A1"));
+    let (_, log) = replay.stop();
+    assert_eq!(again.status, 200, "{} {}\n{log}", again.head, again.body);
+    assert!(
+        again
+            .messages()
+            .iter()
+            .all(|m| m.get("result").is_none() && m.get("error").is_none()),
+        "{}",
+        again.body
+    );
+}
+
+/// The sidecar of the recording `record`, as JSON.
+fn sidecar(record: &Path) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(record)).expect("a sidecar");
+    serde_json::from_str(&text).expect("the sidecar is JSON")
+}
+
 /// Sends `call` and reads its answer: the answer and how long it took.
 fn timed(url: &str, h: &[(&str, &str)], call: &str) -> (Answer, Duration) {
     let started = Instant::now();
@@ -694,11 +777,7 @@ fn an_http_status_and_a_cut_stream_are_recorded_as_the_client_saw_them_and_repla
     assert!(answered["result"].is_object(), "{answered}");
 
     // The record says what the client got: the cut stream, the statuses.
-    let side: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record))
-            .expect("a sidecar"),
-    )
-    .expect("the sidecar is JSON");
+    let side: serde_json::Value = sidecar(&record);
     let calls = side["calls"].as_array().expect("calls");
     assert_eq!(calls[0]["delivered"], "stream_cut", "{}", calls[0]);
     assert_eq!(calls[1]["delivered"], "http_status", "{}", calls[1]);
@@ -2444,10 +2523,7 @@ fn a_header_the_proxy_adds_reaches_the_server_and_its_value_is_written_and_shown
     }
     // The sidecar keeps it as the proxy's, its value hidden (a harmless one shown), and
     // nothing among what the stdio client sent.
-    let side: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar"),
-    )
-    .expect("sidecar JSON");
+    let side: serde_json::Value = sidecar(&record);
     let t = &side["transport"];
     assert_eq!(
         t["added_headers"],
@@ -3238,10 +3314,7 @@ fn odd_requests_and_answers_that_answer_nothing_are_answered_at_once_never_waite
         .map(|(_, _, b)| b.clone())
         .collect();
     assert!(!bodies.iter().any(|b| b.contains("INVALID")), "{bodies:?}");
-    let side: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(toolstorm::mcp::session::sidecar_path(&record)).expect("sidecar"),
-    )
-    .expect("sidecar JSON");
+    let side: serde_json::Value = sidecar(&record);
     let refused = side["refused_requests"]
         .as_array()
         .expect("refused requests");

@@ -606,8 +606,16 @@ impl Relay {
         }
         let text = e.reference_line();
         let over_http = self.ends.http.is_some();
+        // A status goes only as a stream's head: once the server sent something on the
+        // answer's stream first, the stream is cut instead (and recorded so).
+        let started = self
+            .ends
+            .http
+            .as_ref()
+            .is_some_and(|c| c.answer_started(&p.id));
         let delivery = match p.delivery {
             Delivery::HttpStatus if !over_http => Delivery::JsonRpcError,
+            Delivery::HttpStatus if started => Delivery::StreamCut,
             Delivery::StreamCut if !over_http => Delivery::NoAnswer,
             d => d,
         };
@@ -810,10 +818,16 @@ impl Relay {
                     committed.dropped = Some(body.clone());
                 }
                 let (d, send) = self.fault_answer(&p, e);
-                let n = format!(
+                let mut n = format!(
                     "the server answered; its answer was dropped (injected {})",
                     FaultKind::ResponseLost.as_str()
                 );
+                if matches!(p.delivery, Delivery::HttpStatus) && matches!(d, Delivered::Cut) {
+                    n.push_str(
+                        "; its stream had begun (the server sent a message on it first), so \
+                         the HTTP status due became a cut stream",
+                    );
+                }
                 (d, send, Some(n))
             }
             _ if !p.cancelled

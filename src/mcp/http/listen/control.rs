@@ -137,6 +137,19 @@ impl Control {
             .unwrap_or_default()
     }
 
+    /// Whether an answer to `id` can no longer be an HTTP status: a stream waiting for it
+    /// has sent its head already (the server sent a message on it first, a progress
+    /// notification say), so only its end can still tell the client something went wrong.
+    pub fn answer_started(&self, id: &Id) -> bool {
+        let Ok(face) = self.shared.face.lock() else {
+            return false;
+        };
+        face.waiting.get(id).is_some_and(|q| {
+            q.iter()
+                .any(|n| face.streams.get(n).is_some_and(|st| st.started))
+        })
+    }
+
     /// Whether the client that asked `id` is gone before its answer: every stream waiting
     /// for it has lost its connection (the client was killed, or gave up at its own timeout)
     /// and cannot be resumed for the answer (no event of it was sent, so the client has no
