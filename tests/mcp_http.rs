@@ -295,6 +295,7 @@ fn files_of(record: &Path) -> String {
         record.to_path_buf(),
         toolstorm::mcp::session::sidecar_path(record),
         toolstorm::mcp::session::journal_path(record),
+        toolstorm::mcp::wirelog::wire_path(record),
     ]
     .iter()
     .filter_map(|p| std::fs::read_to_string(p).ok())
@@ -518,6 +519,52 @@ fn a_listening_proxy_serves_http_clients_and_refuses_what_it_must() {
     assert!(
         out.contains("Call budget: 6 /"),
         "six calls recorded: {out}"
+    );
+    // The wire log has each HTTP request with its answer's status and headers, refused ones
+    // too, the credentials redacted (no file above holds them), in time order.
+    let wire = toolstorm::mcp::wirelog::read::read(&toolstorm::mcp::wirelog::wire_path(&record))
+        .expect("the wire log");
+    let exchanges: Vec<&toolstorm::mcp::wirelog::Exchange> = wire
+        .entries
+        .iter()
+        .filter_map(|e| e.exchange.as_ref())
+        .collect();
+    let statuses: Vec<(String, u16)> = exchanges
+        .iter()
+        .map(|x| (x.method.clone(), x.status))
+        .collect();
+    for seen in [
+        ("POST", 403),
+        ("POST", 202),
+        ("POST", 404),
+        ("POST", 413),
+        ("DELETE", 200),
+    ] {
+        assert!(
+            statuses.contains(&(seen.0.to_owned(), seen.1)),
+            "{seen:?}: {statuses:?}"
+        );
+    }
+    let header = |h: &[(String, String)], name: &str| {
+        h.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    };
+    let init = exchanges
+        .iter()
+        .find(|x| header(&x.response, "mcp-session-id").as_deref() == Some(session.as_str()))
+        .expect("the initialize that issued the session");
+    assert_eq!((init.method.as_str(), init.status), ("POST", 200));
+    assert_eq!(init.path, "/mcp");
+    assert_eq!(
+        header(&init.request, "authorization").as_deref(),
+        Some("[REDACTED]")
+    );
+    assert!(
+        header(&init.response, "content-type").is_some_and(|c| c.starts_with("text/event-stream")),
+        "{init:?}"
+    );
+    assert!(
+        wire.entries.windows(2).all(|w| w[0].ms <= w[1].ms),
+        "in time order"
     );
 }
 

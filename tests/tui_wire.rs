@@ -93,6 +93,42 @@ fn the_wire_view_lists_every_message_and_shows_the_selected_one_escaped() {
 }
 
 #[test]
+fn an_http_sessions_requests_show_with_their_status_and_headers() {
+    // A wire log the proxy wrote for curl over Streamable HTTP: a session bound to its
+    // credential, a lost acknowledgement, and a request under an unknown session (404).
+    let path = recording("tui-wire-http", false);
+    std::fs::copy(
+        root().join("tests/fixtures/mcp/wire/http.wire.jsonl"),
+        path.with_file_name("session.wire.jsonl"),
+    )
+    .expect("copy");
+    let mut app = open(&path);
+    type_keys(&mut app, "M");
+    let shown = screen(&mut app, 120, 36);
+    assert!(shown.contains("14 messages, 5 HTTP exchanges"), "{shown}");
+    assert!(
+        shown.contains("HTTP   POST /mcp → 200 text/event-stream"),
+        "{shown}"
+    );
+    // Searched by its status, the refused request shows its headers, the credential
+    // redacted as the recording keeps it.
+    type_keys(&mut app, "/404 application\n");
+    let shown = screen(&mut app, 120, 36);
+    assert!(shown.contains("HTTP POST /mcp → 404"), "{shown}");
+    assert!(shown.contains("request headers:"), "{shown}");
+    assert!(shown.contains("mcp-session-id: nope"), "{shown}");
+    type_keys(&mut app, "gg");
+    type_keys(&mut app, "/authorization\n");
+    let shown = screen(&mut app, 120, 36);
+    assert!(shown.contains("authorization: [REDACTED]"), "{shown}");
+    // Below the request's headers, scrolled to, the answer's: the session it issued.
+    type_keys(&mut app, "JJJJJJ");
+    let shown = screen(&mut app, 120, 36);
+    assert!(shown.contains("response headers:"), "{shown}");
+    assert!(shown.contains("mcp-session-id: 0fab5973"), "{shown}");
+}
+
+#[test]
 fn what_the_proxy_made_and_what_never_arrived_have_their_own_colours() {
     let path = recording("tui-wire-colours", true);
     let mut app = open(&path);

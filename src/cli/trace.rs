@@ -136,12 +136,18 @@ pub fn inspect(a: &InspectArgs, io: &mut Io<'_>) -> i32 {
                                 &crate::mcp::wirelog::wire_path(&a.path),
                             );
                             if let Some(mo) = mv.as_object_mut() {
-                                mo.push(
-                                    "wire_messages",
-                                    wire.map_or(crate::json::Value::Null, |w| {
-                                        crate::json::Value::from(w.entries.len())
-                                    }),
-                                );
+                                let count = |exchange: bool| {
+                                    wire.as_ref().map_or(crate::json::Value::Null, |w| {
+                                        crate::json::Value::from(
+                                            w.entries
+                                                .iter()
+                                                .filter(|e| e.exchange.is_some() == exchange)
+                                                .count(),
+                                        )
+                                    })
+                                };
+                                mo.push("wire_messages", count(false));
+                                mo.push("wire_http_exchanges", count(true));
                             }
                             o.push("mcp", mv);
                         }

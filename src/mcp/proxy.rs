@@ -747,6 +747,11 @@ impl Proxy {
                 }
             }
         });
+        // An HTTP client's requests and their answers' heads go into the wire log too.
+        let mut wire = wire;
+        if let (Some(w), Some(c)) = (wire.as_mut(), control.as_ref()) {
+            w.take_exchanges(c.exchanges());
+        }
         let mut relay = Relay::new(
             storm,
             options.scenario,

@@ -7,6 +7,9 @@
 //! and compares only within its session), method and id, and the
 //! message redacted as the recording redacts bodies. A message past [`MAX_MESSAGE`] keeps
 //! its size and a note; past [`MAX_LOG`] one line says the log stopped and nothing follows.
+//! An HTTP client's requests have lines of their own ([`Exchange`]: method, path, status and
+//! both sides' headers, redacted), which the listener leaves in [`Exchanges`] for the relay's
+//! hand-off; the reader puts every line in time order.
 //! The relay hands the messages over at its group commit, at most [`HOLD`] after they pass,
 //! and a thread of the log's own ([`writer`]) makes and writes their lines, whole: a killed proxy leaves at most a torn
 //! last line, which the reader ([`read`]) skips. The relay never waits for it: when the
@@ -89,6 +92,66 @@ impl Dir {
     }
 }
 
+/// One HTTP exchange, for the log: a request's method, path and headers, and its answer's
+/// status and headers, as the recording keeps headers (secrets redacted). The listener logs
+/// each request of its clients (`client>proxy`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exchange {
+    pub dir: Dir,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub request: Vec<(String, String)>,
+    pub response: Vec<(String, String)>,
+}
+
+/// Where the HTTP side puts its exchanges: the relay's log takes them at its next hand-off,
+/// so they cost the HTTP side no write and no wake-up. Nothing is kept until a log is
+/// attached ([`WireLog::take_exchanges`]), and at most [`EXCHANGES_HELD`] wait.
+#[derive(Clone, Default)]
+pub struct Exchanges(Arc<Mutex<ExchangesHeld>>);
+
+#[derive(Default)]
+struct ExchangesHeld {
+    /// The session's clock, once a log is attached.
+    clock: Option<Arc<dyn Clock>>,
+    items: Vec<Item>,
+    oldest: Option<Instant>,
+    left_out: u64,
+}
+
+/// Exchanges held for the relay's log at most; past it they are counted as left out.
+const EXCHANGES_HELD: usize = 1024;
+
+impl Exchanges {
+    /// Whether a log takes exchanges (when not, the HTTP side need not gather them).
+    pub fn active(&self) -> bool {
+        self.0.lock().is_ok_and(|h| h.clock.is_some())
+    }
+
+    /// Logs `x`, timed now by the session's clock.
+    pub fn log(&self, x: Exchange) {
+        let Ok(mut h) = self.0.lock() else {
+            return;
+        };
+        let Some(clock) = &h.clock else {
+            return;
+        };
+        let micros = (clock.now().max(0.0) * 1e6) as u64;
+        if h.items.len() >= EXCHANGES_HELD {
+            h.left_out += 1;
+            return;
+        }
+        h.items.push(Item::Exchange {
+            micros,
+            exchange: Box::new(x),
+        });
+        if h.oldest.is_none() {
+            h.oldest = Some(Instant::now());
+        }
+    }
+}
+
 /// The wire log of a recording at `cassette`.
 pub fn wire_path(cassette: &Path) -> PathBuf {
     super::session::beside(cassette, "wire.jsonl")
@@ -113,6 +176,8 @@ pub struct WireLog {
     left_out: u64,
     /// When the oldest message held came.
     oldest: Option<Instant>,
+    /// The HTTP side's exchanges, taken at each hand-off.
+    exchanges: Option<Exchanges>,
 }
 
 impl WireLog {
@@ -179,6 +244,7 @@ impl WireLog {
             told: false,
             left_out: 0,
             oldest: None,
+            exchanges: None,
         })
     }
 
@@ -218,15 +284,46 @@ impl WireLog {
         self.batch.push(Item::Long { micros, dir, bytes });
     }
 
+    /// Takes the HTTP side's exchanges into the log from now on, timed by its clock.
+    pub fn take_exchanges(&mut self, exchanges: Exchanges) {
+        if let Ok(mut h) = exchanges.0.lock() {
+            h.clock = Some(Arc::clone(&self.clock));
+        }
+        self.exchanges = Some(exchanges);
+    }
+
+    /// Moves the exchanges waiting into what the log holds.
+    fn gather_exchanges(&mut self) {
+        let Some(x) = &self.exchanges else {
+            return;
+        };
+        let Ok(mut h) = x.0.lock() else {
+            return;
+        };
+        if let Some(t) = h.oldest.take() {
+            self.oldest = Some(self.oldest.map_or(t, |o| o.min(t)));
+        }
+        self.left_out += std::mem::take(&mut h.left_out);
+        self.batch.append(&mut h.items);
+    }
+
     fn hold(&mut self) {
         if self.oldest.is_none() {
             self.oldest = Some(Instant::now());
         }
     }
 
-    /// When the messages held are due to go to the writer, if any are held.
+    /// When the messages held are due to go to the writer, if any are held (the HTTP side's
+    /// exchanges among them).
     pub fn due(&self) -> Option<Instant> {
-        self.oldest.map(|t| t + HOLD)
+        let waiting = self
+            .exchanges
+            .as_ref()
+            .and_then(|x| x.0.lock().ok().and_then(|h| h.oldest));
+        match (self.oldest, waiting) {
+            (Some(a), Some(b)) => Some(a.min(b) + HOLD),
+            (a, b) => a.or(b).map(|t| t + HOLD),
+        }
     }
 
     /// Hands the messages held to the writer when they are due — [`HOLD`] after the oldest,
@@ -239,6 +336,9 @@ impl WireLog {
 
     /// [`WireLog::flush`]; `now`: whether or not they are due.
     fn hand_off(&mut self, now: bool) -> Option<String> {
+        if !self.stopped.load(Ordering::Relaxed) {
+            self.gather_exchanges();
+        }
         let due = now
             || self.oldest.is_some_and(|t| t.elapsed() >= HOLD)
             || self.batch.len() >= HOLD_MESSAGES
@@ -284,6 +384,9 @@ impl WireLog {
     }
 
     fn close(&mut self) {
+        if !self.stopped.load(Ordering::Relaxed) {
+            self.gather_exchanges();
+        }
         if let Some(tx) = self.tx.take() {
             if !self.batch.is_empty() {
                 let mut batch = std::mem::take(&mut self.batch);

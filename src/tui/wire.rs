@@ -47,6 +47,16 @@ pub fn asked(wire: &Wire) -> Map<(bool, String), String> {
 /// What a message is, in a few words: `tools/call create_shipment #3`, `← tools/call #3
 /// error`, `notifications/initialized`.
 pub fn label(e: &Entry, asked: &Map<(bool, String), String>) -> String {
+    if let Some(x) = &e.exchange {
+        // `POST /mcp → 200 text/event-stream` (the list's size column says HTTP)
+        let kind = x
+            .response
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| format!(" {}", v.split(';').next().unwrap_or(v).trim()))
+            .unwrap_or_default();
+        return format!("{} {} → {}{kind}", x.method, x.path, x.status);
+    }
     let o = e.message.as_ref().and_then(|m| m.as_object());
     let id =
         e.id.as_deref()
@@ -102,7 +112,10 @@ pub fn label(e: &Entry, asked: &Map<(bool, String), String>) -> String {
 
 /// The selected message as text: its facts, then the message pretty-printed.
 pub fn text(e: &Entry) -> String {
-    let mut out = format!("{} · {:.3} ms · {} bytes", e.dir.as_str(), e.ms, e.bytes);
+    let mut out = match &e.exchange {
+        Some(_) => format!("{} · {:.3} ms · an HTTP exchange", e.dir.as_str(), e.ms),
+        None => format!("{} · {:.3} ms · {} bytes", e.dir.as_str(), e.ms, e.bytes),
+    };
     if let Some(s) = &e.sha {
         out.push_str(&format!(" · digest {s}"));
     }
@@ -121,6 +134,18 @@ pub fn text(e: &Entry) -> String {
     if let Some(n) = &e.note {
         out.push_str(n);
         out.push('\n');
+    }
+    if let Some(x) = &e.exchange {
+        out.push_str(&format!("HTTP {} {} → {}\n", x.method, x.path, x.status));
+        for (title, headers) in [
+            ("request headers", &x.request),
+            ("response headers", &x.response),
+        ] {
+            out.push_str(&format!("\n{title}:\n"));
+            for (n, v) in headers {
+                out.push_str(&format!("  {n}: {v}\n"));
+            }
+        }
     }
     if let Some(m) = &e.message {
         out.push_str(&crate::json::pretty(m));
@@ -143,6 +168,9 @@ fn matches(e: &Entry, asked: &Map<(bool, String), String>, term: &str) -> bool {
         || e.raw
             .as_ref()
             .is_some_and(|r| r.to_lowercase().contains(&term))
+        || e.exchange
+            .as_ref()
+            .is_some_and(|_| text(e).to_lowercase().contains(&term))
 }
 
 impl App {

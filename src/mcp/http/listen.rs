@@ -59,6 +59,7 @@ use super::upstream::{Passage, Routing};
 use super::{Envelope, Header, Origin, Stream, Tags, headers};
 use crate::hashing::Map;
 use crate::mcp::wire::{self, Id, Message};
+use crate::mcp::wirelog::{Dir, Exchange, Exchanges};
 use conns::*;
 pub use control::Control;
 pub use router::Router;
@@ -304,6 +305,8 @@ struct Listener {
     /// Requests refused as invalid since the relay last looked (why each was), for the
     /// session's `refused_requests`; at most [`crate::mcp::session::REFUSED_KEPT`].
     refused: Mutex<Vec<String>>,
+    /// Each request and its answer's head, for the wire log (once one is attached).
+    exchanges: Exchanges,
 }
 
 /// Header names kept for the recording, at most (for the session, and per request).
@@ -432,6 +435,7 @@ pub fn listen(
         refused: Mutex::default(),
         call_headers: Tags::default(),
         recorded: Mutex::default(),
+        exchanges: Exchanges::default(),
     });
     let accept = Arc::clone(&shared);
     runtime.spawn(async move {
@@ -480,7 +484,27 @@ pub fn listen(
                 let service = hyper::service::service_fn(move |req| {
                     let h = Arc::clone(&handler);
                     let conn = Arc::clone(&mine);
-                    async move { Ok::<_, Infallible>(h.handle(req, &conn).await) }
+                    async move {
+                        let asked = h.exchanges.active().then(|| {
+                            (
+                                req.method().to_string(),
+                                req.uri().path().to_owned(),
+                                h.recorded_headers(req.headers()),
+                            )
+                        });
+                        let answer = h.handle(req, &conn).await;
+                        if let Some((method, path, request)) = asked {
+                            h.exchanges.log(Exchange {
+                                dir: Dir::FromClient,
+                                method,
+                                path,
+                                status: answer.status().as_u16(),
+                                request,
+                                response: h.recorded_headers(answer.headers()),
+                            });
+                        }
+                        Ok::<_, Infallible>(answer)
+                    }
                 });
                 let serve = hyper::server::conn::http1::Builder::new()
                     .keep_alive(true)

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{Dir, MAX_LOG};
+use super::{Dir, Exchange, MAX_LOG};
 use crate::hashing::Set;
 use crate::json::{self, Value};
 
@@ -33,6 +33,9 @@ pub struct Entry {
     /// The HTTP status it went with, when the proxy answered with one (a fault's
     /// `http_status`), and its `Retry-After` seconds.
     pub http: Option<(u16, Option<u64>)>,
+    /// An HTTP exchange rather than a message: a request of the client's and its answer's
+    /// head (status and headers).
+    pub exchange: Option<Exchange>,
     pub fate: Fate,
 }
 
@@ -110,15 +113,19 @@ pub fn parse(bytes: &[u8]) -> Wire {
             None => wire.skipped += 1,
         }
     }
+    // The HTTP side's exchanges reach the file at the relay's next hand-off, after messages
+    // that came later: in time order, as they happened (a stable sort keeps ties as written).
+    wire.entries.sort_by(|a, b| a.ms.total_cmp(&b.ms));
     mark(&mut wire.entries);
     wire
 }
 
 fn entry(o: &json::Object) -> Option<Entry> {
     let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+    let dir = Dir::parse(o.get("dir").and_then(Value::as_str)?)?;
     Some(Entry {
         ms: o.get("ms").and_then(Value::as_number_f64)?,
-        dir: Dir::parse(o.get("dir").and_then(Value::as_str)?)?,
+        dir,
         bytes: u64::try_from(o.get("bytes").and_then(Value::as_i64)?).ok()?,
         sha: text("digest"),
         method: text("method"),
@@ -134,7 +141,37 @@ fn entry(o: &json::Object) -> Option<Entry> {
                 .and_then(|r| u64::try_from(r).ok());
             Some((status, retry))
         }),
+        exchange: o
+            .get("exchange")
+            .and_then(Value::as_object)
+            .and_then(|x| exchange(x, dir)),
         fate: Fate::Unknown,
+    })
+}
+
+/// An exchange's fields (`method`, `path`, `status`, the two header objects).
+fn exchange(x: &json::Object, dir: Dir) -> Option<Exchange> {
+    let headers = |key: &str| -> Vec<(String, String)> {
+        x.get(key)
+            .and_then(Value::as_object)
+            .map(|h| {
+                h.iter()
+                    .filter_map(|(n, v)| Some((n.as_str()?.to_owned(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Some(Exchange {
+        dir,
+        method: x.get("method")?.as_str()?.to_owned(),
+        path: x
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        status: u16::try_from(x.get("status")?.as_i64()?).ok()?,
+        request: headers("request_headers"),
+        response: headers("response_headers"),
     })
 }
 

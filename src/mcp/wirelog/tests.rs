@@ -148,3 +148,57 @@ fn a_writer_behind_the_relay_leaves_batches_out_and_says_how_many() {
     assert_eq!(wire.entries.len(), 1);
     assert_eq!(wire.skipped, 0);
 }
+
+#[test]
+fn http_exchanges_join_the_log_once_attached_in_time_order() {
+    use super::{Exchange, Exchanges};
+    let at = scratch("exchanges");
+    let clock = Arc::new(VirtualClock::default());
+    let mut w = WireLog::create(&at, false, clock.clone(), [5; 32]).expect("log");
+    let exchanges = Exchanges::default();
+    let x = |status: u16| Exchange {
+        dir: Dir::FromClient,
+        method: "POST".into(),
+        path: "/mcp".into(),
+        status,
+        request: vec![("authorization".into(), "[REDACTED]".into())],
+        response: vec![
+            ("content-type".into(), "text/event-stream".into()),
+            ("mcp-session-id".into(), "s-\u{1b}1".into()),
+        ],
+    };
+    // Before a log takes them, the HTTP side keeps nothing.
+    assert!(!exchanges.active());
+    exchanges.log(x(404));
+    w.take_exchanges(exchanges.clone());
+    assert!(exchanges.active());
+    // A message first, an exchange a moment later, then one more message: the exchange
+    // reaches the file after both (at the hand-off), and reads back between them.
+    w.message(
+        Dir::FromClient,
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    crate::clock::Clock::sleep(&*clock, 0.001).expect("sleep");
+    exchanges.log(x(200));
+    crate::clock::Clock::sleep(&*clock, 0.001).expect("sleep");
+    w.message(
+        Dir::ToServer,
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert!(w.due().is_some());
+    assert_eq!(w.finish(), None);
+    let text = std::fs::read_to_string(wire_path(&at)).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[2].contains("\"exchange\""), "{text}");
+    let wire = read(&wire_path(&at)).expect("a log");
+    assert_eq!(wire.skipped, 0);
+    let kinds: Vec<Option<u16>> = wire
+        .entries
+        .iter()
+        .map(|e| e.exchange.as_ref().map(|x| x.status))
+        .collect();
+    assert_eq!(kinds, [None, Some(200), None], "{text}");
+    let got = wire.entries[1].exchange.as_ref().expect("the exchange");
+    assert_eq!(got, &x(200));
+}

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use sha2::{Digest, Sha256};
 
-use super::{DISK_KEPT, Dir, MAX_LOG, MAX_MESSAGE};
+use super::{DISK_KEPT, Dir, Exchange, MAX_LOG, MAX_MESSAGE};
 use crate::json::{self, Value};
 use crate::redact::Redactor;
 
@@ -33,6 +33,11 @@ pub(super) enum Item {
         bytes: u64,
     },
     Gap(u64),
+    /// An HTTP exchange (its headers redacted already).
+    Exchange {
+        micros: u64,
+        exchange: Box<Exchange>,
+    },
 }
 
 /// The file and what has gone into it.
@@ -70,6 +75,7 @@ impl Writer {
             let line = match item {
                 Item::Message { micros, dir, bytes } => self.message(micros, dir, &bytes),
                 Item::Long { micros, dir, bytes } => long_line(micros, dir, bytes),
+                Item::Exchange { micros, exchange } => exchange_line(micros, &exchange),
                 Item::Gap(n) => {
                     let mut line = String::from("{\"gap\":");
                     json::write_int(n, &mut line);
@@ -192,6 +198,38 @@ fn head(micros: u64, dir: Dir, bytes: u64, line: &mut String) {
     line.push_str(dir.as_str());
     line.push_str("\",\"bytes\":");
     json::write_int(bytes, line);
+}
+
+/// An HTTP exchange's line: `{"ms":…,"dir":…,"bytes":0,"exchange":{"method":…,"path":…,
+/// "status":…,"request_headers":{…},"response_headers":{…}}}`.
+fn exchange_line(micros: u64, x: &Exchange) -> String {
+    let mut line = String::with_capacity(256);
+    head(micros, x.dir, 0, &mut line);
+    line.push_str(",\"exchange\":{\"method\":");
+    json::write_str(&x.method, &mut line);
+    line.push_str(",\"path\":");
+    json::write_str(&x.path, &mut line);
+    line.push_str(",\"status\":");
+    json::write_int(u64::from(x.status), &mut line);
+    for (key, headers) in [
+        ("request_headers", &x.request),
+        ("response_headers", &x.response),
+    ] {
+        line.push_str(",\"");
+        line.push_str(key);
+        line.push_str("\":{");
+        for (i, (n, v)) in headers.iter().enumerate() {
+            if i > 0 {
+                line.push(',');
+            }
+            json::write_str(n, &mut line);
+            line.push(':');
+            json::write_str(v, &mut line);
+        }
+        line.push('}');
+    }
+    line.push_str("}}\n");
+    line
 }
 
 /// A line too long to read as a message, passed on in pieces: its size and a note.

@@ -38,12 +38,17 @@ fn list(
                 Fate::Held => "×",
                 Fate::Unknown => " ",
             };
+            let size = if e.exchange.is_some() {
+                "HTTP".to_owned()
+            } else {
+                bytes(e.bytes)
+            };
             let head = format!(
                 "{:>5} {:>10.3}ms {} {:>8} {mark} ",
                 i + 1,
                 e.ms,
                 arrow(e.dir),
-                bytes(e.bytes),
+                size,
             );
             let what = label(e, &asked);
             let fate = match e.fate {
@@ -92,9 +97,18 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     let first = row
         .saturating_sub(inner_h / 3)
         .min(n.saturating_sub(inner_h));
+    let exchanges = wire.entries.iter().filter(|e| e.exchange.is_some()).count();
     let mut title = format!(
-        " Wire · {} · {} relayed unchanged, {} made by the proxy, {} not delivered ",
-        crate::printable::count(n, "message", "messages"),
+        " Wire · {}{} · {} relayed unchanged, {} made by the proxy, {} not delivered ",
+        crate::printable::count(n - exchanges, "message", "messages"),
+        if exchanges > 0 {
+            format!(
+                ", {}",
+                crate::printable::count(exchanges, "HTTP exchange", "HTTP exchanges")
+            )
+        } else {
+            String::new()
+        },
         wire.entries
             .iter()
             .filter(|e| e.fate == Fate::Relayed)

@@ -137,6 +137,11 @@ impl Control {
             .unwrap_or_default()
     }
 
+    /// Where the listener puts each request and its answer's head, for a wire log to take.
+    pub fn exchanges(&self) -> crate::mcp::wirelog::Exchanges {
+        self.shared.exchanges.clone()
+    }
+
     /// Whether an answer to `id` can no longer be an HTTP status: a stream waiting for it
     /// has sent its head already (the server sent a message on it first, a progress
     /// notification say), so only its end can still tell the client something went wrong.
