@@ -931,6 +931,45 @@ fn an_http_servers_error_status_is_given_back_by_the_replay_as_it_was_relayed() 
     let _ = live.stop();
     assert_eq!(got.status, 503, "{} {}", got.head, got.body);
     assert_eq!(got.messages()[0]["error"]["message"], "overloaded");
+    // The wire log has both sides' HTTP: the server's 503 to the proxy's POST, and the 503
+    // the client got, each with its headers.
+    let wire = toolstorm::mcp::wirelog::read::read(&toolstorm::mcp::wirelog::wire_path(&record))
+        .expect("the wire log");
+    let status_of = |dir: toolstorm::mcp::wirelog::Dir| -> Vec<u16> {
+        wire.entries
+            .iter()
+            .filter_map(|e| e.exchange.as_ref())
+            .filter(|x| x.dir == dir && x.method == "POST")
+            .map(|x| x.status)
+            .collect()
+    };
+    assert_eq!(
+        status_of(toolstorm::mcp::wirelog::Dir::ToServer),
+        [200, 202, 503],
+        "{wire:?}"
+    );
+    assert_eq!(
+        status_of(toolstorm::mcp::wirelog::Dir::FromClient),
+        [200, 202, 503],
+        "{wire:?}"
+    );
+    let to_server = wire
+        .entries
+        .iter()
+        .filter_map(|e| e.exchange.as_ref())
+        .find(|x| x.dir == toolstorm::mcp::wirelog::Dir::ToServer && x.status == 503)
+        .expect("the server's 503");
+    assert!(
+        to_server
+            .response
+            .iter()
+            .any(|(n, v)| n == "content-type" && v == "application/json"),
+        "{to_server:?}"
+    );
+    assert!(
+        to_server.request.iter().any(|(n, _)| n == "mcp-session-id"),
+        "the session's id went with it: {to_server:?}"
+    );
 
     let replay = Proxy::start(&["--replay", &rec, "--listen", "127.0.0.1:0"], &[]);
     let again = one(replay.url());

@@ -582,6 +582,8 @@ impl Proxy {
         };
         let mut passage = None;
         let mut server_err = None;
+        // Where either HTTP side leaves its requests for the wire log.
+        let exchanges = super::wirelog::Exchanges::default();
         // The server's notes: a remote server's go to the upstream side; a child's stderr is
         // copied once the session is under way.
         let mut server_log = Some(server_log);
@@ -609,6 +611,7 @@ impl Proxy {
                 )
                 .map_err(ProxyError::Remote)?;
                 starting.extend(remote.start_notes());
+                remote.log_exchanges(exchanges.clone());
                 passage = Some(remote.passage());
                 (Box::new(remote), Some(Box::new(input)), None)
             }
@@ -658,6 +661,7 @@ impl Proxy {
                         t.listen = Some(url.clone());
                     }
                     listening_at = Some(url);
+                    listening.control.log_exchanges(exchanges.clone());
                     control = Some(listening.control);
                     (None, Box::new(listening.router))
                 }
@@ -747,10 +751,10 @@ impl Proxy {
                 }
             }
         });
-        // An HTTP client's requests and their answers' heads go into the wire log too.
+        // The HTTP requests of either side, with their answers' heads, go into it too.
         let mut wire = wire;
-        if let (Some(w), Some(c)) = (wire.as_mut(), control.as_ref()) {
-            w.take_exchanges(c.exchanges());
+        if let Some(w) = wire.as_mut() {
+            w.take_exchanges(exchanges.clone());
         }
         let mut relay = Relay::new(
             storm,

@@ -7,8 +7,9 @@
 //! and compares only within its session), method and id, and the
 //! message redacted as the recording redacts bodies. A message past [`MAX_MESSAGE`] keeps
 //! its size and a note; past [`MAX_LOG`] one line says the log stopped and nothing follows.
-//! An HTTP client's requests have lines of their own ([`Exchange`]: method, path, status and
-//! both sides' headers, redacted), which the listener leaves in [`Exchanges`] for the relay's
+//! HTTP requests have lines of their own ([`Exchange`]: method, path, status and both
+//! sides' headers, redacted) — an HTTP client's to the proxy, and the proxy's to a remote
+//! server — which the listener and the upstream leave in [`Exchanges`] for the relay's
 //! hand-off; the reader puts every line in time order.
 //! The relay hands the messages over at its group commit, at most [`HOLD`] after they pass,
 //! and a thread of the log's own ([`writer`]) makes and writes their lines, whole: a killed proxy leaves at most a torn
@@ -94,7 +95,8 @@ impl Dir {
 
 /// One HTTP exchange, for the log: a request's method, path and headers, and its answer's
 /// status and headers, as the recording keeps headers (secrets redacted). The listener logs
-/// each request of its clients (`client>proxy`).
+/// each request of its clients (`client>proxy`), the upstream each of its own to a remote
+/// server (`proxy>server`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exchange {
     pub dir: Dir,

@@ -55,6 +55,32 @@ pub fn passed(map: &hyper::HeaderMap, skip: &[&str]) -> Vec<super::Header> {
         .collect()
 }
 
+/// A message's headers as the recording keeps them, in the order they came (not
+/// `Content-Length`, which only measures the body), at most `most`: a header sent more than
+/// once is kept once, its values joined as HTTP joins them, and `keep` gives the value kept
+/// for a name and value (redacted, cut).
+pub fn kept(
+    headers: &hyper::HeaderMap,
+    most: usize,
+    mut keep: impl FnMut(&str, &str) -> String,
+) -> Vec<super::Header> {
+    headers
+        .keys()
+        .filter(|n| *n != hyper::header::CONTENT_LENGTH)
+        .take(most)
+        .map(|n| {
+            let joined = headers
+                .get_all(n)
+                .iter()
+                .map(|v| v.to_str().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let kept = keep(n.as_str(), &joined);
+            (n.as_str().to_owned(), kept)
+        })
+        .collect()
+}
+
 /// The header names a `Connection` header lists.
 pub fn connection_listed(values: &[&str]) -> Vec<String> {
     values

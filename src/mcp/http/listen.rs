@@ -306,7 +306,7 @@ struct Listener {
     /// session's `refused_requests`; at most [`crate::mcp::session::REFUSED_KEPT`].
     refused: Mutex<Vec<String>>,
     /// Each request and its answer's head, for the wire log (once one is attached).
-    exchanges: Exchanges,
+    exchanges: std::sync::OnceLock<Exchanges>,
 }
 
 /// Header names kept for the recording, at most (for the session, and per request).
@@ -435,7 +435,7 @@ pub fn listen(
         refused: Mutex::default(),
         call_headers: Tags::default(),
         recorded: Mutex::default(),
-        exchanges: Exchanges::default(),
+        exchanges: std::sync::OnceLock::new(),
     });
     let accept = Arc::clone(&shared);
     runtime.spawn(async move {
@@ -485,16 +485,17 @@ pub fn listen(
                     let h = Arc::clone(&handler);
                     let conn = Arc::clone(&mine);
                     async move {
-                        let asked = h.exchanges.active().then(|| {
+                        let log = h.exchanges.get().filter(|x| x.active());
+                        let asked = log.is_some().then(|| {
                             (
                                 req.method().to_string(),
-                                req.uri().path().to_owned(),
+                                crate::mcp::address::recorded_url(req.uri().path()),
                                 h.recorded_headers(req.headers()),
                             )
                         });
                         let answer = h.handle(req, &conn).await;
-                        if let Some((method, path, request)) = asked {
-                            h.exchanges.log(Exchange {
+                        if let (Some(log), Some((method, path, request))) = (log, asked) {
+                            log.log(Exchange {
                                 dir: Dir::FromClient,
                                 method,
                                 path,
@@ -636,31 +637,16 @@ impl Listener {
         if cache.len() > RECORDED_MAX {
             cache.clear();
         }
-        // A header sent more than once is kept once, its values joined as HTTP joins them.
-        headers
-            .keys()
-            .filter(|n| *n != hyper::header::CONTENT_LENGTH)
-            .take(SEEN_MAX)
-            .map(|n| {
-                let joined = headers
-                    .get_all(n)
-                    .iter()
-                    .map(|v| v.to_str().unwrap_or(""))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let (n, v) = (n.as_str().to_owned(), joined.as_str());
-                // Short values are remembered (the cache stays small); a long one is cut anew.
-                if v.len() > crate::redact::named::KEPT_VALUE {
-                    let kept = crate::redact::named::recorded(&n, v);
-                    return (n, kept);
-                }
-                let kept = cache
-                    .entry((n.clone(), v.to_owned()))
-                    .or_insert_with_key(|(n, v)| crate::redact::named::recorded(n, v))
-                    .clone();
-                (n, kept)
-            })
-            .collect()
+        headers::kept(headers, SEEN_MAX, |n, v| {
+            // Short values are remembered (the cache stays small); a long one is cut anew.
+            if v.len() > crate::redact::named::KEPT_VALUE {
+                return crate::redact::named::recorded(n, v);
+            }
+            cache
+                .entry((n.to_owned(), v.to_owned()))
+                .or_insert_with_key(|(n, v)| crate::redact::named::recorded(n, v))
+                .clone()
+        })
     }
 
     async fn handle(&self, req: Request<Incoming>, conn: &Arc<Conn>) -> Answer {

@@ -41,6 +41,8 @@ use super::pipe::{Inlet, LinesOut, lines_out};
 use super::sse::Parser;
 use super::{Envelope, Header, Origin, Stream, Tags};
 use crate::mcp::wire::{self, Id, Message};
+use crate::mcp::wirelog::{Dir, Exchange, Exchanges};
+use crate::redact::named;
 use answers::*;
 use connect::*;
 
@@ -54,6 +56,9 @@ const RETRY_DEFAULT: Duration = Duration::from_millis(500);
 const RETRY_MAX: Duration = Duration::from_secs(10);
 
 /// The HTTPS-capable client.
+/// Headers an exchange keeps per side, at most.
+const EXCHANGE_HEADERS: usize = 64;
+
 type HttpClient = Client<hyper_rustls::HttpsConnector<super::route::Route>, Full<Bytes>>;
 
 /// Why the remote server cannot be used.
@@ -103,6 +108,8 @@ struct Shared {
     closing: AtomicBool,
     /// Streams held open by the proxy (own GET streams), aborted at the end.
     background: Mutex<JoinSet<()>>,
+    /// Each request and its answer's head, for the wire log (once one is attached).
+    exchanges: std::sync::OnceLock<Exchanges>,
 }
 
 /// The remote server, as the relay sees a child: its input, its output, and a handle to stop
@@ -195,6 +202,7 @@ impl Remote {
             log: Mutex::new(log),
             closing: AtomicBool::new(false),
             background: Mutex::new(JoinSet::new()),
+            exchanges: std::sync::OnceLock::new(),
         });
         let (done_tx, done) = std::sync::mpsc::channel();
         let pump = runtime
@@ -219,6 +227,12 @@ impl Remote {
     }
 
     /// The listener's way to the server beside the relay.
+    /// Puts each request to the server and its answer's head in `x`, for a wire log to take
+    /// (the first one given stays).
+    pub fn log_exchanges(&self, x: Exchanges) {
+        let _ = self.shared.exchanges.set(x);
+    }
+
     pub fn passage(&self) -> Passage {
         Passage {
             shared: Arc::clone(&self.shared),
@@ -433,6 +447,34 @@ impl Shared {
         }
     }
 
+    /// Sends `req` to the server; with a wire log attached, the request and its answer's
+    /// head are logged (`proxy>server`: the headers as the recording keeps them).
+    async fn send(
+        &self,
+        req: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
+        let log = self.exchanges.get().filter(|x| x.active());
+        let asked = log.map(|_| {
+            (
+                req.method().to_string(),
+                crate::mcp::address::recorded_url(req.uri().path()),
+                super::headers::kept(req.headers(), EXCHANGE_HEADERS, named::recorded),
+            )
+        });
+        let res = self.client.request(req).await;
+        if let (Some(log), Some((method, path, request)), Ok(r)) = (log, asked, &res) {
+            log.log(Exchange {
+                dir: Dir::ToServer,
+                method,
+                path,
+                status: r.status().as_u16(),
+                request,
+                response: super::headers::kept(r.headers(), EXCHANGE_HEADERS, named::recorded),
+            });
+        }
+        res
+    }
+
     /// A request for the server: the `--header`s, then the client's own headers (a listener)
     /// or our session's (a stdio client).
     fn request(
@@ -560,7 +602,7 @@ async fn send(shared: Arc<Shared>, line: Vec<u8>, message: Message, envelope: Op
             return;
         }
     };
-    let res = match shared.client.request(request).await {
+    let res = match shared.send(request).await {
         Ok(r) => r,
         Err(e) => {
             let why = format!(
@@ -912,7 +954,7 @@ async fn resume(
             .header("Last-Event-ID", last.as_str())
             .body(Full::new(Bytes::new()));
         let Ok(req) = req else { break };
-        let res = match shared.client.request(req).await {
+        let res = match shared.send(req).await {
             Ok(r)
                 if r.status().is_success() && content_type(&r).starts_with("text/event-stream") =>
             {
@@ -979,7 +1021,7 @@ fn listen_own(shared: &Arc<Shared>) {
                 let Ok(req) = b.body(Full::new(Bytes::new())) else {
                     return;
                 };
-                let res = match s.client.request(req).await {
+                let res = match s.send(req).await {
                     Ok(r) => r,
                     Err(_) => {
                         failures += 1;
@@ -1035,7 +1077,7 @@ async fn end_own_session(shared: &Shared) {
     else {
         return;
     };
-    let ended = tokio::time::timeout(Duration::from_secs(2), shared.client.request(req)).await;
+    let ended = tokio::time::timeout(Duration::from_secs(2), shared.send(req)).await;
     if let Ok(Ok(res)) = ended {
         let _ = res.into_body().collect().await;
     }
@@ -1054,7 +1096,7 @@ impl Passage {
         let Ok(req) = req else {
             return (400, vec![]);
         };
-        let res = match s.client.request(req).await {
+        let res = match s.send(req).await {
             Ok(r) => r,
             Err(e) => {
                 s.note(&format!(
@@ -1096,7 +1138,7 @@ impl Passage {
         let Ok(req) = req else {
             return (400, vec![]);
         };
-        match self.shared.client.request(req).await {
+        match self.shared.send(req).await {
             Ok(res) => {
                 let status = res.status().as_u16();
                 let headers = answer_headers(&res);

@@ -137,9 +137,10 @@ impl Control {
             .unwrap_or_default()
     }
 
-    /// Where the listener puts each request and its answer's head, for a wire log to take.
-    pub fn exchanges(&self) -> crate::mcp::wirelog::Exchanges {
-        self.shared.exchanges.clone()
+    /// Puts each request and its answer's head in `x`, for a wire log to take (the first
+    /// one given stays).
+    pub fn log_exchanges(&self, x: crate::mcp::wirelog::Exchanges) {
+        let _ = self.shared.exchanges.set(x);
     }
 
     /// Whether an answer to `id` can no longer be an HTTP status: a stream waiting for it
