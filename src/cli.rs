@@ -189,7 +189,7 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Ou
     if let Some(message) = args.get(1).and_then(|a| mistyped_command(a)) {
         return Outcome::Exit(io.fail(message));
     }
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match parse(args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = e.exit_code();
@@ -220,6 +220,20 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Ou
         None => return Outcome::Explore(cli.file),
     };
     Outcome::Exit(code)
+}
+
+/// The command line parsed; help on a terminal is wrapped at its width, between words (a
+/// terminal would cut the long lines mid-word), and piped it is not wrapped at all.
+fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    use std::io::IsTerminal;
+    let mut cmd = Cli::command();
+    if !std::io::stdout().is_terminal() {
+        // 0: as written (a pipe or a file has no width to fit).
+        cmd = cmd.term_width(0);
+    }
+    cmd.try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m))
 }
 
 /// When the first argument is not a file but nearly a command's name (`inspec`, `chek`), the

@@ -379,3 +379,61 @@ fn said_in_order(shown: &str, first: &str, then: &str) {
         .unwrap_or_else(|| panic!("{then:?} is not said: {shown}"));
     assert!(a < b, "{first:?} comes before {then:?}: {shown}");
 }
+
+#[test]
+fn help_on_a_terminal_is_wrapped_at_its_width_between_words() {
+    // A 60-column terminal: clap fits the help to it, so the terminal never cuts a word.
+    let bin = env!("CARGO_BIN_EXE_toolstorm-tui");
+    let log = std::env::temp_dir().join(format!("toolstorm-pty-help-{}.log", std::process::id()));
+    let status = Command::new("script")
+        .args(["-qec", &format!("stty cols 60 rows 40; {} mcp --help", quote(bin))])
+        .arg(&log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("util-linux `script` runs the command on a pseudo-terminal");
+    assert!(status.success());
+    let shown = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    // What `script` adds to its log (the lines saying it started and finished) aside.
+    let lines: Vec<&str> = shown
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.starts_with("Script "))
+        .collect();
+    assert!(lines.len() > 20, "{shown}");
+    for l in &lines {
+        assert!(l.chars().count() <= 60, "{} columns: {l:?}", l.chars().count());
+    }
+    // The first sentence goes on on the next line with a whole word.
+    assert!(
+        lines.iter().any(|l| l.trim() == "record, or replay a recording"),
+        "{shown}"
+    );
+    // Piped, it is as written: one line however long.
+    let piped = Command::new(bin)
+        .args(["mcp", "--help"])
+        .output()
+        .expect("runs");
+    let piped = String::from_utf8_lossy(&piped.stdout);
+    assert!(
+        piped
+            .lines()
+            .next()
+            .is_some_and(|l| l.ends_with("or replay a recording")),
+        "{piped}"
+    );
+    // Both commands that take a server say it can be a URL.
+    for command in ["mcp", "run"] {
+        let help = Command::new(bin)
+            .args([command, "--help"])
+            .output()
+            .expect("runs");
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(
+            help.contains("or its URL") && help.contains("`https://`"),
+            "{command}: {help}"
+        );
+    }
+}

@@ -90,8 +90,9 @@ pub struct McpArgs {
     /// written `$NAME` is read from the environment variable NAME); repeat for more
     #[arg(long = "header", value_name = "'NAME: VALUE'")]
     headers: Vec<String>,
-    /// The server's command and arguments, after `--` (a client that drops the `--`, as the
-    /// MCP Inspector does, works too: the first argument not ending in .json starts the command)
+    /// The server after `--`: its command and arguments, or its URL (`http://` or `https://`:
+    /// a server reached over Streamable HTTP). A client that drops the `--`, as the MCP
+    /// Inspector does, works too: the first argument not ending in .json starts the command
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,

@@ -57,10 +57,11 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 5.0, value_parser = grace, requires = "live", allow_hyphen_values = true)]
     grace: f64,
     /// With --live: run the batches against an MCP server's tools instead of the Orbit world's
-    /// (its tools from tools/list; the server command follows `--`)
+    /// (its tools from tools/list; the server's command, or its URL, follows `--`)
     #[arg(long, requires = "live")]
     mcp: bool,
-    /// The MCP server's command and arguments, after `--` (with --mcp)
+    /// The MCP server after `--` (with --mcp): its command and arguments, or its URL
+    /// (`http://` or `https://`, over Streamable HTTP)
     #[arg(last = true, value_name = "SERVER")]
     server: Vec<std::ffi::OsString>,
 }
