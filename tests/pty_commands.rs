@@ -386,7 +386,10 @@ fn help_on_a_terminal_is_wrapped_at_its_width_between_words() {
     let bin = env!("CARGO_BIN_EXE_toolstorm-tui");
     let log = std::env::temp_dir().join(format!("toolstorm-pty-help-{}.log", std::process::id()));
     let status = Command::new("script")
-        .args(["-qec", &format!("stty cols 60 rows 40; {} mcp --help", quote(bin))])
+        .args([
+            "-qec",
+            &format!("stty cols 60 rows 40; {} mcp --help", quote(bin)),
+        ])
         .arg(&log)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -404,11 +407,17 @@ fn help_on_a_terminal_is_wrapped_at_its_width_between_words() {
         .collect();
     assert!(lines.len() > 20, "{shown}");
     for l in &lines {
-        assert!(l.chars().count() <= 60, "{} columns: {l:?}", l.chars().count());
+        assert!(
+            l.chars().count() <= 60,
+            "{} columns: {l:?}",
+            l.chars().count()
+        );
     }
     // The first sentence goes on on the next line with a whole word.
     assert!(
-        lines.iter().any(|l| l.trim() == "record, or replay a recording"),
+        lines
+            .iter()
+            .any(|l| l.trim() == "record, or replay a recording"),
         "{shown}"
     );
     // Piped, it is as written: one line however long.

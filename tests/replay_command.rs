@@ -107,4 +107,16 @@ fn unreplayable_files_exit_2() {
         err.contains("Replay needs captured payloads and no refused calls"),
         "{err}"
     );
+    // An MCP recording's calls came from an agent, not a lab policy: the way to replay it is
+    // named (it matched nothing and exited 0 before).
+    let incident =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cassettes/mcp-incident.json");
+    let shown = incident.to_str().expect("path");
+    let (code, out, err) = cli(&["replay", shown, "--policy", "retry"]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(
+        err.contains("is an MCP recording")
+            && err.contains(&format!("toolstorm-tui mcp --replay {shown}")),
+        "{err}"
+    );
 }

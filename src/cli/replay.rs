@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Io;
-use super::trace::load;
 use crate::cassette::ClosestRecord;
 use crate::document::Error;
 use crate::exit;
@@ -31,10 +30,22 @@ pub struct ReplayArgs {
 
 /// Runs `replay`.
 pub fn run(a: &ReplayArgs, io: &mut Io<'_>) -> i32 {
-    let cassettes = match load(&a.file, io) {
-        Ok(c) => c,
-        Err(code) => return code,
+    let trace = match crate::document::open_trace(&a.file) {
+        Ok(t) => t,
+        Err(e) => return io.fail(e),
     };
+    if trace.mcp.is_some() {
+        // Its calls came from an agent through the proxy: no lab policy made them.
+        return io.fail(format!(
+            "{} is an MCP recording: replay it to the agent that made it with `toolstorm-tui \
+             mcp --replay {}` (an MCP server answering from the recording, strictly), or \
+             judge it with `toolstorm-tui check {}`",
+            a.file.display(),
+            a.file.display(),
+            a.file.display()
+        ));
+    }
+    let cassettes = trace.cassettes;
     let cassette = match (a.run, cassettes.len()) {
         (None, 1) => &cassettes[0],
         (None, n) => {

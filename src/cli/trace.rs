@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{Io, PyInt, py_int};
-use crate::cassette::{self, Cassette};
+use crate::cassette;
 use crate::{document, exit};
 
 /// Flags of `inspect`.
@@ -105,13 +105,6 @@ fn single_or_runs(mut items: Vec<crate::json::Value>) -> crate::json::Value {
     } else {
         crate::obj! {"runs" => crate::json::Value::Array(items)}
     }
-}
-
-/// Loads every cassette of a trace document, or prints why not.
-pub fn load(path: &std::path::Path, io: &mut Io<'_>) -> Result<Vec<Cassette>, i32> {
-    document::open_trace(path)
-        .map(|t| t.cassettes)
-        .map_err(|e| io.fail(e))
 }
 
 /// Runs `inspect`.
