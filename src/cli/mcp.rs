@@ -625,8 +625,21 @@ fn replay(
         }
     };
     // The verdict is on disk after every call: clients kill their replay server at exit and
-    // never show its exit status.
+    // never show its exit status. It says which checks the recording itself fails.
     let total = recording.len();
+    let recording_failed: Vec<String> = match crate::document::open_trace(path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| crate::document::judge(&t, None).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s
+            .runs
+            .into_iter()
+            .flatten()
+            .filter(|c| !c.passed)
+            .map(|c| c.name)
+            .collect(),
+        Err(why) => vec![format!("the recording could not be judged: {why}")],
+    };
     let write_report = |outcome: &crate::mcp::replay::ReplayOutcome, done: bool| {
         if let Some(file) = junit {
             let xml = crate::junit::to_xml(&[replay_suite(path, outcome)]);
@@ -634,7 +647,7 @@ fn replay(
         }
         match report {
             Some(file) => {
-                let text = pretty(&outcome.to_value(path, total, done)) + "\n";
+                let text = pretty(&outcome.to_value(path, total, done, &recording_failed)) + "\n";
                 crate::atomic::write(file, text.as_bytes()).map_err(|e| (file, e))
             }
             None => Ok(()),

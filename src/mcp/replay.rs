@@ -94,11 +94,26 @@ pub struct ReplayOutcome {
 
 impl ReplayOutcome {
     /// The verdict as `--replay-report` writes it: `done` is false while the session runs
-    /// (and stays false when the replay was killed before the client left). `passed` judges
-    /// what was asked so far, as the exit status would: a replay killed after every recorded
-    /// call was matched has passed.
-    pub fn to_value(&self, recording: &Path, recorded: usize, done: bool) -> Value {
+    /// (and stays false when the replay was killed before the client left). `reproduced`
+    /// judges what was asked so far, as the exit status does: a replay killed after every
+    /// recorded call was matched has reproduced the recording. `recording_failed` names the
+    /// checks the recording itself fails (what `check` says of it): `passed` is true only
+    /// when the replay reproduced a recording that passes, so a gate reading `passed` never
+    /// passes the replay of an incident.
+    pub fn to_value(
+        &self,
+        recording: &Path,
+        recorded: usize,
+        done: bool,
+        recording_failed: &[String],
+    ) -> Value {
         let ids = |v: &[u64]| Value::Array(v.iter().map(|i| Value::from(*i)).collect());
+        let failed = Value::Array(
+            recording_failed
+                .iter()
+                .map(|n| Value::from(n.as_str()))
+                .collect(),
+        );
         obj! {
             "kind" => REPORT_KIND,
             "schema_version" => 1,
@@ -109,7 +124,9 @@ impl ReplayOutcome {
             "unused" => ids(&self.unused),
             "unreproduced" => ids(&self.unreproduced),
             "finished" => done,
-            "passed" => self.passed(),
+            "reproduced" => self.passed(),
+            "recording_failed" => failed,
+            "passed" => self.passed() && recording_failed.is_empty(),
         }
     }
 
