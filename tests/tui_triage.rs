@@ -1070,3 +1070,59 @@ fn help_at_120_columns_cuts_no_entry_and_names_every_mark() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_filter_typed_logs_one_line_and_a_jump_keeps_it() {
+    let mut app = fixture("api/large_public_10000.cassette.json");
+    let logged = app.messages.len();
+    type_keys(&mut app, "\\status:error\n");
+    // Each key showed the count on the status line; the log keeps the filter given once.
+    let added: Vec<&String> = app.messages[logged..].iter().collect();
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert!(added[0].contains("778 of 10000"), "{added:?}");
+    // `:5000` is hidden by it: the filter stays, the nearest call it shows is chosen.
+    let calls = &app.timeline().report().calls;
+    let hidden = !calls[4999].failed();
+    assert!(hidden, "call 5000 passes: pick another");
+    let nearest = (4999..calls.len())
+        .find(|&i| calls[i].failed())
+        .expect("a failed call after 5000");
+    type_keys(&mut app, ":5000\n");
+    assert_eq!(app.filter.as_deref(), Some("status:error"));
+    assert_eq!(app.visible().len(), 778);
+    assert_eq!(app.cursor, Some(nearest));
+    assert!(
+        app.status.contains(&format!(
+            "call #5000 is hidden by the filter (status:error): #{} is the nearest shown",
+            nearest + 1
+        )),
+        "{}",
+        app.status
+    );
+    // A call the filter shows is gone to as before.
+    type_keys(&mut app, &format!(":{}\n", nearest + 1));
+    assert_eq!(app.cursor, Some(nearest));
+    assert!(
+        app.status.starts_with(&format!("call #{}", nearest + 1)),
+        "{}",
+        app.status
+    );
+}
+
+#[test]
+fn a_header_cut_short_ends_in_an_ellipsis() {
+    let mut app = fixture("api/large_public_10000.cassette.json");
+    let header = |app: &mut App, w: u16| -> String {
+        // The test backend shows each row quoted.
+        let first = text(app, w, 12).lines().next().unwrap_or("").to_owned();
+        first.trim_matches('"').to_owned()
+    };
+    // Wide: whole, no ellipsis of its own.
+    let wide = header(&mut app, 200);
+    assert!(wide.contains("large_public_10000"), "{wide}");
+    assert!(!wide.trim_end().ends_with('…'), "{wide}");
+    // At 30 columns even the briefest header is cut: it says so.
+    let narrow = header(&mut app, 30);
+    assert_eq!(narrow.chars().count(), 30, "{narrow:?}");
+    assert!(narrow.ends_with('…'), "{narrow:?}");
+}

@@ -148,6 +148,30 @@ fn p_pins_a_fault_to_the_selected_call_and_reruns_the_agent() {
         row.contains("PASS   what-if: unavailable on create_shipment #1"),
         "{row}"
     );
+    // The list closed, `i` on the re-run opens its rules as on a single recording's re-run
+    // (it said "this run is not one of the campaign's").
+    press(&mut app, key(KeyCode::Esc));
+    let rerun = app.run;
+    assert_eq!(
+        app.tab().label,
+        "what-if: unavailable on create_shipment #1"
+    );
+    press(&mut app, key(KeyCode::Char('i')));
+    assert!(app.editor.is_some(), "{}", app.status);
+    assert!(
+        !app.status.contains("not one of the campaign's"),
+        "{}",
+        app.status
+    );
+    assert_eq!(app.run, rerun);
+    // Esc closes the editor, and then goes back to the run the re-run came from.
+    press(&mut app, key(KeyCode::Esc));
+    press(&mut app, key(KeyCode::Esc));
+    assert_eq!(app.tab().label, "campaign run 1", "{}", app.status);
+    assert!(app.status.contains("back to run 1"), "{}", app.status);
+    // Once back, Esc says what it always said.
+    press(&mut app, key(KeyCode::Esc));
+    assert!(app.status.contains("q quits"), "{}", app.status);
 }
 
 #[test]

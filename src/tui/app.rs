@@ -265,6 +265,9 @@ pub struct App {
     pub previous: Option<Vec<Run>>,
     /// The re-run under way: its stop flag (Esc), its agent's log, when it started.
     pub agent_run: Option<AgentRunning>,
+    /// The run an agent's re-run was started from (Esc goes back to it once the comparison is
+    /// closed); none once another run is chosen.
+    pub rerun_from: Option<usize>,
     /// The last reload was asked for with `r` (not a change seen on disk).
     pub reload_asked: bool,
     /// An unfinished `ask` record was seen to grow since it was opened: its run is going on.
@@ -350,6 +353,7 @@ impl App {
             save_path: None,
             previous: None,
             agent_run: None,
+            rerun_from: None,
             reload_asked: false,
             ask_growing: false,
             follow: false,
@@ -476,6 +480,19 @@ impl App {
         self.log(&text);
         self.status = text;
         self.status_kind = StatusKind::Info;
+        self.status_age = 0;
+    }
+
+    /// Says `text` on the status line only, not in the message log (what changes with every
+    /// key, as a filter being typed); an error when `error`.
+    fn status_only(&mut self, text: String, error: bool) {
+        self.status_stale_when = None;
+        self.status = text;
+        self.status_kind = if error {
+            StatusKind::Error
+        } else {
+            StatusKind::Info
+        };
         self.status_age = 0;
     }
 
@@ -684,7 +701,7 @@ impl App {
                     field.apply(request);
                     if *purpose == Purpose::Filter {
                         let text = field.value().to_owned();
-                        self.apply_filter((!text.is_empty()).then_some(text));
+                        self.apply_filter((!text.is_empty()).then_some(text), false);
                     }
                 }
             }
@@ -693,7 +710,7 @@ impl App {
             }
             Action::Cancel if matches!(self.mode, Mode::Typing(Purpose::Filter, _)) => {
                 self.mode = Mode::Browse;
-                self.apply_filter(None);
+                self.apply_filter(None, true);
             }
             Action::Cancel
                 if matches!(self.mode, Mode::Typing(Purpose::Search | Purpose::Jump, _)) =>
@@ -744,6 +761,20 @@ impl App {
                     "no verdict selected: x / X move between the calls behind every failed verdict"
                         .into(),
                 );
+            }
+            Mode::Browse if self.rerun_from.is_some() => {
+                let from = self.rerun_from.take().unwrap_or(0);
+                if from < self.doc.runs.len() {
+                    let keep = self.selected().map(|c| c.id);
+                    self.run = from;
+                    self.restore_cursor(keep);
+                    self.info(format!(
+                        "back to run {} of {}: {} (the re-run stays in the list: L)",
+                        from + 1,
+                        self.doc.runs.len(),
+                        self.tab().name()
+                    ));
+                }
             }
             Mode::Browse => self.info("q quits".into()),
             Mode::Typing(Purpose::Field, _) | Mode::PickKind(_) => self.mode = Mode::Edit,
@@ -886,6 +917,7 @@ impl App {
             return;
         }
         self.run = to;
+        self.rerun_from = None;
         self.stop_following();
         self.restore_cursor(keep);
         self.info(format!(
@@ -896,10 +928,17 @@ impl App {
         ));
     }
 
-    pub(super) fn apply_filter(&mut self, filter: Option<String>) {
+    /// Applies `filter` (none: shows every call). `logged`: what it says goes to the message
+    /// log too (the filter given with Enter); while it is typed, only the status line says
+    /// it, so the log keeps one line per filter, not one per key.
+    pub(super) fn apply_filter(&mut self, filter: Option<String>, logged: bool) {
         let note = match filter.as_deref().map(super::filter::Filter::parse) {
             Some(Err(why)) => {
-                self.error(why);
+                if logged {
+                    self.error(why);
+                } else {
+                    self.status_only(why, true);
+                }
                 None
             }
             Some(Ok(f)) => Some(f.note()),
@@ -914,10 +953,15 @@ impl App {
                 visible.len(),
                 self.timeline().report().calls.len()
             );
-            self.info(match note {
+            let said = match note {
                 Some(n) => format!("{n} · {shown}"),
                 None => shown,
-            });
+            };
+            if logged {
+                self.info(said);
+            } else {
+                self.status_only(said, false);
+            }
         }
         if let Some(c) = self.cursor
             && !visible.contains(&c)
@@ -960,6 +1004,8 @@ impl App {
                 let rounds = |run: &Run| run.ask.as_ref().map(|a| a.rounds.len());
                 let rounds_before = rounds(self.tab());
                 self.doc = *doc;
+                // The file read again holds its own runs: a re-run's is gone.
+                self.rerun_from = None;
                 self.run = self.run.min(self.doc.runs.len().saturating_sub(1));
                 if self.doc.load_run(self.run).is_err() {
                     self.run = 0;

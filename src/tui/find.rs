@@ -148,7 +148,7 @@ impl App {
         };
         let text = field.value().trim().to_owned();
         match purpose {
-            Purpose::Filter => self.apply_filter((!text.is_empty()).then_some(text)),
+            Purpose::Filter => self.apply_filter((!text.is_empty()).then_some(text), true),
             Purpose::Search if text.is_empty() => self.search_step(true),
             Purpose::Search => {
                 self.search = Some(text);
@@ -163,8 +163,41 @@ impl App {
         }
     }
 
+    /// Moves to call `i` and says `said`; when the filter hides it, to the nearest call the
+    /// filter shows (the next one, or the last), saying which and why.
+    fn go_to_shown(&mut self, i: usize, said: String) {
+        let visible = self.visible();
+        if visible.contains(&i) {
+            self.move_to(Some(i), "call");
+            self.info(said);
+            return;
+        }
+        let Some(to) = visible
+            .iter()
+            .copied()
+            .find(|&v| v >= i)
+            .or(visible.last().copied())
+        else {
+            self.error(format!(
+                "call #{} is hidden by the filter, which shows no call · \\ edits it, Esc in \
+                 the prompt clears it",
+                i + 1
+            ));
+            return;
+        };
+        self.move_to(Some(to), "call");
+        self.info(format!(
+            "call #{} is hidden by the filter ({}): #{} is the nearest shown · \\ edits it, \
+             Esc in the prompt clears it",
+            i + 1,
+            self.filter.as_deref().unwrap_or(""),
+            to + 1
+        ));
+    }
+
     /// Moves to the call with the typed id (`#42` or `42`), or, in an executor run, to the next
-    /// attempt of a batch call id (`call_C`); a filter that hides it is cleared.
+    /// attempt of a batch call id (`call_C`). A filter stays as it is: when it hides the call,
+    /// the nearest call it shows is chosen and the status line says so.
     fn jump_to(&mut self, text: &str) {
         let n = self.timeline().len();
         if !self.tab().batches.is_empty()
@@ -182,16 +215,13 @@ impl App {
                 .or(all.first().copied())
             {
                 Some(i) => {
-                    if !self.visible().contains(&i) {
-                        self.filter = None;
-                    }
                     let k = all.iter().position(|&a| a == i).unwrap_or(0) + 1;
-                    self.move_to(Some(i), "call");
-                    self.info(format!(
+                    let said = format!(
                         "{text}: attempt {k} of {} (call #{}) · : again for the next",
                         all.len(),
                         i + 1
-                    ));
+                    );
+                    self.go_to_shown(i, said);
                 }
                 None => self.error(format!(
                     "no call {:?}: type a call id (1 to {n}) or a batch call id such as call_A",
@@ -202,11 +232,7 @@ impl App {
         }
         match text.trim_start_matches('#').parse::<usize>() {
             Ok(id) if (1..=n).contains(&id) => {
-                if !self.visible().contains(&(id - 1)) {
-                    self.filter = None;
-                }
-                self.move_to(Some(id - 1), "call");
-                self.info(format!("call #{id} of {n}"));
+                self.go_to_shown(id - 1, format!("call #{id} of {n}"))
             }
             _ => self.error(format!(
                 "no call {:?}: ids run from 1 to {n}",

@@ -560,6 +560,7 @@ impl App {
             doc.kind = DocKind::Scenario;
         }
         let old = std::mem::replace(&mut self.doc, doc);
+        self.rerun_from = None;
         self.run = self
             .doc
             .runs

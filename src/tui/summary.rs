@@ -79,7 +79,7 @@ impl App {
             RowKind::Rule => "eligible",
         };
         let filter = super::filter::exact(field, &row.raw);
-        self.apply_filter(Some(filter.clone()));
+        self.apply_filter(Some(filter.clone()), true);
         let shown = self.visible().len();
         self.info(format!(
             "filter {filter}: {} · \\ edits it · Esc in the prompt clears it",

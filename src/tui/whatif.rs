@@ -258,11 +258,17 @@ impl App {
             .clone()
             .ok_or("this run has no file: nothing says how to start its agent")?;
         if let Some(c) = &self.doc.campaign {
-            let seed = c
-                .records
-                .get(self.run)
-                .map(|r| r.seed)
-                .ok_or("this run is not one of the campaign's: open one from the list (L)")?;
+            // One of its runs, or a re-run of one (its plan names the campaign's seed).
+            let seed = match c.records.get(self.run) {
+                Some(r) => Some(r.seed),
+                None => self
+                    .tab()
+                    .plan
+                    .as_deref()
+                    .filter(|p| p.campaign.is_some())
+                    .map(|p| p.seed),
+            }
+            .ok_or("this run is not one of the campaign's: open one from the list (L)")?;
             // The plan the campaign ran it with: its seed and `--probability` too.
             let plan = crate::document::plan::of_campaign_run(&path, &c.file, seed)
                 .ok_or("this run is not one of the campaign's: open one from the list (L)")?;
@@ -508,6 +514,7 @@ impl App {
             judged(&old.checks),
             judged(&new.checks),
         ));
+        self.rerun_from = Some(self.run);
         self.doc.runs.push(new);
         self.run = self.doc.runs.len() - 1;
         self.previous = Some(vec![old]);

@@ -46,7 +46,40 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer, theme: &Theme) {
     if let Some(shown) = shown {
         spans.push(Span::styled(format!(" · {shown}"), theme.text));
     }
-    Line::from(spans).render(area, buf);
+    Line::from(cut_to(spans, area.width as usize, theme)).render(area, buf);
+}
+
+/// `spans` as they fit in `width` columns: when even the briefest header is wider, it is cut
+/// one column short and ends in `…`, so a cut (`seed 4` of seed 42) never reads as the whole.
+fn cut_to<'a>(spans: Vec<Span<'a>>, width: usize, theme: &Theme) -> Vec<Span<'a>> {
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    if used <= width || width == 0 {
+        return spans;
+    }
+    let mut room = width - 1;
+    let mut out = Vec::new();
+    for span in spans {
+        let w = span.width();
+        if w <= room {
+            room -= w;
+            out.push(span);
+            continue;
+        }
+        let mut kept = String::new();
+        let mut cols = 0;
+        for c in span.content.chars() {
+            let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            if cols + cw > room {
+                break;
+            }
+            cols += cw;
+            kept.push(c);
+        }
+        out.push(Span::styled(kept, span.style));
+        break;
+    }
+    out.push(Span::styled("…", theme.dim));
+    out
 }
 
 /// The header's spans before the file name: the verdict, the run, its seed and clock, the
