@@ -86,6 +86,10 @@ pub struct Io<'a> {
     /// Standard output is a terminal: text for people may add what the reference's
     /// byte-exact output has not (run labels, policy names). Piped output stays exact.
     pub people: bool,
+    /// A command of the reference's (`check`, `inspect`, `replay`, `demo`, `scenarios`) runs:
+    /// its errors keep the reference's exact lines (Python's, for an OS error). Every other
+    /// command says them in this tool's words ([`crate::fsread::in_our_words`]).
+    pub reference: bool,
 }
 
 /// Every line of text for people goes through [`crate::printable::line`]: names from files
@@ -158,6 +162,11 @@ impl Io<'_> {
     /// Prints `toolstorm-tui: {message}` to standard error and returns exit code 2.
     pub fn fail(&mut self, message: impl std::fmt::Display) -> i32 {
         let message = message.to_string();
+        let message = if self.reference {
+            message
+        } else {
+            crate::fsread::in_our_words(&message).into_owned()
+        };
         let _ = writeln!(self.err, "{PROGRAM}: {}", printable::line(&message));
         exit::USAGE
     }
@@ -202,6 +211,16 @@ pub fn dispatch(args: impl IntoIterator<Item = OsString>, io: &mut Io<'_>) -> Ou
             return Outcome::Exit(code);
         }
     };
+    io.reference = matches!(
+        cli.command,
+        Some(
+            Command::Demo(_)
+                | Command::Scenarios
+                | Command::Replay(_)
+                | Command::Inspect(_)
+                | Command::Check(_)
+        )
+    );
     let code = match cli.command {
         Some(Command::Demo(a)) => demo::run(&a, io),
         Some(Command::Scenarios) => demo::scenarios(io),

@@ -152,6 +152,44 @@ fn describe(meta: &std::fs::Metadata) -> &'static str {
     "a special file"
 }
 
+/// `message` in this tool's words when it says an OS error as Python would
+/// (`FileNotFoundError: [Errno 2] No such file or directory: 'x'` → `cannot open 'x': no such
+/// file or directory`, `OSError: cannot write …` → `cannot write …`); anything else as it
+/// is. Only the reference's own commands keep Python's line: their exact error lines are part
+/// of compatibility (ToolStorm 0.2.0's `check`, `inspect`, `replay`, `demo`).
+pub fn in_our_words(message: &str) -> std::borrow::Cow<'_, str> {
+    const CLASSES: [&str; 5] = [
+        "FileNotFoundError",
+        "IsADirectoryError",
+        "NotADirectoryError",
+        "PermissionError",
+        "FileExistsError",
+    ];
+    let Some((class, rest)) = message.split_once(": ") else {
+        return message.into();
+    };
+    let os_error = class == "OSError";
+    if !os_error && !CLASSES.contains(&class) {
+        return message.into();
+    }
+    // `[Errno N] strerror: 'path'…` (or, for a refusal of our own, `strerror: 'path'…`); an
+    // `OSError` without an errno is a sentence of our own already.
+    let rest = match rest.strip_prefix("[Errno ") {
+        Some(r) => r.split_once("] ").map_or(r, |(_, after)| after),
+        None if os_error => return rest.into(),
+        None => rest,
+    };
+    let Some((strerror, path)) = rest.split_once(": ") else {
+        return message.into();
+    };
+    let mut said = strerror.chars();
+    let strerror: String = match said.next() {
+        Some(first) => first.to_lowercase().chain(said).collect(),
+        None => String::new(),
+    };
+    format!("cannot open {path}: {strerror}").into()
+}
+
 /// The Python exception class for an OS error (`FileNotFoundError`, `IsADirectoryError`, ...).
 pub fn python_class(e: &io::Error) -> &'static str {
     match e.raw_os_error() {
@@ -210,4 +248,42 @@ pub fn python_repr(s: &str) -> String {
     }
     out.push(quote);
     out
+}
+
+#[cfg(test)]
+mod words_tests {
+    use super::in_our_words;
+
+    #[test]
+    fn an_os_error_is_said_in_our_words_and_anything_else_as_it_is() {
+        for (python, ours) in [
+            (
+                "FileNotFoundError: [Errno 2] No such file or directory: 'a: b.json'",
+                "cannot open 'a: b.json': no such file or directory",
+            ),
+            (
+                "IsADirectoryError: [Errno 21] Is a directory: 'demo'",
+                "cannot open 'demo': is a directory",
+            ),
+            (
+                "PermissionError: [Errno 13] Permission denied: \"it's\"",
+                "cannot open \"it's\": permission denied",
+            ),
+            (
+                "OSError: cannot write the report",
+                "cannot write the report",
+            ),
+            (
+                "OSError: [Errno 40] Too many levels of symbolic links: 'a'",
+                "cannot open 'a': too many levels of symbolic links",
+            ),
+            (
+                "ConfigurationError: Invalid trace metadata",
+                "ConfigurationError: Invalid trace metadata",
+            ),
+            ("FileNotFoundError", "FileNotFoundError"),
+        ] {
+            assert_eq!(in_our_words(python), ours);
+        }
+    }
 }

@@ -37,6 +37,7 @@ fn main() -> ExitCode {
             out: &mut out,
             err: &mut err,
             people,
+            reference: false,
         },
     );
     let _ = out.flush();

@@ -50,7 +50,8 @@ pub fn explore(path: Option<PathBuf>, err: &mut dyn std::io::Write) -> i32 {
     let doc = match doc {
         Ok(d) => d,
         Err(e) => {
-            let _ = writeln!(err, "{PROGRAM}: {}", printable::line(&e.to_string()));
+            let said = crate::fsread::in_our_words(&e.to_string()).into_owned();
+            let _ = writeln!(err, "{PROGRAM}: {}", printable::line(&said));
             return exit::USAGE;
         }
     };

@@ -28,6 +28,7 @@ fn run_cli(args: &[String]) -> Outcome {
             out: &mut out,
             err: &mut err,
             people: false,
+            reference: false,
         },
     )
     .code()

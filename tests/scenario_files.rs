@@ -158,9 +158,18 @@ fn bad_files_name_the_path_and_reason() {
     }
     let (code, _, err) = cli(&["run", "no/such/scenario.json"]);
     assert_eq!(code, 2);
-    assert!(
-        err.contains("FileNotFoundError") && err.contains("no/such/scenario.json"),
+    // In this tool's words: `run` is none of the reference's commands.
+    assert_eq!(
+        err.trim_end(),
+        "toolstorm-tui: cannot open 'no/such/scenario.json': no such file or directory",
         "{err}"
+    );
+    // `check` is one: the reference's exact line is part of compatibility.
+    let (code, _, err) = cli(&["check", "no/such/scenario.json"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err.trim_end(),
+        "toolstorm-tui: FileNotFoundError: [Errno 2] No such file or directory: 'no/such/scenario.json'"
     );
 }
 

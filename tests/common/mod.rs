@@ -104,6 +104,7 @@ pub fn cli_for(args: &[&str], people: bool) -> (i32, String, String) {
             out: &mut out,
             err: &mut err,
             people,
+            reference: false,
         },
     )
     .code()
