@@ -287,11 +287,33 @@ fn answers_are_checked_and_only_orbit_scenarios_take_them() {
         err.contains("--answers applies to orbit scenario files"),
         "{err}"
     );
-    // A deny_all scenario asks nobody: answers change nothing and no approval line is printed.
-    let (code, out, _) = cli(&["run", &scenario_path("orbit-injection"), "--answers", "y,y"]);
+    // A deny_all scenario asks nobody: answers change nothing and no approval line is printed,
+    // and stderr says the answers were not used.
+    let (code, out, err) = cli(&["run", &scenario_path("orbit-injection"), "--answers", "y,y"]);
     assert_eq!(code, 0);
     assert!(!out.contains("approval:"), "{out}");
     assert!(out.contains("tracker: 0 actions"), "{out}");
+    assert!(
+        err.contains("--answers y,y not used: the scenario's approver never asked"),
+        "{err}"
+    );
+    // An interactive approver asked once: the answer left over is said too.
+    let text = std::fs::read_to_string(scenario_path("orbit-injection")).expect("scenario");
+    let interactive = text.replace("\"deny_all\"", "\"interactive\"");
+    assert_ne!(interactive, text, "the scenario names its approver");
+    let path = temp("interactive-orbit.json");
+    std::fs::write(&path, interactive).expect("write");
+    let (code, out, err) = cli(&["run", path.to_str().expect("path"), "--answers", "n,y,y"]);
+    assert_eq!(code, 0, "{err}");
+    let asked = out.matches("approval:").count();
+    assert!(asked >= 1, "{out}");
+    assert!(
+        err.contains(&format!(
+            "--answers: {} of 3 answer(s) not used: the approver asked {asked} question(s)",
+            3 - asked
+        )),
+        "{err}"
+    );
 }
 
 #[test]

@@ -204,7 +204,8 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
     // Who answers an interactive approver: the answers given, a person at the terminal, or
     // nobody (denied, and the output says so).
     use std::io::IsTerminal;
-    let mut scripted;
+    let mut scripted =
+        crate::executor::approval::Scripted::new(a.answers.iter().flatten().cloned());
     let mut terminal = TerminalPrompt {
         context: match &scenario {
             Scenario::Orbit(s) => Some(format!(
@@ -219,10 +220,7 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
     };
     let mut nobody = NoTerminal;
     let prompt: &mut dyn crate::executor::approval::Prompt = match &a.answers {
-        Some(answers) => {
-            scripted = crate::executor::approval::Scripted::new(answers.iter().cloned());
-            &mut scripted
-        }
+        Some(_) => &mut scripted,
         None if io.people && std::io::stdin().is_terminal() => &mut terminal,
         None => &mut nobody,
     };
@@ -230,6 +228,26 @@ pub fn run(a: &RunArgs, io: &mut Io<'_>) -> i32 {
         Ok(r) => r,
         Err(e) => return io.fail(&e),
     };
+    // Answers given and never asked for are said, not silently dropped.
+    if let Some(given) = &a.answers {
+        let unused = scripted.left();
+        if scripted.asked() == 0 {
+            let _ = writeln!(
+                io.err,
+                "toolstorm-tui: --answers {} not used: the scenario's approver never asked (it \
+                 asks only when \"approver\" is \"interactive\" and a call has a side effect)",
+                crate::printable::line(&given.join(","))
+            );
+        } else if unused > 0 {
+            let _ = writeln!(
+                io.err,
+                "toolstorm-tui: --answers: {unused} of {} answer(s) not used: the approver asked \
+                 {} question(s)",
+                given.len(),
+                scripted.asked()
+            );
+        }
+    }
     match result {
         ScenarioRun::Orbit(r) => orbit::print_run(&r, &a.out, scratch.is_none(), io),
         ScenarioRun::Lab(lab) => {

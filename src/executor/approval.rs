@@ -158,6 +158,7 @@ impl<P: Prompt> Approver for Interactive<P> {
 #[derive(Clone, Debug, Default)]
 pub struct Scripted {
     answers: std::collections::VecDeque<String>,
+    asked: usize,
 }
 
 impl Scripted {
@@ -165,12 +166,24 @@ impl Scripted {
     pub fn new(answers: impl IntoIterator<Item = String>) -> Scripted {
         Scripted {
             answers: answers.into_iter().collect(),
+            asked: 0,
         }
+    }
+
+    /// How many questions were asked.
+    pub fn asked(&self) -> usize {
+        self.asked
+    }
+
+    /// The answers no question used.
+    pub fn left(&self) -> usize {
+        self.answers.len()
     }
 }
 
 impl Prompt for Scripted {
     fn ask(&mut self, _: &str) -> Option<String> {
+        self.asked += 1;
         self.answers.pop_front()
     }
 }
