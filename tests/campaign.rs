@@ -245,6 +245,17 @@ fn the_idempotent_agent_passes_every_run_and_a_disagreeing_oracle_is_named() {
             .all(|r| r.duplicates == 0 && r.checks.iter().all(|c| c.passed)),
         "every run recovered without a duplicate"
     );
+    // A re-run of seed 45 says the oracle's verdict beside the checks': it fails there again.
+    let (_, out, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--rerun", "45"]);
+    assert!(
+        out.contains("    ✗ → ✗  oracle (--verify): fail → fail"),
+        "{out}\n{err}"
+    );
+    let (_, out, err) = campaign(&dir, &["mcp-lost-ack.campaign.json", "--rerun", "44"]);
+    assert!(
+        out.contains("    ✓ → ✓  oracle (--verify): pass → pass"),
+        "{out}\n{err}"
+    );
 }
 
 /// Starts (without waiting) a campaign of `runs` runs of the naive agent, `before` each: the

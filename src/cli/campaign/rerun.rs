@@ -173,6 +173,26 @@ pub(super) fn rerun(a: &CampaignArgs, file: &CampaignFile, seed: i64, io: &mut I
             let _ = writeln!(io.err, "toolstorm-tui: cannot compare the two runs: {e}");
         }
     }
+    // The oracle's verdict is a run's verdict too (`--verify`): first → rerun, beside the
+    // recording's checks.
+    if file.verify.is_some() || first.oracle.is_some() || again.oracle.is_some() {
+        let mark = |o: Option<bool>| match o {
+            Some(true) => "✓",
+            Some(false) => "✗",
+            None => "-",
+        };
+        let _ = writeln!(
+            io.out,
+            "{}",
+            crate::printable::line(&format!(
+                "    {} → {}  oracle (--verify): {} → {}",
+                mark(first.oracle),
+                mark(again.oracle),
+                first.oracle_word(),
+                again.oracle_word()
+            ))
+        );
+    }
     let _ = writeln!(io.out, "rerun recording: {}", again_path.display());
     // The exit status is the re-run's verdict: 2 when it could not start (nothing was tested).
     if matches!(
