@@ -256,6 +256,30 @@ fn the_idempotent_agent_passes_every_run_and_a_disagreeing_oracle_is_named() {
         out.contains("    ✓ → ✓  oracle (--verify): pass → pass"),
         "{out}\n{err}"
     );
+    // Started again onto it with another probability: refused, saying what differs.
+    let again: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "0.5" { "0.7" } else { a })
+        .collect();
+    let (code, _, err) = campaign(&dir, &again);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("holds another campaign (probability: was 0.5, now 0.7)"),
+        "{err}"
+    );
+    // And without the oracle.
+    let at = args
+        .iter()
+        .position(|a| *a == "--verify")
+        .expect("--verify");
+    let mut unverified = args.clone();
+    unverified.drain(at..at + 2);
+    let (code, _, err) = campaign(&dir, &unverified);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("(--verify: was \"test \\\"$TOOLSTORM_SEED\\\" != 45\", now \"none\")"),
+        "{err}"
+    );
 }
 
 /// Starts (without waiting) a campaign of `runs` runs of the naive agent, `before` each: the

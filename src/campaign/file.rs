@@ -428,16 +428,93 @@ impl CampaignFile {
     /// scenario (and its bytes), agent, probability, timeout, oracle and setup; `other`'s
     /// seeds extend or equal ours (fewer would drop finished runs).
     pub fn same_plan(&self, other: &CampaignFile) -> bool {
-        self.scenario == other.scenario
-            && self.scenario_sha256 == other.scenario_sha256
-            && self.agent == other.agent
-            && self.probability == other.probability
-            && self.timeout == other.timeout
-            && self.before == other.before
-            && self.verify == other.verify
-            && self.agent_http == other.agent_http
-            && self.shard == other.shard
-            && other.seeds.starts_with(&self.seeds)
+        self.plan_difference(other).is_none()
+    }
+
+    /// What `other` plans differently from this campaign, in words (`probability: was 0.5,
+    /// now 0.7`): the first setting that differs, in [`CampaignFile::same_plan`]'s order.
+    pub fn plan_difference(&self, other: &CampaignFile) -> Option<String> {
+        let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
+        let p = |v: Option<f64>| v.map_or("the scenario's".into(), |p| p.to_string());
+        let transport = |http: bool| if http { "http" } else { "stdio" };
+        let shard = |s: &Option<super::shard::Shard>| {
+            s.as_ref()
+                .map_or("none".into(), |s| format!("{}/{}", s.index, s.total))
+        };
+        let differs = [
+            (self.scenario != other.scenario).then(|| {
+                format!(
+                    "scenario: was {:?}, now {:?}",
+                    self.scenario, other.scenario
+                )
+            }),
+            (self.scenario_sha256 != other.scenario_sha256).then(|| {
+                format!(
+                    "the scenario's bytes: sha256 was {}…, now {}…",
+                    self.scenario_sha256
+                        .get(..12)
+                        .unwrap_or(&self.scenario_sha256),
+                    other
+                        .scenario_sha256
+                        .get(..12)
+                        .unwrap_or(&other.scenario_sha256)
+                )
+            }),
+            (self.agent != other.agent).then(|| {
+                format!(
+                    "agent: was {:?}, now {:?}",
+                    self.agent.join(" "),
+                    other.agent.join(" ")
+                )
+            }),
+            (self.probability != other.probability).then(|| {
+                format!(
+                    "probability: was {}, now {}",
+                    p(self.probability),
+                    p(other.probability)
+                )
+            }),
+            (self.timeout != other.timeout)
+                .then(|| format!("timeout: was {} s, now {} s", self.timeout, other.timeout)),
+            (self.before != other.before).then(|| {
+                format!(
+                    "--before: was {:?}, now {:?}",
+                    opt(&self.before),
+                    opt(&other.before)
+                )
+            }),
+            (self.verify != other.verify).then(|| {
+                format!(
+                    "--verify: was {:?}, now {:?}",
+                    opt(&self.verify),
+                    opt(&other.verify)
+                )
+            }),
+            (self.agent_http != other.agent_http).then(|| {
+                format!(
+                    "the agent's transport: was {}, now {}",
+                    transport(self.agent_http),
+                    transport(other.agent_http)
+                )
+            }),
+            (self.shard != other.shard).then(|| {
+                format!(
+                    "shard: was {}, now {}",
+                    shard(&self.shard),
+                    shard(&other.shard)
+                )
+            }),
+            (!other.seeds.starts_with(&self.seeds)).then(|| {
+                format!(
+                    "seeds: was {} from {}, now {} from {} (a resume may only add seeds)",
+                    self.seeds.len(),
+                    self.seeds.first().map_or("none".into(), i64::to_string),
+                    other.seeds.len(),
+                    other.seeds.first().map_or("none".into(), i64::to_string)
+                )
+            }),
+        ];
+        differs.into_iter().flatten().next()
     }
 
     /// SHA-256 of the agent's command as the file keeps it (secrets redacted) and how it

@@ -390,8 +390,11 @@ fn campaign(a: &CampaignArgs, path: &Path, io: &mut Io<'_>) -> i32 {
     let mut file = plan.file();
     if plan.out.exists() {
         let earlier = run::read_file(&plan.out);
-        match earlier {
-            Ok(earlier) if earlier.same_plan(&file) => {
+        match earlier.map(|e| {
+            let differs = e.plan_difference(&file);
+            (e, differs)
+        }) {
+            Ok((earlier, None)) => {
                 for r in earlier.runs {
                     if file.seeds.get(r.run as usize - 1) == Some(&r.seed) {
                         file.record(r);
@@ -407,10 +410,10 @@ fn campaign(a: &CampaignArgs, path: &Path, io: &mut Io<'_>) -> i32 {
                     );
                 }
             }
-            Ok(_) => {
+            Ok((_, Some(what))) => {
                 return io.fail(format!(
-                    "ValueError: {} holds another campaign (scenario, agent, oracle or seeds \
-                     differ): choose another --out, or remove it",
+                    "ValueError: {} holds another campaign ({what}): choose another --out, or \
+                     remove it",
                     plan.out.display()
                 ));
             }
