@@ -251,8 +251,9 @@ fn parse(args: Vec<OsString>) -> Result<Cli, clap::Error> {
         // 0: as written (a pipe or a file has no width to fit).
         cmd = cmd.term_width(0);
     }
-    cmd.try_get_matches_from(args)
-        .and_then(|m| Cli::from_arg_matches(&m))
+    let mut matches = cmd.clone().try_get_matches_from(args)?;
+    // As clap's own parse does: an error here is formatted with the command's usage.
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd))
 }
 
 /// When the first argument is not a file but nearly a command's name (`inspec`, `chek`), the
