@@ -154,8 +154,8 @@ fn describe(meta: &std::fs::Metadata) -> &'static str {
 
 /// `message` in this tool's words when it says an OS error as Python would
 /// (`FileNotFoundError: [Errno 2] No such file or directory: 'x'` → `cannot open 'x': no such
-/// file or directory`, `OSError: cannot write …` → `cannot write …`); anything else as it
-/// is. Only the reference's own commands keep Python's line: their exact error lines are part
+/// file or directory`, `OSError: cannot write …` → `cannot write …`, `ValueError: …` → `…`);
+/// anything else (the tool's own `ConfigurationError`, say) as it is. Only the reference's own commands keep Python's line: their exact error lines are part
 /// of compatibility (ToolStorm 0.2.0's `check`, `inspect`, `replay`, `demo`).
 pub fn in_our_words(message: &str) -> std::borrow::Cow<'_, str> {
     const CLASSES: [&str; 5] = [
@@ -168,6 +168,10 @@ pub fn in_our_words(message: &str) -> std::borrow::Cow<'_, str> {
     let Some((class, rest)) = message.split_once(": ") else {
         return message.into();
     };
+    // Our own sentences, given Python's class for the reference's sake.
+    if class == "ValueError" {
+        return rest.into();
+    }
     let os_error = class == "OSError";
     if !os_error && !CLASSES.contains(&class) {
         return message.into();

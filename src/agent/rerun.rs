@@ -192,8 +192,8 @@ pub fn replan<'f>(
         }
         Err(e) => return Err(e.to_string()),
     };
-    let bin = std::env::current_exe()
-        .map_err(|e| format!("OSError: cannot find this program's path: {e}"))?;
+    let bin =
+        std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
     let plan = Plan {
         scenario_path,
         scenario,

@@ -123,7 +123,7 @@ struct ExchangesHeld {
 }
 
 /// Exchanges held for the relay's log at most; past it they are counted as left out.
-const EXCHANGES_HELD: usize = 1024;
+pub(crate) const EXCHANGES_HELD: usize = 1024;
 
 impl Exchanges {
     /// Whether a log takes exchanges (when not, the HTTP side need not gather them).

@@ -202,3 +202,28 @@ fn http_exchanges_join_the_log_once_attached_in_time_order() {
     let got = wire.entries[1].exchange.as_ref().expect("the exchange");
     assert_eq!(got, &x(200));
 }
+
+#[test]
+fn exchanges_past_what_is_held_are_counted_left_out_not_kept() {
+    use super::{EXCHANGES_HELD, Exchange, Exchanges};
+    let at = scratch("exchanges-bound");
+    let mut w = log(&at);
+    let exchanges = Exchanges::default();
+    w.take_exchanges(exchanges.clone());
+    // Twice the bound before the relay's next hand-off (a flood of refused requests).
+    for _ in 0..2 * EXCHANGES_HELD {
+        exchanges.log(Exchange {
+            dir: Dir::FromClient,
+            method: "POST".into(),
+            path: "/mcp".into(),
+            status: 404,
+            request: Vec::new(),
+            response: Vec::new(),
+        });
+    }
+    assert_eq!(w.finish(), None);
+    let wire = read(&wire_path(&at)).expect("a log");
+    let kept = wire.entries.iter().filter(|e| e.exchange.is_some()).count();
+    assert_eq!(kept, EXCHANGES_HELD);
+    assert_eq!(wire.gaps, EXCHANGES_HELD as u64, "the rest counted");
+}
