@@ -125,19 +125,26 @@ impl Cassette {
         }
     }
 
-    /// Reads `text` when it is shaped like a bare trace, giving the text up as soon as its
-    /// values are read (a large trace is never held as text and values at once): `Ok` with
-    /// the verdict [`Cassette::loads`] would give, or the text back, unread, for anything
-    /// else (a run file, a comparison, a malformed document) — [`Cassette::loads`] and the
-    /// document readers take it from there.
+    /// Reads `text` when it is shaped like a bare trace, each record checked and let go as it
+    /// is read: `Ok` with the verdict [`Cassette::loads`] would give, or the text back for
+    /// anything else (a run file, a comparison, a malformed document) — [`Cassette::loads`]
+    /// and the document readers take it from there.
     pub fn read_owned(text: String) -> Result<Result<Cassette, ConfigError>, String> {
-        match skeleton::read(&text) {
-            Some(skeleton) => {
-                drop(text);
-                Ok(skeleton.into_cassette())
-            }
-            None => Err(text),
+        match skeleton::read(&mut skeleton::Whole::new(&text)) {
+            Ok(Some(verdict)) => Ok(verdict),
+            Ok(None) | Err(_) => Err(text),
         }
+    }
+
+    /// [`Cassette::read_owned`] of a document read from `src` a part at a time, `length` bytes
+    /// long by its own account (a file's length): only the part being read is held, never the
+    /// whole text. `Ok(None)` when it is not a bare trace this way reads (the caller reads it
+    /// whole, from its start); an error when `src` cannot be read.
+    pub fn read_stream(
+        src: impl io::Read,
+        length: usize,
+    ) -> io::Result<Option<Result<Cassette, ConfigError>>> {
+        skeleton::read(&mut skeleton::Chunks::new(src, length))
     }
 
     /// A cassette of a report taken from a run.
@@ -145,10 +152,21 @@ impl Cassette {
         Cassette::from_owned(report.to_value())
     }
 
+    /// [`Cassette::read_stream`] of the file at `path`: the verdict on a bare trace, its text
+    /// never held whole; `None` for anything else, and for a file that does not open as a
+    /// regular one or fails to read — the whole-file readers take those, and say what is wrong.
+    pub fn stream_file(path: &Path) -> Option<Result<Cassette, ConfigError>> {
+        let file = crate::fsread::open_regular(path).ok()?;
+        let length = file
+            .metadata()
+            .map_or(0, |m| usize::try_from(m.len()).unwrap_or(usize::MAX));
+        Cassette::read_stream(file, length).ok()?
+    }
+
     /// Parses JSON text, then constructs.
     pub fn loads(text: &str) -> Result<Cassette, ConfigError> {
-        if let Some(skeleton) = skeleton::read(text) {
-            return skeleton.into_cassette();
+        if let Ok(Some(verdict)) = skeleton::read(&mut skeleton::Whole::new(text)) {
+            return verdict;
         }
         let value = parse(text).map_err(|e| json_error(&e))?;
         Cassette::from_parsed(value)
@@ -157,6 +175,9 @@ impl Cassette {
     /// Reads a file (at most 8,000,001 bytes) as `Cassette.load` does.
     pub fn load(path: impl AsRef<Path>) -> Result<Cassette, LoadError> {
         let path = path.as_ref();
+        if let Some(verdict) = Cassette::stream_file(path) {
+            return verdict.map_err(|e| LoadError::config(path, e));
+        }
         let raw = read_bounded(path)?;
         if raw.len() > MAX_DOCUMENT_BYTES {
             return Err(LoadError::config(
@@ -445,6 +466,11 @@ impl std::error::Error for LoadError {}
 /// comparison (`runs` of 1–100 objects with `report`), each report validated as a cassette.
 pub fn load_document(path: impl AsRef<Path>) -> Result<Vec<Cassette>, LoadError> {
     let path = path.as_ref();
+    if let Some(verdict) = Cassette::stream_file(path) {
+        return verdict
+            .map(|c| vec![c])
+            .map_err(|e| LoadError::config(path, e));
+    }
     let raw = read_bounded(path)?;
     if raw.len() > MAX_DOCUMENT_BYTES {
         return Err(LoadError::TooLarge {

@@ -517,28 +517,31 @@ pub fn add_run_outcome(run: &mut Run, r: &crate::campaign::RunRecord, verify: Op
     }
 }
 
-/// A bare cassette read through its skeleton ([`Cassette::read_owned`]), which lets go of the
-/// bytes as soon as their values are read; the bytes back, unread, for anything else.
-fn bare_trace(path: &Path, bytes: Vec<u8>) -> Result<Result<Trace, Error>, Vec<u8>> {
-    if bytes.len() > MAX_DOCUMENT_BYTES {
-        return Err(bytes);
+/// A bare trace read from `path` a part at a time ([`Cassette::stream_file`]); `None` leaves
+/// the file to the whole-file readers.
+fn streamed_trace(path: &Path) -> Option<Result<Trace, Error>> {
+    let verdict = Cassette::stream_file(path)?;
+    Some(
+        verdict
+            .map(bare_cassette)
+            .map_err(|e| Error::from(cassette::LoadError::config(path, e))),
+    )
+}
+
+/// The trace of one bare cassette.
+fn bare_cassette(cassette: Cassette) -> Trace {
+    Trace {
+        kind: DocKind::Cassette,
+        labels: Vec::new(),
+        cassettes: vec![cassette],
+        mcp: None,
+        recorded: Vec::new(),
+        recovered: None,
+        short: false,
+        live: false,
+        batches: Vec::new(),
+        ask: None,
     }
-    let text = String::from_utf8(bytes).map_err(std::string::FromUtf8Error::into_bytes)?;
-    let verdict = Cassette::read_owned(text).map_err(String::into_bytes)?;
-    Ok(verdict
-        .map(|cassette| Trace {
-            kind: DocKind::Cassette,
-            labels: Vec::new(),
-            cassettes: vec![cassette],
-            mcp: None,
-            recorded: Vec::new(),
-            recovered: None,
-            short: false,
-            live: false,
-            batches: Vec::new(),
-            ask: None,
-        })
-        .map_err(|e| Error::from(cassette::LoadError::config(path, e))))
 }
 
 /// Reads `path` and says what it holds: traces (validated) or a scenario (validated, not run).
@@ -547,14 +550,18 @@ pub fn read(path: &Path) -> Result<Contents, Error> {
     if let Some(t) = journaled(path)? {
         return Ok(Contents::Trace(t));
     }
-    let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
-    // A campaign file grows with its runs past the documents' limit: it has its own.
-    if bytes.len() > MAX_DOCUMENT_BYTES && crate::campaign::file::looks_like_campaign(&bytes) {
-        return campaign::read_file(path).map(|c| Contents::Campaign(Box::new(c)));
-    }
-    let contents = match bare_trace(path, bytes) {
-        Ok(trace) => Contents::Trace(trace?),
-        Err(bytes) => read_bytes(path, &bytes)?,
+    let contents = match streamed_trace(path) {
+        Some(trace) => Contents::Trace(trace?),
+        None => {
+            let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
+            // A campaign file grows with its runs past the documents' limit: it has its own.
+            if bytes.len() > MAX_DOCUMENT_BYTES
+                && crate::campaign::file::looks_like_campaign(&bytes)
+            {
+                return campaign::read_file(path).map(|c| Contents::Campaign(Box::new(c)));
+            }
+            read_bytes(path, &bytes)?
+        }
     };
     match contents {
         Contents::Trace(mut t) => {
@@ -591,10 +598,10 @@ pub fn open_trace(path: &Path) -> Result<Trace, Error> {
     if let Some(t) = journaled(path)? {
         return Ok(t);
     }
-    let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
-    let mut trace = match bare_trace(path, bytes) {
-        Ok(trace) => trace?,
-        Err(bytes) => {
+    let mut trace = match streamed_trace(path) {
+        Some(trace) => trace?,
+        None => {
+            let bytes = crate::fsread::read_document(path).map_err(|e| Error::io(path, e))?;
             let value = parse_json(path, &bytes)?;
             if crate::campaign::CampaignFile::is_campaign(&value) {
                 return Err(Error::invalid(
@@ -673,16 +680,8 @@ impl Document {
         let name = Path::new(BUNDLED_NAME);
         let c = Cassette::loads(BUNDLED_INCIDENT).map_err(|e| Error::invalid(Some(name), e))?;
         let trace = Trace {
-            kind: DocKind::Cassette,
             labels: vec![None],
-            cassettes: vec![c],
-            mcp: None,
-            recorded: Vec::new(),
-            recovered: None,
-            short: false,
-            live: false,
-            batches: Vec::new(),
-            ask: None,
+            ..bare_cassette(c)
         };
         Document::from_trace(None, trace)
     }

@@ -33,10 +33,16 @@ fn bare(text: &str) -> Result<Cassette, String> {
 }
 
 /// What the skeleton reader made of `text`: `None` when it left the text to the general way.
+/// Read from memory and read as a file is, a part at a time, it makes the same.
 fn typed(text: &str) -> Option<Result<Cassette, String>> {
-    Cassette::read_owned(text.to_owned())
+    let owned = Cassette::read_owned(text.to_owned())
         .ok()
-        .map(|verdict| verdict.map_err(|e| e.to_string()))
+        .map(|verdict| verdict.map_err(|e| e.to_string()));
+    let streamed = Cassette::read_stream(text.as_bytes(), text.len())
+        .expect("memory reads")
+        .map(|verdict| verdict.map_err(|e| e.to_string()));
+    assert_eq!(owned, streamed, "read whole and read in parts");
+    owned
 }
 
 /// Asserts both ways agree on `text`; returns whether the skeleton reader read it.
@@ -149,7 +155,14 @@ fn documents_the_typed_view_cannot_rebuild_keep_their_bytes() {
     ] {
         // A running call may record any error; an ok call may not.
         let text = variant(from, to).replacen(r#""status":"ok""#, r#""status":"running""#, 1);
-        assert!(agree(to, &text), "{to}: read typed");
+        // The typed reader lets each record go as it reads it: a document whose bytes only
+        // its tree keeps is the general way's, and `loads` gives that way's cassette.
+        assert_eq!(typed(&text), None, "{to}: left to the general way");
+        assert_eq!(
+            Cassette::loads(&text).map_err(|e| e.to_string()),
+            bare(&text),
+            "{to}"
+        );
         let c = Cassette::loads(&text).expect(to);
         assert!(c.dumps().contains(kept), "{to}: {}", c.dumps());
     }
@@ -244,6 +257,42 @@ fn invalid_traces_get_the_general_ways_message() {
 }
 
 #[test]
+fn capture_given_after_the_calls_is_still_judged_first() {
+    // The calls come before `capture` in a key-sorted file; with capture on, a call whose
+    // arguments are not an object fails, at that call's last check.
+    let bare1 = (r#""arguments":{"a":1,"b":2}"#, r#""arguments":[1]"#);
+    let bare2 = (r#""arguments":{"b":3,"a":1}"#, r#""arguments":"text""#);
+    let late_effect = (r#""at":0.25"#, r#""at":9.0"#);
+    let cases: [(&[(&str, &str)], &str); 7] = [
+        (&[bare2], "calls[1].arguments"),
+        (&[bare2, late_effect], "calls[1].arguments"),
+        (&[bare1, (r#""id":2"#, r#""id":3"#)], "calls[0].arguments"),
+        (&[bare2, (r#""id":2"#, r#""id":3"#)], "calls[1].id"),
+        (&[bare2, (r#""id":1"#, r#""id":5"#)], "calls[0].id"),
+        (&[bare2, (r#""capture":true"#, r#""capture":1"#)], "capture"),
+        (
+            &[late_effect, (r#""capture":true"#, r#""capture":false"#)],
+            "effects[0].at",
+        ),
+    ];
+    for (changes, path) in cases {
+        let text = changes.iter().fold(BASE.to_owned(), |t, (from, to)| {
+            assert!(t.contains(from), "{from}");
+            t.replacen(from, to, 1)
+        });
+        assert!(agree(path, &text), "{path}: read typed");
+        let message = general(&text).expect_err(path);
+        assert!(message.contains(path), "{path}: {message}");
+    }
+    // With capture off, arguments may be anything.
+    let text =
+        BASE.replacen(bare2.0, bare2.1, 1)
+            .replacen(r#""capture":true"#, r#""capture":false"#, 1);
+    assert!(agree("capture off", &text));
+    assert!(matches!(typed(&text), Some(Ok(_))));
+}
+
+#[test]
 fn too_many_calls_and_too_deep_payloads_are_refused_alike() {
     let deep = format!("{}1{}", "[".repeat(40), "]".repeat(40));
     let text = variant(r#""sum":4"#, &format!(r#""sum":{deep}"#));
@@ -265,7 +314,14 @@ fn a_document_over_the_canonical_limit_is_measured_exactly() {
             r#""a":1,"b":2"#,
             &format!(r#""a":"{}","b":2"#, "é".repeat(chars)),
         );
-        assert!(agree(&format!("{chars} chars"), &text));
+        // Past the bound on its canonical size only the tree can measure it exactly: the
+        // general way's.
+        assert_eq!(agree(&format!("{chars} chars"), &text), fits, "{chars}");
+        assert_eq!(
+            Cassette::loads(&text).map_err(|e| e.to_string()),
+            bare(&text),
+            "{chars}"
+        );
         let verdict = general(&text);
         assert_eq!(verdict.is_ok(), fits, "{chars}");
         if !fits {

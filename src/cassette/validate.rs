@@ -187,6 +187,12 @@ impl<const N: usize> Fields for [Value; N] {
     }
 }
 
+impl<T: Fields + ?Sized> Fields for &T {
+    fn at(&self, slot: usize, key: &str) -> &Value {
+        (**self).at(slot, key)
+    }
+}
+
 /// A call field, looked up by its canonical position first.
 macro_rules! call_field {
     ($o:expr, $name:literal) => {
@@ -201,97 +207,11 @@ macro_rules! effect_field {
     };
 }
 
-/// A call's fields after the per-call checks (what later checks look back at).
-struct Seen<'a, F> {
-    obj: &'a F,
-    tool: Text,
-    ordinal: u64,
-    started: f64,
-    elapsed: f64,
-    status: Status,
-    executed: bool,
-}
-
-/// A trace as the checks read it: the top-level fields, and the call and effect lists. A
-/// parsed document is one source; the typed reader of `skeleton` is the other.
-pub(super) trait Source {
-    /// A call record.
-    type Call: Fields;
-    /// An effect record.
-    type Effect: Fields;
-    /// A top-level field other than the two lists (null when absent).
-    fn top(&self, key: &str) -> &Value;
-    /// How many calls there are, or the list's own error (not an array, too long).
-    fn calls(&self) -> Result<usize, ConfigError>;
-    /// Call `i`'s record, or the error that it is not one.
-    fn call(&self, i: usize) -> Result<&Self::Call, ConfigError>;
-    /// How many effects there are, or the list's own error.
-    fn effects(&self) -> Result<usize, ConfigError>;
-    /// Effect `i`'s record, or the error that it is not one.
-    fn effect(&self, i: usize) -> Result<&Self::Effect, ConfigError>;
-}
-
-/// A parsed report document whose top-level keys have been checked.
-struct Parsed<'a>(&'a Object);
-
-impl Source for Parsed<'_> {
-    type Call = Object;
-    type Effect = Object;
-
-    fn top(&self, key: &str) -> &Value {
-        field(self.0, key)
-    }
-
-    fn calls(&self) -> Result<usize, ConfigError> {
-        match field(self.0, "calls") {
-            Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => Ok(items.len()),
-            Value::Array(items) => Err(fail("Invalid trace call list").at("calls").because(
-                format!("{} calls; at most {MAX_TRACE_ITEMS} allowed", items.len()),
-            )),
-            other => Err(fail("Invalid trace call list")
-                .at("calls")
-                .because(format!("expected an array, found {}", other.type_name()))),
-        }
-    }
-
-    fn call(&self, i: usize) -> Result<&Object, ConfigError> {
-        let raw = list_item(self.0, "calls", i);
-        exact_record(raw, &CALL_SORTED).map_or_else(|| require_keys(raw, &CALL_KEYS, &[]), Ok)
-    }
-
-    fn effects(&self) -> Result<usize, ConfigError> {
-        match field(self.0, "effects") {
-            Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => Ok(items.len()),
-            other => Err(fail("Invalid effect list")
-                .at("effects")
-                .because(match other {
-                    Value::Array(a) => {
-                        format!("{} effects; at most {MAX_TRACE_ITEMS} allowed", a.len())
-                    }
-                    _ => format!("expected an array, found {}", other.type_name()),
-                })),
-        }
-    }
-
-    fn effect(&self, i: usize) -> Result<&Object, ConfigError> {
-        let raw = list_item(self.0, "effects", i);
-        exact_record(raw, &EFFECT_SORTED).map_or_else(|| require_keys(raw, &EFFECT_KEYS, &[]), Ok)
-    }
-}
-
-/// Item `i` of the top-level list `key` (null when absent).
-fn list_item<'a>(top: &'a Object, key: &str, i: usize) -> &'a Value {
-    field(top, key)
-        .as_array()
-        .and_then(|items| items.get(i))
-        .unwrap_or(&Value::Null)
-}
-
-/// A trace that passed every check: its typed view, without the call payloads (the caller
-/// attaches those, copying or moving them), and whether that view rebuilds the document byte
-/// for byte.
+/// A trace that passed every check: its typed view, and whether that view rebuilds the
+/// document byte for byte. The call payloads are in the view when the source gave them up
+/// ([`Source::payloads`]); otherwise the caller attaches them, copying or moving them.
 pub(super) struct Checked {
-    /// The typed view; every call's `arguments` and `output` are null.
+    /// The typed view; a borrowed source's calls have null `arguments` and `output`.
     pub report: Report,
     /// Whether [`Report::to_value`], key-sorted, equals the document: every duration is written
     /// as a float, ok and running calls record no error, the clock is UTF-8 and the rejected
@@ -318,113 +238,281 @@ pub fn validate_report(data: &Value) -> Result<Report, ConfigError> {
 /// [`validate_report`] without the payloads, saying whether the typed view rebuilds `data`.
 pub(super) fn check_document(data: &Value) -> Result<Checked, ConfigError> {
     let top = require_keys(data, &REPORT_KEYS, &[])?;
-    check_trace(&Parsed(top))
+    let count = |key| {
+        field(top, key)
+            .as_array()
+            .map_or(0, |a| a.len().min(MAX_TRACE_ITEMS))
+    };
+    let mut check = TraceCheck::with_capacity(count("calls"), count("effects"));
+    match list(top, "calls", "Invalid trace call list", "calls") {
+        Err(e) => check.calls_list_error(e),
+        Ok(items) => {
+            for raw in items {
+                let record = exact_record(raw, &CALL_SORTED)
+                    .map_or_else(|| require_keys(raw, &CALL_KEYS, &[]), Ok);
+                if !check.call(record).is_checked() {
+                    break;
+                }
+            }
+            match list(top, "effects", "Invalid effect list", "effects") {
+                Err(e) => check.effects_list_error(e),
+                Ok(items) => {
+                    for raw in items {
+                        let record = exact_record(raw, &EFFECT_SORTED)
+                            .map_or_else(|| require_keys(raw, &EFFECT_KEYS, &[]), Ok);
+                        check.effect(record);
+                    }
+                }
+            }
+        }
+    }
+    check.finish(|key| field(top, key))
 }
 
-/// Every check of a trace, in the reference's order.
-pub(super) fn check_trace<S: Source>(src: &S) -> Result<Checked, ConfigError> {
-    let schema = src.top("schema_version");
-    if !int_is(schema, 1) {
-        return Err(fail("Unsupported trace schema version; expected 1")
-            .at("schema_version")
-            .because(format!("found {}", brief(schema))));
+/// The top-level list `key`, or its own error (not an array, too long).
+fn list<'a>(
+    top: &'a Object,
+    key: &str,
+    message: &'static str,
+    noun: &str,
+) -> Result<&'a [Value], ConfigError> {
+    match field(top, key) {
+        Value::Array(items) if items.len() <= MAX_TRACE_ITEMS => Ok(items),
+        other => Err(fail(message).at(key).because(match other {
+            Value::Array(a) => format!("{} {noun}; at most {MAX_TRACE_ITEMS} allowed", a.len()),
+            _ => format!("expected an array, found {}", other.type_name()),
+        })),
     }
-    let capture = match src.top("capture") {
-        Value::Bool(b) => *b,
-        other => {
-            return Err(fail("Invalid trace metadata")
-                .at("capture")
-                .because(format!("expected a boolean, found {}", other.type_name())));
-        }
-    };
-    let Value::Int(seed) = src.top("seed") else {
-        return Err(fail("Invalid trace metadata").at("seed").because(format!(
-            "expected an integer, found {}",
-            src.top("seed").type_name()
-        )));
-    };
-    let Some(clock) = src.top("clock").as_text() else {
-        return Err(fail("Invalid trace metadata").at("clock").because(format!(
-            "expected a string, found {}",
-            src.top("clock").type_name()
-        )));
-    };
-    let Value::Int(rejections) = src.top("budget_rejections") else {
-        return Err(fail("Invalid trace metadata")
-            .at("budget_rejections")
-            .because(format!(
-                "expected an integer, found {}",
-                src.top("budget_rejections").type_name()
-            )));
-    };
-    if rejections.is_negative() {
-        return Err(fail("Invalid rejected call count")
-            .at("budget_rejections")
-            .because(format!("found {}", rejections.to_decimal())));
-    }
-    let budget_rejections = rejections.as_i64().map_or(u64::MAX, |n| n as u64);
-    let call_count = src.calls()?;
+}
 
-    let mut seen: Vec<Seen<'_, S::Call>> = Vec::with_capacity(call_count);
-    let mut calls: Vec<Call> = Vec::with_capacity(call_count);
-    let mut ordinals: HashMap<Text, u64> = HashMap::new();
-    for pos in 0..call_count {
-        let (s, call) = src
-            .call(pos)
-            .and_then(|o| check_call(o, pos as u64 + 1, capture, &seen, &mut ordinals))
-            .map_err(|e| e.within(&format!("calls[{pos}]")))?;
-        seen.push(s);
-        calls.push(call);
-    }
+/// What became of a call record fed to [`TraceCheck::call`].
+pub(super) enum Fed<'a> {
+    /// It passed its checks: its typed view, to which its payloads may be moved.
+    Checked(&'a mut Call),
+    /// It failed, or a call before it did: no later call is checked.
+    Failed,
+}
 
-    let effects = check_effects(src, &seen)?;
-    let (rules, rule_values) = check_rules(src.top("rules"))?;
-    let coverage = check_coverage(src.top("coverage"), &rules)?;
-    let expected = replay_coverage(&rules, &seen, capture)?;
-    for (i, rule) in rules.iter().enumerate() {
-        let recorded = coverage
-            .iter()
-            .find(|(n, _)| *n == rule.name)
-            .map(|(_, c)| *c);
-        if recorded != Some(expected[i]) {
-            let e = expected[i];
-            return Err(fail("Coverage counts disagree with recorded calls")
-                .at(format!("coverage.{}", quoted(&rule.name.to_lossy())))
-                .because(format!(
-                    "recorded {}, the calls give eligible {}, selected {}, triggered {}",
-                    recorded.map_or_else(
-                        || "nothing".to_owned(),
-                        |c| format!(
-                            "eligible {}, selected {}, triggered {}",
-                            c.eligible, c.selected, c.triggered
-                        )
-                    ),
-                    e.eligible,
-                    e.selected,
-                    e.triggered
-                )));
+impl Fed<'_> {
+    fn is_checked(&self) -> bool {
+        matches!(self, Fed::Checked(_))
+    }
+}
+
+/// A faulted call's recorded error, and a replacement's output: what the coverage replay
+/// compares with the rule, kept because the record itself may be gone by then.
+struct Faulted {
+    error: Value,
+    output: Value,
+}
+
+/// Every check of a trace, fed its records in document order as they are read — calls, then
+/// effects — and holding only their typed views, so a reader may let each record go once fed.
+/// The first failure of each stage is kept, and [`TraceCheck::finish`] reports the first in
+/// the reference's order (metadata, calls, effects, rules, coverage, the replay), whatever
+/// order the top-level fields came in. That includes `capture`, which a key-sorted file gives
+/// after its calls: whether a call's arguments are an object is noted, and judged at the end.
+#[derive(Default)]
+pub(super) struct TraceCheck {
+    calls: Vec<Call>,
+    ordinals: HashMap<Text, u64>,
+    /// A list's own error (not an array, too long), or the first failing call.
+    call_error: Option<ConfigError>,
+    /// The first checked call whose arguments are not an object: its place and what they are.
+    bare_arguments: Option<(usize, &'static str)>,
+    /// Every call naming a fault, in order.
+    faulted: Vec<Faulted>,
+    /// Whether a call's typed view writes other bytes than its record.
+    call_not_rebuilt: bool,
+    effects: Vec<Effect>,
+    labels: Vec<(Text, Text)>,
+    visible: HashMap<(Text, Text), u64>,
+    effect_error: Option<ConfigError>,
+    /// Whether an effect's time was written other than as a float.
+    effect_time_not_float: bool,
+}
+
+impl TraceCheck {
+    /// Checks with room for `calls` calls and `effects` effects.
+    pub(super) fn with_capacity(calls: usize, effects: usize) -> TraceCheck {
+        TraceCheck {
+            calls: Vec::with_capacity(calls),
+            effects: Vec::with_capacity(effects),
+            ..TraceCheck::default()
         }
     }
-    let rebuildable = clock.as_str().is_some()
-        && rejections.as_i64().is_some()
-        && seen.iter().all(|s| rebuilds_call(s.obj, s.status))
-        && (0..effects.len()).all(|i| {
-            src.effect(i)
-                .is_ok_and(|o| matches!(effect_field!(o, "at"), Value::Float(_)))
+
+    /// The list of calls is not one (not an array, too long): no call is checked.
+    pub(super) fn calls_list_error(&mut self, e: ConfigError) {
+        self.call_error.get_or_insert(e);
+    }
+
+    /// The list of effects is not one: no effect is checked.
+    pub(super) fn effects_list_error(&mut self, e: ConfigError) {
+        self.effect_error.get_or_insert(e);
+    }
+
+    /// Checks the next call record (or the error that it is not one) against the calls
+    /// before it.
+    pub(super) fn call<F: Fields>(&mut self, record: Result<F, ConfigError>) -> Fed<'_> {
+        if self.call_error.is_some() {
+            return Fed::Failed;
+        }
+        let pos = self.calls.len();
+        let checked = record.and_then(|o| {
+            let call = check_call(&o, pos as u64 + 1, &self.calls, &mut self.ordinals)?;
+            Ok((o, call))
         });
-    Ok(Checked {
-        report: Report {
-            seed: seed.clone(),
-            clock: clock.to_lossy(),
-            calls,
-            effects,
-            rules: rule_values,
-            coverage,
-            budget_rejections,
-            capture,
-        },
-        rebuildable,
-    })
+        let (o, call) = match checked {
+            Ok(c) => c,
+            Err(e) => {
+                self.call_error = Some(e.within(&format!("calls[{pos}]")));
+                return Fed::Failed;
+            }
+        };
+        let arguments = call_field!(&o, "arguments");
+        if self.bare_arguments.is_none() && arguments.as_object().is_none() {
+            self.bare_arguments = Some((pos, arguments.type_name()));
+        }
+        self.call_not_rebuilt |= !rebuilds_call(&o, call.status);
+        if call.fault.is_some() {
+            let replaces = call.kind == Some(FaultKind::Replace);
+            self.faulted.push(Faulted {
+                error: call_field!(&o, "error").clone(),
+                output: if replaces {
+                    call_field!(&o, "output").clone()
+                } else {
+                    Value::Null
+                },
+            });
+        }
+        self.calls.push(call);
+        match self.calls.last_mut() {
+            Some(call) => Fed::Checked(call),
+            None => Fed::Failed,
+        }
+    }
+
+    /// Checks the next effect record (or the error that it is not one) against every call:
+    /// fed after the last call.
+    pub(super) fn effect<F: Fields>(&mut self, record: Result<F, ConfigError>) {
+        if self.call_error.is_some() || self.effect_error.is_some() {
+            return;
+        }
+        let j = self.effects.len();
+        let checked = record.and_then(|o| {
+            self.effect_time_not_float |= !matches!(effect_field!(&o, "at"), Value::Float(_));
+            check_effect(&o, &self.calls, &mut self.labels, &mut self.visible)
+        });
+        match checked {
+            Ok(effect) => self.effects.push(effect),
+            Err(e) => self.effect_error = Some(e.within(&format!("effects[{j}]"))),
+        }
+    }
+
+    /// The verdict on the trace whose top-level fields `top` gives, once every record has
+    /// been fed: the first failing check in the reference's order, or the typed view.
+    pub(super) fn finish<'v>(
+        self,
+        top: impl Fn(&str) -> &'v Value,
+    ) -> Result<Checked, ConfigError> {
+        let schema = top("schema_version");
+        if !int_is(schema, 1) {
+            return Err(fail("Unsupported trace schema version; expected 1")
+                .at("schema_version")
+                .because(format!("found {}", brief(schema))));
+        }
+        let capture = match top("capture") {
+            Value::Bool(b) => *b,
+            other => {
+                return Err(fail("Invalid trace metadata")
+                    .at("capture")
+                    .because(format!("expected a boolean, found {}", other.type_name())));
+            }
+        };
+        let Value::Int(seed) = top("seed") else {
+            return Err(fail("Invalid trace metadata").at("seed").because(format!(
+                "expected an integer, found {}",
+                top("seed").type_name()
+            )));
+        };
+        let Some(clock) = top("clock").as_text() else {
+            return Err(fail("Invalid trace metadata").at("clock").because(format!(
+                "expected a string, found {}",
+                top("clock").type_name()
+            )));
+        };
+        let Value::Int(rejections) = top("budget_rejections") else {
+            return Err(fail("Invalid trace metadata")
+                .at("budget_rejections")
+                .because(format!(
+                    "expected an integer, found {}",
+                    top("budget_rejections").type_name()
+                )));
+        };
+        if rejections.is_negative() {
+            return Err(fail("Invalid rejected call count")
+                .at("budget_rejections")
+                .because(format!("found {}", rejections.to_decimal())));
+        }
+        let budget_rejections = rejections.as_i64().map_or(u64::MAX, |n| n as u64);
+        // With capture on, bare arguments fail their call: its last check, so a call failing
+        // another check first (or an earlier call) still wins.
+        let bare = self.bare_arguments.filter(|_| capture);
+        if let Some((pos, found)) = bare {
+            return Err(fail("Recorded arguments must be an object")
+                .at("arguments")
+                .because(format!("capture is on, found {found}"))
+                .within(&format!("calls[{pos}]")));
+        }
+        if let Some(e) = self.call_error.or(self.effect_error) {
+            return Err(e);
+        }
+        let (rules, rule_values) = check_rules(top("rules"))?;
+        let coverage = check_coverage(top("coverage"), &rules)?;
+        let expected = replay_coverage(&rules, &self.calls, &self.faulted, capture)?;
+        for (i, rule) in rules.iter().enumerate() {
+            let recorded = coverage
+                .iter()
+                .find(|(n, _)| *n == rule.name)
+                .map(|(_, c)| *c);
+            if recorded != Some(expected[i]) {
+                let e = expected[i];
+                return Err(fail("Coverage counts disagree with recorded calls")
+                    .at(format!("coverage.{}", quoted(&rule.name.to_lossy())))
+                    .because(format!(
+                        "recorded {}, the calls give eligible {}, selected {}, triggered {}",
+                        recorded.map_or_else(
+                            || "nothing".to_owned(),
+                            |c| format!(
+                                "eligible {}, selected {}, triggered {}",
+                                c.eligible, c.selected, c.triggered
+                            )
+                        ),
+                        e.eligible,
+                        e.selected,
+                        e.triggered
+                    )));
+            }
+        }
+        let rebuildable = clock.as_str().is_some()
+            && rejections.as_i64().is_some()
+            && !self.call_not_rebuilt
+            && !self.effect_time_not_float;
+        Ok(Checked {
+            report: Report {
+                seed: seed.clone(),
+                clock: clock.to_lossy(),
+                calls: self.calls,
+                effects: self.effects,
+                rules: rule_values,
+                coverage,
+                budget_rejections,
+                capture,
+            },
+            rebuildable,
+        })
+    }
 }
 
 /// Whether a checked call's typed form writes the same fields: durations as floats, and an
@@ -442,13 +530,14 @@ fn rebuilds_call<F: Fields>(o: &F, status: Status) -> bool {
         }
 }
 
-fn check_call<'a, F: Fields>(
-    o: &'a F,
+/// Checks call `index` (1-based) against the calls before it; its typed view, without the
+/// payloads.
+fn check_call<F: Fields>(
+    o: &F,
     index: u64,
-    capture: bool,
-    earlier: &[Seen<'a, F>],
+    earlier: &[Call],
     ordinals: &mut HashMap<Text, u64>,
-) -> Result<(Seen<'a, F>, Call), ConfigError> {
+) -> Result<Call, ConfigError> {
     let id = call_field!(o, "id");
     if !int_is(id, index) {
         return Err(fail("Trace calls must have contiguous invocation IDs")
@@ -606,15 +695,11 @@ fn check_call<'a, F: Fields>(
                 retry_after: eo.get("retry_after").and_then(Value::as_number_f64),
             });
     }
-    let arguments = call_field!(o, "arguments");
-    if capture && arguments.as_object().is_none() {
-        return Err(fail("Recorded arguments must be an object")
-            .at("arguments")
-            .because(format!("capture is on, found {}", arguments.type_name())));
-    }
-    let call = Call {
+    // Whether the arguments are an object matters only with capture on, and is judged with
+    // it ([`TraceCheck::finish`]): the last check of a call.
+    Ok(Call {
         id: index,
-        tool: tool.clone(),
+        tool,
         ordinal,
         key,
         started,
@@ -629,19 +714,7 @@ fn check_call<'a, F: Fields>(
         output: Value::Null,
         error,
         capture_error,
-    };
-    Ok((
-        Seen {
-            obj: o,
-            tool,
-            ordinal,
-            started,
-            elapsed,
-            status,
-            executed,
-        },
-        call,
-    ))
+    })
 }
 
 fn check_error(v: &Value) -> Result<ErrorRecord, ConfigError> {
@@ -696,27 +769,9 @@ fn check_error(v: &Value) -> Result<ErrorRecord, ConfigError> {
     })
 }
 
-fn check_effects<S: Source>(
-    src: &S,
-    calls: &[Seen<'_, S::Call>],
-) -> Result<Vec<Effect>, ConfigError> {
-    let count = src.effects()?;
-    let mut labels: Vec<(Text, Text)> = Vec::new();
-    let mut visible: HashMap<(Text, Text), u64> = HashMap::new();
-    let mut effects = Vec::with_capacity(count);
-    for j in 0..count {
-        let effect = src
-            .effect(j)
-            .and_then(|o| check_effect(o, calls, &mut labels, &mut visible))
-            .map_err(|e| e.within(&format!("effects[{j}]")))?;
-        effects.push(effect);
-    }
-    Ok(effects)
-}
-
-fn check_effect<C: Fields, E: Fields>(
+fn check_effect<E: Fields>(
     o: &E,
-    calls: &[Seen<'_, C>],
+    calls: &[Call],
     labels: &mut Vec<(Text, Text)>,
     visible: &mut HashMap<(Text, Text), u64>,
 ) -> Result<Effect, ConfigError> {
@@ -938,9 +993,11 @@ fn precall_error(kind: FaultKind, rule: &Rule) -> Option<Value> {
     Some(Value::Object(o))
 }
 
-fn replay_coverage<F: Fields>(
+/// The coverage the calls give each rule, checking every faulted call against its rule.
+fn replay_coverage(
     rules: &[Rule],
-    calls: &[Seen<'_, F>],
+    calls: &[Call],
+    faulted: &[Faulted],
     capture: bool,
 ) -> Result<Vec<Coverage>, ConfigError> {
     let index: HashMap<&Text, usize> = rules
@@ -950,26 +1007,30 @@ fn replay_coverage<F: Fields>(
         .collect();
     let mut expected = vec![Coverage::default(); rules.len()];
     let mut matches = ToolMatches::default();
+    let mut faulted = faulted.iter();
     for (pos, call) in calls.iter().enumerate() {
-        let here = format!("calls[{pos}]");
-        let o = call.obj;
         let row = matches.row(rules, &call.tool);
         for (i, cov) in expected.iter_mut().enumerate() {
             if matches.eligible(rules, row, i, call.ordinal) {
                 cov.eligible += 1;
             }
         }
-        let injected = call_field!(o, "injected").as_bool().unwrap_or(false);
-        let executed = call.executed;
-        let kind_value = call_field!(o, "kind");
-        let Some(fault) = call_field!(o, "fault").as_text() else {
-            if !kind_value.is_null() || injected {
+        let (injected, executed) = (call.injected, call.executed);
+        let Some(fault) = &call.fault else {
+            if call.kind.is_some() || injected {
+                let here = format!("calls[{pos}]");
                 return Err(fail("A fault kind needs a rule reference")
                     .at(format!("{here}.fault"))
                     .because("kind or injected is set but fault is null"));
             }
             continue;
         };
+        // Every call naming a fault left its record's error (and a replacement's output)
+        // there, in order.
+        let (error, output) = faulted
+            .next()
+            .map_or((&Value::Null, &Value::Null), |f| (&f.error, &f.output));
+        let here = format!("calls[{pos}]");
         let Some(&ri) = index.get(fault) else {
             return Err(fail("Call references an unknown fault rule")
                 .at(format!("{here}.fault"))
@@ -985,7 +1046,7 @@ fn replay_coverage<F: Fields>(
                 )));
         }
         let covers = matches.eligible(rules, row, ri, call.ordinal);
-        if kind_value.as_str() != Some(rule.kind.as_str()) || !covers {
+        if call.kind != Some(rule.kind) || !covers {
             return Err(fail("Call fault does not match its rule")
                 .at(format!("{here}.kind"))
                 .because(format!(
@@ -1020,7 +1081,7 @@ fn replay_coverage<F: Fields>(
         }
         if let Some(want) = precall_error(kind, rule)
             && call.status != Status::Running
-            && (call.status != Status::Error || !call_field!(o, "error").py_eq(&want))
+            && (call.status != Status::Error || !error.py_eq(&want))
         {
             return Err(fail("Pre-call failure must carry its declared error")
                 .at(format!("{here}.error"))
@@ -1028,7 +1089,7 @@ fn replay_coverage<F: Fields>(
                     "expected status error with {}, found status {} with {}",
                     canonical(&want),
                     call.status.as_str(),
-                    brief(call_field!(o, "error"))
+                    brief(error)
                 )));
         }
         if kind == FaultKind::Replace && !matches!(call.status, Status::Running | Status::Ok) {
@@ -1039,15 +1100,15 @@ fn replay_coverage<F: Fields>(
         if kind == FaultKind::Replace
             && call.status == Status::Ok
             && capture
-            && !call_field!(o, "capture_error").as_bool().unwrap_or(false)
-            && canonical(call_field!(o, "output")) != canonical(&rule.replacement)
+            && !call.capture_error
+            && canonical(output) != canonical(&rule.replacement)
         {
             return Err(fail("Captured replacement disagrees with its rule payload")
                 .at(format!("{here}.output"))
                 .because(format!(
                     "expected {}, found {}",
                     brief(&rule.replacement),
-                    brief(call_field!(o, "output"))
+                    brief(output)
                 )));
         }
         if kind == FaultKind::ResponseLost {
@@ -1062,14 +1123,14 @@ fn replay_coverage<F: Fields>(
                 w.push("known", true);
                 Value::Object(w)
             };
-            if injected && (call.status != Status::Error || !call_field!(o, "error").py_eq(&lost)) {
+            if injected && (call.status != Status::Error || !error.py_eq(&lost)) {
                 return Err(
                     fail("A triggered lost acknowledgement must record ResponseLost")
                         .at(format!("{here}.error"))
                         .because(format!(
                             "found status {} with {}",
                             call.status.as_str(),
-                            brief(call_field!(o, "error"))
+                            brief(error)
                         )),
                 );
             }

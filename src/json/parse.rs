@@ -141,9 +141,10 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    /// A reader at the start of `text`, or `None` where [`parse`] would refuse it at once.
-    pub fn new(text: &'a str) -> Option<Reader<'a>> {
-        (text.len() <= MAX_DOCUMENT_BYTES && !text.starts_with('\u{feff}')).then(|| Reader {
+    /// A reader of a part of a document, read a window at a time: its caller has looked at
+    /// the document's start and keeps to its size limit.
+    pub fn part(text: &'a str) -> Reader<'a> {
+        Reader {
             p: Parser {
                 bytes: text.as_bytes(),
                 text,
@@ -151,7 +152,18 @@ impl<'a> Reader<'a> {
                 members: Vec::new(),
                 items: Vec::new(),
             },
-        })
+        }
+    }
+
+    /// Where the reader is, as a byte offset into the text.
+    pub fn offset(&self) -> usize {
+        self.p.pos
+    }
+
+    /// Whether `b` comes next (after any whitespace), leaving it there.
+    pub fn next_is(&mut self, b: u8) -> bool {
+        self.p.skip_ws();
+        self.p.peek() == Some(b)
     }
 
     /// Takes `b` (after any whitespace) if it comes next.

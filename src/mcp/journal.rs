@@ -596,10 +596,7 @@ impl Rebuild {
     /// The recording the journal describes: a validated cassette and its sidecar.
     pub fn recording(&self) -> Result<(Cassette, McpSession), ConfigError> {
         let t = self.texts()?;
-        let cassette = match Cassette::read_owned(t.cassette) {
-            Ok(verdict) => verdict?,
-            Err(text) => Cassette::loads(&text)?,
-        };
+        let cassette = Cassette::loads(&t.cassette)?;
         let value = parse(&t.sidecar).map_err(|e| {
             ConfigError::new("Invalid or excessively nested JSON").because(e.to_string())
         })?;
