@@ -910,6 +910,49 @@ fn an_http_status_and_a_cut_stream_are_recorded_as_the_client_saw_them_and_repla
 }
 
 #[test]
+fn a_sessions_call_goes_to_the_server_only_after_it_took_the_notification_before_it() {
+    // A server slow to take `notifications/initialized`: each of the proxy's messages is its own
+    // POST, and the call the client sends next must not overtake the notification, as it cannot
+    // on stdio and does not when the client speaks to the server itself.
+    let order: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let log = Arc::clone(&order);
+    let (upstream, _seen) = scripted(move |method, _, body| {
+        if body.contains("notifications/initialized") {
+            thread::sleep(Duration::from_millis(400));
+            log.lock().expect("order").push("initialized taken");
+        } else if body.contains("tools/call") {
+            log.lock().expect("order").push("call received");
+        }
+        usual(method, body, |_| {
+            json_answer("", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#)
+        })
+    });
+    // An HTTP client of the listening proxy: its 202 comes at once, and it calls at once.
+    let (_record, live) = listening_to(&upstream, "http-notification-order", "listen.json");
+    let got = a_session_with_one_call(live.url(), "A1");
+    let _ = live.stop();
+    assert_eq!(got.status, 200, "{} {}", got.head, got.body);
+    // A stdio client, which writes its notification and its call without waiting at all.
+    let (_record, mut p, mut c) = recording_to(&upstream, "http-notification-order", "stdio.json");
+    c.initialize("stdio");
+    c.send(INITIALIZED);
+    c.send(&call(1, "A2"));
+    let answer = c.next();
+    drop(c);
+    wait_for(&mut p.child, Duration::from_secs(15));
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(
+        *order.lock().expect("order"),
+        [
+            "initialized taken",
+            "call received",
+            "initialized taken",
+            "call received"
+        ]
+    );
+}
+
+#[test]
 fn an_http_servers_error_status_is_given_back_by_the_replay_as_it_was_relayed() {
     let (upstream, _seen) = scripted(|method, _, body| {
         usual(method, body, |_| {
@@ -921,12 +964,7 @@ fn an_http_servers_error_status_is_given_back_by_the_replay_as_it_was_relayed() 
             )
         })
     });
-    let record = common::scratch_recording("http-upstream-status", "status.json");
-    let rec = record.display().to_string();
-    let live = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &upstream],
-        &[],
-    );
+    let (record, live) = listening_to(&upstream, "http-upstream-status", "status.json");
     let one = |url: &str| -> Answer {
         let session = initialize(url, &[]);
         let h = [
@@ -979,6 +1017,7 @@ fn an_http_servers_error_status_is_given_back_by_the_replay_as_it_was_relayed() 
         "the session's id went with it: {to_server:?}"
     );
 
+    let rec = record.display().to_string();
     let replay = Proxy::start(&["--replay", &rec, "--listen", "127.0.0.1:0"], &[]);
     let again = one(replay.url());
     let (_, log) = replay.stop();
@@ -2029,6 +2068,18 @@ fn recording_to(url: &str, tag: &str, name: &str) -> (std::path::PathBuf, Proxy,
     (record, p, c)
 }
 
+/// A proxy listening for HTTP clients on a free port, recording (to `name` in a scratch folder
+/// named by `tag`) in front of the server at `url`: the recording's path and the proxy.
+fn listening_to(url: &str, tag: &str, name: &str) -> (std::path::PathBuf, Proxy) {
+    let record = common::scratch_recording(tag, name);
+    let rec = record.display().to_string();
+    let p = Proxy::start(
+        &["--record", &rec, "--listen", "127.0.0.1:0", "--", url],
+        &[],
+    );
+    (record, p)
+}
+
 struct Stdio2 {
     input: ChildStdin,
     output: BufReader<ChildStdout>,
@@ -2876,12 +2927,7 @@ fn one_http_clients_slow_handshake_holds_up_no_other_client() {
             )
         })
     });
-    let record = common::scratch_recording("http-slow-handshake", "slow.json");
-    let rec = record.display().to_string();
-    let p = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
-        &[],
-    );
+    let (_record, p) = listening_to(&url, "http-slow-handshake", "slow.json");
     let listen = p.url().to_owned();
     let start = Instant::now();
     let slow = {
@@ -3069,12 +3115,7 @@ fn a_listening_proxy_relays_a_remote_session_and_its_errors_as_they_came() {
             )
         })
     });
-    let record = common::scratch_recording("http-relay", "relay.json");
-    let rec = record.display().to_string();
-    let p = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
-        &[],
-    );
+    let (record, p) = listening_to(&url, "http-relay", "relay.json");
     let purl = p.url().to_owned();
     // No credentials: the server's 401 and its WWW-Authenticate reach the client untouched.
     let denied = request(&purl, "POST", &[], INIT);
@@ -3226,12 +3267,7 @@ fn a_get_stream_carries_the_servers_own_messages_to_an_http_client() {
             json_answer("", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#)
         })
     });
-    let record = common::scratch_recording("http-get", "get.json");
-    let rec = record.display().to_string();
-    let p = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
-        &[],
-    );
+    let (_record, p) = listening_to(&url, "http-get", "get.json");
     let purl = p.url().to_owned();
     let a = request(&purl, "POST", &[], INIT);
     assert_eq!(a.header("mcp-session-id").as_deref(), Some("S1"));
@@ -3266,12 +3302,7 @@ fn under_2026_07_28_a_broken_answer_stream_is_the_clients_cancel() {
             )
         })
     });
-    let record = common::scratch_recording("http-2026", "cancel.json");
-    let rec = record.display().to_string();
-    let p = Proxy::start(
-        &["--record", &rec, "--listen", "127.0.0.1:0", "--", &url],
-        &[],
-    );
+    let (record, p) = listening_to(&url, "http-2026", "cancel.json");
     let purl = p.url().to_owned();
     let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"A5"},"_meta":{"progressToken":"p5","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
     let mut s = open(

@@ -31,7 +31,7 @@ use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use hyper::{Method, Request, Response, Uri};
 use hyper_util::client::legacy::Client;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 mod answers;
@@ -265,6 +265,8 @@ impl Remote {
 
 /// Messages the client holds while our session's handshake is unanswered, at most.
 const HELD_MAX: usize = 1024;
+/// The longest a session's message waits for the server to take its notification before it.
+const NOTIFICATION_WAIT: Duration = Duration::from_secs(5);
 
 /// The requests the pump has sent and not yet seen answered.
 struct Outgoing {
@@ -272,6 +274,11 @@ struct Outgoing {
     /// Requests in flight on the 2026-07-28 revision, where closing a request's stream is its
     /// cancel: a `notifications/cancelled` for one of them closes it instead of being sent.
     closable: crate::hashing::Map<Id, tokio::task::AbortHandle>,
+    /// Per session, its last notification on the way to the server: the session's next message
+    /// goes out once that one is answered. Each message is its own POST, so without this a
+    /// client's `notifications/initialized` and the call it sends next would race, and a
+    /// server could see the call first; a client on its own waits for the 202 before going on.
+    notifications: crate::hashing::Map<Option<String>, watch::Receiver<bool>>,
 }
 
 impl Outgoing {
@@ -309,9 +316,26 @@ impl Outgoing {
             }
             _ => None,
         };
-        let task = self
-            .tasks
-            .spawn(send(Arc::clone(shared), line, message, envelope));
+        self.notifications
+            .retain(|_, r| !*r.borrow() && r.has_changed().is_ok());
+        let session = shared.session_of(envelope.as_ref());
+        let before = self.notifications.get(&session).cloned();
+        let sent = matches!(message, Message::Notification { .. }).then(|| {
+            let (tx, rx) = watch::channel(false);
+            self.notifications.insert(session, rx);
+            tx
+        });
+        let shared = Arc::clone(shared);
+        let task = self.tasks.spawn(async move {
+            if let Some(mut before) = before {
+                let _ =
+                    tokio::time::timeout(NOTIFICATION_WAIT, before.wait_for(|done| *done)).await;
+            }
+            send(shared, line, message, envelope).await;
+            if let Some(sent) = sent {
+                let _ = sent.send(true);
+            }
+        });
         if let Some(id) = stateless {
             self.closable.insert(id, task);
         }
@@ -330,6 +354,7 @@ async fn pump(
     let mut out = Outgoing {
         tasks: JoinSet::new(),
         closable: Default::default(),
+        notifications: Default::default(),
     };
     // Our session's handshake while it is unanswered, and the client's requests and
     // notifications held until it is: a stdio client that sends its next messages without
