@@ -914,33 +914,14 @@ fn a_sessions_call_goes_to_the_server_only_after_it_took_the_notification_before
     // A server slow to take `notifications/initialized`: each of the proxy's messages is its own
     // POST, and the call the client sends next must not overtake the notification, as it cannot
     // on stdio and does not when the client speaks to the server itself.
-    let order: Arc<Mutex<Vec<&'static str>>> = Arc::default();
-    let log = Arc::clone(&order);
-    let (upstream, _seen) = scripted(move |method, _, body| {
-        if body.contains("notifications/initialized") {
-            thread::sleep(Duration::from_millis(400));
-            log.lock().expect("order").push("initialized taken");
-        } else if body.contains("tools/call") {
-            log.lock().expect("order").push("call received");
-        }
-        usual(method, body, |_| {
-            json_answer("", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#)
-        })
-    });
+    let (upstream, order) = slow_to_take_initialized(Duration::from_millis(400));
     // An HTTP client of the listening proxy: its 202 comes at once, and it calls at once.
     let (_record, live) = listening_to(&upstream, "http-notification-order", "listen.json");
     let got = a_session_with_one_call(live.url(), "A1");
     let _ = live.stop();
     assert_eq!(got.status, 200, "{} {}", got.head, got.body);
     // A stdio client, which writes its notification and its call without waiting at all.
-    let (_record, mut p, mut c) = recording_to(&upstream, "http-notification-order", "stdio.json");
-    c.initialize("stdio");
-    c.send(INITIALIZED);
-    c.send(&call(1, "A2"));
-    let answer = c.next();
-    drop(c);
-    wait_for(&mut p.child, Duration::from_secs(15));
-    assert_eq!(answer["id"], 1, "{answer}");
+    initialized_then_call(&upstream, "stdio.json");
     assert_eq!(
         *order.lock().expect("order"),
         [
@@ -950,6 +931,50 @@ fn a_sessions_call_goes_to_the_server_only_after_it_took_the_notification_before
             "call received"
         ]
     );
+}
+
+#[test]
+fn a_notification_the_server_never_takes_holds_the_next_call_only_so_long() {
+    // Past the wait's bound (5 s) the call goes on: a server that sits on a notification
+    // cannot stop the session.
+    let (upstream, order) = slow_to_take_initialized(Duration::from_secs(9));
+    initialized_then_call(&upstream, "held.json");
+    assert_eq!(
+        *order.lock().expect("order"),
+        ["call received", "initialized taken"]
+    );
+}
+
+/// A scripted server that takes `delay` to accept `notifications/initialized`, and the order in
+/// which it took that and received each call.
+fn slow_to_take_initialized(delay: Duration) -> (String, Arc<Mutex<Vec<&'static str>>>) {
+    let order: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let log = Arc::clone(&order);
+    let (upstream, _seen) = scripted(move |method, _, body| {
+        if body.contains("notifications/initialized") {
+            thread::sleep(delay);
+            log.lock().expect("order").push("initialized taken");
+        } else if body.contains("tools/call") {
+            log.lock().expect("order").push("call received");
+        }
+        usual(method, body, |_| {
+            json_answer("", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#)
+        })
+    });
+    (upstream, order)
+}
+
+/// A stdio client of a proxy in front of `upstream` that writes `initialized` and a call at
+/// once, reads the call's answer and leaves; the proxy ends.
+fn initialized_then_call(upstream: &str, name: &str) {
+    let (_record, mut p, mut c) = recording_to(upstream, "http-notification-order", name);
+    c.initialize(name);
+    c.send(INITIALIZED);
+    c.send(&call(1, "A2"));
+    let answer = c.next();
+    drop(c);
+    wait_for(&mut p.child, Duration::from_secs(30));
+    assert_eq!(answer["id"], 1, "{answer}");
 }
 
 #[test]
