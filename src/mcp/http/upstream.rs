@@ -1,6 +1,7 @@
 //! A remote MCP server over Streamable HTTP, in the place of the child process: the relay
 //! writes it one message per line and reads its messages back as lines, as from a child's
-//! pipes. Each message goes out as its own POST; an answer comes back as a JSON body or as a
+//! pipes. Each message goes out as its own POST (a session's next message once the server has
+//! taken the notification before it, as on a pipe); an answer comes back as a JSON body or as a
 //! stream of server-sent events (with the server's own requests and notifications before the
 //! answer), and every message of it is passed to the relay as it arrives.
 //!
