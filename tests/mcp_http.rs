@@ -945,6 +945,54 @@ fn a_notification_the_server_never_takes_holds_the_next_call_only_so_long() {
     );
 }
 
+#[test]
+fn a_stateless_clients_notification_never_holds_up_another_clients_call() {
+    // Under 2026-07-28 clients have no session: one client's notification the server is slow
+    // to take is nothing to another client's call, which goes on at once.
+    let order: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let log = Arc::clone(&order);
+    let (upstream, _seen) = scripted(move |method, _, body| {
+        if body.contains("notifications/roots/list_changed") {
+            thread::sleep(Duration::from_secs(3));
+            log.lock().expect("order").push("notification taken");
+        } else if body.contains("tools/call") {
+            log.lock().expect("order").push("call received");
+        }
+        usual(method, body, |_| {
+            json_answer("", r#"{"jsonrpc":"2.0","id":5,"result":{"content":[]}}"#)
+        })
+    });
+    let (_record, p) = listening_to(&upstream, "http-2026-strangers", "strangers.json");
+    let purl = p.url().to_owned();
+    let version = ("MCP-Protocol-Version", "2026-07-28");
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let a = request(
+        &purl,
+        "POST",
+        &[version, ("Mcp-Method", "notifications/roots/list_changed")],
+        note,
+    );
+    assert_eq!(a.status, 202, "{} {}", a.head, a.body);
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"create_shipment","arguments":{"order_id":"B5"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let b = request(
+        &purl,
+        "POST",
+        &[
+            version,
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "create_shipment"),
+        ],
+        call,
+    );
+    assert_eq!(b.status, 200, "{} {}", b.head, b.body);
+    thread::sleep(Duration::from_secs(3));
+    let _ = p.stop();
+    assert_eq!(
+        *order.lock().expect("order"),
+        ["call received", "notification taken"]
+    );
+}
+
 /// A scripted server that takes `delay` to accept `notifications/initialized`, and the order in
 /// which it took that and received each call.
 fn slow_to_take_initialized(delay: Duration) -> (String, Arc<Mutex<Vec<&'static str>>>) {
@@ -1526,6 +1574,21 @@ fn the_listening_line_comes_before_what_the_server_says_at_start() {
     let (_, log) = p.stop();
     assert!(log.starts_with("listening on "), "{log}");
     assert!(log.contains("continuing the recording"), "{log}");
+    // A FIFO where the wire log goes: said after that line too, and recorded without it.
+    let wire = toolstorm::mcp::wirelog::wire_path(&record);
+    std::fs::remove_file(&wire).expect("the wire log of the runs above");
+    let made = Command::new("mkfifo").arg(&wire).status().expect("mkfifo");
+    assert!(made.success());
+    let p = Proxy::start(&args, &[]);
+    let session = initialize(p.url(), &[]);
+    assert!(!session.is_empty());
+    let (_, log) = p.stop();
+    assert!(log.starts_with("listening on "), "{log}");
+    assert!(
+        log.contains("banner.wire.jsonl could not be started (not a regular file (a FIFO)); recording without it"),
+        "{log}"
+    );
+    assert!(record.exists(), "{log}");
 }
 
 #[test]

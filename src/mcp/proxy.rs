@@ -699,24 +699,35 @@ impl Proxy {
         // The wire log beside the recording (without it the recording is whole all the same).
         let mut key = [0u8; 32];
         let keyed = getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()));
-        let wire = options.record.as_ref().filter(|_| recorder.is_some()).and_then(|path| {
-            let made = keyed.as_ref().map_err(|e| std::io::Error::other(e.to_string())).and_then(|()| {
-                super::wirelog::WireLog::create(path, options.append, Arc::clone(storm.clock()), key)
-            });
-            match made {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    let _ = writeln!(
-                        log,
-                        "toolstorm-tui mcp: the wire log {} could not be started ({e}); recording without it",
-                        crate::printable::quoted(
-                            &super::wirelog::wire_path(path).display().to_string()
+        let wire = options
+            .record
+            .as_ref()
+            .filter(|_| recorder.is_some())
+            .and_then(|path| {
+                let made = keyed
+                    .as_ref()
+                    .map_err(|e| std::io::Error::other(e.to_string()))
+                    .and_then(|()| {
+                        super::wirelog::WireLog::create(
+                            path,
+                            options.append,
+                            Arc::clone(storm.clock()),
+                            key,
                         )
-                    );
-                    None
+                    });
+                match made {
+                    Ok(w) => Some(w),
+                    Err(e) => {
+                        starting.push(format!(
+                            "the wire log {} could not be started ({e}); recording without it",
+                            crate::printable::quoted(
+                                &super::wirelog::wire_path(path).display().to_string()
+                            )
+                        ));
+                        None
+                    }
                 }
-            }
-        });
+            });
         // The HTTP requests of either side, with their answers' heads, go into it too, from
         // before the listening line: a client that calls at once has its first request logged.
         let mut wire = wire;

@@ -279,7 +279,7 @@ struct Outgoing {
     /// goes out once that one is answered. Each message is its own POST, so without this a
     /// client's `notifications/initialized` and the call it sends next would race, and a
     /// server could see the call first; a client on its own waits for the 202 before going on.
-    notifications: crate::hashing::Map<Option<String>, watch::Receiver<bool>>,
+    notifications: crate::hashing::Map<String, watch::Receiver<bool>>,
 }
 
 impl Outgoing {
@@ -319,13 +319,22 @@ impl Outgoing {
         };
         self.notifications
             .retain(|_, r| !*r.borrow() && r.has_changed().is_ok());
-        let session = shared.session_of(envelope.as_ref());
-        let before = self.notifications.get(&session).cloned();
-        let sent = matches!(message, Message::Notification { .. }).then(|| {
-            let (tx, rx) = watch::channel(false);
-            self.notifications.insert(session, rx);
-            tx
-        });
+        // Our own session is the one stdio client's, with or without a session id; HTTP
+        // clients without one (the stateless revision) are strangers, never one another's wait.
+        let session = match &shared.envelopes {
+            None => Some(shared.session_of(None).unwrap_or_default()),
+            Some(_) => shared.session_of(envelope.as_ref()),
+        };
+        let before = session
+            .as_ref()
+            .and_then(|s| self.notifications.get(s).cloned());
+        let sent = session
+            .filter(|_| matches!(message, Message::Notification { .. }))
+            .map(|session| {
+                let (tx, rx) = watch::channel(false);
+                self.notifications.insert(session, rx);
+                tx
+            });
         let shared = Arc::clone(shared);
         let task = self.tasks.spawn(async move {
             if let Some(mut before) = before {
